@@ -1,0 +1,702 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * spin runtime: the XDP side of sPIN.
+ *
+ *   spin_rx      entry, attached to the interface: parse, validate, find or
+ *                create the message state, match (Portals order), then
+ *                tail-call the match entry's handler program (or deposit
+ *                directly when the entry has no handlers);
+ *   spin_finish  stage reached by tail call from handler programs: carry
+ *                out the put the handlers asked for, post the completion
+ *                event, update counters.
+ *
+ * Concurrency (packets of one message on several CPUs):
+ *   - the CPU whose insert of the message state succeeds matches the message
+ *     and runs the header handler; the other CPUs wait (bounded spin) until
+ *     it has published its verdict, so no payload handler runs before the
+ *     header handler returned;
+ *   - each packet is claimed in a bitmap with an atomic OR (duplicates are
+ *     dropped), and its bytes are added atomically after its payload handler
+ *     returned; the packet whose add reaches the message length runs the
+ *     completion handler, exactly once;
+ *   - use-once entries are claimed with compare-and-swap.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <spin/rt_common.bpf.h>
+
+#define ETH_P_IP	0x0800
+#define CLOCK_MONOTONIC	1
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* A zeroed message state to insert from (struct spin_msg is too large for
+ * the stack).  Only the leading scalar fields are ever written. */
+struct spin_msg_bytes { __u8 b[sizeof(struct spin_msg)]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_msg_bytes);
+} spin_tmpl SEC(".maps");
+
+static __always_inline int spin_drop(struct spin_stats *st, int reason)
+{
+	spin_drop_count(st, reason);
+	return XDP_DROP;
+}
+
+/* Remember (rank, id); true if it was seen among the recent ids. */
+static __always_inline bool spin_dedup_seen(__u32 rank, __u32 id)
+{
+	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+
+	if (!d)
+		return false;
+	return __sync_lock_test_and_set(&d->id[id & (SPIN_DEDUP_SLOTS - 1)], id) == id;
+}
+
+struct spin_match_q {
+	__u32 pt;
+	__u32 rank;
+	__u32 pid;
+	__u32 msg_len;
+	__u64 bits;
+	__u64 roff;
+	/* result */
+	__u32 best;
+	__u32 best_list;
+	__u64 best_seq;
+};
+
+/* One match entry slot: remember it if it matches and comes earlier in
+ * Portals order (priority list before overflow list, then append order). */
+static int spin_match_cb(__u32 i, struct spin_match_q *q)
+{
+	__u32 idx = q->pt * SPIN_MAX_ME_PER_PT + i;
+	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &idx);
+	__u32 ops;
+
+	if (!me || me->state != SPIN_ME_ACTIVE)
+		return 0;
+	ops = me->options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET);
+	if (ops && !(ops & SPIN_ME_OP_PUT))
+		return 0;
+	if ((me->match_bits ^ q->bits) & ~me->ignore_bits)
+		return 0;
+	if (me->match_rank != SPIN_RANK_ANY && me->match_rank != q->rank)
+		return 0;
+	if (me->match_pid != SPIN_PID_ANY && me->match_pid != q->pid)
+		return 0;
+	if ((me->options & SPIN_ME_NO_TRUNCATE) &&
+	    (q->roff > me->host_len || q->msg_len > me->host_len - q->roff))
+		return 0;
+	if (me->list < q->best_list || (me->list == q->best_list && me->seq < q->best_seq)) {
+		q->best = idx;
+		q->best_list = me->list;
+		q->best_seq = me->seq;
+	}
+	return 0;
+}
+
+/*
+ * Portals matching on one portal table entry.  A use-once entry is claimed
+ * with compare-and-swap; if another CPU claimed it first, search again.
+ */
+static __always_inline int spin_match(const struct spin_pt *pt, struct spin_match_q *q,
+				      struct spin_ctx *c)
+{
+	__u32 n = pt->n_me;
+
+	if (n > SPIN_MAX_ME_PER_PT)
+		n = SPIN_MAX_ME_PER_PT;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		struct spin_me *me;
+		__u32 best;
+
+		q->best = ~0u;
+		q->best_list = 2;
+		q->best_seq = ~0ull;
+		bpf_loop(n, spin_match_cb, q, 0);
+		best = q->best;
+		if (best == ~0u)
+			return -1;
+		me = bpf_map_lookup_elem(&spin_me, &best);
+		if (!me)
+			return -1;
+		if ((me->options & SPIN_ME_USE_ONCE) &&
+		    __sync_val_compare_and_swap(&me->state, SPIN_ME_ACTIVE, SPIN_ME_CLAIMED) != SPIN_ME_ACTIVE)
+			continue;
+		c->start = me->host_off + q->roff;
+		if (q->roff >= me->host_len)
+			c->mlength = 0;
+		else if (q->msg_len > me->host_len - q->roff)
+			c->mlength = me->host_len - q->roff;
+		else
+			c->mlength = q->msg_len;
+		return best;
+	}
+	return -1;
+}
+
+static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __u32 fail,
+					    const struct spin_ctx *c, const struct spin_me *me)
+{
+	e->kind = kind;
+	e->fail = fail;
+	e->pt_index = c->pt;
+	e->me = c->me;
+	e->match_bits = 0;
+	e->rlength = c->msg_len;
+	e->mlength = c->mlength;
+	e->remote_off = 0;
+	e->start = c->start;
+	e->hdr_data = 0;
+	e->user_ptr = me ? me->user_ptr : 0;
+	e->src_rank = c->key.src_rank;
+	e->src_pid = 0;
+	e->msg_id = c->key.msg_id;
+	e->owner_pid = me ? me->owner_pid : 0;
+	e->dropped_bytes = c->dropped;
+	e->flow_control = 0;
+	e->timestamp_ns = bpf_ktime_get_ns();
+	__builtin_memset(&e->put, 0, sizeof(e->put));
+}
+
+/* Post an event; the header fields come from the frame's sPIN header. */
+static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st, __u32 kind,
+				      __u32 fail, const struct spin_ctx *c,
+				      const struct spin_me *me, const struct spin_put_req *put)
+{
+	void *data = (void *)(long)xdp->data, *end = (void *)(long)xdp->data_end;
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_event *e;
+
+	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	if (!e) {
+		spin_drop_count(st, SPIN_DROP_HOST_QUEUE_FULL);
+		return;
+	}
+	spin_fill_event(e, kind, fail, c, me);
+	if ((void *)(sh + 1) <= end) {
+		e->match_bits = bpf_be64_to_cpu(sh->match_bits);
+		e->remote_off = bpf_be64_to_cpu(sh->remote_off);
+		e->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+		e->src_pid = bpf_ntohl(sh->src_pid);
+	}
+	if (put)
+		e->put = *put;
+	bpf_ringbuf_submit(e, 0);
+	if (st)
+		st->events++;
+}
+
+static __always_inline __u16 spin_ip_csum(struct iphdr *ip)
+{
+	__u32 sum = 0;
+	__u16 *w = (__u16 *)ip;
+
+	ip->check = 0;
+#pragma unroll
+	for (int i = 0; i < 10; i++)
+		sum += w[i];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum;
+}
+
+/* Copy len bytes of the host window at off into the frame's payload. */
+static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u64 off, __u32 len)
+{
+	struct bpf_dynptr pd;
+
+	if (bpf_dynptr_from_xdp(xdp, 0, &pd))
+		return -1;
+	return spin_host_xfer(off, &pd, SPIN_PAY_OFF, len, 0);
+}
+
+/*
+ * Turn this frame into the message a handler put: resize it, fill the
+ * payload, rewrite Ethernet/IPv4/UDP/sPIN for the target peer and send it
+ * with XDP_TX (same interface) or redirect.  A put from host longer than one
+ * packet is handed to the host instead.
+ */
+static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
+				       struct spin_cfg *cfg, struct spin_stats *st,
+				       struct spin_put_req *r)
+{
+	void *data, *end;
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct spin_hdr *sh;
+	struct spin_peer *peer;
+	__u32 len = r->len, rank = r->target_rank, src = r->src, id;
+	__u64 src_off = r->src_off;
+	int delta;
+
+	if (r->kind == SPIN_PUT_HOST && len > SPIN_MAX_SEG) {
+		spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
+		if (st)
+			st->tx_host_queued++;
+		return XDP_DROP;
+	}
+	if (len > SPIN_MAX_SEG)
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	peer = bpf_map_lookup_elem(&spin_peers, &rank);
+	if (!peer || !peer->valid)
+		return spin_drop(st, SPIN_DROP_NO_PEER);
+
+	/* payload that is elsewhere in this frame moves through scratch */
+	if (len && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
+		if (bpf_xdp_load_bytes(xdp, src_off, c->scratch, len))
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+		src = SPIN_SRC_SCRATCH;
+	}
+	data = (void *)(long)xdp->data;
+	end = (void *)(long)xdp->data_end;
+	delta = (int)(SPIN_PAY_OFF + len) - (int)(end - data);
+	if (delta && bpf_xdp_adjust_tail(xdp, delta))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	if (src == SPIN_SRC_SCRATCH && len &&
+	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, src_off, len))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+
+	data = (void *)(long)xdp->data;
+	end = (void *)(long)xdp->data_end;
+	eth = data;
+	ip = (void *)(eth + 1);
+	udp = (void *)(ip + 1);
+	sh = (void *)(udp + 1);
+	if ((void *)(sh + 1) > end)
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+
+	__builtin_memcpy(eth->h_dest, peer->mac, 6);
+	__builtin_memcpy(eth->h_source, cfg->my_mac, 6);
+	ip->saddr = cfg->my_ip;
+	ip->daddr = peer->ip;
+	ip->tot_len = bpf_htons(20 + 8 + sizeof(*sh) + len);
+	ip->ttl = 64;
+	ip->check = spin_ip_csum(ip);
+	udp->source = cfg->port;
+	udp->dest = peer->port;
+	udp->len = bpf_htons(8 + sizeof(*sh) + len);
+	udp->check = 0;
+
+	id = (__u32)__sync_fetch_and_add(&cfg->next_msg_id, 1);
+	if (!id)
+		id = 1;
+	sh->version = SPIN_VERSION;
+	sh->op = SPIN_OP_PUT;
+	sh->flags = bpf_htons(r->kind == SPIN_PUT_DEVICE ? SPIN_F_FROM_DEVICE : SPIN_F_FROM_HOST);
+	sh->seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
+	sh->src_rank = bpf_htonl(cfg->my_rank);
+	sh->src_pid = bpf_htonl(cfg->my_pid);
+	sh->dst_rank = bpf_htonl(rank);
+	sh->msg_id = bpf_htonl(id);
+	sh->match_bits = bpf_cpu_to_be64(r->match_bits);
+	sh->msg_len = bpf_htonl(len);
+	sh->pkt_off = 0;
+	sh->remote_off = bpf_cpu_to_be64(r->remote_off);
+	sh->hdr_data = bpf_cpu_to_be64(r->hdr_data);
+	sh->user_hdr[0] = 0;
+	sh->user_hdr[1] = 0;
+	sh->user_hdr[2] = 0;
+	sh->user_hdr[3] = 0;
+
+	if (st) {
+		if (r->kind == SPIN_PUT_DEVICE)
+			st->tx_device++;
+		else
+			st->tx_host_inline++;
+	}
+	if (!peer->ifindex || peer->ifindex == xdp->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(peer->ifindex, 0);
+}
+
+/*
+ * Everything after the handlers: counters, the completion event, use-once
+ * unlink, the message's tombstone, and the put.  Shared by spin_finish and
+ * by spin_rx for entries without handlers.
+ */
+static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,
+					  struct spin_stats *st, struct spin_cfg *cfg)
+{
+	struct spin_me *me;
+	__u32 k = c->me;
+	int verdict = XDP_DROP;
+
+	if (c->drop_reason) {
+		spin_drop_count(st, c->drop_reason - 1);
+		return XDP_DROP;
+	}
+	if (c->pay_rc == SPIN_RC_DROP || c->pay_rc == SPIN_RC_DROP + SPIN_RC_PENDING)
+		spin_drop_count(st, SPIN_DROP_HANDLER_DROP);
+	if ((c->phases & SPIN_PH_HEADER) && c->msg_dropped)
+		spin_drop_count(st, SPIN_DROP_MSG_DROPPED);
+	me = bpf_map_lookup_elem(&spin_me, &k);
+	if (c->done && me) {
+		if (c->fail || c->msg_dropped)
+			__sync_fetch_and_add(&me->ct_failure, 1);
+		else
+			__sync_fetch_and_add(&me->ct_success, 1);
+		__sync_fetch_and_add(&me->bytes, c->mlength);
+		if (!c->msg_dropped) {
+			if (st)
+				st->msgs_completed++;
+			if (!(me->options & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) ||
+			    c->fail)
+				spin_post(xdp, st, SPIN_EV_PUT, c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK,
+					  c, me, NULL);
+		}
+		if ((me->options & SPIN_ME_USE_ONCE) &&
+		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
+			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
+	}
+	if (c->done && c->multi) {
+		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+
+		if (m) {
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
+			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
+		}
+	}
+	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped)
+		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
+	return verdict;
+}
+
+/* Timer of a message state: expire an incomplete message, or remove the
+ * tombstone of a completed one. */
+static int spin_msg_expire(void *map, struct spin_msg_key *key, struct spin_msg *m)
+{
+	struct spin_stats *st = spin_stats_get();
+	__u32 status = m->status;
+
+	if (status == SPIN_MSG_NEW || status == SPIN_MSG_RUNNING) {
+		struct spin_me *me;
+		struct spin_event *e;
+		__u32 k = m->me;
+
+		spin_drop_count(st, SPIN_DROP_MSG_TIMEOUT);
+		me = bpf_map_lookup_elem(&spin_me, &k);
+		if (me) {
+			__sync_fetch_and_add(&me->ct_failure, 1);
+			if (me->options & SPIN_ME_USE_ONCE)
+				__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
+		}
+		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+		if (e) {
+			__builtin_memset(e, 0, sizeof(*e));
+			e->kind = SPIN_EV_MSG_TIMEOUT;
+			e->fail = SPIN_FAIL_TIMEOUT;
+			e->me = k;
+			e->pt_index = k / SPIN_MAX_ME_PER_PT;
+			e->rlength = m->msg_len;
+			e->mlength = m->bytes_seen;
+			e->start = m->start;
+			e->src_rank = key->src_rank;
+			e->msg_id = key->msg_id;
+			e->dropped_bytes = m->msg_len - m->bytes_seen;
+			e->timestamp_ns = bpf_ktime_get_ns();
+			if (me) {
+				e->match_bits = me->match_bits;
+				e->user_ptr = me->user_ptr;
+				e->owner_pid = me->owner_pid;
+			}
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+struct spin_wait {
+	struct spin_msg_key key;
+	__u32 status;
+};
+
+static int spin_wait_cb(__u32 i, struct spin_wait *w)
+{
+	struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &w->key);
+
+	if (!m) {
+		w->status = SPIN_MSG_DONE;
+		return 1;
+	}
+	w->status = *(volatile __u32 *)&m->status;
+	return w->status != SPIN_MSG_NEW;
+}
+
+/* Default work for an entry without handlers (or whose handler program is
+ * missing): deposit, account, finish.  A global function, so the verifier
+ * checks it once. */
+__noinline int spin_default(struct xdp_md *xdp)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_stats *st = spin_stats_get();
+	struct spin_cfg *cfg = spin_cfg_get();
+	struct spin_msg *m = NULL;
+
+	if (!c || !cfg)
+		return XDP_ABORTED;
+	if (c->multi) {
+		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+		if (!m) {
+			spin_drop_count(st, SPIN_DROP_MSG_TIMEOUT);
+			return XDP_DROP;
+		}
+	}
+	if (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD))
+		spin_deposit(xdp, c);
+	spin_account(c, m);
+	return spin_do_finish(xdp, c, st, cfg);
+}
+
+/* Go to the entry's handler program, or do the default work. */
+static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
+					 struct spin_me *me, struct spin_stats *st)
+{
+	__u32 h = me->handler;
+
+	if (h && !c->msg_dropped) {
+		bpf_tail_call(xdp, &spin_handlers, h - 1);
+		/* no program in the slot: the message fails */
+		c->fail = 1;
+		c->phases &= ~SPIN_PH_PAYLOAD;
+		spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
+	}
+	return spin_default(xdp);
+}
+
+SEC("xdp")
+int spin_rx(struct xdp_md *xdp)
+{
+	void *data = (void *)(long)xdp->data, *end = (void *)(long)xdp->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct spin_hdr *sh;
+	struct spin_stats *st;
+	struct spin_cfg *cfg;
+	struct spin_ctx *c;
+	struct spin_pt *pt;
+	struct spin_me *me;
+	struct spin_msg *m = NULL;
+	struct spin_match_q q;
+	__u32 ulen, pay_len, msg_len, pkt_off, msg_id, pti, rank, seg, idx, zero = 0;
+	__u64 bit, old;
+	int mi;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return XDP_PASS;
+	ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_UDP)
+		return XDP_PASS;
+	/* IPv4 options and fragments are left to the kernel */
+	if (ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
+		return XDP_PASS;
+	udp = (void *)(ip + 1);
+	if ((void *)(udp + 1) > end)
+		return XDP_PASS;
+	cfg = spin_cfg_get();
+	st = spin_stats_get();
+	if (!cfg || !st)
+		return XDP_PASS;
+	if (udp->dest != cfg->port) {
+		st->passed++;
+		return XDP_PASS;
+	}
+
+	st->rx_packets++;
+	sh = (void *)(udp + 1);
+	if ((void *)(sh + 1) > end)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	if (sh->version != SPIN_VERSION)
+		return spin_drop(st, SPIN_DROP_BAD_VERSION);
+	if (sh->op != SPIN_OP_PUT)
+		return spin_drop(st, SPIN_DROP_BAD_OP);
+	ulen = bpf_ntohs(udp->len);
+	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
+	    bpf_ntohs(ip->tot_len) != ulen + 20)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	pay_len = ulen - 8 - sizeof(*sh);
+	st->rx_bytes += pay_len;
+	msg_len = bpf_ntohl(sh->msg_len);
+	pkt_off = bpf_ntohl(sh->pkt_off);
+	msg_id = bpf_ntohl(sh->msg_id);
+	if (!msg_id || msg_len > SPIN_MAX_MSG)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	if (!pay_len && msg_len)
+		return spin_drop(st, SPIN_DROP_ZERO_LEN);
+	if (pkt_off > msg_len || pay_len > msg_len - pkt_off)
+		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
+	pti = bpf_ntohs(sh->pt_index);
+	if (pti >= SPIN_MAX_PT)
+		return spin_drop(st, SPIN_DROP_BAD_PT);
+	pt = bpf_map_lookup_elem(&spin_pt, &pti);
+	if (!pt || !(pt->flags & SPIN_PT_ALLOCATED))
+		return spin_drop(st, SPIN_DROP_BAD_PT);
+	if (!(pt->flags & SPIN_PT_ENABLED))
+		return spin_drop(st, SPIN_DROP_PT_DISABLED);
+	rank = bpf_ntohl(sh->src_rank);
+	if (rank >= SPIN_MAX_PEERS)
+		return spin_drop(st, SPIN_DROP_BAD_SOURCE);
+
+	c = spin_ctx_get();
+	if (!c)
+		return XDP_ABORTED;
+	c->phases = SPIN_PH_HEADER | SPIN_PH_PAYLOAD;
+	c->pt = pti;
+	c->pay_off = SPIN_PAY_OFF;
+	c->pay_len = pay_len;
+	c->pkt_off = pkt_off;
+	c->msg_len = msg_len;
+	c->key.src_rank = rank;
+	c->key.msg_id = msg_id;
+	c->hdr_rc = 0;
+	c->pay_rc = 0;
+	c->done = 0;
+	c->dropped = 0;
+	c->n_puts = 0;
+	c->fail = 0;
+	c->drop_reason = 0;
+	c->msg_dropped = 0;
+	c->put[0].kind = SPIN_PUT_NONE;
+
+	q.pt = pti;
+	q.rank = rank;
+	q.pid = bpf_ntohl(sh->src_pid);
+	q.msg_len = msg_len;
+	q.bits = bpf_be64_to_cpu(sh->match_bits);
+	q.roff = bpf_be64_to_cpu(sh->remote_off);
+
+	if (pkt_off == 0 && pay_len == msg_len) {
+		/* the whole message in one packet: no message state */
+		if (spin_dedup_seen(rank, msg_id))
+			return spin_drop(st, SPIN_DROP_DUPLICATE);
+		mi = spin_match(pt, &q, c);
+		if (mi < 0)
+			return spin_drop(st, SPIN_DROP_NO_MATCH);
+		c->me = mi;
+		c->multi = 0;
+		me = bpf_map_lookup_elem(&spin_me, &c->me);
+		if (!me)
+			return spin_drop(st, SPIN_DROP_NO_MATCH);
+		st->msgs++;
+		return spin_dispatch(xdp, c, me, st);
+	}
+
+	/* multi-packet message */
+	seg = bpf_ntohs(sh->seg_size);
+	if (!seg || pkt_off % seg || (pay_len != seg && pkt_off + pay_len != msg_len) ||
+	    msg_len / seg >= SPIN_BITMAP_WORDS * 64)
+		return spin_drop(st, SPIN_DROP_BAD_SEG);
+	idx = pkt_off / seg;
+	bit = 1ull << (idx & 63);
+	c->multi = 1;
+
+	m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+	if (!m) {
+		struct spin_msg *t = bpf_map_lookup_elem(&spin_tmpl, &zero);
+		long err;
+
+		if (!t)
+			return XDP_ABORTED;
+		if (spin_dedup_seen(rank, msg_id))
+			return spin_drop(st, SPIN_DROP_DUPLICATE);
+		t->status = SPIN_MSG_NEW;
+		t->flags = 0;
+		t->me = 0;
+		t->msg_len = msg_len;
+		t->mlength = 0;
+		t->bytes_seen = 0;
+		t->dropped = 0;
+		t->start = 0;
+		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
+		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+		if (!m)
+			return spin_drop(st, SPIN_DROP_MSG_TABLE_FULL);
+		if (err)
+			goto existing;	/* another CPU created it first */
+
+		/* first packet of the message on this node */
+		bpf_timer_init(&m->timer, &spin_msgs, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&m->timer, spin_msg_expire);
+		bpf_timer_start(&m->timer, cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS, 0);
+		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
+		mi = spin_match(pt, &q, c);
+		if (mi < 0) {
+			m->flags |= SPIN_MSGF_NOMATCH;
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
+			return spin_drop(st, SPIN_DROP_NO_MATCH);
+		}
+		c->me = mi;
+		m->me = mi;
+		m->mlength = c->mlength;
+		m->start = c->start;
+		me = bpf_map_lookup_elem(&spin_me, &c->me);
+		if (!me)
+			return spin_drop(st, SPIN_DROP_NO_MATCH);
+		st->msgs++;
+		if (!me->handler) {
+			m->flags |= SPIN_MSGF_PROCEED;
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_RUNNING);
+			c->phases = SPIN_PH_DEPOSIT;
+		}
+		return spin_dispatch(xdp, c, me, st);
+	}
+
+existing:
+	if (*(volatile __u32 *)&m->status == SPIN_MSG_NEW) {
+		struct spin_wait w = { .key = c->key, .status = SPIN_MSG_NEW };
+
+		bpf_loop(SPIN_HDR_WAIT_LOOPS, spin_wait_cb, &w, 0);
+		if (w.status == SPIN_MSG_NEW)
+			return spin_drop(st, SPIN_DROP_HDR_WAIT);
+		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+		if (!m)
+			return spin_drop(st, SPIN_DROP_MSG_TIMEOUT);
+	}
+	if (m->status == SPIN_MSG_DONE)
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	old = __sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
+	if (old & bit)
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	c->me = m->me;
+	c->mlength = m->mlength;
+	c->start = m->start;
+	if (m->status == SPIN_MSG_DROP) {
+		/* account the bytes so the message still ends; no handlers */
+		c->msg_dropped = 1;
+		c->phases = 0;
+		spin_account(c, m);
+		if (c->done) {
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
+			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
+		}
+		return spin_drop(st, (m->flags & SPIN_MSGF_NOMATCH) ? SPIN_DROP_NO_MATCH
+								    : SPIN_DROP_MSG_DROPPED);
+	}
+	c->phases = (m->flags & SPIN_MSGF_PROCEED) ? SPIN_PH_DEPOSIT : SPIN_PH_PAYLOAD;
+	me = bpf_map_lookup_elem(&spin_me, &c->me);
+	if (!me)
+		return spin_drop(st, SPIN_DROP_NO_MATCH);
+	return spin_dispatch(xdp, c, me, st);
+}
+
+SEC("xdp")
+int spin_finish(struct xdp_md *xdp)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_stats *st = spin_stats_get();
+	struct spin_cfg *cfg = spin_cfg_get();
+
+	if (!c || !cfg)
+		return XDP_ABORTED;
+	return spin_do_finish(xdp, c, st, cfg);
+}

@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * spin/handler.h - the device side of sPIN: write packet handlers in C as
+ * the sPIN paper does, compile them with `clang -target bpf`, and register
+ * them with one line:
+ *
+ *     SPIN_HANDLERS(my_header_handler, my_payload_handler, my_completion_handler);
+ *
+ * Any of the three may be NULL.  The line produces the XDP entry program
+ * (`spin_handler_entry`) that the runtime reaches by tail call; it runs the
+ * phases the runtime asks for and returns to the runtime's finish stage.
+ *
+ * Handlers are inlined into that entry program (`__handler` is
+ * `static __always_inline`), so the verifier sees one function and a
+ * handler may keep pointers to its state, the packet and its stack.
+ */
+#ifndef SPIN_HANDLER_H
+#define SPIN_HANDLER_H
+
+/* vmlinux.h has an enumerator DROP of its own; keep it out of the way of
+ * the sPIN return code. */
+#define DROP __spin_vmlinux_DROP
+#include "vmlinux.h"
+#undef DROP
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <spin/ptl_types.h>
+#include <spin/maps.bpf.h>
+
+#ifndef NULL
+#define NULL ((void *)0)
+#endif
+
+#define __handler static __always_inline
+
+/* Handler return codes (sPIN paper, section 3). */
+typedef enum {
+	SUCCESS = 0,		/* payload/completion: done */
+	PROCEED = 1,		/* header: skip payload handlers, deposit */
+	PROCESS_DATA = 2,	/* header: run the payload handler per packet */
+	DROP = 3,		/* drop the packet (payload) / message (header) */
+	SUCCESS_PENDING = 4,	/* as SUCCESS; DMA requests still in flight */
+	PROCEED_PENDING = 5,
+	PROCESS_DATA_PENDING = 6,
+	DROP_PENDING = 7,
+	FAIL = 8,		/* handler error: message fails (PTL_NI_FAIL) */
+} spin_handler_rc_t;
+
+/* Options of the DMA calls. */
+#define PTL_ME_HOST_MEM		0x0	/* offset relative to the ME's buffer */
+#define PTL_HANDLER_HOST_MEM	0x1	/* ... relative to handler host memory */
+
+typedef unsigned int ptl_req_ct_t;
+typedef struct { __u32 done; } ptl_dma_h;
+
+typedef struct {
+	__u32 arg[4];
+} spin_user_hdr32_t;
+
+typedef struct {
+	__u64 arg[4];
+} ptl_user_header_t;
+
+/* What the header handler sees: the message's Portals header. */
+typedef struct {
+	__u32 type;			/* SPIN_OP_PUT, ... */
+	ptl_size_t length;		/* message length in bytes */
+	ptl_process_t target_id;	/* rank of this process */
+	ptl_process_t source_id;	/* initiator rank */
+	ptl_pid_t source_pid;		/* initiator pid */
+	ptl_match_bits_t match_bits;
+	ptl_size_t offset;		/* remote offset */
+	ptl_hdr_data_t hdr_data;
+	ptl_pt_index_t pt_index;
+	__u32 msg_id;
+	ptl_user_header_t user_hdr;
+} ptl_header_t;
+
+/*
+ * What a payload handler sees: one packet.  base..base+length are the
+ * packet's payload bytes, readable and writable in place; the verifier
+ * wants every access checked against `end`, which SPIN_PTR() does.
+ */
+typedef struct {
+	void *base;
+	ptl_size_t length;
+	ptl_size_t offset;		/* of this packet within the message */
+	void *end;			/* packet end, for bounds checks */
+} ptl_payload_t;
+
+/* Pointer to `size` bytes at `off` in the payload, or NULL. */
+#define SPIN_PTR(p, off, size)						\
+	((__u8 *)(p).base + (off) + (size) <= (__u8 *)(p).end ?	\
+	 (void *)((__u8 *)(p).base + (off)) : (void *)0)
+
+/* ---------------------------------------------------- internals -- */
+
+/* Launder a pointer of any kind into a plain address (needs CAP_BPF +
+ * CAP_PERFMON, which loading XDP programs implies). */
+static __always_inline __u64 __spin_addr(struct spin_ctx *c, const void *p)
+{
+	c->addr_tmp = (__u64)p;
+	return *(volatile __u64 *)&c->addr_tmp;
+}
+
+static __always_inline struct spin_me *__spin_me(struct spin_ctx *c)
+{
+	__u32 k = c->me;
+	return bpf_map_lookup_elem(&spin_me, &k);
+}
+
+/* Resolve a DMA offset to a byte offset in spin_host, or -1. */
+static __always_inline __s64 __spin_host_off(struct spin_ctx *c, ptl_size_t off,
+					      ptl_size_t len, unsigned int options)
+{
+	struct spin_me *me = __spin_me(c);
+	__u64 base, lim;
+
+	if (!me)
+		return -1;
+	if (options & PTL_HANDLER_HOST_MEM) {
+		base = me->hhost_off;
+		lim = me->hhost_len;
+	} else {
+		base = me->host_off;
+		lim = me->host_len;
+	}
+	if (len > lim || off > lim - len)
+		return -1;
+	return base + off;
+}
+
+/*
+ * DMA between handler-local memory and host memory.  To host, the bytes go
+ * through a per-CPU bounce buffer, so `local` may be any handler pointer
+ * (packet, handler memory, stack).  From host, `local` must be memory the
+ * verifier can prove `len` bytes for (stack or handler memory with a
+ * constant or bounded len); the bytes also pass through the bounce buffer.
+ */
+static __always_inline int __spin_dma_done(struct spin_ctx *c, int rc, ptl_size_t len, int to_host)
+{
+	struct spin_stats *st = spin_stats_get();
+
+	if (rc) {
+		spin_drop_count(st, SPIN_DROP_HOST_OOB);
+		c->fail = 1;
+		return -1;
+	}
+	if (st) {
+		if (to_host)
+			st->dma_to_host_bytes += len;
+		else
+			st->dma_from_host_bytes += len;
+	}
+	return 0;
+}
+
+static __always_inline int __spin_dma_to(const void *local, ptl_size_t offset, ptl_size_t len,
+					 unsigned int options)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct bpf_dynptr d;
+	__s64 off;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if (len == 0)
+		return 0;
+	off = __spin_host_off(c, offset, len, options);
+	if (off >= 0 && len <= SPIN_MAX_DMA &&
+	    !bpf_probe_read_kernel(c->bounce, len, local) &&
+	    !bpf_dynptr_from_mem(c->bounce, SPIN_MAX_DMA, 0, &d))
+		rc = spin_host_xfer(off, &d, 0, len, 1);
+	return __spin_dma_done(c, rc, len, 1);
+}
+
+static __always_inline int __spin_dma_from(void *local, ptl_size_t offset, ptl_size_t len,
+					   unsigned int options)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct bpf_dynptr d;
+	__s64 off;
+	int rc = -1;
+
+	if (!c)
+		return -1;
+	if (len == 0)
+		return 0;
+	off = __spin_host_off(c, offset, len, options);
+	if (off >= 0 && len <= SPIN_MAX_DMA &&
+	    !bpf_dynptr_from_mem(c->bounce, SPIN_MAX_DMA, 0, &d) &&
+	    !spin_host_xfer(off, &d, 0, len, 0))
+		rc = bpf_dynptr_read(local, len, &d, 0, 0) ? -1 : 0;
+	return __spin_dma_done(c, rc, len, 0);
+}
+
+static __always_inline ptl_process_t __spin_proc_id(ptl_process_t p) { return p; }
+static __always_inline ptl_process_t __spin_proc_rank(__u64 r)
+{
+	ptl_process_t p = {};
+	p.rank = (ptl_rank_t)r;
+	return p;
+}
+/* A target may be a ptl_process_t or a plain integer rank. */
+#define __spin_proc(t) _Generic((t), ptl_process_t: __spin_proc_id, default: __spin_proc_rank)(t)
+
+static __always_inline struct spin_put_req *__spin_put_slot(struct spin_ctx *c)
+{
+	struct spin_stats *st;
+	__u32 n = c->n_puts;
+
+	if (n < SPIN_MAX_PUTS) {
+		c->n_puts = n + 1;
+		return &c->put[n & (SPIN_MAX_PUTS - 1)];
+	}
+	st = spin_stats_get();
+	spin_drop_count(st, SPIN_DROP_PUT_OVERFLOW);
+	return NULL;
+}
+
+static __always_inline void __spin_put_tail(struct spin_put_req *r, ptl_size_t len,
+					    ptl_req_ct_t ct, ptl_ack_req_t ack,
+					    ptl_process_t target, ptl_match_bits_t mb,
+					    ptl_size_t roff, void *user_ptr,
+					    ptl_hdr_data_t hdr_data)
+{
+	r->len = len;
+	r->ct = ct;
+	r->ack_req = ack;
+	r->target_rank = target.rank;
+	r->match_bits = mb;
+	r->remote_off = roff;
+	r->user_ptr = (__u64)(unsigned long)user_ptr;
+	r->hdr_data = hdr_data;
+}
+
+static __always_inline int __spin_put_device(const void *local, ptl_size_t len, ptl_req_ct_t ct,
+					     ptl_ack_req_t ack, ptl_process_t target,
+					     ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
+					     ptl_hdr_data_t hdr_data)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_put_req *r;
+	__u64 a;
+
+	if (!c)
+		return -1;
+	if (len > SPIN_MAX_SEG) {
+		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
+		return -1;
+	}
+	r = __spin_put_slot(c);
+	if (!r)
+		return -1;
+	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+	r->kind = SPIN_PUT_DEVICE;
+	a = __spin_addr(c, local);
+	if (a >= c->data_addr + c->pay_off && a + len <= c->data_addr + c->pay_off + c->pay_len) {
+		/* from the packet itself: no copy, the runtime sends in place */
+		r->src = SPIN_SRC_PACKET;
+		r->src_off = a - c->data_addr;
+		return 0;
+	}
+	r->src = SPIN_SRC_SCRATCH;
+	r->src_off = 0;
+	if (len && bpf_probe_read_kernel(c->scratch, len, local)) {
+		r->kind = 0;
+		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
+		return -1;
+	}
+	return 0;
+}
+
+static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
+					   ptl_ack_req_t ack, ptl_process_t target,
+					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
+					   ptl_hdr_data_t hdr_data)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_put_req *r;
+	__s64 off;
+
+	if (!c)
+		return -1;
+	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
+	if (off < 0) {
+		spin_drop_count(spin_stats_get(), SPIN_DROP_HOST_OOB);
+		c->fail = 1;
+		return -1;
+	}
+	r = __spin_put_slot(c);
+	if (!r)
+		return -1;
+	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+	r->kind = SPIN_PUT_HOST;
+	r->src = SPIN_SRC_HOST;
+	r->src_off = off;
+	return 0;
+}
+
+/* ------------------------------------------------- handler calls -- */
+
+/* DMA `len` bytes from handler-local memory (packet, state, stack) into
+ * host memory.  The copy is done when the call returns. */
+static __always_inline int PtlHandlerDMAToHostB(void *local, ptl_size_t offset,
+						ptl_size_t len, unsigned int options)
+{
+	return __spin_dma_to(local, offset, len, options);
+}
+
+static __always_inline int PtlHandlerDMAToHostNB(void *local, ptl_size_t offset,
+						 ptl_size_t len, unsigned int options,
+						 ptl_dma_h *h)
+{
+	int rc = __spin_dma_to(local, offset, len, options);
+
+	if (h)
+		h->done = 1;
+	return rc;
+}
+
+static __always_inline int PtlHandlerDMAFromHostB(ptl_size_t offset, void *local,
+						  ptl_size_t len, unsigned int options)
+{
+	return __spin_dma_from(local, offset, len, options);
+}
+
+static __always_inline int PtlHandlerDMAFromHostNB(ptl_size_t offset, void *local,
+						   ptl_size_t len, unsigned int options,
+						   ptl_dma_h *h)
+{
+	int rc = __spin_dma_from(local, offset, len, options);
+
+	if (h)
+		h->done = 1;
+	return rc;
+}
+
+/* Non-blocking DMA completes synchronously in spin: the wait is a no-op. */
+static __always_inline int PtlHandlerDMAWait(ptl_dma_h *h) { return h && h->done ? 0 : -1; }
+
+#define PtlHandlerPutFromDevice(local, len, ct, ack, target, mb, roff, uptr, hdata) \
+	__spin_put_device((local), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+
+#define PtlHandlerPutFromHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
+	__spin_put_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+
+/* Atomic compare-and-swap on handler memory: true when *value was cmpval
+ * and is now swapval. */
+static __always_inline bool PtlHandlerCAS(__u64 *value, __u64 cmpval, __u64 swapval)
+{
+	return __sync_val_compare_and_swap(value, cmpval, swapval) == cmpval;
+}
+
+/* Atomic fetch-and-add on handler memory; *before gets the old value. */
+static __always_inline int PtlHandlerFAdd(__u64 *val, __u64 *before, __u64 inc)
+{
+	__u64 old = __sync_fetch_and_add(val, inc);
+
+	if (before)
+		*before = old;
+	return 0;
+}
+
+/* ------------------------------------------------- entry program -- */
+
+static __always_inline int __spin_default_header(const ptl_header_t h, void *s) { return PROCESS_DATA; }
+static __always_inline int __spin_default_payload(const ptl_payload_t p, void *s) { return SUCCESS; }
+static __always_inline int __spin_default_completion(int d, bool f, void *s) { return SUCCESS; }
+#define __SPIN_HH(f) _Generic((f), void *: __spin_default_header, default: (f))
+#define __SPIN_PH(f) _Generic((f), void *: __spin_default_payload, default: (f))
+#define __SPIN_CH(f) _Generic((f), void *: __spin_default_completion, default: (f))
+#define __SPIN_HAS(f) _Generic((f), void *: 0, default: 1)
+
+#include <spin/rt_common.bpf.h>
+
+static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spin_hdr *sh,
+					       const struct spin_cfg *cfg)
+{
+	h->type = sh->op;
+	h->length = bpf_ntohl(sh->msg_len);
+	h->target_id.rank = cfg ? cfg->my_rank : 0;
+	h->source_id.rank = bpf_ntohl(sh->src_rank);
+	h->source_pid = bpf_ntohl(sh->src_pid);
+	h->match_bits = bpf_be64_to_cpu(sh->match_bits);
+	h->offset = bpf_be64_to_cpu(sh->remote_off);
+	h->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+	h->pt_index = bpf_ntohs(sh->pt_index);
+	h->msg_id = bpf_ntohl(sh->msg_id);
+	h->user_hdr.arg[0] = bpf_be64_to_cpu(sh->user_hdr[0]);
+	h->user_hdr.arg[1] = bpf_be64_to_cpu(sh->user_hdr[1]);
+	h->user_hdr.arg[2] = bpf_be64_to_cpu(sh->user_hdr[2]);
+	h->user_hdr.arg[3] = bpf_be64_to_cpu(sh->user_hdr[3]);
+}
+
+/*
+ * The entry program.  The runtime has parsed and matched the packet and
+ * left the invocation in spin_ctx; this runs the requested phases in sPIN
+ * order (header, then payload or default deposit, then completion when
+ * this packet finished the message) and tail-calls the finish stage.
+ */
+#define SPIN_HANDLERS(hh, ph, ch)					\
+SEC("xdp") int spin_handler_entry(struct xdp_md *xdp)			\
+{									\
+	void *data = (void *)(long)xdp->data;				\
+	void *data_end = (void *)(long)xdp->data_end;			\
+	struct spin_ctx *c = spin_ctx_get();				\
+	const struct spin_hdr *sh;					\
+	struct spin_msg *m = NULL;					\
+	void *state;							\
+	__u32 k;							\
+									\
+	if (!c)								\
+		return XDP_ABORTED;					\
+	sh = data + SPIN_HDR_OFF;					\
+	if ((void *)(sh + 1) > data_end) {				\
+		c->drop_reason = 1 + SPIN_DROP_MALFORMED;		\
+		goto out;						\
+	}								\
+	c->data_addr = __spin_addr(c, data);				\
+	k = c->me;							\
+	state = bpf_map_lookup_elem(&spin_hpu, &k);			\
+	if (!state) {							\
+		c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;		\
+		goto out;						\
+	}								\
+	if (c->multi) {							\
+		m = bpf_map_lookup_elem(&spin_msgs, &c->key);		\
+		if (!m) {						\
+			c->drop_reason = 1 + SPIN_DROP_MSG_TIMEOUT;	\
+			goto out;					\
+		}							\
+	}								\
+	if (c->phases & SPIN_PH_HEADER) {				\
+		ptl_header_t h;						\
+		__spin_fill_header(&h, sh, spin_cfg_get());		\
+		spin_hcount(SPIN_H_HEADER);				\
+		c->hdr_rc = __SPIN_HH(hh)(h, state);			\
+		spin_after_header(c, m);				\
+	}								\
+	if ((c->phases & SPIN_PH_PAYLOAD) && __SPIN_HAS(ph)) {		\
+		ptl_payload_t p;					\
+		__u8 *base = data + SPIN_PAY_OFF;			\
+		__u32 len = c->pay_len;					\
+		if (len > SPIN_MAX_SEG || base + len > (__u8 *)data_end) { \
+			c->drop_reason = 1 + SPIN_DROP_MALFORMED;	\
+			goto out;					\
+		}							\
+		p.base = base;						\
+		p.length = len;						\
+		p.offset = c->pkt_off;					\
+		p.end = data_end;					\
+		spin_hcount(SPIN_H_PAYLOAD);				\
+		c->pay_rc = __SPIN_PH(ph)(p, state);			\
+		if (c->pay_rc == DROP || c->pay_rc == DROP_PENDING)	\
+			c->dropped += len;				\
+		else if (c->pay_rc == FAIL)				\
+			c->fail = 1;					\
+	} else if (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD)) {	\
+		spin_deposit(xdp, c);					\
+	}								\
+	spin_account(c, m);						\
+	if (c->done && !c->msg_dropped) {				\
+		spin_hcount(SPIN_H_COMPLETION);				\
+		if (__SPIN_CH(ch)(c->dropped, false, state) == FAIL)	\
+			c->fail = 1;					\
+	}								\
+out:									\
+	bpf_tail_call(xdp, &spin_stages, SPIN_STAGE_FINISH);		\
+	spin_drop_count(spin_stats_get(), SPIN_DROP_HANDLER_ERROR);	\
+	return XDP_DROP;						\
+}									\
+char _spin_license[] SEC("license") = "Dual BSD/GPL"
+
+#endif /* SPIN_HANDLER_H */

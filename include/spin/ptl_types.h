@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Portals 4 scalar types shared by the device side (spin/handler.h) and the
+ * host side.  Names and widths follow the Portals 4.1 specification.
+ */
+#ifndef SPIN_PTL_TYPES_H
+#define SPIN_PTL_TYPES_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+#endif
+
+typedef __u64 ptl_size_t;
+typedef __u64 ptl_match_bits_t;
+typedef __u64 ptl_hdr_data_t;
+typedef __u32 ptl_pt_index_t;
+typedef __u32 ptl_nid_t;
+typedef __u32 ptl_pid_t;
+typedef __u32 ptl_rank_t;
+typedef __u32 ptl_uid_t;
+typedef __u32 ptl_ni_fail_t;
+
+typedef union {
+	struct {
+		ptl_nid_t nid;
+		ptl_pid_t pid;
+	} phys;
+	ptl_rank_t rank;
+} ptl_process_t;
+
+typedef enum {
+	PTL_ACK_REQ,
+	PTL_NO_ACK_REQ,
+	PTL_CT_ACK_REQ,
+	PTL_OC_ACK_REQ,
+} ptl_ack_req_t;
+
+#define PTL_NID_ANY	((ptl_nid_t)0xffffffff)
+#define PTL_PID_ANY	((ptl_pid_t)0xffffffff)
+#define PTL_RANK_ANY	((ptl_rank_t)0xffffffff)
+
+#endif /* SPIN_PTL_TYPES_H */

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libspin control plane: attach the runtime to an interface, load handler
+ * objects, manage portal table entries, match entries and peers, read
+ * statistics and events, map the host-memory window, and send sPIN messages
+ * from userspace.
+ *
+ * Errors: functions return 0 / a non-negative value on success and a
+ * negative SPIN_E* code on failure; spin_errmsg() then holds one line that
+ * names the object and the fix.
+ */
+#ifndef SPIN_SPIN_H
+#define SPIN_SPIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <spin/wire.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes; spinctl exits with the positive value. */
+enum spin_err {
+	SPIN_OK		= 0,
+	SPIN_EFAIL	= 1,	/* anything else */
+	SPIN_EUSAGE	= 2,	/* bad arguments */
+	SPIN_EPERM	= 3,	/* not root / missing capability */
+	SPIN_ENOBPFFS	= 4,	/* bpffs not mounted */
+	SPIN_ENODEV	= 5,	/* no such interface */
+	SPIN_EXDP	= 6,	/* XDP attach failed / unsupported */
+	SPIN_EVERIFIER	= 7,	/* verifier rejected a program */
+	SPIN_ENOENT	= 8,	/* not attached / no such object */
+	SPIN_EEXIST	= 9,	/* already attached / exists / busy */
+	SPIN_ENOSPC	= 10,	/* table or window full */
+	SPIN_EIO	= 11,	/* send/receive failed */
+	SPIN_ETIMEDOUT	= 12,
+};
+
+const char *spin_errmsg(void);	/* last error, one line, thread-local */
+
+/* ------------------------------------------------------------ runtime -- */
+
+struct spin_rt;
+
+struct spin_attach_opts {
+	const char *ifname;
+	bool generic;		/* XDP generic (skb) mode instead of native */
+	uint16_t port;		/* UDP port, 0: SPIN_DEFAULT_PORT */
+	uint32_t rank;		/* this node's rank */
+	uint32_t pid;		/* this node's Portals pid */
+	uint32_t host_pages;	/* host window pages, 0: default */
+	uint64_t msg_timeout_ns;/* 0: SPIN_MSG_TIMEOUT_NS */
+	const char *obj_path;	/* runtime object, NULL: installed default */
+};
+
+/* Load the runtime, pin it under spin_pin_dir(ifname) and attach it. */
+int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out);
+/* Open an attached runtime from its pins. */
+int spin_open(const char *ifname, struct spin_rt **out);
+void spin_close(struct spin_rt *rt);
+/* Detach from the interface and remove every pin. */
+int spin_detach(const char *ifname);
+/* The bpffs directory of an interface (depends on the network namespace). */
+int spin_pin_dir(const char *ifname, char *buf, size_t len);
+
+struct spin_status {
+	char ifname[32];
+	uint32_t ifindex;
+	bool generic;
+	uint32_t prog_id;
+	struct spin_cfg cfg;
+	char pin_dir[256];
+};
+int spin_get_status(struct spin_rt *rt, struct spin_status *st);
+
+/* --- added by the control plane: libbpf/diagnostic verbosity --- */
+/* 0 (default): libbpf output is captured and only used in error messages;
+ * 1: libbpf warnings and info go to stderr; 2: libbpf debug output too. */
+void spin_set_verbose(int level);
+
+/* ----------------------------------------------------------- handlers -- */
+
+/* Load a handler object (SPIN_HANDLERS in it) under `name`.  On verifier
+ * rejection returns -SPIN_EVERIFIER and spin_verifier_log() holds the
+ * relevant lines. */
+int spin_handler_load(struct spin_rt *rt, const char *path, const char *name);
+int spin_handler_unload(struct spin_rt *rt, const char *name);
+const char *spin_verifier_log(void);
+
+struct spin_handler_info {
+	char name[64];
+	uint32_t slot;		/* index into spin_handlers */
+	uint32_t prog_id;
+	uint32_t insns;		/* xlated instructions */
+	uint32_t refs;		/* match entries using it */
+};
+/* Fill up to `max`; returns the number of handlers. */
+int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max);
+
+/* -------------------------------------------------- portal table / ME -- */
+
+int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index);
+int spin_pt_free(struct spin_rt *rt, uint32_t pt_index);
+int spin_pt_enable(struct spin_rt *rt, uint32_t pt_index, bool enable);
+
+struct spin_me_spec {
+	uint32_t pt_index;
+	enum spin_me_list list;
+	uint64_t match_bits;
+	uint64_t ignore_bits;
+	uint32_t match_rank;	/* SPIN_RANK_ANY */
+	uint32_t match_pid;	/* SPIN_PID_ANY */
+	uint32_t options;	/* SPIN_ME_* */
+	const char *handler;	/* loaded handler name or NULL */
+	uint64_t host_len;	/* ME buffer in the host window */
+	uint64_t host_off;	/* UINT64_MAX: allocate */
+	uint64_t hhost_len;	/* handler host memory */
+	uint64_t hhost_off;	/* UINT64_MAX: allocate */
+	const void *hpu_init;	/* initial handler memory */
+	size_t hpu_init_len;	/* <= SPIN_HPU_SIZE */
+	uint64_t user_ptr;
+};
+/* Returns the ME index (>= 0). */
+int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s);
+int spin_me_unlink(struct spin_rt *rt, uint32_t me_index);
+int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out);
+/* Read/write an ME's handler memory. */
+int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len);
+int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_t len);
+
+/* ------------------------------------------------------------- peers -- */
+
+struct spin_peer_spec {
+	uint32_t rank;
+	struct in_addr ip;
+	uint8_t mac[6];		/* all zero: resolve from the neighbour table */
+	uint16_t port;		/* 0: same as ours */
+	const char *ifname;	/* NULL: the runtime's interface */
+	uint32_t pid;
+};
+int spin_peer_add(struct spin_rt *rt, const struct spin_peer_spec *p);
+int spin_peer_del(struct spin_rt *rt, uint32_t rank);
+int spin_peer_get(struct spin_rt *rt, uint32_t rank, struct spin_peer *out);
+
+/* --------------------------------------------- host window, stats, events -- */
+
+/* Map the host window (shared, read-write). */
+void *spin_host_mem(struct spin_rt *rt, size_t *len);
+int spin_stats_read(struct spin_rt *rt, struct spin_stats *sum);
+int spin_stats_reset(struct spin_rt *rt);
+const char *spin_drop_name(int reason);
+const char *spin_drop_desc(int reason);
+
+typedef int (*spin_event_fn)(void *ctx, const struct spin_event *ev);
+/* Poll events for up to timeout_ms (-1 forever); returns events handled or
+ * a negative error.  Callback returning non-zero stops the poll. */
+int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeout_ms);
+/* Serve SPIN_EV_PUT_FROM_HOST requests that arrive in spin_events_poll by
+ * sending them with spin_send from the host window (set once). */
+int spin_events_serve_puts(struct spin_rt *rt, bool on);
+
+/* --------------------------------------------------- userspace sending -- */
+
+struct spin_msg_args {
+	uint8_t op;		/* SPIN_OP_PUT */
+	uint16_t pt_index;
+	uint32_t src_rank, src_pid, dst_rank;
+	uint32_t msg_id;	/* 0: allocate */
+	uint64_t match_bits;
+	uint64_t remote_off;
+	uint64_t hdr_data;
+	uint64_t user_hdr[4];
+	uint16_t seg_size;	/* 0: SPIN_MAX_SEG */
+	uint16_t flags;
+};
+
+/* Fill a wire header for the packet at pkt_off of a message. */
+void spin_hdr_build(struct spin_hdr *h, const struct spin_msg_args *a,
+		    uint32_t msg_len, uint32_t pkt_off);
+/* Parse and validate a wire header; returns payload length or -1. */
+int spin_hdr_parse(const void *udp_payload, size_t len, struct spin_hdr *out);
+
+/* A UDP socket that speaks sPIN (the non-offloaded endpoint). */
+struct spin_sock;
+int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out);
+void spin_sock_close(struct spin_sock *s);
+int spin_sock_fd(struct spin_sock *s);
+/* Send a message of len bytes, cut into seg_size packets; order[] may give
+ * a packet permutation (NULL: in order).  Returns 0 or negative error. */
+int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
+		   const struct spin_msg_args *a, const void *buf, uint32_t len,
+		   const uint32_t *order);
+/* Receive one packet; fills header, copies payload; returns payload length,
+ * -SPIN_ETIMEDOUT, or another negative error. */
+int spin_sock_recv_pkt(struct spin_sock *s, struct spin_hdr *h, void *buf, size_t cap,
+		       struct sockaddr_in *from, int timeout_ms);
+/* Receive one whole message into buf (reassembling packets of one msg id,
+ * any order); returns its length. */
+int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_t cap,
+		       struct sockaddr_in *from, int timeout_ms);
+/* A whole Ethernet/IPv4/UDP/sPIN frame, for BPF_PROG_RUN, raw sockets and
+ * generators.  Addresses in network order, ports in host order. */
+struct spin_frame_addr {
+	uint8_t src_mac[6], dst_mac[6];
+	uint32_t src_ip, dst_ip;
+	uint16_t sport, dport;
+};
+/* Returns the frame length, or -1 if it does not fit in cap. */
+int spin_frame_build(void *buf, size_t cap, const struct spin_frame_addr *a,
+		     const struct spin_hdr *h, const void *payload, uint32_t len);
+
+/* A fresh message id for rank `rank` (process-unique, never 0). */
+uint32_t spin_next_msg_id(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPIN_SPIN_H */

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * spin wire format and kernel/user ABI.
+ *
+ * This is the ONE definition of everything that crosses the wire or a BPF
+ * map boundary.  It is included by the XDP runtime, by handler objects
+ * (through spin/handler.h) and by libspin/spinctl.  All multi-byte wire
+ * fields are in network byte order; all map-value fields are in host order.
+ */
+#ifndef SPIN_WIRE_H
+#define SPIN_WIRE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#include <linux/bpf.h>	/* struct bpf_timer */
+#endif
+
+#define SPIN_VERSION		1
+#define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
+
+/* ---------------------------------------------------------------- wire -- */
+
+enum spin_op {
+	SPIN_OP_PUT	= 1,
+	SPIN_OP_GET	= 2,	/* reserved for libspin (Portals get) */
+	SPIN_OP_ACK	= 3,	/* reserved for libspin */
+	SPIN_OP_REPLY	= 4,	/* reserved for libspin */
+	SPIN_OP_MAX,
+};
+
+/* spin_hdr.flags */
+#define SPIN_F_ACK_REQ		0x0001	/* initiator wants an ack */
+#define SPIN_F_FROM_DEVICE	0x0002	/* sent by a handler (put from device) */
+#define SPIN_F_FROM_HOST	0x0004	/* sent by a handler (put from host) */
+
+/*
+ * Every packet of a message carries the whole header, so any packet can be
+ * the first one to arrive.  The payload of a packet is the UDP payload after
+ * this header; its length is implied by the UDP length.  Packets of one
+ * message are cut at multiples of seg_size: a packet at pkt_off carries
+ * min(seg_size, msg_len - pkt_off) bytes.
+ */
+struct spin_hdr {
+	__u8	version;	/* SPIN_VERSION */
+	__u8	op;		/* enum spin_op */
+	__be16	flags;		/* SPIN_F_* */
+	__be16	pt_index;	/* target portal table index */
+	__be16	seg_size;	/* payload bytes per packet (last may be short) */
+	__be32	src_rank;	/* initiator: logical rank */
+	__be32	src_pid;	/* initiator: Portals pid */
+	__be32	dst_rank;	/* target: logical rank (informational) */
+	__be32	msg_id;		/* per-initiator message id, never 0 */
+	__be64	match_bits;
+	__be32	msg_len;	/* total message length in bytes */
+	__be32	pkt_off;	/* offset of this packet's payload in the message */
+	__be64	remote_off;	/* Portals remote offset */
+	__be64	hdr_data;	/* Portals header data */
+	__be64	user_hdr[4];	/* sPIN user header words */
+};
+_Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire");
+
+/* Frame offsets: the runtime handles IPv4 without options only. */
+#define SPIN_HDR_OFF		(14 + 20 + 8)
+#define SPIN_PAY_OFF		(SPIN_HDR_OFF + (int)sizeof(struct spin_hdr))
+
+/* Largest sPIN payload in one 1500-byte-MTU IPv4/UDP frame. */
+#define SPIN_L3_OVERHEAD	(20 + 8 + (int)sizeof(struct spin_hdr))
+#define SPIN_MAX_SEG		(1500 - SPIN_L3_OVERHEAD)	/* 1384 */
+#define SPIN_MAX_MSG		(64u << 20)	/* largest message the runtime tracks */
+
+/* ------------------------------------------------------------ limits -- */
+
+#define SPIN_MAX_PT		16	/* portal table entries */
+#define SPIN_MAX_ME_PER_PT	32	/* match entries per portal table entry */
+#define SPIN_MAX_ME		(SPIN_MAX_PT * SPIN_MAX_ME_PER_PT)
+#define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
+#define SPIN_MAX_PEERS		256	/* logical ranks */
+#define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
+#define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
+#define SPIN_BITMAP_WORDS	64	/* packets per message: 64*64 = 4096 */
+#define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
+#define SPIN_PAGE		4096	/* host window granule */
+#define SPIN_DEF_HOST_PAGES	4096	/* default host window: 16 MiB */
+#define SPIN_MAX_DMA		SPIN_PAGE /* bytes per DMA call */
+#define SPIN_MAX_PUTS		1	/* device puts per handler invocation */
+#define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
+#define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* completed message */
+#define SPIN_HDR_WAIT_LOOPS	(1 << 16) /* spins waiting for a header handler */
+
+#define SPIN_RANK_ANY		0xffffffffu
+#define SPIN_PID_ANY		0xffffffffu
+
+/* ------------------------------------------------------ runtime ABI -- */
+
+/* Tail-call stages of the runtime (index into spin_stages). */
+enum spin_stage {
+	SPIN_STAGE_FINISH = 0,	/* carry out handler requests, account, post */
+	SPIN_STAGE_MAX,
+};
+
+/* Handler slots counted in statistics. */
+enum spin_hslot {
+	SPIN_H_HEADER = 0,
+	SPIN_H_PAYLOAD,
+	SPIN_H_COMPLETION,
+	SPIN_H_MAX,
+};
+
+/* One counter per reason a packet or message is dropped. */
+#define SPIN_DROP_REASONS(X)						\
+	X(MALFORMED,	"malformed",	"truncated or inconsistent sPIN header") \
+	X(BAD_VERSION,	"bad_version",	"unknown sPIN version")		\
+	X(BAD_OP,	"bad_op",	"unknown or unsupported operation")	\
+	X(BAD_PT,	"bad_pt",	"portal index out of range or not allocated") \
+	X(PT_DISABLED,	"pt_disabled",	"portal table entry disabled")	\
+	X(ZERO_LEN,	"zero_len",	"zero-length message or packet")	\
+	X(BAD_OFFSET,	"bad_offset",	"packet offset + length beyond message") \
+	X(BAD_SEG,	"bad_seg",	"packet not cut at the segment size")	\
+	X(BAD_SOURCE,	"bad_source",	"source rank out of range")	\
+	X(NO_MATCH,	"no_match",	"no match entry accepted the message") \
+	X(DUPLICATE,	"duplicate",	"packet or message seen before")	\
+	X(MSG_TABLE_FULL, "msg_table_full", "too many messages in flight") \
+	X(MSG_TIMEOUT,	"msg_timeout",	"message never completed")	\
+	X(HDR_WAIT,	"hdr_wait",	"timed out waiting for the header handler") \
+	X(MSG_DROPPED,	"msg_dropped",	"message dropped by its header handler") \
+	X(HANDLER_DROP,	"handler_drop",	"payload handler returned DROP")	\
+	X(HANDLER_ERROR, "handler_error", "handler missing, failed or bad return") \
+	X(HOST_OOB,	"host_oob",	"DMA outside the match entry's window") \
+	X(NO_PEER,	"no_peer",	"put to an unknown peer")		\
+	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
+	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
+	X(HOST_QUEUE_FULL, "host_queue_full", "event or put-from-host queue full") \
+	X(TRUNCATED,	"truncated",	"bytes beyond the match entry's window")
+
+enum spin_drop {
+#define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
+	SPIN_DROP_REASONS(SPIN_X_ENUM)
+#undef SPIN_X_ENUM
+	SPIN_DROP_MAX,
+};
+
+/* Per-CPU statistics (spin_stats, one element). */
+struct spin_stats {
+	__u64	rx_packets;	/* sPIN packets seen */
+	__u64	rx_bytes;	/* their payload bytes */
+	__u64	passed;		/* non-sPIN frames passed to the stack */
+	__u64	msgs;		/* messages matched */
+	__u64	msgs_completed;
+	__u64	deposited_bytes;	/* default deposit into host memory */
+	__u64	dma_to_host_bytes;
+	__u64	dma_from_host_bytes;
+	__u64	tx_device;	/* puts from device sent (XDP_TX/redirect) */
+	__u64	tx_host_inline;	/* puts from host sent from the NIC */
+	__u64	tx_host_queued;	/* puts from host handed to the host */
+	__u64	events;		/* completion events posted */
+	__u64	handler_calls[SPIN_H_MAX];
+	__u64	drops[SPIN_DROP_MAX];
+};
+
+/* Configuration of a runtime instance (spin_cfg, one element, mmap-able). */
+struct spin_cfg {
+	__u32	ifindex;
+	__u32	my_rank;
+	__u32	my_pid;
+	__u32	my_ip;		/* network order */
+	__u8	my_mac[6];
+	__be16	port;		/* UDP port, network order */
+	__u32	host_pages;	/* size of spin_host in pages */
+	__u32	flags;
+	__u64	msg_timeout_ns;
+	__u64	next_msg_id;	/* fetch-add by runtime and hosts alike */
+	__u64	gen;		/* bumped by the host on every table change */
+};
+
+/* Portal table entry (spin_pt). */
+#define SPIN_PT_ALLOCATED	0x1
+#define SPIN_PT_ENABLED		0x2
+struct spin_pt {
+	__u32	flags;
+	__u32	n_me;		/* slots in use so far (high-water mark) */
+	__u64	seq;		/* next append sequence number */
+};
+
+/* Match entry (spin_me, index pt * SPIN_MAX_ME_PER_PT + slot). */
+enum spin_me_state {
+	SPIN_ME_FREE	= 0,
+	SPIN_ME_ACTIVE	= 1,
+	SPIN_ME_CLAIMED	= 2,	/* use-once entry consumed, awaiting unlink */
+	SPIN_ME_SETUP	= 3,	/* being written by the host */
+};
+enum spin_me_list {
+	SPIN_LIST_PRIORITY = 0,
+	SPIN_LIST_OVERFLOW = 1,
+};
+/* spin_me.options: the Portals 4 values of the corresponding PTL_ME_* */
+#define SPIN_ME_OP_PUT		(1u << 2)
+#define SPIN_ME_OP_GET		(1u << 3)
+#define SPIN_ME_USE_ONCE	(1u << 4)
+#define SPIN_ME_NO_TRUNCATE	(1u << 7)
+#define SPIN_ME_EVENT_COMM_DISABLE (1u << 10)
+#define SPIN_ME_EVENT_SUCCESS_DISABLE (1u << 12)
+
+struct spin_me {
+	__u32	state;		/* enum spin_me_state; claimed with CAS */
+	__u32	list;		/* enum spin_me_list */
+	__u64	seq;		/* append order within the list */
+	__u64	match_bits;
+	__u64	ignore_bits;
+	__u32	match_rank;	/* SPIN_RANK_ANY or a rank */
+	__u32	match_pid;	/* SPIN_PID_ANY or a pid */
+	__u32	options;	/* SPIN_ME_* */
+	__u32	handler;	/* 1 + index into spin_handlers; 0: none */
+	__u64	host_off;	/* window in spin_host: byte offset ... */
+	__u64	host_len;	/* ... and length */
+	__u64	hhost_off;	/* handler host memory (PTL_HANDLER_HOST_MEM) */
+	__u64	hhost_len;
+	__u64	user_ptr;
+	__u32	owner_pid;	/* OS pid of the owning process (events) */
+	__u32	hpu_len;	/* bytes of handler memory in use */
+	/* counters, updated atomically by the runtime */
+	__u64	ct_success;
+	__u64	ct_failure;
+	__u64	bytes;
+};
+
+/* Peer (spin_peers, indexed by rank). */
+struct spin_peer {
+	__u32	valid;
+	__u32	ifindex;	/* egress interface; 0: the receiving one */
+	__u32	ip;		/* network order */
+	__be16	port;		/* network order */
+	__u8	mac[6];
+	__u32	pid;
+};
+
+/* Per-message state of multi-packet messages (spin_msgs, hash). */
+struct spin_msg_key {
+	__u32	src_rank;
+	__u32	msg_id;
+};
+enum spin_msg_status {
+	SPIN_MSG_NEW = 0,	/* created; header handler not finished */
+	SPIN_MSG_RUNNING,	/* header done: payload handlers may run */
+	SPIN_MSG_DROP,		/* header handler dropped the message */
+	SPIN_MSG_DONE,		/* completion ran; kept as a tombstone */
+};
+/* spin_msg.flags */
+#define SPIN_MSGF_PROCEED	0x1	/* no payload handlers: default deposit */
+#define SPIN_MSGF_NOMATCH	0x2	/* no entry matched: drop the rest */
+
+struct spin_msg {
+	__u32	status;		/* enum spin_msg_status */
+	__u32	flags;
+	__u32	me;		/* index into spin_me */
+	__u32	msg_len;
+	__u32	mlength;	/* bytes the entry accepts (after truncation) */
+	__u32	bytes_seen;	/* payload bytes fully processed (atomic) */
+	__u32	dropped;	/* dropped bytes (atomic) */
+	__u32	pad;
+	__u64	start;		/* deposit offset: me.host_off + remote_off */
+	__u64	bitmap[SPIN_BITMAP_WORDS];	/* packets seen */
+	struct bpf_timer timer;
+};
+
+/* Per-CPU invocation context (spin_ctx, one element). */
+enum spin_put_kind {
+	SPIN_PUT_NONE = 0,
+	SPIN_PUT_DEVICE,	/* PtlHandlerPutFromDevice */
+	SPIN_PUT_HOST,		/* PtlHandlerPutFromHost */
+};
+enum spin_put_src {
+	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */
+	SPIN_SRC_SCRATCH,	/* spin_ctx.scratch */
+	SPIN_SRC_HOST,		/* spin_host at byte src_off */
+};
+struct spin_put_req {
+	__u32	kind;		/* enum spin_put_kind */
+	__u32	len;
+	__u32	src;		/* enum spin_put_src */
+	__u32	target_rank;
+	__u64	src_off;	/* packet offset / host window byte offset */
+	__u64	match_bits;
+	__u64	remote_off;
+	__u64	hdr_data;
+	__u64	user_ptr;
+	__u32	ack_req;
+	__u32	ct;
+};
+
+struct spin_ctx {
+	/* set by the runtime before the handler tail call */
+	__u32	phases;		/* SPIN_PH_* to run */
+	__u32	me;		/* index into spin_me */
+	__u32	pt;
+	__u32	pay_off;	/* offset of the payload in the frame */
+	__u32	pay_len;	/* payload bytes in this packet */
+	__u32	pkt_off;
+	__u32	msg_len;
+	__u32	mlength;
+	__u64	start;		/* deposit start in spin_host */
+	struct spin_msg_key key;
+	__u32	multi;		/* message has per-message state */
+	/* set by the handler program */
+	__u32	hdr_rc;		/* header handler return code */
+	__u32	pay_rc;
+	__u32	done;		/* this packet completed the message */
+	__u32	dropped;	/* dropped_bytes passed to completion */
+	__u32	n_puts;
+	__u32	fail;		/* a handler failed (ptl_ni_fail_t) */
+	__u32	drop_reason;	/* 1 + enum spin_drop, or 0 */
+	__u32	msg_dropped;	/* header handler dropped the message */
+	__u32	pad;
+	__u64	data_addr;	/* address of the frame (for put from device) */
+	__u64	addr_tmp;
+	struct spin_put_req put[SPIN_MAX_PUTS];
+	__u8	scratch[SPIN_MAX_SEG];	/* payload of a put from local memory */
+	__u8	bounce[SPIN_MAX_DMA];	/* DMA to host from handler memory */
+};
+#define SPIN_PH_HEADER		0x1
+#define SPIN_PH_PAYLOAD		0x2
+#define SPIN_PH_COMPLETION	0x4
+#define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */
+
+/* Events posted to the host (spin_events ring buffer). */
+enum spin_event_kind {
+	SPIN_EV_PUT = 1,	/* a message completed on a match entry */
+	SPIN_EV_PUT_FROM_HOST,	/* a handler asks the host to send */
+	SPIN_EV_AUTO_UNLINK,	/* a use-once entry was consumed */
+	SPIN_EV_MSG_TIMEOUT,	/* an incomplete message expired */
+};
+enum spin_fail {
+	SPIN_FAIL_OK = 0,
+	SPIN_FAIL_DROPPED,	/* header handler dropped the message */
+	SPIN_FAIL_TIMEOUT,
+	SPIN_FAIL_HANDLER,	/* a handler returned an error */
+};
+struct spin_event {
+	__u32	kind;		/* enum spin_event_kind */
+	__u32	fail;		/* enum spin_fail */
+	__u32	pt_index;
+	__u32	me;
+	__u64	match_bits;
+	__u64	rlength;	/* requested length */
+	__u64	mlength;	/* manipulated length */
+	__u64	remote_off;
+	__u64	start;		/* byte offset in spin_host where data went */
+	__u64	hdr_data;
+	__u64	user_ptr;
+	__u32	src_rank;
+	__u32	src_pid;
+	__u32	msg_id;
+	__u32	owner_pid;
+	__u32	dropped_bytes;
+	__u32	flow_control;
+	__u64	timestamp_ns;
+	struct spin_put_req put;	/* SPIN_EV_PUT_FROM_HOST */
+};
+
+/* Names of pinned objects below the interface's bpffs directory. */
+#define SPIN_PIN_ROOT		"/sys/fs/bpf/spin"
+
+#endif /* SPIN_WIRE_H */

@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# Network-namespace helpers shared by the selftests, the demo and the
+# benchmarks.  Source this file; every namespace made here is registered and
+# removed by spin_ns_cleanup (install it with `trap spin_ns_cleanup EXIT`).
+#
+# Addresses: 10.77.<net>.<host>/24 inside namespaces these scripts create;
+# no traffic ever leaves them.
+
+SPIN_NS_LIST=${SPIN_NS_LIST:-}
+SPIN_NS_TAG=${SPIN_NS_TAG:-spin$$}
+
+# nsx NS CMD...: run CMD inside namespace NS with the host's /sys/fs/bpf
+# visible (ip netns exec would remount /sys and hide bpffs).
+nsx() {
+	local ns=$1; shift
+	nsenter --net="/var/run/netns/$ns" -- "$@"
+}
+
+spin_bpffs_ensure() {
+	if ! mountpoint -q /sys/fs/bpf; then
+		mount -t bpf bpf /sys/fs/bpf || return 1
+	fi
+}
+
+# spin_ns_add NAME: create a namespace with loopback up.
+spin_ns_add() {
+	local ns=$1
+	ip netns add "$ns" || return 1
+	SPIN_NS_LIST="$SPIN_NS_LIST $ns"
+	ip -n "$ns" link set lo up
+}
+
+# spin_ns_pair NS_A IF_A IP_A NS_B IF_B IP_B: a veth pair between two
+# namespaces (created if needed), addresses /24, up, with GRO on both ends
+# so frames sent with XDP_TX/redirect are accepted, and tx checksum offload
+# off so reflected UDP carries a full checksum.
+spin_ns_pair() {
+	local nsa=$1 ifa=$2 ipa=$3 nsb=$4 ifb=$5 ipb=$6
+	ip netns list | grep -qw "^$nsa" || spin_ns_add "$nsa" || return 1
+	ip netns list | grep -qw "^$nsb" || spin_ns_add "$nsb" || return 1
+	ip link add "$ifa" netns "$nsa" type veth peer name "$ifb" netns "$nsb" || return 1
+	ip -n "$nsa" addr add "$ipa/24" dev "$ifa"
+	ip -n "$nsb" addr add "$ipb/24" dev "$ifb"
+	ip -n "$nsa" link set "$ifa" up
+	ip -n "$nsb" link set "$ifb" up
+	nsx "$nsa" ethtool -K "$ifa" gro on tx off >/dev/null 2>&1
+	nsx "$nsb" ethtool -K "$ifb" gro on tx off >/dev/null 2>&1
+	return 0
+}
+
+# spin_ns_mac NS IF: print the MAC address of IF in NS.
+spin_ns_mac() {
+	ip -n "$1" -o link show "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'
+}
+
+spin_ns_cleanup() {
+	local ns
+	for ns in $SPIN_NS_LIST; do
+		# detach whatever XDP program is left, then remove pins of
+		# this namespace before the namespace goes away
+		for dev in $(ip -n "$ns" -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+			ip -n "$ns" link set dev "$dev" xdp off 2>/dev/null
+			ip -n "$ns" link set dev "$dev" xdpgeneric off 2>/dev/null
+		done
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
+		# pins of runtimes attached inside this namespace (see spin_pin_dir)
+		local ino
+		ino=$(stat -L -c %i "/var/run/netns/$ns" 2>/dev/null)
+		[ -n "$ino" ] && rm -rf "/sys/fs/bpf/spin/ns$ino"
+		ip netns del "$ns" 2>/dev/null
+	done
+	SPIN_NS_LIST=
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Handler memory layout shared by test_handlers.bpf.c and test_unit.c. */
+#ifndef SPIN_TEST_HANDLERS_H
+#define SPIN_TEST_HANDLERS_H
+
+#define T_HDR_DROP	0x001
+#define T_HDR_PROCEED	0x002
+#define T_HDR_FAIL	0x004
+#define T_CAS		0x008
+#define T_DMA		0x010
+#define T_DMA_OOB	0x020
+#define T_DMA_FROM	0x040
+#define T_PUT_STATE	0x080
+#define T_PUT_UNKNOWN	0x100
+#define T_PUT_TWICE	0x200
+#define T_PAY_DROP_ODD	0x400
+#define T_DMA_HHOST	0x800
+
+struct test_state {
+	__u64 mode;
+	__u64 hdr_calls;
+	__u64 pay_calls;
+	__u64 cmpl_calls;
+	__u64 order_violations;
+	__u64 pay_bytes;
+	__u64 first_byte_sum;
+	__u64 cas_counter;
+	__u64 dma_errors;
+	__u64 dma_from_value;
+	__u64 last_len;
+	__u64 last_bits;
+	__u64 last_src;
+	__u64 last_hdr_data;
+	__u64 last_user0;
+	__s64 cmpl_dropped;
+	__u8 put_src[16];
+};
+
+#endif

@@ -1,0 +1,1081 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unit tests of the runtime through BPF_PROG_RUN with crafted frames.
+ *
+ * The process moves into a private network namespace, makes a veth pair
+ * there and attaches the runtime with libspin exactly as spinctl does; the
+ * frames are then run through the pinned entry program.  The namespace
+ * dies with the process; the pins are removed by spin_detach at exit.
+ *
+ *   selftests/test_unit [-t GLOB]
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <spin/spin.h>
+#include "test.h"
+#include "progs/test_handlers.h"
+
+#define IFA	"spu0"
+#define IFB	"spu1"
+#define MY_RANK	1
+#define PEER_MAC "\x02\x00\x00\x00\x00\x02"
+
+static struct spin_rt *rt;
+static int prog_fd = -1;
+static uint8_t *host;
+static size_t host_len;
+static char objdir[600];
+static uint16_t port = SPIN_DEFAULT_PORT;
+static int me_list[64], n_me_list;
+
+/* ---------------------------------------------------------- fixtures -- */
+
+static void cleanup(void)
+{
+	if (rt)
+		spin_close(rt);
+	rt = NULL;
+	spin_detach(IFA);
+}
+
+static void on_signal(int sig)
+{
+	cleanup();
+	_exit(128 + sig);
+}
+
+static int sh(const char *cmd)
+{
+	int rc = system(cmd);
+
+	if (rc)
+		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+	return rc;
+}
+
+static int setup(void)
+{
+	struct spin_attach_opts o = {
+		.ifname = IFA, .rank = MY_RANK, .pid = 7, .port = 0,
+		.msg_timeout_ns = 100ull * 1000 * 1000,
+	};
+	struct spin_peer_spec p = { .rank = 0, .pid = 3 };
+	char path[600];
+	int rc;
+
+	if (unshare(CLONE_NEWNET)) {
+		perror("unshare(CLONE_NEWNET)");
+		return -1;
+	}
+	if (sh("ip link set lo up && ip link add " IFA " type veth peer name " IFB
+	       " && ip addr add 10.77.9.1/24 dev " IFA " && ip link set " IFA " up && ip link set " IFB " up"))
+		return -1;
+	snprintf(path, sizeof(path), "%s/bpf/spin_rt.bpf.o", objdir);
+	o.obj_path = path;
+	rc = spin_attach(&o, &rt);
+	if (rc < 0) {
+		fprintf(stderr, "attach: %s\n", spin_errmsg());
+		return -1;
+	}
+	atexit(cleanup);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	inet_pton(AF_INET, "10.77.9.2", &p.ip);
+	memcpy(p.mac, PEER_MAC, 6);
+	p.port = 7000;
+	if (spin_peer_add(rt, &p) < 0) {
+		fprintf(stderr, "peer: %s\n", spin_errmsg());
+		return -1;
+	}
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/prog_rx");
+	prog_fd = bpf_obj_get(path);
+	if (prog_fd < 0) {
+		fprintf(stderr, "open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	host = spin_host_mem(rt, &host_len);
+	if (!host) {
+		fprintf(stderr, "host mem: %s\n", spin_errmsg());
+		return -1;
+	}
+	if (spin_pt_alloc(rt, 0) < 0 || spin_pt_alloc(rt, 1) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", objdir);
+	if (spin_handler_load(rt, path, "test") < 0) {
+		fprintf(stderr, "load test handlers: %s\n%s\n", spin_errmsg(), spin_verifier_log());
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/samples/pingpong/pingpong_stream.bpf.o", objdir);
+	if (spin_handler_load(rt, path, "pp_stream") < 0) {
+		fprintf(stderr, "load: %s\n", spin_errmsg());
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/samples/pingpong/pingpong_store.bpf.o", objdir);
+	if (spin_handler_load(rt, path, "pp_store") < 0) {
+		fprintf(stderr, "load: %s\n", spin_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
+/* Per-test reset: unlink entries, zero stats, drain events. */
+static int drain_cb(void *ctx, const struct spin_event *ev) { return 0; }
+
+static void reset(void)
+{
+	for (int i = 0; i < n_me_list; i++)
+		spin_me_unlink(rt, me_list[i]);
+	n_me_list = 0;
+	spin_stats_reset(rt);
+	spin_events_poll(rt, drain_cb, NULL, 0);
+	spin_pt_enable(rt, 0, true);
+}
+
+static int me_add(struct spin_me_spec *s)
+{
+	int idx;
+
+	if (!s->match_rank && !s->match_pid) {
+		/* zero-initialised specs mean "any source" */
+		s->match_rank = SPIN_RANK_ANY;
+		s->match_pid = SPIN_PID_ANY;
+	}
+	idx = spin_me_append(rt, s);
+	if (idx < 0)
+		T_MSG("me append: %s", spin_errmsg());
+	else if (n_me_list < 64)
+		me_list[n_me_list++] = idx;
+	return idx;
+}
+
+static struct spin_me_spec spec(uint32_t pt, uint64_t bits, uint64_t len)
+{
+	struct spin_me_spec s = {
+		.pt_index = pt, .match_bits = bits, .host_len = len,
+		.host_off = UINT64_MAX, .hhost_off = UINT64_MAX,
+		.match_rank = SPIN_RANK_ANY, .match_pid = SPIN_PID_ANY,
+		.options = SPIN_ME_OP_PUT,
+	};
+	return s;
+}
+
+/* ------------------------------------------------------------ frames -- */
+
+struct fr {
+	uint8_t b[2048];
+	int len;
+};
+
+static struct spin_msg_args margs(uint32_t rank, uint32_t id, uint64_t bits)
+{
+	struct spin_msg_args a = {
+		.op = SPIN_OP_PUT, .pt_index = 0, .src_rank = rank, .src_pid = 3,
+		.dst_rank = MY_RANK, .msg_id = id, .match_bits = bits, .hdr_data = 0xabcdef,
+		.user_hdr = { 42, 0, 0, 0 },
+	};
+	return a;
+}
+
+/* Packet at pkt_off of a message of msg_len bytes, payload from msg. */
+static void mkpkt(struct fr *f, const struct spin_msg_args *a, uint32_t msg_len,
+		  uint32_t pkt_off, uint32_t len, const uint8_t *msg)
+{
+	struct spin_frame_addr ad = {
+		.src_mac = "\x02\x00\x00\x00\x00\x02", .dst_mac = "\x02\x00\x00\x00\x00\x01",
+		.sport = 7000, .dport = port,
+	};
+	struct spin_hdr h;
+
+	inet_pton(AF_INET, "10.77.9.2", &ad.src_ip);
+	inet_pton(AF_INET, "10.77.9.1", &ad.dst_ip);
+	spin_hdr_build(&h, a, msg_len, pkt_off);
+	f->len = spin_frame_build(f->b, sizeof(f->b), &ad, &h, msg + pkt_off, len);
+}
+
+static int run(struct fr *f, struct fr *out)
+{
+	static struct fr dummy;
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	int err;
+
+	if (!out)
+		out = &dummy;
+	o.data_in = f->b;
+	o.data_size_in = f->len;
+	o.data_out = out->b;
+	o.data_size_out = sizeof(out->b);
+	o.repeat = 1;
+	err = bpf_prog_test_run_opts(prog_fd, &o);
+	if (err) {
+		T_MSG("BPF_PROG_RUN: %s", strerror(errno));
+		return -1;
+	}
+	out->len = o.data_size_out;
+	return o.retval;
+}
+
+/* Send a whole message (cut at seg bytes) in the given packet order. */
+static int run_msg(const struct spin_msg_args *a, const uint8_t *msg, uint32_t len,
+		   uint32_t seg, const int *order, int *last_rc)
+{
+	int n = len ? (len + seg - 1) / seg : 1;
+	struct spin_msg_args aa = *a;
+	struct fr f;
+
+	aa.seg_size = seg;
+	for (int i = 0; i < n; i++) {
+		int k = order ? order[i] : i;
+		uint32_t off = k * seg, l = len - off < seg ? len - off : seg;
+
+		mkpkt(&f, &aa, len, off, l, msg);
+		*last_rc = run(&f, NULL);
+		if (*last_rc < 0)
+			return -1;
+	}
+	return n;
+}
+
+static uint64_t drops(int reason)
+{
+	struct spin_stats s;
+
+	spin_stats_read(rt, &s);
+	return s.drops[reason];
+}
+
+static struct spin_stats stats(void)
+{
+	struct spin_stats s;
+
+	spin_stats_read(rt, &s);
+	return s;
+}
+
+#define MAXEV 64
+struct evs {
+	int n;
+	struct spin_event e[MAXEV];
+};
+
+static int ev_cb(void *ctx, const struct spin_event *ev)
+{
+	struct evs *v = ctx;
+
+	if (v->n < MAXEV)
+		v->e[v->n++] = *ev;
+	return 0;
+}
+
+static struct evs events(void)
+{
+	struct evs v = { 0 };
+
+	spin_events_poll(rt, ev_cb, &v, 0);
+	return v;
+}
+
+static void fill(uint8_t *b, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+static struct test_state tstate(int me)
+{
+	struct test_state s;
+
+	memset(&s, 0, sizeof(s));
+	spin_hpu_read(rt, me, &s, sizeof(s));
+	return s;
+}
+
+static uint32_t next_id = 100;
+
+/* -------------------------------------------------------------- tests -- */
+
+static void parser_passes_other_traffic(void)
+{
+	struct fr f, o;
+	struct udphdr *udp;
+	uint8_t msg[16] = { 0 };
+	struct spin_msg_args a = margs(0, next_id++, 1);
+
+	reset();
+	mkpkt(&f, &a, 16, 0, 16, msg);
+	udp = (void *)(f.b + 14 + 20);
+	udp->dest = htons(53);				/* other UDP port */
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "other UDP port");
+	mkpkt(&f, &a, 16, 0, 16, msg);
+	f.b[14 + 9] = IPPROTO_TCP;			/* TCP */
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "TCP");
+	mkpkt(&f, &a, 16, 0, 16, msg);
+	f.b[12] = 0x86; f.b[13] = 0xdd;			/* not IPv4 */
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "IPv6 ethertype");
+	f.b[12] = 0x08; f.b[13] = 0x00;
+	f.len = 14;					/* IPv4 ethertype, no IP header */
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "runt frame");
+	ASSERT_EQ(stats().rx_packets, 0, "no sPIN packets counted");
+	ASSERT_EQ(stats().passed, 1, "passed counter (UDP, other port)");
+}
+
+static void drop_reasons(void)
+{
+	struct fr f;
+	uint8_t msg[4096];
+	struct spin_msg_args a = margs(0, 0, 1);
+	struct spin_me_spec s = spec(0, 1, 4096);
+	struct spin_hdr *h = (void *)(f.b + SPIN_HDR_OFF);
+	struct udphdr *udp = (void *)(f.b + 14 + 20);
+
+	reset();
+	fill(msg, sizeof(msg), 1);
+	if (me_add(&s) < 0)
+		return;
+
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	f.len = SPIN_HDR_OFF + 20;				/* cut inside the header */
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "truncated header");
+	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 1, "malformed");
+
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	udp->len = htons(ntohs(udp->len) + 100);		/* claims more than the frame */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 2, "udp length beyond frame");
+
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	h->version = 9;
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "bad version");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_VERSION), 1, "bad_version");
+
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	h->op = 77;
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_OP), 1, "bad_op");
+
+	a.pt_index = 9;						/* not allocated */
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	a.pt_index = 200;					/* out of range */
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PT), 2, "bad_pt");
+	a.pt_index = 0;
+
+	spin_pt_enable(rt, 0, false);
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_PT_DISABLED), 1, "pt_disabled");
+	spin_pt_enable(rt, 0, true);
+
+	mkpkt(&f, &a, 64, 0, 0, msg);				/* no bytes of a 64-byte message */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_ZERO_LEN), 1, "zero_len");
+
+	mkpkt(&f, &a, 100, 80, 64, msg);			/* 80 + 64 > 100 */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_OFFSET), 1, "bad_offset");
+
+	a.seg_size = 1000;
+	mkpkt(&f, &a, 3000, 500, 64, msg);			/* not at a segment boundary */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_SEG), 1, "bad_seg");
+	a.seg_size = 0;
+
+	a.src_rank = 5000;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_SOURCE), 1, "bad_source");
+	a.src_rank = 0;
+
+	a.match_bits = 2;					/* nothing matches */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "no_match");
+	a.match_bits = 1;
+
+	a.msg_id = 0;						/* message id 0 is invalid */
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 3, "msg id 0");
+
+	/* nothing was deposited by any of them */
+	ASSERT_EQ(stats().deposited_bytes, 0, "no deposit from bad packets");
+	ASSERT_EQ(stats().msgs, 0, "no message matched");
+}
+
+static void deposit_single_packet(void)
+{
+	uint8_t msg[1000];
+	struct spin_me_spec s = spec(0, 0x1234, 4096);
+	struct spin_msg_args a = margs(0, next_id++, 0x1234);
+	struct spin_me me;
+	struct evs v;
+	struct fr f;
+	int idx;
+
+	reset();
+	fill(msg, sizeof(msg), 2);
+	s.user_ptr = 0xfeed;
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0xee, 4096);
+	a.remote_off = 100;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "consumed");
+	ASSERT_MEM(host + me.host_off + 100, msg, sizeof(msg), "deposited bytes");
+	ASSERT_EQ(host[me.host_off + 99], 0xee, "byte before untouched");
+	ASSERT_EQ(host[me.host_off + 1100], 0xee, "byte after untouched");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "one event")) {
+		struct spin_event *e = &v.e[0];
+
+		ASSERT_EQ(e->kind, SPIN_EV_PUT, "kind");
+		ASSERT_EQ(e->fail, 0, "fail");
+		ASSERT_EQ(e->match_bits, 0x1234, "match bits");
+		ASSERT_EQ(e->rlength, 1000, "rlength");
+		ASSERT_EQ(e->mlength, 1000, "mlength");
+		ASSERT_EQ(e->remote_off, 100, "remote offset");
+		ASSERT_EQ(e->start, me.host_off + 100, "start");
+		ASSERT_EQ(e->hdr_data, 0xabcdef, "hdr_data");
+		ASSERT_EQ(e->user_ptr, 0xfeed, "user_ptr");
+		ASSERT_EQ(e->src_rank, 0, "initiator rank");
+		ASSERT_EQ(e->src_pid, 3, "initiator pid");
+		ASSERT_EQ(e->me, idx, "me index");
+		ASSERT_EQ(e->owner_pid, getpid(), "owner");
+	}
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.ct_success, 1, "success counter");
+	ASSERT_EQ(me.bytes, 1000, "byte counter");
+}
+
+static void truncation(void)
+{
+	uint8_t msg[300];
+	struct spin_me_spec s1 = spec(0, 5, 100), s2 = spec(0, 5, 4096);
+	struct spin_msg_args a = margs(0, next_id++, 5);
+	struct spin_me me;
+	struct evs v;
+	struct fr f;
+	int i1, i2;
+
+	reset();
+	fill(msg, sizeof(msg), 3);
+	s1.options |= SPIN_ME_NO_TRUNCATE;
+	i1 = me_add(&s1);			/* too small and no-truncate: skipped */
+	i2 = me_add(&s2);
+	if (i1 < 0 || i2 < 0)
+		return;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event");
+	ASSERT_EQ(v.e[0].me, i2, "no-truncate entry skipped");
+
+	/* now a truncating entry first in order */
+	spin_me_unlink(rt, i2);
+	spin_me_unlink(rt, i1);
+	s1.options &= ~SPIN_ME_NO_TRUNCATE;
+	i1 = me_add(&s1);
+	spin_me_get(rt, i1, &me);
+	memset(host + me.host_off, 0, 100);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	run(&f, NULL);
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "one event")) {
+		ASSERT_EQ(v.e[0].me, i1, "truncating entry");
+		ASSERT_EQ(v.e[0].rlength, 300, "rlength");
+		ASSERT_EQ(v.e[0].mlength, 100, "mlength");
+		ASSERT_EQ(v.e[0].dropped_bytes, 200, "dropped bytes");
+	}
+	ASSERT_MEM(host + me.host_off, msg, 100, "first 100 bytes deposited");
+	ASSERT_EQ(stats().deposited_bytes, 300 + 100, "deposited bytes (both messages)");
+}
+
+static void match_order(void)
+{
+	struct spin_me_spec ov = spec(0, 0x10, 64), p1 = spec(0, 0x10, 64), p2 = spec(0, 0x10, 64);
+	struct spin_me_spec ign = spec(0, 0xff00, 64), src = spec(0, 0x20, 64);
+	struct spin_msg_args a = margs(0, 0, 0x10);
+	uint8_t msg[8] = { 1 };
+	struct fr f;
+	struct evs v;
+	int iov, i1, i2, iign, isrc;
+
+	reset();
+	ov.list = SPIN_LIST_OVERFLOW;
+	iov = me_add(&ov);			/* appended first, but overflow */
+	i1 = me_add(&p1);
+	i2 = me_add(&p2);
+	ign.ignore_bits = 0x00ff;
+	iign = me_add(&ign);
+	src.match_rank = 2;
+	isrc = me_add(&src);
+	if (iov < 0 || i1 < 0 || i2 < 0 || iign < 0 || isrc < 0)
+		return;
+
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.n, 1, "event");
+	ASSERT_EQ(v.e[0].me, i1, "first priority entry wins over overflow and later ones");
+
+	spin_me_unlink(rt, i1);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.e[0].me, i2, "then the next priority entry");
+
+	spin_me_unlink(rt, i2);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.e[0].me, iov, "then the overflow list");
+
+	a.match_bits = 0xff37;			/* low byte ignored */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.e[0].me, iign, "ignore bits");
+	a.match_bits = 0xfe37;			/* a bit outside the ignore mask differs */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "match bits outside ignore mask");
+
+	a.match_bits = 0x20;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);		/* rank 0, entry wants rank 2 */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 2, "source rank mismatch");
+	a.src_rank = 2;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.n, 1, "source rank match");
+	ASSERT_EQ(v.e[0].me, isrc, "source rank entry");
+}
+
+static void use_once(void)
+{
+	struct spin_me_spec s1 = spec(0, 7, 64), s2 = spec(0, 7, 64);
+	struct spin_msg_args a = margs(0, 0, 7);
+	uint8_t msg[8] = { 9 };
+	struct spin_me me;
+	struct fr f;
+	struct evs v;
+	int i1, i2, unlinks = 0;
+
+	reset();
+	s1.options |= SPIN_ME_USE_ONCE;
+	i1 = me_add(&s1);
+	i2 = me_add(&s2);
+	if (i1 < 0 || i2 < 0)
+		return;
+	for (int k = 0; k < 3; k++) {
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 8, 0, 8, msg);
+		run(&f, NULL);
+	}
+	v = events();
+	for (int k = 0; k < v.n; k++)
+		unlinks += v.e[k].kind == SPIN_EV_AUTO_UNLINK;
+	ASSERT_EQ(unlinks, 1, "one auto-unlink event");
+	ASSERT_EQ(v.n, 4, "3 put events + 1 unlink");
+	spin_me_get(rt, i1, &me);
+	ASSERT_EQ(me.state, SPIN_ME_FREE, "use-once entry freed");
+	ASSERT_EQ(me.ct_success, 1, "use-once entry matched once");
+	spin_me_get(rt, i2, &me);
+	ASSERT_EQ(me.ct_success, 2, "later messages went to the next entry");
+}
+
+static void duplicates(void)
+{
+	struct spin_me_spec s = spec(0, 3, 8192);
+	struct spin_msg_args a = margs(0, next_id++, 3);
+	uint8_t msg[4000];
+	struct fr f;
+	struct evs v;
+	int rc, order[] = { 0, 1, 2 };
+
+	reset();
+	fill(msg, sizeof(msg), 4);
+	if (me_add(&s) < 0)
+		return;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	run(&f, NULL);				/* same single-packet message again */
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "duplicate single-packet message");
+
+	/* multi-packet: a packet twice in the middle, then the whole message again */
+	a.msg_id = next_id++;
+	a.seg_size = 1384;
+	mkpkt(&f, &a, 4000, 0, 1384, msg);
+	run(&f, NULL);
+	run(&f, NULL);
+	run_msg(&a, msg, 4000, 1384, order, &rc);
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1 + 2, "duplicate packets");
+	v = events();
+	ASSERT_EQ(v.n, 2, "one completion per message");
+	ASSERT_EQ(stats().msgs_completed, 2, "completed");
+}
+
+static void multi_packet_any_order(void)
+{
+	static uint8_t msg[20000];
+	struct spin_me_spec s = spec(0, 0x99, 32768);
+	struct spin_msg_args a = margs(0, 0, 0x99);
+	int order_rev[15], order_mix[15], rc;
+	struct spin_me me;
+	struct evs v;
+	int idx, n = (sizeof(msg) + 1383) / 1384;
+
+	reset();
+	fill(msg, sizeof(msg), 5);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	for (int i = 0; i < n; i++) {
+		order_rev[i] = n - 1 - i;
+		order_mix[i] = (i * 7) % n;	/* 7 and 15 coprime: a permutation */
+	}
+	for (int round = 0; round < 3; round++) {
+		const int *ord = round == 0 ? NULL : round == 1 ? order_rev : order_mix;
+
+		memset(host + me.host_off, 0, sizeof(msg));
+		a.msg_id = next_id++;
+		run_msg(&a, msg, sizeof(msg), 1384, ord, &rc);
+		ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "message deposited byte for byte");
+		v = events();
+		if (ASSERT_EQ(v.n, 1, "exactly one completion event")) {
+			ASSERT_EQ(v.e[0].rlength, sizeof(msg), "rlength");
+			ASSERT_EQ(v.e[0].dropped_bytes, 0, "nothing dropped");
+		}
+	}
+	ASSERT_EQ(stats().msgs_completed, 3, "three messages");
+}
+
+static void handler_order_and_counts(void)
+{
+	static uint8_t msg[10000];
+	struct spin_me_spec s = spec(0, 0x42, 16384);
+	struct spin_msg_args a = margs(0, 0, 0x42);
+	struct test_state init = { .mode = T_CAS }, t;
+	int order[8] = { 5, 3, 7, 0, 6, 1, 2, 4 }, rc, idx;
+	uint64_t sum = 0;
+
+	reset();
+	fill(msg, sizeof(msg), 6);
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	a.msg_id = next_id++;
+	a.hdr_data = 77;
+	run_msg(&a, msg, sizeof(msg), 1384, order, &rc);	/* 8 packets, shuffled */
+	t = tstate(idx);
+	for (int i = 0; i < 8; i++)
+		sum += msg[i * 1384];
+	ASSERT_EQ(t.hdr_calls, 1, "header handler once");
+	ASSERT_EQ(t.pay_calls, 8, "payload handler per packet");
+	ASSERT_EQ(t.cmpl_calls, 1, "completion once");
+	ASSERT_EQ(t.order_violations, 0, "header before payloads before completion");
+	ASSERT_EQ(t.pay_bytes, sizeof(msg), "payload bytes");
+	ASSERT_EQ(t.first_byte_sum, sum, "payload handlers read the packet bytes");
+	ASSERT_EQ(t.cas_counter, 8, "CAS counter");
+	ASSERT_EQ(t.last_len, sizeof(msg), "h.length");
+	ASSERT_EQ(t.last_bits, 0x42, "h.match_bits");
+	ASSERT_EQ(t.last_hdr_data, 77, "h.hdr_data");
+	ASSERT_EQ(t.last_user0, 42, "h.user_hdr.arg[0]");
+	ASSERT_EQ(t.cmpl_dropped, 0, "dropped_bytes");
+	ASSERT_EQ(stats().handler_calls[SPIN_H_HEADER], 1, "header calls counted");
+	ASSERT_EQ(stats().handler_calls[SPIN_H_PAYLOAD], 8, "payload calls counted");
+	ASSERT_EQ(stats().handler_calls[SPIN_H_COMPLETION], 1, "completion calls counted");
+	ASSERT_EQ(events().n, 1, "completion event");
+}
+
+static void handler_drops(void)
+{
+	static uint8_t msg[5000];
+	struct spin_me_spec s = spec(0, 0x43, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x43);
+	struct test_state init = { .mode = T_PAY_DROP_ODD }, t;
+	int rc, idx;
+
+	reset();
+	fill(msg, sizeof(msg), 7);
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);	/* packets 0..3, 1 and 3 dropped */
+	t = tstate(idx);
+	ASSERT_EQ(t.cmpl_calls, 1, "completion once");
+	ASSERT_EQ(t.cmpl_dropped, 1384 + (5000 - 3 * 1384), "dropped_bytes = bytes of dropped packets");
+	ASSERT_EQ(drops(SPIN_DROP_HANDLER_DROP), 2, "handler_drop counted per packet");
+
+	/* header handler drops the whole message: no completion, no event */
+	init.mode = T_HDR_DROP;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	events();
+	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	t = tstate(idx);
+	ASSERT_EQ(t.hdr_calls, 1, "header ran");
+	ASSERT_EQ(t.pay_calls, 0, "no payload handler after DROP");
+	ASSERT_EQ(t.cmpl_calls, 0, "no completion after DROP");
+	ASSERT_EQ(events().n, 0, "no event for a dropped message");
+	ASSERT_EQ(drops(SPIN_DROP_MSG_DROPPED), 4, "msg_dropped counted per packet");
+
+	/* PROCEED: default deposit, no payload handler, completion runs */
+	init.mode = T_HDR_PROCEED;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	t = tstate(idx);
+	ASSERT_EQ(t.pay_calls, 0, "no payload handler after PROCEED");
+	ASSERT_EQ(t.cmpl_calls, 1, "completion after PROCEED");
+	{
+		struct spin_me me;
+
+		spin_me_get(rt, idx, &me);
+		ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "PROCEED deposits");
+	}
+}
+
+static void handler_dma(void)
+{
+	static uint8_t msg[3000];
+	struct spin_me_spec s = spec(0, 0x44, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x44);
+	struct test_state init = { .mode = T_DMA | T_DMA_FROM | T_DMA_HHOST }, t;
+	struct spin_me me;
+	struct evs v;
+	int rc, idx;
+	uint64_t offs[3];
+
+	reset();
+	fill(msg, sizeof(msg), 8);
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.hhost_len = 4096;
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0, 8192);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	t = tstate(idx);
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "DMA to host wrote the payloads");
+	ASSERT_EQ(t.dma_errors, 0, "no DMA errors");
+	ASSERT_EQ(t.dma_from_value, *(uint64_t *)msg, "DMA from host read host memory");
+	memcpy(offs, host + me.hhost_off, sizeof(offs));
+	ASSERT_EQ(offs[1], 1384, "handler host memory written");
+	ASSERT_EQ(offs[2], 2768, "handler host memory written (2)");
+	ASSERT_EQ(stats().dma_to_host_bytes, sizeof(msg) + 3 * 8, "dma bytes counted");
+
+	/* out-of-bounds DMA fails, is counted and fails the message */
+	init.mode = T_DMA_OOB;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	events();
+	a.msg_id = next_id++;
+	run_msg(&a, msg, 100, 1384, NULL, &rc);
+	t = tstate(idx);
+	ASSERT_EQ(t.dma_errors, 1, "OOB DMA returns an error");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), 1, "host_oob counted");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "event"))
+		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_HANDLER, "event reports the failure");
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.ct_failure, 1, "failure counter");
+}
+
+static void pingpong_stream(void)
+{
+	static uint8_t msg[3000];
+	struct spin_me_spec s = spec(0, 0, 0);
+	struct spin_msg_args a = margs(0, 0, 0x5);
+	struct fr f, o;
+	struct spin_hdr *h;
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	int idx;
+
+	reset();
+	fill(msg, sizeof(msg), 9);
+	s.ignore_bits = ~0ull;
+	s.handler = "pp_stream";
+	s.options |= SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	/* a 64-byte message, then the three packets of a 3000-byte one */
+	for (int k = 0; k < 4; k++) {
+		uint32_t total = k == 0 ? 64 : sizeof(msg), off = k == 0 ? 0 : (k - 1) * 1384;
+		uint32_t len = total - off < 1384 ? total - off : 1384;
+
+		if (k < 2)
+			a.msg_id = next_id++;
+		a.seg_size = 1384;
+		mkpkt(&f, &a, total, off, len, msg);
+		if (!ASSERT_EQ(run(&f, &o), XDP_TX, "pong sent with XDP_TX"))
+			return;
+		eth = (void *)o.b;
+		ip = (void *)(eth + 1);
+		udp = (void *)(ip + 1);
+		h = (void *)(udp + 1);
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + len, "pong frame length");
+		ASSERT_MEM(eth->h_dest, PEER_MAC, 6, "to the peer's MAC");
+		ASSERT_EQ(ip->daddr, inet_addr("10.77.9.2"), "to the peer's IP");
+		ASSERT_EQ(ip->saddr, inet_addr("10.77.9.1"), "from our IP");
+		ASSERT_EQ(ntohs(udp->dest), 7000, "to the peer's port");
+		ASSERT_EQ(ntohs(udp->source), port, "from the sPIN port");
+		ASSERT_EQ(ntohs(ip->tot_len), 20 + 8 + 88 + len, "IP length");
+		ASSERT_EQ(h->version, SPIN_VERSION, "version");
+		ASSERT_EQ(be64toh(h->match_bits), 10, "match bits 10");
+		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from our rank");
+		ASSERT_EQ(ntohl(h->msg_len), len, "one message per packet");
+		ASSERT_EQ(ntohl(h->pkt_off), 0, "offset 0");
+		ASSERT_MEM(o.b + SPIN_PAY_OFF, msg + off, len, "payload reflected byte for byte");
+		{	/* IPv4 checksum is valid */
+			uint32_t sum = 0;
+			uint16_t *w = (uint16_t *)ip;
+
+			for (int i = 0; i < 10; i++)
+				sum += w[i];
+			while (sum >> 16)
+				sum = (sum & 0xffff) + (sum >> 16);
+			ASSERT_EQ(sum, 0xffff, "IP checksum");
+		}
+	}
+	ASSERT_EQ(stats().tx_device, 4, "tx_device");
+	ASSERT_EQ(stats().msgs_completed, 2, "both messages completed");
+	ASSERT_EQ(events().n, 0, "no events (disabled)");
+}
+
+static void pingpong_store(void)
+{
+	static uint8_t msg[5000];
+	struct spin_me_spec s = spec(0, 0, 65536);
+	struct spin_msg_args a = margs(0, 0, 0x5);
+	struct fr f, o;
+	struct spin_hdr *h;
+	struct spin_me me;
+	struct evs v;
+	int idx, rc, n;
+
+	reset();
+	fill(msg, sizeof(msg), 10);
+	s.ignore_bits = ~0ull;
+	s.handler = "pp_store";
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	/* single packet: deposited, then sent back from host memory by the NIC */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 700, 0, 700, msg);
+	memset(f.b + SPIN_PAY_OFF, 0, 0);
+	if (!ASSERT_EQ(run(&f, &o), XDP_TX, "store pong sent with XDP_TX"))
+		return;
+	h = (void *)(o.b + SPIN_HDR_OFF);
+	ASSERT_EQ(ntohl(h->msg_len), 700, "pong length");
+	ASSERT_MEM(o.b + SPIN_PAY_OFF, msg, 700, "pong bytes from host memory");
+	ASSERT_MEM(host + me.host_off, msg, 700, "ping deposited");
+	ASSERT_EQ(stats().tx_host_inline, 1, "tx_host_inline");
+	events();
+
+	/* 5000 bytes: deposited, then handed to the host to send */
+	a.msg_id = next_id++;
+	n = run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	ASSERT_EQ(n, 4, "4 packets");
+	ASSERT_EQ(rc, XDP_DROP, "last packet consumed");
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "ping deposited");
+	ASSERT_EQ(stats().tx_host_queued, 1, "put from host queued to the host");
+	v = events();
+	{
+		int puts = 0, fromhost = 0;
+
+		for (int i = 0; i < v.n; i++) {
+			if (v.e[i].kind == SPIN_EV_PUT)
+				puts++;
+			if (v.e[i].kind == SPIN_EV_PUT_FROM_HOST) {
+				fromhost++;
+				ASSERT_EQ(v.e[i].put.len, sizeof(msg), "request length");
+				ASSERT_EQ(v.e[i].put.src_off, me.host_off, "request source offset");
+				ASSERT_EQ(v.e[i].put.target_rank, 0, "request target");
+				ASSERT_EQ(v.e[i].put.match_bits, 10, "request match bits");
+			}
+		}
+		ASSERT_EQ(puts, 1, "completion event");
+		ASSERT_EQ(fromhost, 1, "one put-from-host request");
+	}
+}
+
+static void puts_unknown_peer_and_overflow(void)
+{
+	struct spin_me_spec s = spec(0, 0x45, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x45);
+	struct test_state init = { .mode = T_PUT_UNKNOWN };
+	uint8_t msg[64] = { 1, 2, 3 };
+	struct fr f, o;
+	struct spin_hdr *h;
+	int idx;
+
+	reset();
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put to unknown peer dropped");
+	ASSERT_EQ(drops(SPIN_DROP_NO_PEER), 1, "no_peer");
+
+	init.mode = T_PUT_TWICE;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_TX, "first put sent");
+	ASSERT_EQ(drops(SPIN_DROP_PUT_OVERFLOW), 1, "second put counted as put_overflow");
+
+	/* put of handler memory (not the packet) */
+	init.mode = T_PUT_STATE;
+	memcpy(init.put_src, "0123456789abcdef", 16);
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "put from handler memory sent");
+	h = (void *)(o.b + SPIN_HDR_OFF);
+	ASSERT_EQ(o.len, SPIN_PAY_OFF + 16, "frame shrunk to 16 bytes");
+	ASSERT_EQ(ntohl(h->msg_len), 16, "message length");
+	ASSERT_EQ(be64toh(h->match_bits), 0x77, "match bits");
+	ASSERT_EQ(be64toh(h->hdr_data), 5, "hdr_data");
+	ASSERT_MEM(o.b + SPIN_PAY_OFF, "0123456789abcdef", 16, "payload from handler memory");
+}
+
+static void message_timeout(void)
+{
+	static uint8_t msg[5000];
+	struct spin_me_spec s = spec(0, 0x46, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x46);
+	struct spin_me me;
+	struct evs v;
+	struct fr f;
+	int idx;
+
+	reset();
+	s.options |= SPIN_ME_USE_ONCE;
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	a.msg_id = next_id++;
+	a.seg_size = 1384;
+	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* 1 of 4 packets, never the rest */
+	run(&f, NULL);
+	usleep(300 * 1000);				/* timeout is 100 ms */
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), 1, "msg_timeout counted");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "timeout event")) {
+		ASSERT_EQ(v.e[0].kind, SPIN_EV_MSG_TIMEOUT, "kind");
+		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_TIMEOUT, "fail");
+		ASSERT_EQ(v.e[0].dropped_bytes, sizeof(msg) - 1384, "missing bytes");
+	}
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.state, SPIN_ME_FREE, "use-once entry released");
+	ASSERT_EQ(me.ct_failure, 1, "failure counter");
+	/* a late packet of the expired message starts a new message */
+	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "late packet of an expired message");
+}
+
+static void verifier_rejection(void)
+{
+	char path[600];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/bad_handler.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "bad");
+	ASSERT_EQ(rc, -SPIN_EVERIFIER, "rejected by the verifier");
+	ASSERT_TRUE(strstr(spin_verifier_log(), "invalid access to packet") != NULL,
+		    "log names the problem");
+	ASSERT_TRUE(strlen(spin_verifier_log()) < 4000, "log is short");
+	{
+		struct spin_handler_info hi[SPIN_MAX_HANDLERS];
+		int n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS);
+
+		for (int i = 0; i < n; i++)
+			ASSERT_TRUE(strcmp(hi[i].name, "bad"), "nothing left behind");
+		ASSERT_EQ(n, 3, "three handlers loaded");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char exe[400], *p;
+	ssize_t n;
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-t") && i + 1 < argc)
+			t_filter = argv[++i];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return 1;
+	exe[n] = 0;
+	p = strrchr(exe, '/');
+	*p = 0;
+	snprintf(objdir, sizeof(objdir), "%s/..", exe);
+	if (setup()) {
+		printf("FAIL unit/setup\n");
+		printf("0 passed, 1 failed, 0 skipped\n");
+		return 1;
+	}
+	RUN_TEST(parser_passes_other_traffic);
+	RUN_TEST(drop_reasons);
+	RUN_TEST(deposit_single_packet);
+	RUN_TEST(truncation);
+	RUN_TEST(match_order);
+	RUN_TEST(use_once);
+	RUN_TEST(duplicates);
+	RUN_TEST(multi_packet_any_order);
+	RUN_TEST(handler_order_and_counts);
+	RUN_TEST(handler_drops);
+	RUN_TEST(handler_dma);
+	RUN_TEST(pingpong_stream);
+	RUN_TEST(pingpong_store);
+	RUN_TEST(puts_unknown_peer_and_overflow);
+	RUN_TEST(message_timeout);
+	RUN_TEST(verifier_rejection);
+	return t_summary();
+}
