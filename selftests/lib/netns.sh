@@ -32,8 +32,8 @@ spin_ns_add() {
 
 # spin_ns_pair NS_A IF_A IP_A NS_B IF_B IP_B: a veth pair between two
 # namespaces (created if needed), addresses /24, up, with GRO on both ends
-# so frames sent with XDP_TX/redirect are accepted, and tx checksum offload
-# off so reflected UDP carries a full checksum.
+# and tx checksum offload off so reflected UDP carries a full checksum.
+# Receivers of XDP_TX traffic also want spin_ns_xdp_pass.
 spin_ns_pair() {
 	local nsa=$1 ifa=$2 ipa=$3 nsb=$4 ifb=$5 ipb=$6
 	ip netns list | grep -qw "^$nsa" || spin_ns_add "$nsa" || return 1
@@ -46,6 +46,15 @@ spin_ns_pair() {
 	nsx "$nsa" ethtool -K "$ifa" gro on tx off >/dev/null 2>&1
 	nsx "$nsb" ethtool -K "$ifb" gro on tx off >/dev/null 2>&1
 	return 0
+}
+
+# spin_ns_xdp_pass NS IF: attach an XDP_PASS program to IF in NS.  A veth
+# end that receives frames sent with XDP_TX/redirect needs an XDP program
+# (with GRO only, delivery is delayed by hundreds of milliseconds here).
+spin_ns_xdp_pass() {
+	local top
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	ip -n "$1" link set dev "$2" xdpdrv obj "$top/selftests/progs/xdp_pass.bpf.o" sec xdp
 }
 
 # spin_ns_mac NS IF: print the MAC address of IF in NS.
