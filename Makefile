@@ -47,7 +47,7 @@ SAMPLE_BPF  := $(foreach d,$(SAMPLE_DIRS),$(d)/$(notdir $(d))_stream.bpf.o $(d)/
 
 # Userspace programs: tools/*.c, samples/*/*_host.c, bench/*.c, selftests/*.c
 TOOLS      := tools/spinctl
-HOST_SRCS  := $(wildcard samples/*/*_host.c bench/*.c selftests/*.c)
+HOST_SRCS  := $(filter-out %.bpf.c,$(wildcard samples/*/*_host.c bench/*.c selftests/*.c))
 HOST_BINS  := $(HOST_SRCS:.c=)
 
 all: $(LIBSPIN) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)

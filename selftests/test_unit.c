@@ -32,7 +32,7 @@ static struct spin_rt *rt;
 static int prog_fd = -1;
 static uint8_t *host;
 static size_t host_len;
-static char objdir[600];
+static char objdir[400];
 static uint16_t port = SPIN_DEFAULT_PORT;
 static int me_list[64], n_me_list;
 
@@ -68,7 +68,7 @@ static int setup(void)
 		.msg_timeout_ns = 100ull * 1000 * 1000,
 	};
 	struct spin_peer_spec p = { .rank = 0, .pid = 3 };
-	char path[600];
+	char path[1024];
 	int rc;
 
 	if (unshare(CLONE_NEWNET)) {
@@ -1021,7 +1021,7 @@ static void message_timeout(void)
 
 static void verifier_rejection(void)
 {
-	char path[600];
+	char path[1024];
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/selftests/progs/bad_handler.bpf.o", objdir);
@@ -1042,7 +1042,7 @@ static void verifier_rejection(void)
 
 int main(int argc, char **argv)
 {
-	char exe[400], *p;
+	char exe[300], *p;
 	ssize_t n;
 
 	for (int i = 1; i < argc; i++)

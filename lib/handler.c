@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin handlers: load handler objects against the runtime's pinned maps,
+ * put their entry program into spin_handlers, unload and list them.
+ *
+ * The registry is bpffs itself: a loaded handler is pinned as
+ * <pin dir>/handlers/<name>, and its slot is found by looking for its
+ * program id in spin_handlers (a userspace lookup of a program array
+ * returns the program id).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "libspin_internal.h"
+
+static int handler_path(struct spin_rt *rt, const char *name, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/%s/%s", rt->pin_dir, SPIN_HANDLER_DIR, name);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* Program ids of all slots of spin_handlers (0: empty). */
+static int read_slots(struct spin_rt *rt, __u32 ids[SPIN_MAX_HANDLERS])
+{
+	for (__u32 k = 0; k < SPIN_MAX_HANDLERS; k++) {
+		ids[k] = 0;
+		if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_HANDLERS], &k, &ids[k])) {
+			if (errno != ENOENT)
+				return spin_seterr(SPIN_EFAIL, "cannot read spin_handlers[%u]: %s", k,
+						   strerror(errno));
+			ids[k] = 0;
+		}
+	}
+	return 0;
+}
+
+static int slot_of(struct spin_rt *rt, __u32 id)
+{
+	__u32 ids[SPIN_MAX_HANDLERS];
+	int err = read_slots(rt, ids);
+
+	if (err)
+		return err;
+	for (int k = 0; k < SPIN_MAX_HANDLERS; k++)
+		if (id && ids[k] == id)
+			return k;
+	return -SPIN_ENOENT;
+}
+
+int spin_handler_slot(struct spin_rt *rt, const char *name)
+{
+	char p[PATH_MAX];
+	__u32 id;
+	int fd, slot;
+
+	if (!spin_name_ok(name) || handler_path(rt, name, p, sizeof(p)))
+		return spin_seterr(SPIN_EUSAGE, "bad handler name '%s'", name ? name : "");
+	fd = bpf_obj_get(p);
+	if (fd < 0)
+		return spin_seterr(SPIN_ENOENT, "no handler '%s' loaded on '%s' (see 'spinctl handler list %s')",
+				   name, rt->ifname, rt->ifname);
+	id = spin_prog_id(fd);
+	close(fd);
+	slot = slot_of(rt, id);
+	if (slot == -SPIN_ENOENT)
+		return spin_seterr(SPIN_ENOENT,
+				   "handler '%s' is pinned but not in spin_handlers: unload and load it again",
+				   name);
+	return slot;
+}
+
+/* Name of a handler object without directory and .bpf.o / .o suffix. */
+static void default_name(const char *path, char *out, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	b = b ? b + 1 : path;
+	n = strlen(b);
+	if (n > 6 && !strcmp(b + n - 6, ".bpf.o"))
+		n -= 6;
+	else if (n > 2 && !strcmp(b + n - 2, ".o"))
+		n -= 2;
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, b, n);
+	out[n] = 0;
+}
+
+int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
+{
+	struct bpf_object *obj = NULL;
+	struct bpf_program *prog, *entry;
+	struct bpf_map *map;
+	char nbuf[64], p[PATH_MAX + 64];
+	__u32 ids[SPIN_MAX_HANDLERS];
+	char *log = NULL;
+	int err, slot = -1, fd;
+	bool pinned = false;
+
+	spin_libbpf_reset();
+	spin_vlog_clear();
+	if (!rt || !path)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_load: no runtime or object path");
+	if (!name) {
+		default_name(path, nbuf, sizeof(nbuf));
+		name = nbuf;
+	}
+	if (!spin_name_ok(name))
+		return spin_seterr(SPIN_EUSAGE,
+				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
+				   name);
+	err = spin_check_priv();
+	if (err)
+		return err;
+	if (access(path, R_OK))
+		return spin_seterr(errno == ENOENT ? SPIN_ENOENT : SPIN_EPERM,
+				   "handler object %s: %s", path, strerror(errno));
+	err = spin_lock(rt);
+	if (err)
+		return err;
+	handler_path(rt, name, p, sizeof(p));
+	if (access(p, F_OK) == 0) {
+		err = spin_seterr(SPIN_EEXIST,
+				  "handler '%s' is already loaded on '%s': unload it or pick another name",
+				  name, rt->ifname);
+		goto out;
+	}
+
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		err = spin_seterr(SPIN_EFAIL, "cannot open handler object %s: %s", path,
+				  *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
+		goto out;
+	}
+	entry = bpf_object__find_program_by_name(obj, SPIN_HANDLER_PROG);
+	if (!entry) {
+		err = spin_seterr(SPIN_ENOENT, "no SPIN_HANDLERS(...) line in %s (no program %s)",
+				  path, SPIN_HANDLER_PROG);
+		goto out;
+	}
+	if (bpf_program__type(entry) != BPF_PROG_TYPE_XDP) {
+		err = spin_seterr(SPIN_EFAIL, "%s in %s is not an XDP program (SEC(\"xdp\"))",
+				  SPIN_HANDLER_PROG, path);
+		goto out;
+	}
+	bpf_object__for_each_program(prog, obj)
+		if (prog != entry)
+			bpf_program__set_autoload(prog, false);
+	bpf_object__for_each_map(map, obj) {
+		const char *mn = bpf_map__name(map);
+
+		if (bpf_map__is_internal(map))
+			continue;	/* .rodata/.data/.bss: created normally */
+		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
+		if (!spin_name_ok(mn) || access(p, F_OK)) {
+			err = spin_seterr(SPIN_EFAIL,
+					  "handler object %s declares map %s that is not a spin runtime map",
+					  path, mn);
+			goto out;
+		}
+		fd = bpf_obj_get(p);
+		if (fd < 0) {
+			err = spin_seterr(spin_errno_code(errno), "cannot open runtime map %s: %s", p,
+					  strerror(errno));
+			goto out;
+		}
+		err = bpf_map__reuse_fd(map, fd);
+		close(fd);	/* reuse_fd dup()s it */
+		if (err) {
+			err = spin_seterr(SPIN_EFAIL, "cannot reuse runtime map %s for %s: %s", mn, path,
+					  strerror(-err));
+			goto out;
+		}
+	}
+	log = malloc(SPIN_LOG_BUF_SIZE);
+	if (!log) {
+		err = spin_seterr(SPIN_EFAIL, "out of memory");
+		goto out;
+	}
+	log[0] = 0;
+	bpf_program__set_log_buf(entry, log, SPIN_LOG_BUF_SIZE);
+	if (bpf_object__load(obj)) {
+		int e = errno;
+
+		if (log[0]) {
+			const char *line = spin_vlog_set(log);
+
+			err = spin_seterr(SPIN_EVERIFIER, "verifier rejected handler '%s' (%s): %s", name,
+					  path, line);
+		} else {
+			err = spin_seterr(e == EPERM ? SPIN_EPERM : SPIN_EFAIL,
+					  "cannot load handler object %s: %s", path,
+					  *spin_libbpf_last() ? spin_libbpf_last() : strerror(e));
+		}
+		goto out;
+	}
+
+	err = read_slots(rt, ids);
+	if (err)
+		goto out;
+	for (int k = 0; k < SPIN_MAX_HANDLERS; k++) {
+		if (!ids[k]) {
+			slot = k;
+			break;
+		}
+	}
+	if (slot < 0) {
+		err = spin_seterr(SPIN_ENOSPC, "all %d handler slots of '%s' are in use: unload one",
+				  SPIN_MAX_HANDLERS, rt->ifname);
+		goto out;
+	}
+	handler_path(rt, name, p, sizeof(p));
+	if (bpf_program__pin(entry, p)) {
+		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
+		goto out;
+	}
+	pinned = true;
+	fd = bpf_program__fd(entry);
+	if (bpf_map_update_elem(rt->map_fd[SPIN_M_HANDLERS], &slot, &fd, BPF_ANY)) {
+		err = spin_seterr(SPIN_EFAIL,
+				  "cannot insert handler '%s' into spin_handlers[%d]: %s (XDP program "
+				  "incompatible with the runtime?)", name, slot, strerror(errno));
+		goto out;
+	}
+	pinned = false;
+	spin_gen_bump(rt);
+	err = slot;
+out:
+	if (pinned)
+		unlink(p);
+	spin_unlock(rt);
+	bpf_object__close(obj);
+	free(log);
+	return err;
+}
+
+static int me_refs(struct spin_rt *rt, int slot, int *first)
+{
+	int n = 0;
+
+	*first = -1;
+	for (int i = 0; i < SPIN_MAX_ME; i++) {
+		struct spin_me *m = &rt->me[i];
+
+		if (__atomic_load_n(&m->state, __ATOMIC_ACQUIRE) != SPIN_ME_FREE &&
+		    m->handler == (__u32)slot + 1) {
+			if (*first < 0)
+				*first = i;
+			n++;
+		}
+	}
+	return n;
+}
+
+int spin_handler_unload(struct spin_rt *rt, const char *name)
+{
+	char p[PATH_MAX];
+	int err, slot, first;
+	__u32 k;
+
+	if (!rt || !name)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_unload: no runtime or name");
+	err = spin_check_priv();
+	if (err)
+		return err;
+	err = spin_lock(rt);
+	if (err)
+		return err;
+	slot = spin_handler_slot(rt, name);
+	if (slot < 0) {
+		err = slot;
+		/* pinned but not in the array: just remove the pin */
+		if (err == -SPIN_ENOENT && !handler_path(rt, name, p, sizeof(p)) &&
+		    access(p, F_OK) == 0 && !unlink(p))
+			err = 0;
+		goto out;
+	}
+	if (me_refs(rt, slot, &first)) {
+		err = spin_seterr(SPIN_EEXIST, "handler %s is used by match entry %d: unlink it first",
+				  name, first);
+		goto out;
+	}
+	k = slot;
+	if (bpf_map_delete_elem(rt->map_fd[SPIN_M_HANDLERS], &k) && errno != ENOENT) {
+		err = spin_seterr(SPIN_EFAIL, "cannot remove spin_handlers[%u]: %s", k, strerror(errno));
+		goto out;
+	}
+	handler_path(rt, name, p, sizeof(p));
+	if (unlink(p))
+		spin_warn("cannot remove %s: %s", p, strerror(errno));
+	spin_gen_bump(rt);
+	err = 0;
+out:
+	spin_unlock(rt);
+	return err;
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+	const struct spin_handler_info *x = a, *y = b;
+
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max)
+{
+	struct spin_handler_info all[SPIN_MAX_HANDLERS * 2];
+	__u32 ids[SPIN_MAX_HANDLERS];
+	char dir[PATH_MAX], p[PATH_MAX + 300];
+	struct dirent *de;
+	int n = 0, err, first;
+	DIR *d;
+
+	if (!rt)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_list: no runtime");
+	err = read_slots(rt, ids);
+	if (err)
+		return err;
+	snprintf(dir, sizeof(dir), "%s/%s", rt->pin_dir, SPIN_HANDLER_DIR);
+	d = opendir(dir);
+	if (!d)
+		return spin_seterr(spin_errno_code(errno), "cannot read %s: %s", dir, strerror(errno));
+	while ((de = readdir(d)) && n < (int)(sizeof(all) / sizeof(all[0]))) {
+		struct spin_handler_info *h = &all[n];
+		struct bpf_prog_info info = {};
+		__u32 ilen = sizeof(info);
+		int fd;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(h->name))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		fd = bpf_obj_get(p);
+		if (fd < 0)
+			continue;
+		memset(h, 0, sizeof(*h));
+		memcpy(h->name, de->d_name, strlen(de->d_name) + 1);
+		if (!bpf_obj_get_info_by_fd(fd, &info, &ilen)) {
+			h->prog_id = info.id;
+			h->insns = info.xlated_prog_len / 8;
+		}
+		close(fd);
+		h->slot = UINT32_MAX;
+		for (int k = 0; k < SPIN_MAX_HANDLERS; k++)
+			if (ids[k] && ids[k] == h->prog_id)
+				h->slot = k;
+		h->refs = h->slot == UINT32_MAX ? 0 : me_refs(rt, h->slot, &first);
+		n++;
+	}
+	closedir(d);
+	qsort(all, n, sizeof(all[0]), cmp_slot);
+	if (out)
+		memcpy(out, all, sizeof(all[0]) * (n < max ? n : (max > 0 ? max : 0)));
+	return n;
+}

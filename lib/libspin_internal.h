@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libspin internals shared by the lib/ sources (not installed).
+ */
+#ifndef SPIN_LIBSPIN_INTERNAL_H
+#define SPIN_LIBSPIN_INTERNAL_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <spin/spin.h>
+
+/* spin_cfg.flags */
+#define SPIN_CFG_F_GENERIC	0x1	/* attached in XDP generic (skb) mode */
+
+/* Default bpffs mount point; the environment variable SPIN_BPFFS overrides. */
+#define SPIN_BPFFS_DEFAULT	"/sys/fs/bpf"
+#define SPIN_HANDLER_DIR	"handlers"	/* below the pin dir */
+#define SPIN_PIN_PROG_RX	"prog_rx"
+#define SPIN_PIN_PROG_FINISH	"prog_finish"
+#define SPIN_HANDLER_PROG	"spin_handler_entry"
+#define SPIN_LOG_BUF_SIZE	(1u << 20)
+
+#ifndef SPIN_LIBDIR
+#define SPIN_LIBDIR "/usr/local/lib/spin"
+#endif
+
+/* The runtime's maps (include/spin/maps.bpf.h), by index. */
+enum spin_map_id {
+	SPIN_M_CFG,
+	SPIN_M_STATS,
+	SPIN_M_CTX,
+	SPIN_M_PT,
+	SPIN_M_ME,
+	SPIN_M_HPU,
+	SPIN_M_HOST,
+	SPIN_M_PEERS,
+	SPIN_M_DEDUP,
+	SPIN_M_MSGS,
+	SPIN_M_EVENTS,
+	SPIN_M_HANDLERS,
+	SPIN_M_STAGES,
+	SPIN_M_MAX,
+};
+extern const char *const spin_map_names[SPIN_M_MAX];
+
+struct ring_buffer;
+
+struct spin_rt {
+	char ifname[IF_NAMESIZE];
+	char pin_dir[256];
+	int map_fd[SPIN_M_MAX];
+	int prog_rx_fd;
+	int prog_finish_fd;
+	int dir_fd;			/* pin dir, flock()ed for table changes */
+	pthread_mutex_t mu;		/* threads sharing this handle */
+
+	/* mmap-ed maps (BPF_F_MMAPABLE) */
+	struct spin_cfg *cfg;
+	size_t cfg_mlen;
+	struct spin_me *me;
+	size_t me_mlen;
+	uint8_t *hpu;
+	size_t hpu_mlen;
+	void *host;
+	size_t host_len;
+
+	/* events */
+	struct ring_buffer *rb;
+	spin_event_fn ev_fn;
+	void *ev_ctx;
+	int ev_count;
+	int ev_stop;
+	bool serve_puts;
+	struct spin_sock *sock;
+};
+
+/* ---- err.c ---- */
+/* Set the thread's error message; returns -code. */
+int spin_seterr(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Map an errno value from a bpf()/file operation to a SPIN_E* code. */
+int spin_errno_code(int err);
+/* A warning that does not fail the operation: stderr, "spin: warning: ...". */
+void spin_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* libbpf output capture. */
+void spin_libbpf_init(void);
+void spin_libbpf_reset(void);
+const char *spin_libbpf_last(void);	/* last libbpf warning line, "" if none */
+const char *spin_libbpf_all(void);	/* everything captured since reset */
+/* Keep the relevant lines of a verifier log for spin_verifier_log();
+ * returns the line with the error (static thread-local storage). */
+const char *spin_vlog_set(const char *log);
+void spin_vlog_clear(void);
+
+/* ---- rt.c ---- */
+const char *spin_bpffs_root(void);
+int spin_check_priv(void);
+int spin_check_bpffs(void);
+int spin_lock(struct spin_rt *rt);
+void spin_unlock(struct spin_rt *rt);
+void spin_gen_bump(struct spin_rt *rt);
+/* Remove every pin below dir and the directory itself. */
+int spin_rm_pins(const char *dir);
+uint32_t spin_prog_id(int prog_fd);
+/* Whether a name is usable as a file name below the pin dir. */
+bool spin_name_ok(const char *name);
+
+/* ---- handler.c ---- */
+/* Slot of a loaded handler (spin_handlers index), or a negative error. */
+int spin_handler_slot(struct spin_rt *rt, const char *name);
+
+#endif /* SPIN_LIBSPIN_INTERNAL_H */

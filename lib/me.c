@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin portal table and match entries.
+ *
+ * spin_me and spin_hpu are mmap-ed (BPF_F_MMAPABLE).  An entry is written
+ * in this order: state SETUP, then its fields and handler memory, then the
+ * portal table entry (seq, n_me), and last the release store of state
+ * ACTIVE, so the runtime never matches a half-written entry.  All table
+ * changes are serialized between processes by flock() on the pin
+ * directory (spin_lock) and bump spin_cfg.gen.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "libspin_internal.h"
+
+_Static_assert(sizeof(struct spin_me) % 8 == 0, "spin_me elements are not padded");
+
+static int pt_check(uint32_t pt)
+{
+	if (pt >= SPIN_MAX_PT)
+		return spin_seterr(SPIN_EUSAGE, "portal table index %u out of range (0..%u)", pt,
+				   SPIN_MAX_PT - 1);
+	return 0;
+}
+
+static int me_check(uint32_t me)
+{
+	if (me >= SPIN_MAX_ME)
+		return spin_seterr(SPIN_EUSAGE, "match entry index %u out of range (0..%u)", me,
+				   SPIN_MAX_ME - 1);
+	return 0;
+}
+
+static int pt_read(struct spin_rt *rt, uint32_t pt, struct spin_pt *v)
+{
+	if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_PT], &pt, v))
+		return spin_seterr(spin_errno_code(errno), "cannot read spin_pt[%u]: %s", pt,
+				   strerror(errno));
+	return 0;
+}
+
+static int pt_write(struct spin_rt *rt, uint32_t pt, const struct spin_pt *v)
+{
+	if (bpf_map_update_elem(rt->map_fd[SPIN_M_PT], &pt, v, 0))
+		return spin_seterr(spin_errno_code(errno), "cannot write spin_pt[%u]: %s", pt,
+				   strerror(errno));
+	return 0;
+}
+
+static uint32_t me_state(struct spin_rt *rt, uint32_t i)
+{
+	return __atomic_load_n(&rt->me[i].state, __ATOMIC_ACQUIRE);
+}
+
+/* First match entry of a portal table entry that is not FREE, or -1. */
+static int pt_busy(struct spin_rt *rt, uint32_t pt)
+{
+	for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
+		if (me_state(rt, pt * SPIN_MAX_ME_PER_PT + s) != SPIN_ME_FREE)
+			return pt * SPIN_MAX_ME_PER_PT + s;
+	return -1;
+}
+
+int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index)
+{
+	struct spin_pt pt;
+	int err;
+
+	if (!rt)
+		return spin_seterr(SPIN_EUSAGE, "spin_pt_alloc: no runtime");
+	if ((err = pt_check(pt_index)) || (err = spin_lock(rt)))
+		return err;
+	err = pt_read(rt, pt_index, &pt);
+	if (err)
+		goto out;
+	if (pt.flags & SPIN_PT_ALLOCATED) {
+		err = spin_seterr(SPIN_EEXIST, "portal table entry %u of '%s' is already allocated",
+				  pt_index, rt->ifname);
+		goto out;
+	}
+	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED;
+	pt.n_me = 0;	/* seq keeps counting: append order stays monotonic */
+	err = pt_write(rt, pt_index, &pt);
+	if (!err)
+		spin_gen_bump(rt);
+out:
+	spin_unlock(rt);
+	return err;
+}
+
+int spin_pt_free(struct spin_rt *rt, uint32_t pt_index)
+{
+	struct spin_pt pt;
+	int err, busy;
+
+	if (!rt)
+		return spin_seterr(SPIN_EUSAGE, "spin_pt_free: no runtime");
+	if ((err = pt_check(pt_index)) || (err = spin_lock(rt)))
+		return err;
+	err = pt_read(rt, pt_index, &pt);
+	if (err)
+		goto out;
+	if (!(pt.flags & SPIN_PT_ALLOCATED)) {
+		err = spin_seterr(SPIN_ENOENT, "portal table entry %u of '%s' is not allocated",
+				  pt_index, rt->ifname);
+		goto out;
+	}
+	busy = pt_busy(rt, pt_index);
+	if (busy >= 0) {
+		err = spin_seterr(SPIN_EEXIST,
+				  "portal table entry %u has match entries (e.g. %d): unlink them first",
+				  pt_index, busy);
+		goto out;
+	}
+	pt.flags = 0;
+	pt.n_me = 0;
+	err = pt_write(rt, pt_index, &pt);
+	if (!err)
+		spin_gen_bump(rt);
+out:
+	spin_unlock(rt);
+	return err;
+}
+
+int spin_pt_enable(struct spin_rt *rt, uint32_t pt_index, bool enable)
+{
+	struct spin_pt pt;
+	int err;
+
+	if (!rt)
+		return spin_seterr(SPIN_EUSAGE, "spin_pt_enable: no runtime");
+	if ((err = pt_check(pt_index)) || (err = spin_lock(rt)))
+		return err;
+	err = pt_read(rt, pt_index, &pt);
+	if (err)
+		goto out;
+	if (!(pt.flags & SPIN_PT_ALLOCATED)) {
+		err = spin_seterr(SPIN_ENOENT,
+				  "portal table entry %u of '%s' is not allocated (run 'spinctl pt alloc %s %u')",
+				  pt_index, rt->ifname, rt->ifname, pt_index);
+		goto out;
+	}
+	if (enable)
+		pt.flags |= SPIN_PT_ENABLED;
+	else
+		pt.flags &= ~SPIN_PT_ENABLED;
+	err = pt_write(rt, pt_index, &pt);
+	if (!err)
+		spin_gen_bump(rt);
+out:
+	spin_unlock(rt);
+	return err;
+}
+
+/* ------------------------------------------------------ host window -- */
+
+struct range {
+	uint64_t off, end;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static uint64_t page_up(uint64_t v)
+{
+	return (v + SPIN_PAGE - 1) & ~(uint64_t)(SPIN_PAGE - 1);
+}
+
+/* First fit of len bytes (page aligned) among the used ranges. */
+static int window_alloc(struct range *used, int n, uint64_t size, uint64_t len, uint64_t *off)
+{
+	uint64_t need = page_up(len), cand = 0;
+
+	qsort(used, n, sizeof(*used), cmp_range);
+	for (int i = 0; i < n; i++) {
+		if (cand + need <= used[i].off)
+			break;
+		if (page_up(used[i].end) > cand)
+			cand = page_up(used[i].end);
+	}
+	if (need > size || cand > size - need)
+		return -1;
+	*off = cand;
+	return 0;
+}
+
+static int used_ranges(struct spin_rt *rt, struct range *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < SPIN_MAX_ME; i++) {
+		const struct spin_me *m = &rt->me[i];
+
+		if (me_state(rt, i) == SPIN_ME_FREE)
+			continue;
+		if (m->host_len)
+			r[n++] = (struct range){ m->host_off, m->host_off + m->host_len };
+		if (m->hhost_len)
+			r[n++] = (struct range){ m->hhost_off, m->hhost_off + m->hhost_len };
+	}
+	return n;
+}
+
+static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t len,
+		 uint64_t size, struct range *used, int *n, uint64_t *off)
+{
+	if (off_in == UINT64_MAX) {
+		if (!len) {
+			*off = 0;
+			return 0;
+		}
+		if (window_alloc(used, *n, size, len, off))
+			return spin_seterr(SPIN_ENOSPC,
+					   "no room for %llu bytes of %s in the host window of '%s' "
+					   "(%llu bytes): unlink entries or attach with more pages",
+					   (unsigned long long)len, what, rt->ifname,
+					   (unsigned long long)size);
+	} else {
+		if (off_in > size || len > size - off_in)
+			return spin_seterr(SPIN_EUSAGE,
+					   "%s [%llu, +%llu) is outside the host window of '%s' (%llu bytes)",
+					   what, (unsigned long long)off_in, (unsigned long long)len,
+					   rt->ifname, (unsigned long long)size);
+		*off = off_in;
+	}
+	if (len)
+		used[(*n)++] = (struct range){ *off, *off + len };
+	return 0;
+}
+
+/* -------------------------------------------------------- match entries -- */
+
+int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
+{
+	struct range used[2 * SPIN_MAX_ME + 2];
+	uint64_t size, host_off = 0, hhost_off = 0;
+	struct spin_pt pt;
+	struct spin_me *m;
+	uint32_t handler = 0, opts;
+	int err, idx = -1, n;
+
+	if (!rt || !s)
+		return spin_seterr(SPIN_EUSAGE, "spin_me_append: no runtime or spec");
+	if ((err = pt_check(s->pt_index)))
+		return err;
+	if (s->list != SPIN_LIST_PRIORITY && s->list != SPIN_LIST_OVERFLOW)
+		return spin_seterr(SPIN_EUSAGE, "bad list %d (priority or overflow)", s->list);
+	if (s->hpu_init_len > SPIN_HPU_SIZE)
+		return spin_seterr(SPIN_EUSAGE, "handler memory initializer of %zu bytes is larger than %d",
+				   s->hpu_init_len, SPIN_HPU_SIZE);
+	if (s->hpu_init_len && !s->hpu_init)
+		return spin_seterr(SPIN_EUSAGE, "handler memory initializer missing");
+	opts = s->options;
+	if (!(opts & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET)))
+		opts |= SPIN_ME_OP_PUT;
+	err = spin_lock(rt);
+	if (err)
+		return err;
+	if (s->handler) {
+		int slot = spin_handler_slot(rt, s->handler);
+
+		if (slot < 0) {
+			err = slot;
+			goto out;
+		}
+		handler = slot + 1;
+	}
+	err = pt_read(rt, s->pt_index, &pt);
+	if (err)
+		goto out;
+	if (!(pt.flags & SPIN_PT_ALLOCATED)) {
+		err = spin_seterr(SPIN_ENOENT,
+				  "portal table entry %u of '%s' is not allocated (run 'spinctl pt alloc %s %u')",
+				  s->pt_index, rt->ifname, rt->ifname, s->pt_index);
+		goto out;
+	}
+	for (uint32_t sl = 0; sl < SPIN_MAX_ME_PER_PT; sl++) {
+		uint32_t i = s->pt_index * SPIN_MAX_ME_PER_PT + sl;
+
+		if (me_state(rt, i) == SPIN_ME_FREE) {
+			idx = i;
+			break;
+		}
+	}
+	if (idx < 0) {
+		err = spin_seterr(SPIN_ENOSPC,
+				  "portal table entry %u of '%s' has all %d match entries in use: unlink one",
+				  s->pt_index, rt->ifname, SPIN_MAX_ME_PER_PT);
+		goto out;
+	}
+
+	size = (uint64_t)rt->cfg->host_pages * SPIN_PAGE;
+	n = used_ranges(rt, used);
+	err = place(rt, "the match entry buffer", s->host_off, s->host_len, size, used, &n,
+		    &host_off);
+	if (!err)
+		err = place(rt, "handler host memory", s->hhost_off, s->hhost_len, size, used, &n,
+			    &hhost_off);
+	if (err)
+		goto out;
+
+	m = &rt->me[idx];
+	__atomic_store_n(&m->state, SPIN_ME_SETUP, __ATOMIC_RELEASE);
+	m->list = s->list;
+	m->seq = pt.seq;
+	m->match_bits = s->match_bits;
+	m->ignore_bits = s->ignore_bits;
+	m->match_rank = s->match_rank;
+	m->match_pid = s->match_pid;
+	m->options = opts;
+	m->handler = handler;
+	m->host_off = host_off;
+	m->host_len = s->host_len;
+	m->hhost_off = hhost_off;
+	m->hhost_len = s->hhost_len;
+	m->user_ptr = s->user_ptr;
+	m->owner_pid = getpid();
+	m->hpu_len = s->hpu_init_len;
+	__atomic_store_n(&m->ct_success, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ct_failure, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->bytes, 0, __ATOMIC_RELAXED);
+	memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
+	if (s->hpu_init_len)
+		memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
+
+	pt.seq++;
+	if (pt.n_me < (uint32_t)(idx % SPIN_MAX_ME_PER_PT) + 1)
+		pt.n_me = idx % SPIN_MAX_ME_PER_PT + 1;
+	err = pt_write(rt, s->pt_index, &pt);
+	if (err) {
+		__atomic_store_n(&m->state, SPIN_ME_FREE, __ATOMIC_RELEASE);
+		goto out;
+	}
+	/* publish: the last write of the entry */
+	__atomic_store_n(&m->state, SPIN_ME_ACTIVE, __ATOMIC_RELEASE);
+	spin_gen_bump(rt);
+	err = idx;
+out:
+	spin_unlock(rt);
+	return err;
+}
+
+int spin_me_unlink(struct spin_rt *rt, uint32_t me_index)
+{
+	struct spin_pt pt;
+	uint32_t p, top = 0;
+	int err;
+
+	if (!rt)
+		return spin_seterr(SPIN_EUSAGE, "spin_me_unlink: no runtime");
+	if ((err = me_check(me_index)) || (err = spin_lock(rt)))
+		return err;
+	if (me_state(rt, me_index) == SPIN_ME_FREE) {
+		err = spin_seterr(SPIN_ENOENT, "match entry %u of '%s' is not in use", me_index,
+				  rt->ifname);
+		goto out;
+	}
+	/* counters stay readable until the slot is reused */
+	__atomic_store_n(&rt->me[me_index].state, SPIN_ME_FREE, __ATOMIC_RELEASE);
+	/* lower the portal table entry's high-water mark past free slots */
+	p = me_index / SPIN_MAX_ME_PER_PT;
+	if (!pt_read(rt, p, &pt)) {
+		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
+			if (me_state(rt, p * SPIN_MAX_ME_PER_PT + s) != SPIN_ME_FREE)
+				top = s + 1;
+		if (top < pt.n_me) {
+			pt.n_me = top;
+			pt_write(rt, p, &pt);
+		}
+	}
+	spin_gen_bump(rt);
+	err = 0;
+out:
+	spin_unlock(rt);
+	return err;
+}
+
+int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
+{
+	int err;
+
+	if (!rt || !out)
+		return spin_seterr(SPIN_EUSAGE, "spin_me_get: no runtime");
+	if ((err = me_check(me_index)))
+		return err;
+	memcpy(out, &rt->me[me_index], sizeof(*out));
+	out->state = me_state(rt, me_index);
+	return 0;
+}
+
+int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
+{
+	int err;
+
+	if (!rt || (!buf && len))
+		return spin_seterr(SPIN_EUSAGE, "spin_hpu_read: no runtime or buffer");
+	if ((err = me_check(me_index)))
+		return err;
+	if (len > SPIN_HPU_SIZE)
+		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
+				   SPIN_HPU_SIZE, len);
+	memcpy(buf, rt->hpu + (size_t)me_index * SPIN_HPU_SIZE, len);
+	return 0;
+}
+
+int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_t len)
+{
+	int err;
+
+	if (!rt || (!buf && len))
+		return spin_seterr(SPIN_EUSAGE, "spin_hpu_write: no runtime or buffer");
+	if ((err = me_check(me_index)))
+		return err;
+	if (len > SPIN_HPU_SIZE)
+		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
+				   SPIN_HPU_SIZE, len);
+	if (me_state(rt, me_index) == SPIN_ME_FREE)
+		return spin_seterr(SPIN_ENOENT, "match entry %u of '%s' is not in use", me_index,
+				   rt->ifname);
+	memcpy(rt->hpu + (size_t)me_index * SPIN_HPU_SIZE, buf, len);
+	return 0;
+}

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Integration tests on veth pairs between network namespaces these tests
+# create (10.77.<n>.0/24, nothing leaves them).  One PASS/FAIL/SKIP line per
+# test and a closing "N passed, N failed, N skipped".
+#
+#   selftests/test_veth.sh [-t GLOB]
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+
+SPINCTL=$TOP/tools/spinctl
+PP=$TOP/samples/pingpong/pingpong_host
+TAG=spint$$
+CLI=$TAG-cli
+SRV=$TAG-srv
+FILTER=${2:-}
+[ "${1:-}" = "-t" ] || FILTER=
+PASS=0 FAIL=0 SKIP=0
+LOG=$(mktemp -d /tmp/spin-veth.XXXXXX)
+
+cleanup() {
+	spin_ns_cleanup
+	rm -rf "$LOG"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+S() { nsx "$SRV" "$@"; }
+C() { nsx "$CLI" "$@"; }
+
+# run_test NAME FUNC: run FUNC in a subshell, its output to a log shown on failure
+run_test() {
+	local name=$1 fn=$2 rc
+	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then
+		return
+	fi
+	( set -e; "$fn" ) >"$LOG/$name" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "PASS veth/$name"; PASS=$((PASS + 1))
+	elif [ $rc -eq 77 ]; then
+		echo "SKIP veth/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name" | tail -5
+	else
+		echo "FAIL veth/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name" | tail -25
+	fi
+	# every test leaves the server interface as it found it
+	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
+	pkill -f "pingpong_host server" 2>/dev/null || true
+}
+
+fail() { echo "$*"; return 1; }
+
+# expect_rc WANT CMD...: CMD must exit with WANT
+expect_rc() {
+	local want=$1 rc=0; shift
+	"$@" >"$LOG/out" 2>&1 || rc=$?
+	cat "$LOG/out"
+	[ "$rc" -eq "$want" ] || fail "exit code $rc, want $want: $*"
+}
+
+no_pins() {
+	local ino
+	ino=$(stat -L -c %i "/var/run/netns/$SRV")
+	[ ! -e "/sys/fs/bpf/spin/ns$ino/veth0" ] || fail "pins left in /sys/fs/bpf/spin/ns$ino/veth0"
+	! ip -n "$SRV" link show veth0 | grep -q "prog/xdp" || fail "XDP program left on veth0"
+}
+
+attach_srv() {
+	S "$SPINCTL" attach veth0 rank 1 "$@"
+}
+
+# the server answers pings from the client (rank 0)
+start_pp_server() {
+	local mode=$1
+	S "$PP" server veth0 "$mode" client 0 10.77.1.1 seconds 60 >"$LOG/server" 2>&1 &
+	for _ in $(seq 50); do
+		grep -q "pingpong server" "$LOG/server" && return 0
+		sleep 0.1
+	done
+	cat "$LOG/server"
+	return 1
+}
+
+# ------------------------------------------------------------------ tests --
+
+t_attach_detach() {
+	attach_srv
+	S "$SPINCTL" -j status veth0 | grep -q '"prog_id"'
+	ip -n "$SRV" link show veth0 | grep -q "prog/xdp"
+	S "$SPINCTL" detach veth0
+	no_pins
+}
+
+t_attach_generic() {
+	attach_srv generic
+	ip -n "$SRV" link show veth0 | grep -q "xdpgeneric"
+	start_pp_server stream
+	C "$PP" client 10.77.1.2 stream size 64,4000 count 50 quiet
+	S "$SPINCTL" detach veth0
+	no_pins
+}
+
+t_errors() {
+	# missing interface
+	expect_rc 5 S "$SPINCTL" attach nosuchif0
+	grep -q "nosuchif0" "$LOG/out"
+	# no bpffs
+	SPIN_BPFFS=/tmp/spin-no-bpffs expect_rc 4 S env SPIN_BPFFS=/tmp/spin-no-bpffs "$SPINCTL" attach veth0
+	grep -qi "bpffs" "$LOG/out"
+	# not root
+	expect_rc 3 S setpriv --reuid=65534 --regid=65534 --clear-groups "$SPINCTL" attach veth0
+	grep -qi "root" "$LOG/out"
+	no_pins
+	# not attached
+	expect_rc 8 S "$SPINCTL" status veth0
+	grep -q "attach" "$LOG/out"
+	# attached twice
+	attach_srv
+	expect_rc 9 S "$SPINCTL" attach veth0
+	# the verifier rejects a handler: relevant lines, nothing left behind
+	expect_rc 7 S "$SPINCTL" handler load veth0 selftests/progs/bad_handler.bpf.o
+	grep -q "invalid access to packet" "$LOG/out"
+	[ "$(wc -l <"$LOG/out")" -lt 30 ] || fail "verifier output is a wall of log"
+	S "$SPINCTL" handler list veth0 | grep -q bad_handler && fail "rejected handler left loaded"
+	# bad match bits / unknown handler
+	S "$SPINCTL" pt alloc veth0 0
+	expect_rc 2 S "$SPINCTL" me append veth0 pt 0 bits zz
+	expect_rc 8 S "$SPINCTL" me append veth0 pt 0 handler nosuch
+	S "$SPINCTL" detach veth0
+	no_pins
+}
+
+t_pingpong_stream() {
+	attach_srv
+	start_pp_server stream
+	C "$PP" client 10.77.1.2 stream size 64,1384 count 500 quiet
+	C "$PP" client 10.77.1.2 stream size 1385,4000,65536 count 50 order shuffle quiet
+	C "$PP" client 10.77.1.2 stream size 20000 count 20 order reverse quiet
+	S "$SPINCTL" -j stats veth0 >"$LOG/stats"
+	cat "$LOG/stats"
+	grep -q '"tx_device":' "$LOG/stats"
+}
+
+t_pingpong_store() {
+	attach_srv
+	start_pp_server store
+	C "$PP" client 10.77.1.2 store size 64,1384 count 300 quiet
+	C "$PP" client 10.77.1.2 store size 1385,4000,65536,1000000 count 20 order shuffle quiet
+	C "$PP" client 10.77.1.2 store size 20000 count 20 order reverse quiet
+}
+
+t_counters() {
+	local ev
+	attach_srv
+	S "$SPINCTL" pt alloc veth0 3
+	S "$SPINCTL" me append veth0 pt 3 bits 0x55 len 65536
+	S "$SPINCTL" events veth0 count 10 timeout-ms 5000 >"$LOG/ev" &
+	ev=$!
+	sleep 0.3
+	for i in $(seq 10); do
+		C "$SPINCTL" send to 10.77.1.2 pt 3 bits 0x55 len $((i * 1000)) rank 0 >/dev/null
+	done
+	wait $ev
+	cat "$LOG/ev"
+	[ "$(grep -c "put" "$LOG/ev")" -eq 10 ] || fail "want 10 completion events"
+	S "$SPINCTL" -j me list veth0 >"$LOG/me"
+	cat "$LOG/me"
+	grep -q '"success":10' "$LOG/me" || fail "ME success counter != 10"
+	S "$SPINCTL" -j stats veth0 >"$LOG/st"
+	grep -q '"msgs_completed":10' "$LOG/st" || fail "msgs_completed != 10"
+	grep -q '"rx_bytes":55000' "$LOG/st" || fail "rx_bytes != 55000"
+}
+
+t_completion_once_duplicates() {
+	# the same message sent twice (same id) completes once
+	attach_srv
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 1 len 65536 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 5000 rank 0 msg-id 4242 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 5000 rank 0 msg-id 4242 >/dev/null
+	sleep 0.2
+	S "$SPINCTL" -j stats veth0 >"$LOG/st"
+	cat "$LOG/st"
+	grep -q '"msgs_completed":1,' "$LOG/st" || fail "completed != 1"
+	grep -q '"duplicate":4' "$LOG/st" || fail "4 duplicate packets not counted"
+}
+
+t_send_reply() {
+	attach_srv
+	start_pp_server stream
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 data 68656c6c6f rank 0 reply-timeout-ms 2000 >"$LOG/r"
+	cat "$LOG/r"
+	grep -q "68 65 6c 6c 6f\|hello" "$LOG/r" || fail "no reply with the sent bytes"
+}
+
+t_other_traffic_passes() {
+	attach_srv
+	S "$TOP/bench/udp_echo" --port 9000 >/dev/null 2>&1 &
+	sleep 0.3
+	C "$TOP/bench/pingclient" --dst 10.77.1.2 --port 9000 --count 50 --size 64 >"$LOG/pc"
+	cat "$LOG/pc"
+	kill %1 2>/dev/null || true
+	S "$SPINCTL" -j stats veth0 | grep -q '"passed":' || fail "passed counter missing"
+	! S "$SPINCTL" -j stats veth0 | grep -q '"passed":0,' || fail "no frames passed"
+}
+
+# ------------------------------------------------------------------- main --
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP veth/all (needs root)"
+	echo "0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+spin_bpffs_ensure || { echo "FAIL veth/setup (no bpffs)"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+if ! spin_ns_pair "$CLI" veth0 10.77.1.1 "$SRV" veth0 10.77.1.2; then
+	echo "FAIL veth/setup"
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+spin_ns_xdp_pass "$CLI" veth0
+
+run_test attach_detach t_attach_detach
+run_test attach_generic t_attach_generic
+run_test errors t_errors
+run_test pingpong_stream t_pingpong_stream
+run_test pingpong_store t_pingpong_store
+run_test counters t_counters
+run_test completion_once_duplicates t_completion_once_duplicates
+run_test send_reply t_send_reply
+run_test other_traffic_passes t_other_traffic_passes
+
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" -eq 0 ]

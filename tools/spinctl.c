@@ -1,0 +1,1885 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * spinctl - control sPIN runtimes: attach, handlers, portal table, match
+ * entries, peers, statistics, events and test messages.
+ *
+ *   spinctl [-j|-p] [-v] OBJECT VERB [ARGS]
+ *
+ * Objects and verbs may be abbreviated to any prefix; an exact name wins,
+ * otherwise the first one in the order of `spinctl help` does.  The exit
+ * code is the SPIN_E* value of the error (2 for usage errors).
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <spin/spin.h>
+
+#define SPINCTL_VERSION "0.1"
+
+static int json, pretty, verbose;
+static const char *cur_obj = "";
+
+/* ------------------------------------------------------------- errors -- */
+
+static int fail(int rc)
+{
+	const char *log;
+
+	if (rc < 0)
+		rc = -rc;
+	fprintf(stderr, "spinctl: %s\n", spin_errmsg());
+	if (rc == SPIN_EVERIFIER) {
+		log = spin_verifier_log();
+		while (log && *log) {
+			const char *nl = strchr(log, '\n');
+			int n = nl ? (int)(nl - log) : (int)strlen(log);
+
+			fprintf(stderr, "    %.*s\n", n, log);
+			log += n + (nl ? 1 : 0);
+		}
+	}
+	return rc;
+}
+
+__attribute__((format(printf, 1, 2)))
+static int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("spinctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (*cur_obj)
+		fprintf(stderr, " (see 'spinctl %s help')\n", cur_obj);
+	else
+		fputs(" (see 'spinctl help')\n", stderr);
+	return SPIN_EUSAGE;
+}
+
+/* ---------------------------------------------------------------- JSON -- */
+
+static int jdepth;
+static bool jfirst[32] = { true };
+
+static void jindent(void)
+{
+	if (pretty) {
+		putchar('\n');
+		for (int i = 0; i < jdepth; i++)
+			fputs("  ", stdout);
+	}
+}
+
+static void jstr_raw(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c == '\t')
+			fputs("\\t", stdout);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void jkey(const char *key)
+{
+	if (jdepth > 0) {
+		if (!jfirst[jdepth])
+			putchar(',');
+		jindent();
+	}
+	jfirst[jdepth] = false;
+	if (key) {
+		jstr_raw(key);
+		fputs(pretty ? ": " : ":", stdout);
+	}
+}
+
+static void jopen(const char *key, char c)
+{
+	jkey(key);
+	putchar(c);
+	jdepth++;
+	jfirst[jdepth] = true;
+}
+
+static void jclose(char c)
+{
+	bool empty = jfirst[jdepth];
+
+	jdepth--;
+	if (!empty)
+		jindent();
+	putchar(c);
+	if (jdepth == 0) {
+		putchar('\n');
+		jfirst[0] = true;
+		fflush(stdout);
+	}
+}
+
+#define jobj(k)		jopen(k, '{')
+#define jobj_end()	jclose('}')
+#define jarr(k)		jopen(k, '[')
+#define jarr_end()	jclose(']')
+
+static void ju64(const char *key, uint64_t v)
+{
+	jkey(key);
+	printf("%" PRIu64, v);
+}
+
+static void jstr(const char *key, const char *s)
+{
+	jkey(key);
+	jstr_raw(s ? s : "");
+}
+
+static void jbool(const char *key, bool b)
+{
+	jkey(key);
+	fputs(b ? "true" : "false", stdout);
+}
+
+static void jnull(const char *key)
+{
+	jkey(key);
+	fputs("null", stdout);
+}
+
+/* ------------------------------------------------------------ parsing -- */
+
+static bool is_prefix(const char *word, const char *full)
+{
+	return *word && !strncmp(word, full, strlen(word));
+}
+
+static int parse_u64(const char *what, const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return usage_err("bad number for %s: '%s'", what, s ? s : "");
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return usage_err("bad number for %s: '%s'", what, s);
+	return 0;
+}
+
+/* Sizes: a number with an optional k/m/g suffix (powers of 1024). */
+static int parse_size(const char *what, const char *s, uint64_t *v)
+{
+	char *end;
+	uint64_t m = 1;
+
+	if (!s || !*s || *s == '-')
+		return usage_err("bad size for %s: '%s'", what, s ? s : "");
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno)
+		return usage_err("bad size for %s: '%s'", what, s);
+	if (*end) {
+		switch (tolower((unsigned char)*end)) {
+		case 'k': m = 1ull << 10; break;
+		case 'm': m = 1ull << 20; break;
+		case 'g': m = 1ull << 30; break;
+		default: return usage_err("bad size for %s: '%s'", what, s);
+		}
+		if (end[1] && strcasecmp(end + 1, "b") && strcasecmp(end + 1, "ib"))
+			return usage_err("bad size for %s: '%s'", what, s);
+		if (*v > UINT64_MAX / m)
+			return usage_err("size too large for %s: '%s'", what, s);
+		*v *= m;
+	}
+	return 0;
+}
+
+static int parse_u32(const char *what, const char *s, uint32_t *v)
+{
+	uint64_t x = 0;
+	int err = parse_u64(what, s, &x);
+
+	if (err)
+		return err;
+	if (x > UINT32_MAX)
+		return usage_err("%s out of range: '%s'", what, s);
+	*v = x;
+	return 0;
+}
+
+static int parse_u16(const char *what, const char *s, uint16_t *v)
+{
+	uint64_t x = 0;
+	int err = parse_u64(what, s, &x);
+
+	if (err)
+		return err;
+	if (x > UINT16_MAX)
+		return usage_err("%s out of range: '%s'", what, s);
+	*v = x;
+	return 0;
+}
+
+static int parse_ip(const char *s, struct in_addr *a)
+{
+	if (!s || inet_pton(AF_INET, s, a) != 1)
+		return usage_err("bad IPv4 address '%s'", s ? s : "");
+	return 0;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char c;
+
+	if (!s || sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &c) != 6)
+		return usage_err("bad MAC address '%s' (aa:bb:cc:dd:ee:ff)", s ? s : "");
+	for (int i = 0; i < 6; i++) {
+		if (b[i] > 255)
+			return usage_err("bad MAC address '%s'", s);
+		mac[i] = b[i];
+	}
+	return 0;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Hex bytes ("0a0b0c", "0x0a0b", "0a:0b", "0a 0b") into buf. */
+static int parse_hex(const char *what, const char *s, uint8_t *buf, size_t cap, size_t *len)
+{
+	size_t n = 0;
+
+	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2))
+		s += 2;
+	while (*s) {
+		int hi, lo;
+
+		if (*s == ':' || *s == ' ' || *s == '-' || *s == '_') {
+			s++;
+			continue;
+		}
+		hi = hexval((unsigned char)s[0]);
+		lo = s[1] ? hexval((unsigned char)s[1]) : -1;
+		if (hi < 0 || lo < 0)
+			return usage_err("bad hex bytes for %s", what);
+		if (n >= cap)
+			return usage_err("%s longer than %zu bytes", what, cap);
+		buf[n++] = hi << 4 | lo;
+		s += 2;
+	}
+	*len = n;
+	return 0;
+}
+
+static int read_file(const char *what, const char *path, uint8_t **buf, size_t cap, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f) {
+		fprintf(stderr, "spinctl: %s %s: %s\n", what, path, strerror(errno));
+		return errno == ENOENT ? SPIN_ENOENT : SPIN_EFAIL;
+	}
+	*buf = malloc(cap + 1);
+	if (!*buf) {
+		fclose(f);
+		fprintf(stderr, "spinctl: out of memory\n");
+		return SPIN_EFAIL;
+	}
+	n = fread(*buf, 1, cap + 1, f);
+	fclose(f);
+	if (n > cap) {
+		free(*buf);
+		*buf = NULL;
+		return usage_err("%s %s is larger than %zu bytes", what, path, cap);
+	}
+	*len = n;
+	return 0;
+}
+
+#define NEED(n, what) do {						\
+	if (argc < (n))							\
+		return usage_err("missing %s", what);			\
+} while (0)
+
+/* Option value: argv[i + 1] must exist. */
+#define OPTARG(name) ({							\
+	if (i + 1 >= argc)						\
+		return usage_err("'%s' needs a value", name);		\
+	argv[++i];							\
+})
+
+static int open_rt(const char *ifname, struct spin_rt **rt)
+{
+	int err = spin_open(ifname, rt);
+
+	return err ? fail(err) : 0;
+}
+
+static const char *ipstr(uint32_t ip, char *buf)
+{
+	struct in_addr a = { .s_addr = ip };
+
+	return inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+}
+
+static const char *macstr(const uint8_t *m, char *buf)
+{
+	sprintf(buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+	return buf;
+}
+
+static void hexdump(const uint8_t *p, size_t len, const char *indent)
+{
+	for (size_t o = 0; o < len; o += 16) {
+		printf("%s%04zx: ", indent, o);
+		for (size_t i = 0; i < 16; i++) {
+			if (o + i < len)
+				printf("%02x ", p[o + i]);
+			else
+				fputs("   ", stdout);
+			if (i == 7)
+				putchar(' ');
+		}
+		fputs(" |", stdout);
+		for (size_t i = 0; i < 16 && o + i < len; i++)
+			putchar(isprint(p[o + i]) ? p[o + i] : '.');
+		puts("|");
+	}
+}
+
+static void jhex(const char *key, const uint8_t *p, size_t len)
+{
+	jkey(key);
+	putchar('"');
+	for (size_t i = 0; i < len; i++)
+		printf("%02x", p[i]);
+	putchar('"');
+}
+
+/* ---------------------------------------------------- attach / status -- */
+
+static void print_status(const struct spin_status *st)
+{
+	char ip[INET_ADDRSTRLEN], mac[18];
+	const struct spin_cfg *c = &st->cfg;
+
+	if (json) {
+		jobj(NULL);
+		jstr("ifname", st->ifname);
+		ju64("ifindex", st->ifindex);
+		jstr("mode", st->generic ? "generic" : "native");
+		jbool("attached", st->prog_id != 0);
+		ju64("prog_id", st->prog_id);
+		ju64("rank", c->my_rank);
+		ju64("pid", c->my_pid);
+		jstr("ip", ipstr(c->my_ip, ip));
+		jstr("mac", macstr(c->my_mac, mac));
+		ju64("port", ntohs(c->port));
+		ju64("host_pages", c->host_pages);
+		ju64("msg_timeout_ns", c->msg_timeout_ns);
+		ju64("gen", c->gen);
+		ju64("next_msg_id", c->next_msg_id);
+		jstr("pin_dir", st->pin_dir);
+		jobj_end();
+		return;
+	}
+	printf("%s: ifindex %u  mode %s  ", st->ifname, st->ifindex,
+	       st->generic ? "generic" : "native");
+	if (st->prog_id)
+		printf("prog id %u\n", st->prog_id);
+	else
+		printf("NOT ATTACHED (stale pins: run 'spinctl detach %s')\n", st->ifname);
+	printf("\trank %u  pid %u  ip %s  mac %s  port %u\n", c->my_rank, c->my_pid,
+	       ipstr(c->my_ip, ip), macstr(c->my_mac, mac), ntohs(c->port));
+	printf("\thost window %u pages (%llu KiB)  msg timeout %llu ms  gen %llu\n", c->host_pages,
+	       (unsigned long long)c->host_pages * SPIN_PAGE / 1024,
+	       (unsigned long long)(c->msg_timeout_ns / 1000000), (unsigned long long)c->gen);
+	printf("\tpins %s\n", st->pin_dir);
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+	struct spin_attach_opts o = {};
+	struct spin_status st;
+	struct spin_rt *rt;
+	uint64_t v;
+	int err;
+
+	NEED(1, "IFACE");
+	o.ifname = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "generic") || !strcmp(a, "skb")) {
+			o.generic = true;
+		} else if (!strcmp(a, "native") || !strcmp(a, "drv")) {
+			o.generic = false;
+		} else if (!strcmp(a, "port")) {
+			if ((err = parse_u16("port", OPTARG(a), &o.port)))
+				return err;
+		} else if (!strcmp(a, "rank")) {
+			if ((err = parse_u32("rank", OPTARG(a), &o.rank)))
+				return err;
+		} else if (!strcmp(a, "pid")) {
+			if ((err = parse_u32("pid", OPTARG(a), &o.pid)))
+				return err;
+		} else if (!strcmp(a, "pages")) {
+			if ((err = parse_u32("pages", OPTARG(a), &o.host_pages)))
+				return err;
+		} else if (!strcmp(a, "timeout-ms")) {
+			if ((err = parse_u64("timeout-ms", OPTARG(a), &v)))
+				return err;
+			o.msg_timeout_ns = v * 1000000ull;
+		} else if (!strcmp(a, "obj")) {
+			o.obj_path = OPTARG(a);
+		} else {
+			return usage_err("unknown attach option '%s'", a);
+		}
+	}
+	err = spin_attach(&o, &rt);
+	if (err)
+		return fail(err);
+	err = spin_get_status(rt, &st);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json)
+		print_status(&st);
+	else
+		printf("attached spin to %s (%s mode, prog id %u); pins in %s\n", st.ifname,
+		       st.generic ? "generic" : "native", st.prog_id, st.pin_dir);
+	return 0;
+}
+
+static int cmd_detach(int argc, char **argv)
+{
+	int err;
+
+	NEED(1, "IFACE");
+	if (argc > 1)
+		return usage_err("unexpected argument '%s'", argv[1]);
+	err = spin_detach(argv[0]);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		jstr("ifname", argv[0]);
+		jbool("detached", true);
+		jobj_end();
+	} else if (verbose) {
+		printf("detached spin from %s\n", argv[0]);
+	}
+	return 0;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct spin_status st;
+	struct spin_rt *rt;
+	int err;
+
+	NEED(1, "IFACE");
+	if (argc > 1)
+		return usage_err("unexpected argument '%s'", argv[1]);
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_get_status(rt, &st);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	print_status(&st);
+	return 0;
+}
+
+/* ----------------------------------------------------------- handlers -- */
+
+static int handler_load(int argc, char **argv)
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS];
+	const char *name = NULL, *file;
+	char nbuf[64];
+	struct spin_rt *rt;
+	int err, slot, n;
+
+	NEED(2, "IFACE FILE");
+	file = argv[1];
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "name"))
+			name = OPTARG("name");
+		else
+			return usage_err("unknown handler load option '%s'", argv[i]);
+	}
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	slot = spin_handler_load(rt, file, name);
+	if (slot < 0) {
+		spin_close(rt);
+		return fail(slot);
+	}
+	if (!name) {
+		/* the name libspin chose: the one in this slot */
+		nbuf[0] = 0;
+		n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS);
+		for (int i = 0; i < n && i < SPIN_MAX_HANDLERS; i++)
+			if (hi[i].slot == (uint32_t)slot)
+				memcpy(nbuf, hi[i].name, sizeof(nbuf));
+		name = nbuf;
+	}
+	n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS);
+	spin_close(rt);
+	for (int i = 0; i < n && i < SPIN_MAX_HANDLERS; i++) {
+		if (strcmp(hi[i].name, name))
+			continue;
+		if (json) {
+			jobj(NULL);
+			jstr("name", hi[i].name);
+			ju64("slot", hi[i].slot);
+			ju64("prog_id", hi[i].prog_id);
+			ju64("insns", hi[i].insns);
+			jobj_end();
+		} else {
+			printf("loaded handler %s into slot %u (prog id %u, %u insns)\n", hi[i].name,
+			       hi[i].slot, hi[i].prog_id, hi[i].insns);
+		}
+		return 0;
+	}
+	if (json) {
+		jobj(NULL);
+		jstr("name", name);
+		ju64("slot", slot);
+		jobj_end();
+	} else {
+		printf("loaded handler %s into slot %d\n", name, slot);
+	}
+	return 0;
+}
+
+static int handler_list(int argc, char **argv)
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
+	struct spin_rt *rt;
+	int err, n;
+
+	NEED(1, "IFACE");
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS * 2);
+	spin_close(rt);
+	if (n < 0)
+		return fail(n);
+	if (n > SPIN_MAX_HANDLERS * 2)
+		n = SPIN_MAX_HANDLERS * 2;
+	if (json) {
+		jarr(NULL);
+		for (int i = 0; i < n; i++) {
+			jobj(NULL);
+			jstr("name", hi[i].name);
+			if (hi[i].slot == UINT32_MAX)
+				jnull("slot");
+			else
+				ju64("slot", hi[i].slot);
+			ju64("prog_id", hi[i].prog_id);
+			ju64("insns", hi[i].insns);
+			ju64("refs", hi[i].refs);
+			jobj_end();
+		}
+		jarr_end();
+		return 0;
+	}
+	if (!n) {
+		if (verbose)
+			printf("no handlers loaded on %s\n", argv[0]);
+		return 0;
+	}
+	printf("%-5s %-24s %8s %8s %5s\n", "SLOT", "NAME", "PROG_ID", "INSNS", "REFS");
+	for (int i = 0; i < n; i++) {
+		if (hi[i].slot == UINT32_MAX)
+			printf("%-5s ", "-");
+		else
+			printf("%-5u ", hi[i].slot);
+		printf("%-24s %8u %8u %5u\n", hi[i].name, hi[i].prog_id, hi[i].insns, hi[i].refs);
+	}
+	return 0;
+}
+
+static int handler_unload(int argc, char **argv)
+{
+	struct spin_rt *rt;
+	int err;
+
+	NEED(2, "IFACE NAME");
+	if (argc > 2)
+		return usage_err("unexpected argument '%s'", argv[2]);
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_handler_unload(rt, argv[1]);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		jstr("name", argv[1]);
+		jbool("unloaded", true);
+		jobj_end();
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------- portal table -- */
+
+static int pt_op(int argc, char **argv, int op)
+{
+	struct spin_rt *rt;
+	uint32_t idx = 0;
+	int err;
+
+	NEED(2, "IFACE INDEX");
+	if (argc > 2)
+		return usage_err("unexpected argument '%s'", argv[2]);
+	if ((err = parse_u32("INDEX", argv[1], &idx)))
+		return err;
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	switch (op) {
+	case 0: err = spin_pt_alloc(rt, idx); break;
+	case 1: err = spin_pt_free(rt, idx); break;
+	case 2: err = spin_pt_enable(rt, idx, true); break;
+	default: err = spin_pt_enable(rt, idx, false); break;
+	}
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		ju64("pt", idx);
+		jbool("ok", true);
+		jobj_end();
+	}
+	return 0;
+}
+
+static int pt_alloc(int argc, char **argv) { return pt_op(argc, argv, 0); }
+static int pt_free(int argc, char **argv) { return pt_op(argc, argv, 1); }
+static int pt_enable(int argc, char **argv) { return pt_op(argc, argv, 2); }
+static int pt_disable(int argc, char **argv) { return pt_op(argc, argv, 3); }
+
+static int pt_list(int argc, char **argv)
+{
+	char dir[256], path[320];
+	struct spin_rt *rt;
+	struct spin_me me;
+	int err, fd, shown = 0;
+
+	NEED(1, "IFACE");
+	/* spin_pt is not in the public API: read the pinned map directly */
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	if ((err = spin_pin_dir(argv[0], dir, sizeof(dir)))) {
+		spin_close(rt);
+		return fail(err);
+	}
+	snprintf(path, sizeof(path), "%s/spin_pt", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		spin_close(rt);
+		fprintf(stderr, "spinctl: cannot open %s: %s\n", path, strerror(errno));
+		return SPIN_ENOENT;
+	}
+	if (json)
+		jarr(NULL);
+	else
+		printf("%-4s %-10s %-8s %6s %8s %8s\n", "PT", "STATE", "ENABLED", "N_ME", "ACTIVE",
+		       "SEQ");
+	for (uint32_t i = 0; i < SPIN_MAX_PT; i++) {
+		struct spin_pt pt = {};
+		int active = 0;
+
+		if (bpf_map_lookup_elem(fd, &i, &pt))
+			continue;
+		if (!(pt.flags & SPIN_PT_ALLOCATED) && !verbose)
+			continue;
+		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
+			if (!spin_me_get(rt, i * SPIN_MAX_ME_PER_PT + s, &me) &&
+			    me.state != SPIN_ME_FREE)
+				active++;
+		shown++;
+		if (json) {
+			jobj(NULL);
+			ju64("pt", i);
+			jbool("allocated", pt.flags & SPIN_PT_ALLOCATED);
+			jbool("enabled", pt.flags & SPIN_PT_ENABLED);
+			ju64("n_me", pt.n_me);
+			ju64("active", active);
+			ju64("seq", pt.seq);
+			jobj_end();
+		} else {
+			printf("%-4u %-10s %-8s %6u %8d %8llu\n", i,
+			       pt.flags & SPIN_PT_ALLOCATED ? "allocated" : "free",
+			       pt.flags & SPIN_PT_ENABLED ? "yes" : "no", pt.n_me, active,
+			       (unsigned long long)pt.seq);
+		}
+	}
+	if (json)
+		jarr_end();
+	close(fd);
+	spin_close(rt);
+	(void)shown;
+	return 0;
+}
+
+/* ------------------------------------------------------ match entries -- */
+
+static const char *state_name(uint32_t s)
+{
+	switch (s) {
+	case SPIN_ME_FREE: return "free";
+	case SPIN_ME_ACTIVE: return "active";
+	case SPIN_ME_CLAIMED: return "claimed";
+	case SPIN_ME_SETUP: return "setup";
+	default: return "?";
+	}
+}
+
+static const char *list_name(uint32_t l)
+{
+	return l == SPIN_LIST_OVERFLOW ? "overflow" : l == SPIN_LIST_PRIORITY ? "priority" : "?";
+}
+
+/* Names of handler slots (index = slot). */
+static void handler_names(struct spin_rt *rt, char names[SPIN_MAX_HANDLERS][64])
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
+	int n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS * 2);
+
+	memset(names, 0, SPIN_MAX_HANDLERS * 64);
+	for (int i = 0; i < n && i < SPIN_MAX_HANDLERS * 2; i++)
+		if (hi[i].slot < SPIN_MAX_HANDLERS)
+			memcpy(names[hi[i].slot], hi[i].name, 64);
+}
+
+static const char *me_handler(const struct spin_me *m, char names[SPIN_MAX_HANDLERS][64],
+			      char *buf)
+{
+	if (!m->handler)
+		return "-";
+	if (m->handler <= SPIN_MAX_HANDLERS && names[m->handler - 1][0])
+		return names[m->handler - 1];
+	sprintf(buf, "#%u", m->handler - 1);
+	return buf;
+}
+
+static void options_str(uint32_t o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s%s",
+		 o & SPIN_ME_OP_PUT ? "put " : "", o & SPIN_ME_OP_GET ? "get " : "",
+		 o & SPIN_ME_USE_ONCE ? "use-once " : "",
+		 o & SPIN_ME_NO_TRUNCATE ? "no-truncate " : "",
+		 o & SPIN_ME_EVENT_COMM_DISABLE ? "no-comm-events " : "",
+		 o & SPIN_ME_EVENT_SUCCESS_DISABLE ? "no-success-events " : "");
+	if (*buf)
+		buf[strlen(buf) - 1] = 0;
+}
+
+static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
+{
+	char ob[128];
+
+	ju64("me", idx);
+	ju64("pt", idx / SPIN_MAX_ME_PER_PT);
+	jstr("list", list_name(m->list));
+	jstr("state", state_name(m->state));
+	ju64("seq", m->seq);
+	ju64("match_bits", m->match_bits);
+	ju64("ignore_bits", m->ignore_bits);
+	if (m->match_rank == SPIN_RANK_ANY)
+		jstr("rank", "any");
+	else
+		ju64("rank", m->match_rank);
+	if (m->match_pid == SPIN_PID_ANY)
+		jstr("pid", "any");
+	else
+		ju64("pid", m->match_pid);
+	options_str(m->options, ob, sizeof(ob));
+	jstr("options", ob);
+	if (m->handler)
+		jstr("handler", hname);
+	else
+		jnull("handler");
+	ju64("host_off", m->host_off);
+	ju64("host_len", m->host_len);
+	ju64("hhost_off", m->hhost_off);
+	ju64("hhost_len", m->hhost_len);
+	ju64("user_ptr", m->user_ptr);
+	ju64("owner_pid", m->owner_pid);
+	ju64("hpu_len", m->hpu_len);
+	ju64("success", m->ct_success);
+	ju64("failure", m->ct_failure);
+	ju64("bytes", m->bytes);
+}
+
+static int me_append(int argc, char **argv)
+{
+	struct spin_me_spec s = {
+		.list = SPIN_LIST_PRIORITY,
+		.match_rank = SPIN_RANK_ANY,
+		.match_pid = SPIN_PID_ANY,
+		.host_off = UINT64_MAX,
+		.hhost_off = UINT64_MAX,
+	};
+	char names[SPIN_MAX_HANDLERS][64], hb[16];
+	uint8_t *state = NULL;
+	bool have_pt = false;
+	struct spin_rt *rt;
+	struct spin_me m;
+	size_t slen = 0;
+	uint64_t v;
+	int err, idx;
+
+	NEED(1, "IFACE");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "pt")) {
+			if ((err = parse_u32("pt", OPTARG(a), &s.pt_index)))
+				goto out;
+			have_pt = true;
+		} else if (!strcmp(a, "bits")) {
+			if ((err = parse_u64("bits", OPTARG(a), &s.match_bits)))
+				goto out;
+		} else if (!strcmp(a, "ignore")) {
+			if ((err = parse_u64("ignore", OPTARG(a), &s.ignore_bits)))
+				goto out;
+		} else if (!strcmp(a, "rank")) {
+			const char *r = OPTARG(a);
+
+			if (!strcmp(r, "any"))
+				s.match_rank = SPIN_RANK_ANY;
+			else if ((err = parse_u32("rank", r, &s.match_rank)))
+				goto out;
+		} else if (!strcmp(a, "pid")) {
+			const char *r = OPTARG(a);
+
+			if (!strcmp(r, "any"))
+				s.match_pid = SPIN_PID_ANY;
+			else if ((err = parse_u32("pid", r, &s.match_pid)))
+				goto out;
+		} else if (!strcmp(a, "list")) {
+			const char *l = OPTARG(a);
+
+			if (is_prefix(l, "priority"))
+				s.list = SPIN_LIST_PRIORITY;
+			else if (is_prefix(l, "overflow"))
+				s.list = SPIN_LIST_OVERFLOW;
+			else {
+				err = usage_err("list must be priority or overflow, not '%s'", l);
+				goto out;
+			}
+		} else if (!strcmp(a, "use-once")) {
+			s.options |= SPIN_ME_USE_ONCE;
+		} else if (!strcmp(a, "no-truncate")) {
+			s.options |= SPIN_ME_NO_TRUNCATE;
+		} else if (!strcmp(a, "no-events")) {
+			s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		} else if (!strcmp(a, "handler")) {
+			s.handler = OPTARG(a);
+		} else if (!strcmp(a, "len")) {
+			if ((err = parse_size("len", OPTARG(a), &s.host_len)))
+				goto out;
+		} else if (!strcmp(a, "off")) {
+			if ((err = parse_size("off", OPTARG(a), &s.host_off)))
+				goto out;
+		} else if (!strcmp(a, "hhost-len")) {
+			if ((err = parse_size("hhost-len", OPTARG(a), &s.hhost_len)))
+				goto out;
+		} else if (!strcmp(a, "hhost-off")) {
+			if ((err = parse_size("hhost-off", OPTARG(a), &s.hhost_off)))
+				goto out;
+		} else if (!strcmp(a, "state")) {
+			free(state);
+			state = calloc(1, SPIN_HPU_SIZE);
+			if (!state) {
+				err = SPIN_EFAIL;
+				goto out;
+			}
+			if ((err = parse_hex("state", OPTARG(a), state, SPIN_HPU_SIZE, &slen)))
+				goto out;
+		} else if (!strcmp(a, "state-file")) {
+			free(state);
+			state = NULL;
+			if ((err = read_file("state file", OPTARG(a), &state, SPIN_HPU_SIZE, &slen)))
+				goto out;
+		} else if (!strcmp(a, "user-ptr")) {
+			if ((err = parse_u64("user-ptr", OPTARG(a), &v)))
+				goto out;
+			s.user_ptr = v;
+		} else {
+			err = usage_err("unknown me append option '%s'", a);
+			goto out;
+		}
+	}
+	if (!have_pt) {
+		err = usage_err("missing 'pt N'");
+		goto out;
+	}
+	s.hpu_init = state;
+	s.hpu_init_len = slen;
+	if ((err = open_rt(argv[0], &rt)))
+		goto out;
+	idx = spin_me_append(rt, &s);
+	if (idx < 0) {
+		err = fail(idx);
+		spin_close(rt);
+		goto out;
+	}
+	if (json) {
+		handler_names(rt, names);
+		if (spin_me_get(rt, idx, &m)) {
+			jobj(NULL);
+			ju64("me", idx);
+			jobj_end();
+		} else {
+			jobj(NULL);
+			json_me(idx, &m, me_handler(&m, names, hb));
+			jobj_end();
+		}
+	} else {
+		printf("%d\n", idx);
+		if (verbose && !spin_me_get(rt, idx, &m))
+			fprintf(stderr, "me %d: window %llu+%llu, handler host memory %llu+%llu\n", idx,
+				(unsigned long long)m.host_off, (unsigned long long)m.host_len,
+				(unsigned long long)m.hhost_off, (unsigned long long)m.hhost_len);
+	}
+	spin_close(rt);
+	err = 0;
+out:
+	free(state);
+	return err;
+}
+
+static int me_list(int argc, char **argv)
+{
+	char names[SPIN_MAX_HANDLERS][64], hb[16], win[48], mb[40];
+	struct spin_rt *rt;
+	struct spin_me m;
+	bool hdr = false;
+	int err;
+
+	NEED(1, "IFACE");
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	handler_names(rt, names);
+	if (json)
+		jarr(NULL);
+	for (uint32_t i = 0; i < SPIN_MAX_ME; i++) {
+		if (spin_me_get(rt, i, &m) || m.state == SPIN_ME_FREE)
+			continue;
+		if (json) {
+			jobj(NULL);
+			json_me(i, &m, me_handler(&m, names, hb));
+			jobj_end();
+			continue;
+		}
+		if (!hdr) {
+			printf("%-4s %-3s %-8s %-7s %-37s %-6s %-16s %-21s %8s %8s %10s\n", "ME", "PT",
+			       "LIST", "STATE", "BITS/IGNORE", "RANK", "HANDLER", "WINDOW", "SUCCESS",
+			       "FAILURE", "BYTES");
+			hdr = true;
+		}
+		snprintf(mb, sizeof(mb), "%#" PRIx64 "/%#" PRIx64, (uint64_t)m.match_bits,
+			 (uint64_t)m.ignore_bits);
+		snprintf(win, sizeof(win), "%" PRIu64 "+%" PRIu64, (uint64_t)m.host_off,
+			 (uint64_t)m.host_len);
+		printf("%-4u %-3u %-8s %-7s %-37s ", i, i / SPIN_MAX_ME_PER_PT, list_name(m.list),
+		       state_name(m.state), mb);
+		if (m.match_rank == SPIN_RANK_ANY)
+			printf("%-6s ", "any");
+		else
+			printf("%-6u ", m.match_rank);
+		printf("%-16s %-21s %8llu %8llu %10llu\n", me_handler(&m, names, hb), win,
+		       (unsigned long long)m.ct_success, (unsigned long long)m.ct_failure,
+		       (unsigned long long)m.bytes);
+	}
+	if (json)
+		jarr_end();
+	else if (!hdr && verbose)
+		printf("no match entries on %s\n", argv[0]);
+	spin_close(rt);
+	return 0;
+}
+
+static int me_unlink(int argc, char **argv)
+{
+	struct spin_rt *rt;
+	uint32_t idx = 0;
+	int err;
+
+	NEED(2, "IFACE INDEX");
+	if (argc > 2)
+		return usage_err("unexpected argument '%s'", argv[2]);
+	if ((err = parse_u32("INDEX", argv[1], &idx)))
+		return err;
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_me_unlink(rt, idx);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		ju64("me", idx);
+		jbool("unlinked", true);
+		jobj_end();
+	}
+	return 0;
+}
+
+static int me_show(int argc, char **argv)
+{
+	char names[SPIN_MAX_HANDLERS][64], hb[16], ob[128];
+	uint8_t hpu[SPIN_HPU_SIZE];
+	struct spin_rt *rt;
+	struct spin_me m;
+	uint64_t nbytes = UINT64_MAX;
+	uint32_t idx = 0;
+	size_t n;
+	int err;
+
+	NEED(2, "IFACE INDEX");
+	if ((err = parse_u32("INDEX", argv[1], &idx)))
+		return err;
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "state-bytes")) {
+			if ((err = parse_size("state-bytes", OPTARG("state-bytes"), &nbytes)))
+				return err;
+		} else {
+			return usage_err("unknown me show option '%s'", argv[i]);
+		}
+	}
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	if ((err = spin_me_get(rt, idx, &m)) || (err = spin_hpu_read(rt, idx, hpu, sizeof(hpu)))) {
+		spin_close(rt);
+		return fail(err);
+	}
+	handler_names(rt, names);
+	spin_close(rt);
+	if (nbytes == UINT64_MAX)
+		n = m.hpu_len > 64 ? m.hpu_len : 64;
+	else
+		n = nbytes;
+	if (n > SPIN_HPU_SIZE)
+		n = SPIN_HPU_SIZE;
+	if (json) {
+		jobj(NULL);
+		json_me(idx, &m, me_handler(&m, names, hb));
+		jhex("hpu", hpu, n);
+		jobj_end();
+		return 0;
+	}
+	options_str(m.options, ob, sizeof(ob));
+	printf("me %u: pt %u  list %s  state %s  seq %llu\n", idx, idx / SPIN_MAX_ME_PER_PT,
+	       list_name(m.list), state_name(m.state), (unsigned long long)m.seq);
+	printf("\tmatch bits %#llx  ignore %#llx  rank ", (unsigned long long)m.match_bits,
+	       (unsigned long long)m.ignore_bits);
+	if (m.match_rank == SPIN_RANK_ANY)
+		printf("any");
+	else
+		printf("%u", m.match_rank);
+	if (m.match_pid == SPIN_PID_ANY)
+		printf("  pid any\n");
+	else
+		printf("  pid %u\n", m.match_pid);
+	printf("\toptions %s  handler %s  owner pid %u  user ptr %#llx\n", *ob ? ob : "-",
+	       me_handler(&m, names, hb), m.owner_pid, (unsigned long long)m.user_ptr);
+	printf("\twindow %llu+%llu  handler host memory %llu+%llu\n",
+	       (unsigned long long)m.host_off, (unsigned long long)m.host_len,
+	       (unsigned long long)m.hhost_off, (unsigned long long)m.hhost_len);
+	printf("\tsuccess %llu  failure %llu  bytes %llu\n", (unsigned long long)m.ct_success,
+	       (unsigned long long)m.ct_failure, (unsigned long long)m.bytes);
+	printf("\thandler memory (%u bytes in use, showing %zu):\n", m.hpu_len, n);
+	hexdump(hpu, n, "\t");
+	return 0;
+}
+
+/* -------------------------------------------------------------- peers -- */
+
+static int peer_add(int argc, char **argv)
+{
+	struct spin_peer_spec p = {};
+	struct spin_rt *rt;
+	int err;
+
+	NEED(3, "IFACE RANK IP");
+	if ((err = parse_u32("RANK", argv[1], &p.rank)) || (err = parse_ip(argv[2], &p.ip)))
+		return err;
+	for (int i = 3; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "mac")) {
+			if ((err = parse_mac(OPTARG(a), p.mac)))
+				return err;
+		} else if (!strcmp(a, "port")) {
+			if ((err = parse_u16("port", OPTARG(a), &p.port)))
+				return err;
+		} else if (!strcmp(a, "dev")) {
+			p.ifname = OPTARG(a);
+		} else if (!strcmp(a, "pid")) {
+			if ((err = parse_u32("pid", OPTARG(a), &p.pid)))
+				return err;
+		} else {
+			return usage_err("unknown peer add option '%s'", a);
+		}
+	}
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_peer_add(rt, &p);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		ju64("rank", p.rank);
+		jbool("added", true);
+		jobj_end();
+	}
+	return 0;
+}
+
+static int peer_list(int argc, char **argv)
+{
+	char ip[INET_ADDRSTRLEN], mac[18], dev[IF_NAMESIZE];
+	struct spin_rt *rt;
+	struct spin_peer p;
+	bool hdr = false;
+	int err;
+
+	NEED(1, "IFACE");
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	if (json)
+		jarr(NULL);
+	for (uint32_t r = 0; r < SPIN_MAX_PEERS; r++) {
+		if (spin_peer_get(rt, r, &p) || !p.valid)
+			continue;
+		if (!p.ifindex)
+			strcpy(dev, "-");
+		else if (!if_indextoname(p.ifindex, dev))
+			snprintf(dev, sizeof(dev), "#%u", p.ifindex);
+		if (json) {
+			jobj(NULL);
+			ju64("rank", r);
+			jstr("ip", ipstr(p.ip, ip));
+			ju64("port", ntohs(p.port));
+			jstr("mac", macstr(p.mac, mac));
+			ju64("ifindex", p.ifindex);
+			ju64("pid", p.pid);
+			jobj_end();
+			continue;
+		}
+		if (!hdr) {
+			printf("%-6s %-15s %-6s %-17s %-16s %s\n", "RANK", "IP", "PORT", "MAC", "DEV",
+			       "PID");
+			hdr = true;
+		}
+		printf("%-6u %-15s %-6u %-17s %-16s %u\n", r, ipstr(p.ip, ip), ntohs(p.port),
+		       macstr(p.mac, mac), dev, p.pid);
+	}
+	if (json)
+		jarr_end();
+	spin_close(rt);
+	return 0;
+}
+
+static int peer_del(int argc, char **argv)
+{
+	struct spin_rt *rt;
+	uint32_t rank = 0;
+	int err;
+
+	NEED(2, "IFACE RANK");
+	if ((err = parse_u32("RANK", argv[1], &rank)))
+		return err;
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_peer_del(rt, rank);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		ju64("rank", rank);
+		jbool("deleted", true);
+		jobj_end();
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- stats -- */
+
+static const struct {
+	const char *name;
+	size_t off;
+} stat_fields[] = {
+#define F(n) { #n, offsetof(struct spin_stats, n) }
+	F(rx_packets), F(rx_bytes), F(passed), F(msgs), F(msgs_completed),
+	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
+	F(tx_host_inline), F(tx_host_queued), F(events),
+#undef F
+};
+static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
+
+static int cmd_stats(int argc, char **argv)
+{
+	struct spin_stats s;
+	struct spin_rt *rt;
+	bool reset = false;
+	int err;
+
+	NEED(1, "IFACE");
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "reset"))
+			reset = true;
+		else
+			return usage_err("unknown stats option '%s'", argv[i]);
+	}
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_stats_read(rt, &s);
+	if (!err && reset)
+		err = spin_stats_reset(rt);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
+			ju64(stat_fields[i].name, *(uint64_t *)((char *)&s + stat_fields[i].off));
+		jobj("handler_calls");
+		for (int h = 0; h < SPIN_H_MAX; h++)
+			ju64(hslot_names[h], s.handler_calls[h]);
+		jobj_end();
+		jobj("drops");
+		for (int d = 0; d < SPIN_DROP_MAX; d++)
+			ju64(spin_drop_name(d), s.drops[d]);
+		jobj_end();
+		jobj_end();
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
+		printf("%-22s %" PRIu64 "\n", stat_fields[i].name,
+		       *(uint64_t *)((char *)&s + stat_fields[i].off));
+	printf("%-22s", "handler_calls");
+	for (int h = 0; h < SPIN_H_MAX; h++)
+		printf(" %s %llu", hslot_names[h], (unsigned long long)s.handler_calls[h]);
+	printf("\ndrops:\n");
+	for (int d = 0; d < SPIN_DROP_MAX; d++) {
+		if (!s.drops[d] && !verbose)
+			continue;
+		printf("  %-20s %12llu  %s\n", spin_drop_name(d), (unsigned long long)s.drops[d],
+		       spin_drop_desc(d));
+	}
+	if (reset && verbose)
+		printf("(counters reset)\n");
+	return 0;
+}
+
+/* ------------------------------------------------------------- events -- */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static const char *ev_kind(uint32_t k)
+{
+	switch (k) {
+	case SPIN_EV_PUT: return "put";
+	case SPIN_EV_PUT_FROM_HOST: return "put_from_host";
+	case SPIN_EV_AUTO_UNLINK: return "auto_unlink";
+	case SPIN_EV_MSG_TIMEOUT: return "msg_timeout";
+	default: return "unknown";
+	}
+}
+
+static const char *ev_fail(uint32_t f)
+{
+	switch (f) {
+	case SPIN_FAIL_OK: return "ok";
+	case SPIN_FAIL_DROPPED: return "dropped";
+	case SPIN_FAIL_TIMEOUT: return "timeout";
+	case SPIN_FAIL_HANDLER: return "handler";
+	default: return "unknown";
+	}
+}
+
+struct ev_state {
+	uint64_t seen, want;
+};
+
+static int on_event(void *ctx, const struct spin_event *e)
+{
+	struct ev_state *st = ctx;
+
+	if (json) {
+		jobj(NULL);
+		jstr("kind", ev_kind(e->kind));
+		jstr("fail", ev_fail(e->fail));
+		ju64("pt", e->pt_index);
+		ju64("me", e->me);
+		ju64("match_bits", e->match_bits);
+		ju64("rlength", e->rlength);
+		ju64("mlength", e->mlength);
+		ju64("remote_off", e->remote_off);
+		ju64("start", e->start);
+		ju64("hdr_data", e->hdr_data);
+		ju64("user_ptr", e->user_ptr);
+		ju64("src_rank", e->src_rank);
+		ju64("src_pid", e->src_pid);
+		ju64("msg_id", e->msg_id);
+		ju64("owner_pid", e->owner_pid);
+		ju64("dropped_bytes", e->dropped_bytes);
+		jbool("flow_control", e->flow_control);
+		ju64("timestamp_ns", e->timestamp_ns);
+		if (e->kind == SPIN_EV_PUT_FROM_HOST) {
+			jobj("put");
+			ju64("target_rank", e->put.target_rank);
+			ju64("src_off", e->put.src_off);
+			ju64("len", e->put.len);
+			ju64("match_bits", e->put.match_bits);
+			ju64("remote_off", e->put.remote_off);
+			ju64("hdr_data", e->put.hdr_data);
+			jbool("ack_req", e->put.ack_req);
+			jobj_end();
+		}
+		jobj_end();
+	} else {
+		printf("%s %s pt %u me %u rank %u pid %u msg %u bits %#llx rlen %llu mlen %llu "
+		       "roff %llu start %llu hdr %#llx dropped %u", ev_kind(e->kind), ev_fail(e->fail),
+		       e->pt_index, e->me, e->src_rank, e->src_pid, e->msg_id,
+		       (unsigned long long)e->match_bits, (unsigned long long)e->rlength,
+		       (unsigned long long)e->mlength, (unsigned long long)e->remote_off,
+		       (unsigned long long)e->start, (unsigned long long)e->hdr_data,
+		       e->dropped_bytes);
+		if (e->kind == SPIN_EV_PUT_FROM_HOST)
+			printf(" -> rank %u src_off %llu len %u bits %#llx", e->put.target_rank,
+			       (unsigned long long)e->put.src_off, e->put.len,
+			       (unsigned long long)e->put.match_bits);
+		putchar('\n');
+		fflush(stdout);
+	}
+	st->seen++;
+	return st->want && st->seen >= st->want;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+static int cmd_events(int argc, char **argv)
+{
+	struct ev_state st = {};
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t timeout = 0, deadline = 0;
+	bool serve = false, skip = false;
+	struct spin_rt *rt;
+	int err, n;
+
+	NEED(1, "IFACE");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "count")) {
+			if ((err = parse_u64("count", OPTARG(a), &st.want)))
+				return err;
+		} else if (!strcmp(a, "timeout-ms")) {
+			if ((err = parse_u64("timeout-ms", OPTARG(a), &timeout)))
+				return err;
+		} else if (!strcmp(a, "serve-puts")) {
+			serve = true;
+		} else if (!strcmp(a, "skip-old")) {
+			skip = true;
+		} else {
+			return usage_err("unknown events option '%s'", a);
+		}
+	}
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	if (serve && (err = spin_events_serve_puts(rt, true))) {
+		spin_close(rt);
+		return fail(err);
+	}
+	/* events queued before we started: consume them silently */
+	while (skip && (n = spin_events_poll(rt, NULL, NULL, 0)) > 0)
+		;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (timeout)
+		deadline = now_ms() + timeout;
+	err = 0;
+	while (!stop && !(st.want && st.seen >= st.want)) {
+		int wait = 200;
+
+		if (deadline) {
+			uint64_t t = now_ms();
+
+			if (t >= deadline)
+				break;
+			if (deadline - t < (uint64_t)wait)
+				wait = deadline - t;
+		}
+		n = spin_events_poll(rt, on_event, &st, wait);
+		if (n < 0) {
+			err = fail(n);
+			break;
+		}
+	}
+	spin_close(rt);
+	if (!err && st.want && st.seen < st.want && !stop) {
+		fprintf(stderr, "spinctl: %llu of %llu events before the timeout\n",
+			(unsigned long long)st.seen, (unsigned long long)st.want);
+		err = SPIN_ETIMEDOUT;
+	}
+	return err;
+}
+
+/* --------------------------------------------------------------- send -- */
+
+static int cmd_send(int argc, char **argv)
+{
+	struct spin_msg_args a = { .op = SPIN_OP_PUT };
+	struct sockaddr_in dst = { .sin_family = AF_INET }, from;
+	const char *src_ip = NULL, *hexdata = NULL, *file = NULL;
+	uint16_t port = SPIN_DEFAULT_PORT, sport = 0;
+	bool have_to = false, have_pt = false, have_sport = false;
+	uint64_t len = 0, reply_ms = 0, v;
+	uint8_t *buf = NULL, *rbuf = NULL;
+	char ipb[INET_ADDRSTRLEN];
+	struct spin_sock *s = NULL;
+	struct spin_hdr h;
+	size_t blen = 0;
+	int err, n;
+
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i];
+
+		if (!strcmp(o, "from")) {
+			src_ip = OPTARG(o);
+		} else if (!strcmp(o, "to")) {
+			if ((err = parse_ip(OPTARG(o), &dst.sin_addr)))
+				return err;
+			have_to = true;
+		} else if (!strcmp(o, "port")) {
+			if ((err = parse_u16("port", OPTARG(o), &port)))
+				return err;
+		} else if (!strcmp(o, "sport")) {
+			if ((err = parse_u16("sport", OPTARG(o), &sport)))
+				return err;
+			have_sport = true;
+		} else if (!strcmp(o, "pt")) {
+			if ((err = parse_u16("pt", OPTARG(o), &a.pt_index)))
+				return err;
+			have_pt = true;
+		} else if (!strcmp(o, "bits")) {
+			if ((err = parse_u64("bits", OPTARG(o), &a.match_bits)))
+				return err;
+		} else if (!strcmp(o, "len")) {
+			if ((err = parse_size("len", OPTARG(o), &len)))
+				return err;
+		} else if (!strcmp(o, "data")) {
+			hexdata = OPTARG(o);
+		} else if (!strcmp(o, "file")) {
+			file = OPTARG(o);
+		} else if (!strcmp(o, "rank")) {
+			if ((err = parse_u32("rank", OPTARG(o), &a.src_rank)))
+				return err;
+		} else if (!strcmp(o, "pid")) {
+			if ((err = parse_u32("pid", OPTARG(o), &a.src_pid)))
+				return err;
+		} else if (!strcmp(o, "msg-id")) {
+			if ((err = parse_u32("msg-id", OPTARG(o), &a.msg_id)))
+				return err;
+		} else if (!strcmp(o, "dst-rank")) {
+			if ((err = parse_u32("dst-rank", OPTARG(o), &a.dst_rank)))
+				return err;
+		} else if (!strcmp(o, "seg")) {
+			if ((err = parse_u16("seg", OPTARG(o), &a.seg_size)))
+				return err;
+		} else if (!strcmp(o, "hdr-data")) {
+			if ((err = parse_u64("hdr-data", OPTARG(o), &a.hdr_data)))
+				return err;
+		} else if (!strcmp(o, "remote-off")) {
+			if ((err = parse_u64("remote-off", OPTARG(o), &a.remote_off)))
+				return err;
+		} else if (!strcmp(o, "user-hdr")) {
+			char *dup = strdup(OPTARG(o)), *tok, *save = NULL;
+			int k = 0;
+
+			for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (k >= 4 || parse_u64("user-hdr", tok, &v)) {
+					free(dup);
+					return k >= 4 ? usage_err("user-hdr takes at most 4 words") :
+							SPIN_EUSAGE;
+				}
+				a.user_hdr[k++] = v;
+			}
+			free(dup);
+		} else if (!strcmp(o, "ack")) {
+			a.flags |= SPIN_F_ACK_REQ;
+		} else if (!strcmp(o, "reply-timeout-ms")) {
+			if ((err = parse_u64("reply-timeout-ms", OPTARG(o), &reply_ms)))
+				return err;
+		} else {
+			return usage_err("unknown send option '%s'", o);
+		}
+	}
+	if (!have_to)
+		return usage_err("missing 'to IP'");
+	if (!have_pt)
+		return usage_err("missing 'pt N'");
+	if (!!hexdata + !!file + !!len > 1)
+		return usage_err("give only one of len, data and file");
+	if (a.seg_size > SPIN_MAX_SEG)
+		return usage_err("seg must be at most %d", SPIN_MAX_SEG);
+	if (hexdata) {
+		buf = malloc(strlen(hexdata) / 2 + 1);
+		if (!buf)
+			return SPIN_EFAIL;
+		if ((err = parse_hex("data", hexdata, buf, strlen(hexdata) / 2 + 1, &blen)))
+			goto out;
+	} else if (file) {
+		if ((err = read_file("file", file, &buf, SPIN_MAX_MSG, &blen)))
+			goto out;
+	} else {
+		if (len > SPIN_MAX_MSG) {
+			err = usage_err("len must be at most %u", SPIN_MAX_MSG);
+			goto out;
+		}
+		blen = len;
+		buf = malloc(blen + 1);
+		if (!buf) {
+			err = SPIN_EFAIL;
+			goto out;
+		}
+		for (size_t i = 0; i < blen; i++)
+			buf[i] = i & 0xff;
+	}
+	dst.sin_port = htons(port);
+	/* a reply from a handler is sent to the peer's spin port */
+	if (!have_sport && reply_ms)
+		sport = port;
+	err = spin_sock_open(src_ip, sport, &s);
+	if (err) {
+		err = fail(err);
+		goto out;
+	}
+	err = spin_sock_send(s, &dst, &a, buf, blen, NULL);
+	if (err) {
+		err = fail(err);
+		goto out;
+	}
+	if (!reply_ms) {
+		if (json) {
+			jobj(NULL);
+			jstr("to", ipstr(dst.sin_addr.s_addr, ipb));
+			ju64("port", port);
+			ju64("len", blen);
+			jbool("sent", true);
+			jobj_end();
+		} else if (verbose) {
+			printf("sent %zu bytes to %s:%u pt %u bits %#llx\n", blen,
+			       ipstr(dst.sin_addr.s_addr, ipb), port, a.pt_index,
+			       (unsigned long long)a.match_bits);
+		}
+		err = 0;
+		goto out;
+	}
+	rbuf = malloc(SPIN_MAX_MSG);
+	if (!rbuf) {
+		err = SPIN_EFAIL;
+		goto out;
+	}
+	n = spin_sock_recv_msg(s, &h, rbuf, SPIN_MAX_MSG, &from, reply_ms > INT32_MAX ? INT32_MAX :
+			       (int)reply_ms);
+	if (n < 0) {
+		err = fail(n);
+		goto out;
+	}
+	if (json) {
+		jobj(NULL);
+		jstr("from", ipstr(from.sin_addr.s_addr, ipb));
+		ju64("port", ntohs(from.sin_port));
+		ju64("len", n);
+		ju64("op", h.op);
+		ju64("flags", ntohs(h.flags));
+		ju64("pt", ntohs(h.pt_index));
+		ju64("src_rank", ntohl(h.src_rank));
+		ju64("src_pid", ntohl(h.src_pid));
+		ju64("msg_id", ntohl(h.msg_id));
+		ju64("match_bits", be64toh(h.match_bits));
+		ju64("remote_off", be64toh(h.remote_off));
+		ju64("hdr_data", be64toh(h.hdr_data));
+		jhex("data", rbuf, verbose ? (size_t)n : (size_t)(n < 64 ? n : 64));
+		jobj_end();
+	} else {
+		printf("reply from %s:%u: %d bytes, pt %u bits %#llx rank %u msg %u hdr %#llx\n",
+		       ipstr(from.sin_addr.s_addr, ipb), ntohs(from.sin_port), n, ntohs(h.pt_index),
+		       (unsigned long long)be64toh(h.match_bits), ntohl(h.src_rank), ntohl(h.msg_id),
+		       (unsigned long long)be64toh(h.hdr_data));
+		hexdump(rbuf, verbose ? (size_t)n : (size_t)(n < 64 ? n : 64), "  ");
+	}
+	err = 0;
+out:
+	if (s)
+		spin_sock_close(s);
+	free(buf);
+	free(rbuf);
+	return err;
+}
+
+/* --------------------------------------------------------------- help -- */
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+static const char help_attach[] =
+	"spinctl attach IFACE [generic] [port N] [rank R] [pid P] [pages N] [timeout-ms N] [obj FILE]\n"
+	"    load the runtime, pin it and attach it to IFACE (native XDP unless 'generic')\n";
+static const char help_detach[] =
+	"spinctl detach IFACE\n"
+	"    detach the runtime from IFACE and remove every pin (handlers too)\n";
+static const char help_status[] =
+	"spinctl status IFACE\n"
+	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen\n";
+static const char help_handler[] =
+	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
+	"spinctl handler list IFACE\n"
+	"spinctl handler unload IFACE NAME\n";
+static const char help_pt[] =
+	"spinctl pt alloc|free|enable|disable IFACE INDEX\n"
+	"spinctl pt list IFACE\n";
+static const char help_me[] =
+	"spinctl me append IFACE pt N [bits X] [ignore X] [rank R|any] [pid P|any]\n"
+	"          [list priority|overflow] [use-once] [no-truncate] [no-events]\n"
+	"          [handler NAME] [len N] [off N] [hhost-len N] [hhost-off N]\n"
+	"          [state HEX | state-file F] [user-ptr X]          prints the ME index\n"
+	"spinctl me list IFACE\n"
+	"spinctl me show IFACE INDEX [state-bytes N]\n"
+	"spinctl me unlink IFACE INDEX\n";
+static const char help_peer[] =
+	"spinctl peer add IFACE RANK IP [mac M] [port N] [dev IF] [pid P]\n"
+	"spinctl peer list IFACE\n"
+	"spinctl peer del IFACE RANK\n";
+static const char help_stats[] =
+	"spinctl stats IFACE [reset]\n"
+	"    counters summed over CPUs; drop reasons by name (all of them with -v)\n";
+static const char help_events[] =
+	"spinctl events IFACE [count N] [timeout-ms N] [serve-puts] [skip-old]\n"
+	"    follow completion events, one line (or JSON object) each; skip-old first\n"
+	"    discards events queued before the command started\n";
+static const char help_send[] =
+	"spinctl send [from SRCIP] to IP [port N] [sport N] pt N [bits X]\n"
+	"          [len N | data HEX | file F] [rank R] [pid P] [dst-rank R] [seg N] [msg-id N]\n"
+	"          [hdr-data X] [remote-off N] [user-hdr A,B,C,D] [ack] [reply-timeout-ms N]\n"
+	"    send one sPIN message from a UDP socket; with reply-timeout-ms wait for\n"
+	"    one reply message (on port N unless sport is given) and print it\n";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: spinctl [OPTIONS] OBJECT VERB [ARGS]\n"
+		"       spinctl OBJECT help\n"
+		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | events | send | help\n"
+		"OPTIONS := -j (JSON) | -p (pretty JSON) | -v (verbose, repeat for libbpf debug) |\n"
+		"           -V/--version | -h/--help\n"
+		"Objects and verbs may be abbreviated; an exact name wins, then the first match in\n"
+		"this order (st = status, h l = handler list, me a = me append).\n\n"
+		"%s%s%s%s%s%s%s%s%s%s\n"
+		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object).\n"
+		"Exit code: 0, 2 usage, or the SPIN_E* error (see docs/spinctl.md).\n",
+		help_attach, help_detach, help_status, help_stats, help_handler, help_pt, help_me,
+		help_peer, help_events, help_send);
+}
+
+static const struct cmd handler_cmds[] = {
+	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload }, {}
+};
+static const struct cmd pt_cmds[] = {
+	{ "list", pt_list }, { "alloc", pt_alloc }, { "free", pt_free }, { "enable", pt_enable },
+	{ "disable", pt_disable }, {}
+};
+static const struct cmd me_cmds[] = {
+	{ "list", me_list }, { "append", me_append }, { "show", me_show }, { "unlink", me_unlink }, {}
+};
+static const struct cmd peer_cmds[] = {
+	{ "list", peer_list }, { "add", peer_add }, { "del", peer_del }, { "delete", peer_del }, {}
+};
+
+static const struct cmd *match(const struct cmd *t, const char *word)
+{
+	for (const struct cmd *c = t; c->name; c++)
+		if (!strcmp(c->name, word))
+			return c;
+	for (const struct cmd *c = t; c->name; c++)
+		if (is_prefix(word, c->name))
+			return c;
+	return NULL;
+}
+
+static int dispatch(const struct cmd *t, const char *help, int argc, char **argv)
+{
+	const struct cmd *c;
+
+	if (argc < 1 || is_prefix(argv[0], "help")) {
+		fputs(help, argc < 1 ? stderr : stdout);
+		return argc < 1 ? SPIN_EUSAGE : 0;
+	}
+	c = match(t, argv[0]);
+	if (!c)
+		return usage_err("unknown %s verb '%s'", cur_obj, argv[0]);
+	return c->fn(argc - 1, argv + 1);
+}
+
+static int do_handler(int argc, char **argv) { return dispatch(handler_cmds, help_handler, argc, argv); }
+static int do_pt(int argc, char **argv) { return dispatch(pt_cmds, help_pt, argc, argv); }
+static int do_me(int argc, char **argv) { return dispatch(me_cmds, help_me, argc, argv); }
+static int do_peer(int argc, char **argv) { return dispatch(peer_cmds, help_peer, argc, argv); }
+
+/* Objects without verbs: "spinctl attach help" shows their help. */
+#define SIMPLE(fn, help)						\
+static int do_##fn(int argc, char **argv)				\
+{									\
+	if (argc >= 1 && !strcmp(argv[0], "help")) {			\
+		fputs(help, stdout);					\
+		return 0;						\
+	}								\
+	return cmd_##fn(argc, argv);					\
+}
+SIMPLE(attach, help_attach)
+SIMPLE(detach, help_detach)
+SIMPLE(status, help_status)
+SIMPLE(stats, help_stats)
+SIMPLE(events, help_events)
+SIMPLE(send, help_send)
+
+static int do_help(int argc, char **argv)
+{
+	usage(stdout);
+	return 0;
+}
+
+static int do_version(int argc, char **argv)
+{
+	if (json) {
+		jobj(NULL);
+		jstr("version", SPINCTL_VERSION);
+		ju64("wire_version", SPIN_VERSION);
+		jstr("libbpf", libbpf_version_string());
+		jobj_end();
+	} else {
+		printf("spinctl %s (sPIN wire version %d, libbpf %s)\n", SPINCTL_VERSION, SPIN_VERSION,
+		       libbpf_version_string());
+	}
+	return 0;
+}
+
+/* Order matters for abbreviations: the first prefix match wins. */
+static const struct cmd objects[] = {
+	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
+	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
+	{ "peer", do_peer }, { "events", do_events }, { "send", do_send }, { "help", do_help },
+	{ "version", do_version }, {}
+};
+
+int main(int argc, char **argv)
+{
+	const struct cmd *c;
+	int i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "--json")) {
+			json = 1;
+		} else if (!strcmp(a, "--pretty")) {
+			json = pretty = 1;
+		} else if (!strcmp(a, "--verbose")) {
+			verbose++;
+		} else if (!strcmp(a, "--version")) {
+			return do_version(0, NULL);
+		} else if (!strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (a[1] == '-') {
+			cur_obj = "";
+			return usage_err("unknown option '%s'", a);
+		} else {
+			for (const char *p = a + 1; *p; p++) {
+				switch (*p) {
+				case 'j': json = 1; break;
+				case 'p': json = pretty = 1; break;
+				case 'v': verbose++; break;
+				case 'V': return do_version(0, NULL);
+				case 'h': usage(stdout); return 0;
+				default: return usage_err("unknown option '-%c'", *p);
+				}
+			}
+		}
+	}
+	spin_set_verbose(verbose);
+	if (i >= argc) {
+		usage(stderr);
+		return SPIN_EUSAGE;
+	}
+	c = match(objects, argv[i]);
+	if (!c)
+		return usage_err("unknown object '%s'", argv[i]);
+	cur_obj = c->name;
+	return c->fn(argc - i - 1, argv + i + 1);
+}
