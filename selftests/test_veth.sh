@@ -75,7 +75,7 @@ attach_srv() {
 # the server answers pings from the client (rank 0)
 start_pp_server() {
 	local mode=$1
-	S "$PP" server veth0 "$mode" client 0 10.77.1.1 seconds 60 >"$LOG/server" 2>&1 &
+	nsenter --net="/var/run/netns/$SRV" -- "$PP" server veth0 "$mode" client 0 10.77.1.1 seconds 60 >"$LOG/server" 2>&1 &
 	for _ in $(seq 50); do
 		grep -q "pingpong server" "$LOG/server" && return 0
 		sleep 0.1

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# The whole test suite: unit tests (BPF_PROG_RUN) and veth/netns integration
+# tests.  Prints every suite's PASS/FAIL/SKIP lines and one closing
+# "N passed, N failed, N skipped" over all of them.  Exit status is non-zero
+# if any test failed or if a suite did not run at all.
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+
+if [ "$(id -u)" != 0 ]; then
+	echo "selftests: need root (BPF, XDP and network namespaces)" >&2
+	exit 3
+fi
+spin_bpffs_ensure || { echo "selftests: cannot mount bpffs at /sys/fs/bpf" >&2; exit 4; }
+
+total_p=0 total_f=0 total_s=0 bad=0
+run_suite() {
+	local name=$1; shift
+	local out rc line
+	out=$(mktemp)
+	"$@" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1)
+	rm -f "$out"
+	if [ -z "$line" ]; then
+		echo "FAIL $name/suite (no summary line: the suite did not run to the end, rc $rc)"
+		total_f=$((total_f + 1)); bad=1
+		return
+	fi
+	set -- $line
+	total_p=$((total_p + $1)); total_f=$((total_f + $3)); total_s=$((total_s + $5))
+	if [ "$1" -eq 0 ]; then
+		echo "FAIL $name/suite (ran no test)"
+		total_f=$((total_f + 1)); bad=1
+	fi
+	[ "$rc" -eq 0 ] || bad=1
+}
+
+pins_before=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
+run_suite unit selftests/test_unit
+run_suite veth selftests/test_veth.sh
+
+# nothing may be left behind
+pins_after=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
+if [ "$pins_before" != "$pins_after" ]; then
+	echo "FAIL cleanup/pins (before: $pins_before; after: $pins_after)"
+	total_f=$((total_f + 1)); bad=1
+else
+	echo "PASS cleanup/pins"; total_p=$((total_p + 1))
+fi
+if ip netns list | grep -q '^spint'; then
+	echo "FAIL cleanup/netns"; total_f=$((total_f + 1)); bad=1
+else
+	echo "PASS cleanup/netns"; total_p=$((total_p + 1))
+fi
+
+echo "$total_p passed, $total_f failed, $total_s skipped"
+[ "$bad" -eq 0 ] && [ "$total_f" -eq 0 ]
