@@ -607,8 +607,6 @@ int spin_rx(struct xdp_md *xdp)
 
 		if (!t)
 			return XDP_ABORTED;
-		if (spin_dedup_seen(rank, msg_id))
-			return spin_drop(st, SPIN_DROP_DUPLICATE);
 		t->status = SPIN_MSG_NEW;
 		t->flags = 0;
 		t->me = 0;
@@ -627,6 +625,13 @@ int spin_rx(struct xdp_md *xdp)
 		/* first packet of the message on this node */
 		bpf_timer_init(&m->timer, &spin_msgs, CLOCK_MONOTONIC);
 		bpf_timer_set_callback(&m->timer, spin_msg_expire);
+		if (spin_dedup_seen(rank, msg_id)) {
+			/* the message completed and its state expired: keep a
+			 * tombstone for the rest of its packets */
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
+			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
+			return spin_drop(st, SPIN_DROP_DUPLICATE);
+		}
 		bpf_timer_start(&m->timer, cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS, 0);
 		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
 		mi = spin_match(pt, &q, c);

@@ -10,6 +10,7 @@
  *   selftests/test_unit [-t GLOB]
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -983,6 +984,86 @@ static void puts_unknown_peer_and_overflow(void)
 	ASSERT_MEM(o.b + SPIN_PAY_OFF, "0123456789abcdef", 16, "payload from handler memory");
 }
 
+/* Packets of the same messages on two CPUs at once: the header handler runs
+ * once and first, the completion once and last, for every message. */
+#define CC_MSGS 200
+#define CC_PKTS 8
+struct cc_arg {
+	int cpu;
+	pthread_barrier_t *bar;
+	const uint8_t *msg;
+	uint32_t first_id;
+	int err;
+};
+
+static void *cc_thread(void *p)
+{
+	struct cc_arg *a = p;
+	struct spin_msg_args m = margs(0, 0, 0x47);
+	cpu_set_t set;
+	struct fr f;
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	m.seg_size = 1384;
+	pthread_barrier_wait(a->bar);
+	for (int i = 0; i < CC_MSGS; i++) {
+		m.msg_id = a->first_id + i;
+		/* cpu 0 sends packets 0,2,4,6 and cpu 1 sends 7,5,3,1 */
+		for (int k = 0; k < CC_PKTS / 2; k++) {
+			int pk = a->cpu == 0 ? 2 * k : CC_PKTS - 1 - 2 * k;
+
+			mkpkt(&f, &m, CC_PKTS * 1384, pk * 1384, 1384, a->msg);
+			if (run(&f, NULL) < 0)
+				a->err = 1;
+		}
+	}
+	return NULL;
+}
+
+static void concurrent_packets(void)
+{
+	static uint8_t msg[CC_PKTS * 1384];
+	struct spin_me_spec s = spec(0, 0x47, 0);
+	struct test_state init = { .mode = T_TRACK }, t;
+	pthread_barrier_t bar;
+	struct cc_arg args[2];
+	pthread_t th[2];
+	struct spin_stats st;
+	int idx;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		T_SKIP("needs two CPUs");
+	reset();
+	fill(msg, sizeof(msg), 11);
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.options |= SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	pthread_barrier_init(&bar, NULL, 2);
+	for (int i = 0; i < 2; i++) {
+		args[i] = (struct cc_arg){ .cpu = i, .bar = &bar, .msg = msg, .first_id = 0x10000 };
+		pthread_create(&th[i], NULL, cc_thread, &args[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&bar);
+	ASSERT_EQ(args[0].err + args[1].err, 0, "BPF_PROG_RUN");
+	t = tstate(idx);
+	st = stats();
+	ASSERT_EQ(t.hdr_calls, CC_MSGS, "one header handler per message");
+	ASSERT_EQ(t.cmpl_calls, CC_MSGS, "one completion per message");
+	ASSERT_EQ(t.pay_calls, CC_MSGS * CC_PKTS, "one payload handler per packet");
+	ASSERT_EQ(t.order_violations, 0, "no payload before its header, no completion before its payloads");
+	ASSERT_EQ(st.msgs_completed, CC_MSGS, "messages completed");
+	for (int r = 0; r < SPIN_DROP_MAX; r++)
+		ASSERT_EQ(st.drops[r], 0, spin_drop_name(r));
+}
+
 static void message_timeout(void)
 {
 	static uint8_t msg[5000];
@@ -1075,6 +1156,7 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
+	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
 	RUN_TEST(verifier_rejection);
 	return t_summary();

@@ -95,6 +95,15 @@ typedef struct {
 
 /* ---------------------------------------------------- internals -- */
 
+/* spin extension: the id and source rank of the message being handled. */
+static __always_inline __u32 spin_msg_id(void)
+{
+	__u32 k = 0;
+	struct spin_ctx *c = bpf_map_lookup_elem(&spin_ctx, &k);
+
+	return c ? c->key.msg_id : 0;
+}
+
 /* Launder a pointer of any kind into a plain address (needs CAP_BPF +
  * CAP_PERFMON, which loading XDP programs implies). */
 static __always_inline __u64 __spin_addr(struct spin_ctx *c, const void *p)

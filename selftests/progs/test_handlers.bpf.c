@@ -13,8 +13,15 @@ __handler int t_header(const ptl_header_t h, void *state)
 	__u64 before;
 
 	PtlHandlerFAdd(&s->hdr_calls, &before, 1);
-	if (s->pay_calls)	/* a payload handler ran first */
+	if (s->pay_calls && !(s->mode & T_TRACK))	/* a payload handler ran first */
 		__sync_fetch_and_add(&s->order_violations, 1);
+	if (s->mode & T_TRACK) {
+		__u32 i = h.msg_id & 255;
+
+		if (s->hdr_seen[i] || s->pay_count[i])
+			__sync_fetch_and_add(&s->order_violations, 1);
+		s->hdr_seen[i] = 1;
+	}
 	s->last_len = h.length;
 	s->last_bits = h.match_bits;
 	s->last_src = h.source_id.rank;
@@ -36,10 +43,19 @@ __handler int t_payload(const ptl_payload_t p, void *state)
 
 	__sync_fetch_and_add(&s->pay_calls, 1);
 	__sync_fetch_and_add(&s->pay_bytes, p.length);
-	if (!s->hdr_calls)
-		__sync_fetch_and_add(&s->order_violations, 1);
-	if (s->cmpl_calls)
-		__sync_fetch_and_add(&s->order_violations, 1);
+	if (s->mode & T_TRACK) {
+		__u32 i = spin_msg_id() & 255;
+
+		if (!s->hdr_seen[i]) {	/* payload before its header handler */
+			__sync_fetch_and_add(&s->order_violations, 1);
+		}
+		__sync_fetch_and_add(&s->pay_count[i], 1);
+	} else {
+		if (!s->hdr_calls)
+			__sync_fetch_and_add(&s->order_violations, 1);
+		if (s->cmpl_calls)
+			__sync_fetch_and_add(&s->order_violations, 1);
+	}
 	b = SPIN_PTR(p, 0, 1);
 	if (b)
 		__sync_fetch_and_add(&s->first_byte_sum, *b);
@@ -91,6 +107,16 @@ __handler int t_completion(int dropped_bytes, bool flow_control_triggered, void 
 
 	__sync_fetch_and_add(&s->cmpl_calls, 1);
 	s->cmpl_dropped = dropped_bytes;
+	if (s->mode & T_TRACK) {
+		__u32 i = spin_msg_id() & 255;
+
+		/* every payload handler of the message has returned */
+		if (s->pay_count[i] != s->last_len / 1384 + !!(s->last_len % 1384)) {
+			__sync_fetch_and_add(&s->order_violations, 1);
+		}
+		s->hdr_seen[i] = 0;
+		s->pay_count[i] = 0;
+	}
 	if (s->hdr_calls == 0)
 		__sync_fetch_and_add(&s->order_violations, 1);
 	return SUCCESS;

@@ -15,6 +15,7 @@
 #define T_PUT_TWICE	0x200
 #define T_PAY_DROP_ODD	0x400
 #define T_DMA_HHOST	0x800
+#define T_TRACK		0x1000	/* per-message order tracking */
 
 struct test_state {
 	__u64 mode;
@@ -34,6 +35,9 @@ struct test_state {
 	__u64 last_user0;
 	__s64 cmpl_dropped;
 	__u8 put_src[16];
+	/* T_TRACK, indexed by message id % 256 */
+	__u8 hdr_seen[256];
+	__u32 pay_count[256];
 };
 
 #endif
