@@ -26,7 +26,6 @@
 #include <bpf/bpf_endian.h>
 #include <spin/rt_common.bpf.h>
 
-#define ETH_P_IP	0x0800
 #define CLOCK_MONOTONIC	1
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -41,17 +40,14 @@ struct {
 	__type(value, struct spin_msg_bytes);
 } spin_tmpl SEC(".maps");
 
-static __always_inline int spin_drop(struct spin_stats *st, int reason)
-{
-	spin_drop_count(st, reason);
-	return XDP_DROP;
-}
-
 /* Remember (rank, id); true if it was seen among the recent ids. */
-static __always_inline bool spin_dedup_seen(__u32 rank, __u32 id)
+static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 rank, __u32 id)
 {
-	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	struct spin_dedup *d;
 
+	if (cfg->flags & SPIN_CFG_F_NO_DEDUP)
+		return false;
+	d = bpf_map_lookup_elem(&spin_dedup, &rank);
 	if (!d)
 		return false;
 	return __sync_lock_test_and_set(&d->id[id & (SPIN_DEDUP_SLOTS - 1)], id) == id;
@@ -140,236 +136,6 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 	return -1;
 }
 
-static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __u32 fail,
-					    const struct spin_ctx *c, const struct spin_me *me)
-{
-	e->kind = kind;
-	e->fail = fail;
-	e->pt_index = c->pt;
-	e->me = c->me;
-	e->match_bits = 0;
-	e->rlength = c->msg_len;
-	e->mlength = c->mlength;
-	e->remote_off = 0;
-	e->start = c->start;
-	e->hdr_data = 0;
-	e->user_ptr = me ? me->user_ptr : 0;
-	e->src_rank = c->key.src_rank;
-	e->src_pid = 0;
-	e->msg_id = c->key.msg_id;
-	e->owner_pid = me ? me->owner_pid : 0;
-	e->dropped_bytes = c->dropped;
-	e->flow_control = 0;
-	e->timestamp_ns = bpf_ktime_get_ns();
-	__builtin_memset(&e->put, 0, sizeof(e->put));
-}
-
-/* Post an event; the header fields come from the frame's sPIN header. */
-static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st, __u32 kind,
-				      __u32 fail, const struct spin_ctx *c,
-				      const struct spin_me *me, const struct spin_put_req *put)
-{
-	void *data = (void *)(long)xdp->data, *end = (void *)(long)xdp->data_end;
-	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
-	struct spin_event *e;
-
-	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
-	if (!e) {
-		spin_drop_count(st, SPIN_DROP_HOST_QUEUE_FULL);
-		return;
-	}
-	spin_fill_event(e, kind, fail, c, me);
-	if ((void *)(sh + 1) <= end) {
-		e->match_bits = bpf_be64_to_cpu(sh->match_bits);
-		e->remote_off = bpf_be64_to_cpu(sh->remote_off);
-		e->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
-		e->src_pid = bpf_ntohl(sh->src_pid);
-	}
-	if (put)
-		e->put = *put;
-	bpf_ringbuf_submit(e, 0);
-	if (st)
-		st->events++;
-}
-
-static __always_inline __u16 spin_ip_csum(struct iphdr *ip)
-{
-	__u32 sum = 0;
-	__u16 *w = (__u16 *)ip;
-
-	ip->check = 0;
-#pragma unroll
-	for (int i = 0; i < 10; i++)
-		sum += w[i];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return ~sum;
-}
-
-/* Copy len bytes of the host window at off into the frame's payload. */
-static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u64 off, __u32 len)
-{
-	struct bpf_dynptr pd;
-
-	if (bpf_dynptr_from_xdp(xdp, 0, &pd))
-		return -1;
-	return spin_host_xfer(off, &pd, SPIN_PAY_OFF, len, 0);
-}
-
-/*
- * Turn this frame into the message a handler put: resize it, fill the
- * payload, rewrite Ethernet/IPv4/UDP/sPIN for the target peer and send it
- * with XDP_TX (same interface) or redirect.  A put from host longer than one
- * packet is handed to the host instead.
- */
-static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
-				       struct spin_cfg *cfg, struct spin_stats *st,
-				       struct spin_put_req *r)
-{
-	void *data, *end;
-	struct ethhdr *eth;
-	struct iphdr *ip;
-	struct udphdr *udp;
-	struct spin_hdr *sh;
-	struct spin_peer *peer;
-	__u32 len = r->len, rank = r->target_rank, src = r->src, id;
-	__u64 src_off = r->src_off;
-	int delta;
-
-	if (r->kind == SPIN_PUT_HOST && len > SPIN_MAX_SEG) {
-		spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
-		if (st)
-			st->tx_host_queued++;
-		return XDP_DROP;
-	}
-	if (len > SPIN_MAX_SEG)
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
-	peer = bpf_map_lookup_elem(&spin_peers, &rank);
-	if (!peer || !peer->valid)
-		return spin_drop(st, SPIN_DROP_NO_PEER);
-
-	/* payload that is elsewhere in this frame moves through scratch */
-	if (len && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
-		if (bpf_xdp_load_bytes(xdp, src_off, c->scratch, len))
-			return spin_drop(st, SPIN_DROP_PUT_FAILED);
-		src = SPIN_SRC_SCRATCH;
-	}
-	data = (void *)(long)xdp->data;
-	end = (void *)(long)xdp->data_end;
-	delta = (int)(SPIN_PAY_OFF + len) - (int)(end - data);
-	if (delta && bpf_xdp_adjust_tail(xdp, delta))
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
-	if (src == SPIN_SRC_SCRATCH && len &&
-	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
-	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, src_off, len))
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
-
-	data = (void *)(long)xdp->data;
-	end = (void *)(long)xdp->data_end;
-	eth = data;
-	ip = (void *)(eth + 1);
-	udp = (void *)(ip + 1);
-	sh = (void *)(udp + 1);
-	if ((void *)(sh + 1) > end)
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
-
-	__builtin_memcpy(eth->h_dest, peer->mac, 6);
-	__builtin_memcpy(eth->h_source, cfg->my_mac, 6);
-	ip->saddr = cfg->my_ip;
-	ip->daddr = peer->ip;
-	ip->tot_len = bpf_htons(20 + 8 + sizeof(*sh) + len);
-	ip->ttl = 64;
-	ip->check = spin_ip_csum(ip);
-	udp->source = cfg->port;
-	udp->dest = peer->port;
-	udp->len = bpf_htons(8 + sizeof(*sh) + len);
-	udp->check = 0;
-
-	id = (__u32)__sync_fetch_and_add(&cfg->next_msg_id, 1);
-	if (!id)
-		id = 1;
-	sh->version = SPIN_VERSION;
-	sh->op = SPIN_OP_PUT;
-	sh->flags = bpf_htons(r->kind == SPIN_PUT_DEVICE ? SPIN_F_FROM_DEVICE : SPIN_F_FROM_HOST);
-	sh->seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
-	sh->src_rank = bpf_htonl(cfg->my_rank);
-	sh->src_pid = bpf_htonl(cfg->my_pid);
-	sh->dst_rank = bpf_htonl(rank);
-	sh->msg_id = bpf_htonl(id);
-	sh->match_bits = bpf_cpu_to_be64(r->match_bits);
-	sh->msg_len = bpf_htonl(len);
-	sh->pkt_off = 0;
-	sh->remote_off = bpf_cpu_to_be64(r->remote_off);
-	sh->hdr_data = bpf_cpu_to_be64(r->hdr_data);
-	sh->user_hdr[0] = 0;
-	sh->user_hdr[1] = 0;
-	sh->user_hdr[2] = 0;
-	sh->user_hdr[3] = 0;
-
-	if (st) {
-		if (r->kind == SPIN_PUT_DEVICE)
-			st->tx_device++;
-		else
-			st->tx_host_inline++;
-	}
-	if (!peer->ifindex || peer->ifindex == xdp->ingress_ifindex)
-		return XDP_TX;
-	return bpf_redirect(peer->ifindex, 0);
-}
-
-/*
- * Everything after the handlers: counters, the completion event, use-once
- * unlink, the message's tombstone, and the put.  Shared by spin_finish and
- * by spin_rx for entries without handlers.
- */
-static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,
-					  struct spin_stats *st, struct spin_cfg *cfg)
-{
-	struct spin_me *me;
-	__u32 k = c->me;
-	int verdict = XDP_DROP;
-
-	if (c->drop_reason) {
-		spin_drop_count(st, c->drop_reason - 1);
-		return XDP_DROP;
-	}
-	if (c->pay_rc == SPIN_RC_DROP || c->pay_rc == SPIN_RC_DROP + SPIN_RC_PENDING)
-		spin_drop_count(st, SPIN_DROP_HANDLER_DROP);
-	if ((c->phases & SPIN_PH_HEADER) && c->msg_dropped)
-		spin_drop_count(st, SPIN_DROP_MSG_DROPPED);
-	me = bpf_map_lookup_elem(&spin_me, &k);
-	if (c->done && me) {
-		if (c->fail || c->msg_dropped)
-			__sync_fetch_and_add(&me->ct_failure, 1);
-		else
-			__sync_fetch_and_add(&me->ct_success, 1);
-		__sync_fetch_and_add(&me->bytes, c->mlength);
-		if (!c->msg_dropped) {
-			if (st)
-				st->msgs_completed++;
-			if (!(me->options & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) ||
-			    c->fail)
-				spin_post(xdp, st, SPIN_EV_PUT, c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK,
-					  c, me, NULL);
-		}
-		if ((me->options & SPIN_ME_USE_ONCE) &&
-		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
-			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
-	}
-	if (c->done && c->multi) {
-		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
-
-		if (m) {
-			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
-		}
-	}
-	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped)
-		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
-	return verdict;
-}
-
 /* Timer of a message state: expire an incomplete message, or remove the
  * tombstone of a completed one. */
 static int spin_msg_expire(void *map, struct spin_msg_key *key, struct spin_msg *m)
@@ -383,9 +149,12 @@ static int spin_msg_expire(void *map, struct spin_msg_key *key, struct spin_msg 
 		__u32 k = m->me;
 
 		spin_drop_count(st, SPIN_DROP_MSG_TIMEOUT);
+		struct spin_me_ct *ct = bpf_map_lookup_elem(&spin_me_ct, &k);
+
+		if (ct)
+			ct->failure++;
 		me = bpf_map_lookup_elem(&spin_me, &k);
 		if (me) {
-			__sync_fetch_and_add(&me->ct_failure, 1);
 			if (me->options & SPIN_ME_USE_ONCE)
 				__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
 		}
@@ -457,6 +226,33 @@ __noinline int spin_default(struct xdp_md *xdp)
 	return spin_do_finish(xdp, c, st, cfg);
 }
 
+/*
+ * Tail call into handler slot `slot`.  Every slot has its own call site with
+ * a constant key, so the JIT patches each into a direct jump instead of an
+ * indirect one (with retpolines, an indirect jump costs tens of ns).
+ */
+static __always_inline void spin_tail_call_const(struct xdp_md *xdp, void *map, const __u32 slot)
+{
+	/* inline asm keeps the compiler from merging the call sites into one
+	 * with a variable key */
+	asm volatile("r1 = %[ctx]\n\t"
+		     "r2 = %[map]\n\t"
+		     "r3 = %[slot]\n\t"
+		     "call 12\n\t"
+		     :: [ctx]"r"(xdp), [map]"r"(map), [slot]"i"(slot)
+		     : "r0", "r1", "r2", "r3", "r4", "r5");
+}
+#define SPIN_TC1(n) case n: spin_tail_call_const(xdp, &spin_handlers, n); return;
+#define SPIN_TC4(n) SPIN_TC1(n) SPIN_TC1(n + 1) SPIN_TC1(n + 2) SPIN_TC1(n + 3)
+#define SPIN_TC16(n) SPIN_TC4(n) SPIN_TC4(n + 4) SPIN_TC4(n + 8) SPIN_TC4(n + 12)
+static __always_inline void spin_tail_call_handler(struct xdp_md *xdp, __u32 slot)
+{
+	_Static_assert(SPIN_MAX_HANDLERS == 64, "one call site per handler slot");
+	switch (slot) {
+	SPIN_TC16(0) SPIN_TC16(16) SPIN_TC16(32) SPIN_TC16(48)
+	}
+}
+
 /* Go to the entry's handler program, or do the default work. */
 static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 					 struct spin_me *me, struct spin_stats *st)
@@ -464,7 +260,7 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 	__u32 h = me->handler;
 
 	if (h && !c->msg_dropped) {
-		bpf_tail_call(xdp, &spin_handlers, h - 1);
+		spin_tail_call_handler(xdp, h - 1);
 		/* no program in the slot: the message fails */
 		c->fail = 1;
 		c->phases &= ~SPIN_PH_PAYLOAD;
@@ -577,7 +373,7 @@ int spin_rx(struct xdp_md *xdp)
 
 	if (pkt_off == 0 && pay_len == msg_len) {
 		/* the whole message in one packet: no message state */
-		if (spin_dedup_seen(rank, msg_id))
+		if (spin_dedup_seen(cfg, rank, msg_id))
 			return spin_drop(st, SPIN_DROP_DUPLICATE);
 		mi = spin_match(pt, &q, c);
 		if (mi < 0)
@@ -625,7 +421,7 @@ int spin_rx(struct xdp_md *xdp)
 		/* first packet of the message on this node */
 		bpf_timer_init(&m->timer, &spin_msgs, CLOCK_MONOTONIC);
 		bpf_timer_set_callback(&m->timer, spin_msg_expire);
-		if (spin_dedup_seen(rank, msg_id)) {
+		if (spin_dedup_seen(cfg, rank, msg_id)) {
 			/* the message completed and its state expired: keep a
 			 * tombstone for the rest of its packets */
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);

@@ -11,8 +11,6 @@
 #include <stdint.h>
 #include <spin/spin.h>
 
-/* spin_cfg.flags */
-#define SPIN_CFG_F_GENERIC	0x1	/* attached in XDP generic (skb) mode */
 
 /* Default bpffs mount point; the environment variable SPIN_BPFFS overrides. */
 #define SPIN_BPFFS_DEFAULT	"/sys/fs/bpf"
@@ -41,6 +39,7 @@ enum spin_map_id {
 	SPIN_M_EVENTS,
 	SPIN_M_HANDLERS,
 	SPIN_M_STAGES,
+	SPIN_M_ME_CT,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];

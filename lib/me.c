@@ -15,8 +15,11 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "libspin_internal.h"
+
+static int me_counters_reset(struct spin_rt *rt, uint32_t idx);
 
 _Static_assert(sizeof(struct spin_me) % 8 == 0, "spin_me elements are not padded");
 
@@ -325,9 +328,7 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->user_ptr = s->user_ptr;
 	m->owner_pid = getpid();
 	m->hpu_len = s->hpu_init_len;
-	__atomic_store_n(&m->ct_success, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->ct_failure, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->bytes, 0, __ATOMIC_RELAXED);
+	me_counters_reset(rt, idx);
 	memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
 	if (s->hpu_init_len)
 		memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
@@ -384,6 +385,49 @@ out:
 	return err;
 }
 
+/* Sum the entry's per-CPU counters (spin_me_ct) into out. */
+static int me_counters(struct spin_rt *rt, uint32_t idx, struct spin_me *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct spin_me_ct *v;
+
+	out->ct_success = out->ct_failure = out->bytes = 0;
+	if (ncpu <= 0)
+		return spin_seterr(SPIN_EFAIL, "cannot count CPUs");
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return spin_seterr(SPIN_EFAIL, "out of memory");
+	if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_ME_CT], &idx, v)) {
+		free(v);
+		return spin_seterr(SPIN_EFAIL, "cannot read counters of match entry %u: %s", idx,
+				   strerror(errno));
+	}
+	for (int i = 0; i < ncpu; i++) {
+		out->ct_success += v[i].success;
+		out->ct_failure += v[i].failure;
+		out->bytes += v[i].bytes;
+	}
+	free(v);
+	return 0;
+}
+
+/* Zero the entry's per-CPU counters before it is reused. */
+static int me_counters_reset(struct spin_rt *rt, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+	struct spin_me_ct *v;
+
+	if (ncpu <= 0)
+		return -1;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return -1;
+	if (bpf_map_update_elem(rt->map_fd[SPIN_M_ME_CT], &idx, v, BPF_ANY))
+		err = -1;
+	free(v);
+	return err;
+}
+
 int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
 {
 	int err;
@@ -394,7 +438,7 @@ int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
 		return err;
 	memcpy(out, &rt->me[me_index], sizeof(*out));
 	out->state = me_state(rt, me_index);
-	return 0;
+	return me_counters(rt, me_index, out);
 }
 
 int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)

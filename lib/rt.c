@@ -56,6 +56,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_EVENTS]		= "spin_events",
 	[SPIN_M_HANDLERS]	= "spin_handlers",
 	[SPIN_M_STAGES]		= "spin_stages",
+	[SPIN_M_ME_CT]		= "spin_me_ct",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -424,8 +425,11 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		spin_warn("cannot read the MAC address of '%s': %s", ifname, strerror(errno));
 	cfg.port = htons(o->port ? o->port : SPIN_DEFAULT_PORT);
 	pages = o->host_pages ? o->host_pages : SPIN_DEF_HOST_PAGES;
+	/* the map's elements are SPIN_HOST_CHUNK bytes: round up */
+	pages = (pages + SPIN_HOST_CHUNK / SPIN_PAGE - 1) / (SPIN_HOST_CHUNK / SPIN_PAGE) *
+		(SPIN_HOST_CHUNK / SPIN_PAGE);
 	cfg.host_pages = pages;
-	cfg.flags = o->generic ? SPIN_CFG_F_GENERIC : 0;
+	cfg.flags = (o->generic ? SPIN_CFG_F_GENERIC : 0) | (o->no_dedup ? SPIN_CFG_F_NO_DEDUP : 0);
 	cfg.msg_timeout_ns = o->msg_timeout_ns ? o->msg_timeout_ns : SPIN_MSG_TIMEOUT_NS;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() << 16;
@@ -459,7 +463,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		}
 	}
 	map = bpf_object__find_map_by_name(s.obj, "spin_host");
-	if (bpf_map__set_max_entries(map, pages)) {
+	if (bpf_map__set_max_entries(map, pages / (SPIN_HOST_CHUNK / SPIN_PAGE))) {
 		err = spin_seterr(SPIN_EUSAGE, "bad host window size %u pages", pages);
 		goto out;
 	}
@@ -937,7 +941,7 @@ void *spin_host_mem(struct spin_rt *rt, size_t *len)
 			spin_seterr(SPIN_EFAIL, "cannot query spin_host: %s", strerror(errno));
 			goto out;
 		}
-		l = (size_t)info.max_entries * SPIN_PAGE;
+		l = (size_t)info.max_entries * SPIN_HOST_CHUNK;
 		m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED, rt->map_fd[SPIN_M_HOST], 0);
 		if (m == MAP_FAILED) {
 			spin_seterr(spin_errno_code(errno), "cannot mmap spin_host (%zu bytes): %s", l,
@@ -961,8 +965,8 @@ static uint32_t next_msg_id(struct spin_rt *rt)
 	uint32_t id;
 
 	do
-		id = (uint32_t)__atomic_fetch_add(&rt->cfg->next_msg_id, 1, __ATOMIC_RELAXED);
-	while (!id);
+		id = (uint32_t)__atomic_fetch_add(&rt->cfg->next_msg_id, 1, __ATOMIC_RELAXED) & 0xffffff;
+	while (!id);	/* ids with a zero top byte are the host's, see wire.h */
 	return id;
 }
 

@@ -7,6 +7,15 @@
  * touches no BPF object.
  *
  * Socket semantics:
+ *  - spin_sock_open(NULL or "", ...) binds to any address; port 0 lets the
+ *    kernel pick one; SO_RCVBUF/SO_SNDBUF are 8 MiB (forced when allowed);
+ *  - spin_sock_send() accepts seg_size up to what one UDP datagram holds
+ *    (65419); the runtime itself only takes seg_size <= SPIN_MAX_SEG on a
+ *    1500-byte MTU.  order[] lists packet indices in sending order; entries
+ *    must be < the packet count and may repeat (to test duplicates);
+ *  - spin_hdr_parse() is strict: a packet must carry exactly
+ *    min(seg_size, msg_len - pkt_off) bytes at a multiple of seg_size;
+ *    receive calls skip datagrams that fail it;
  *  - the fd is always O_NONBLOCK; waits are done with poll() inside the
  *    calls below, so callers may also poll spin_sock_fd() themselves;
  *  - one struct spin_sock is not thread-safe; use one per thread;
@@ -14,9 +23,14 @@
  *    reassembly table of spin_sock_recv_msg();
  *  - spin_sock_recv_msg() keeps up to SOCK_PENDING partially received
  *    messages (any interleaving of up to that many messages is reassembled;
- *    when the table is full the least recently touched message is dropped),
+ *    when the table is full, packets of further new messages are dropped
+ *    unless the least recently touched message saw no packet for
+ *    SPIN_MSG_TIMEOUT_NS, which is then given up),
  *    ignores duplicate packets of a message and, best effort, duplicates of
- *    recently completed messages (SOCK_DONE_RING keys remembered).
+ *    recently completed messages (SOCK_DONE_RING keys remembered for
+ *    SPIN_TOMBSTONE_NS, as the runtime does; after that an id may be reused).
+ *    Packets of other messages that arrive while one is being received are
+ *    kept in that table, not dropped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +57,8 @@
 #define SOCK_BATCH	64		/* packets per sendmmsg */
 #define SOCK_PENDING	16		/* messages being reassembled */
 #define SOCK_DONE_RING	256		/* completed keys remembered (power of 2) */
+#define SOCK_DONE_MS	(SPIN_TOMBSTONE_NS / 1000000) /* ... for this long, like the runtime */
+#define SOCK_STALE_MS	(SPIN_MSG_TIMEOUT_NS / 1000000) /* incomplete message given up */
 #define SOCK_SEND_WAIT_MS 1000		/* give up when the socket stays full */
 #define UDP_MAX_PAYLOAD	65507
 #define SPIN_HOST_MAX_SEG (UDP_MAX_PAYLOAD - (int)sizeof(struct spin_hdr))
@@ -52,19 +68,23 @@ struct pend_msg {
 	int discard;		/* too large for the caller: swallow the rest */
 	uint32_t src_rank, msg_id;
 	uint32_t msg_len, seg, npkts, got;
-	uint64_t last_use;
+	uint64_t last_use;	/* ms, CLOCK_MONOTONIC */
 	uint64_t *bitmap;
 	uint8_t *data;
 	struct spin_hdr hdr;	/* first packet's header, pkt_off set to 0 */
 	struct sockaddr_in from;
 };
 
+struct done_key {
+	uint64_t key;		/* (src_rank << 32 | msg_id) + 1, 0: empty */
+	uint64_t t_ms;		/* when it was delivered */
+};
+
 struct spin_sock {
 	int fd;
 	uint16_t port;
-	uint64_t tick;
 	struct pend_msg pend[SOCK_PENDING];
-	uint64_t done[SOCK_DONE_RING];	/* (src_rank << 32 | msg_id) + 1, 0: empty */
+	struct done_key done[SOCK_DONE_RING];	/* recently delivered messages */
 	uint8_t rxbuf[UDP_MAX_PAYLOAD + 1];
 };
 
@@ -292,7 +312,7 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 			spin_hdr_build(&hdrs[i], &args, len, off);
 			iov[i][0].iov_base = &hdrs[i];
 			iov[i][0].iov_len = sizeof(hdrs[i]);
-			iov[i][1].iov_base = (uint8_t *)buf + off;
+			iov[i][1].iov_base = pay ? (uint8_t *)buf + off : NULL;
 			iov[i][1].iov_len = pay;
 			memset(&mm[i], 0, sizeof(mm[i]));
 			mm[i].msg_hdr.msg_name = (void *)dst;
@@ -423,11 +443,29 @@ static uint64_t key_of(uint32_t rank, uint32_t id)
 	return ((uint64_t)rank << 32 | id) + 1;
 }
 
-static uint64_t *done_slot(struct spin_sock *s, uint64_t key)
+static struct done_key *done_slot(struct spin_sock *s, uint64_t key)
 {
 	uint64_t x = key * 0x9e3779b97f4a7c15ull;
 
 	return &s->done[(x >> 40) & (SOCK_DONE_RING - 1)];
+}
+
+/* Remember a delivered message, so that late duplicates are ignored. */
+static void done_add(struct spin_sock *s, uint32_t rank, uint32_t id)
+{
+	struct done_key *d = done_slot(s, key_of(rank, id));
+
+	d->key = key_of(rank, id);
+	d->t_ms = now_ms();
+}
+
+/* A message delivered less than SOCK_DONE_MS ago (ids may be reused later,
+ * e.g. by a restarted sender). */
+static bool done_recent(struct spin_sock *s, uint64_t key)
+{
+	struct done_key *d = done_slot(s, key);
+
+	return d->key == key && now_ms() - d->t_ms < SOCK_DONE_MS;
 }
 
 static struct pend_msg *pend_find(struct spin_sock *s, uint32_t rank, uint32_t id)
@@ -440,6 +478,12 @@ static struct pend_msg *pend_find(struct spin_sock *s, uint32_t rank, uint32_t i
 	return NULL;
 }
 
+/*
+ * A free slot for a new message.  When the table is full, the least recently
+ * touched message is given up if it saw no packet for SOCK_STALE_MS;
+ * otherwise NULL: the new message's packet is dropped (messages in progress
+ * win over new ones, as in the runtime's message table).
+ */
 static struct pend_msg *pend_new(struct spin_sock *s)
 {
 	struct pend_msg *old = NULL;
@@ -451,7 +495,9 @@ static struct pend_msg *pend_new(struct spin_sock *s)
 		if (!old || s->pend[i].last_use < old->last_use)
 			old = &s->pend[i];
 	}
-	pend_free(old);	/* table full: drop the least recently touched message */
+	if (now_ms() - old->last_use < SOCK_STALE_MS)
+		return NULL;
+	pend_free(old);
 	return old;
 }
 
@@ -463,7 +509,7 @@ static int pend_deliver(struct spin_sock *s, struct pend_msg *p, struct spin_hdr
 
 	if (p->msg_len > cap) {
 		/* started by an earlier call with a larger buffer */
-		*done_slot(s, key_of(p->src_rank, p->msg_id)) = key_of(p->src_rank, p->msg_id);
+		done_add(s, p->src_rank, p->msg_id);
 		pend_free(p);
 		return spin_seterr(SPIN_ENOSPC,
 				    "spin_sock_recv_msg: message has %d bytes, buffer %zu; dropped",
@@ -476,7 +522,7 @@ static int pend_deliver(struct spin_sock *s, struct pend_msg *p, struct spin_hdr
 		*from = p->from;
 	if (len)
 		memcpy(buf, p->data, len);
-	*done_slot(s, key_of(p->src_rank, p->msg_id)) = key_of(p->src_rank, p->msg_id);
+	done_add(s, p->src_rank, p->msg_id);
 	pend_free(p);
 	return len;
 }
@@ -519,11 +565,15 @@ int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 		p = pend_find(s, rank, id);
 
 		if (!p) {
-			if (*done_slot(s, key) == key)
+			if (done_recent(s, key))
 				continue;	/* duplicate of a delivered message */
 			if (msg_len > cap) {
 				/* remember it so its other packets are swallowed */
 				p = pend_new(s);
+				if (!p)
+					return spin_seterr(SPIN_ENOSPC,
+							   "spin_sock_recv_msg: message %u from rank %u has %u bytes, buffer %zu; dropped",
+							   id, rank, msg_len, cap);
 				p->used = 1;
 				p->discard = 1;
 				p->src_rank = rank;
@@ -532,9 +582,9 @@ int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 				p->seg = seg;
 				p->npkts = msg_len ? (msg_len + seg - 1) / seg : 1;
 				p->got = 1;
-				p->last_use = ++s->tick;
+				p->last_use = now_ms();
 				if (p->got == p->npkts) {
-					*done_slot(s, key) = key;
+					done_add(s, rank, id);
 					pend_free(p);
 				}
 				return spin_seterr(SPIN_ENOSPC,
@@ -549,10 +599,12 @@ int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 					*from = sa;
 				if (pay)
 					memcpy(buf, s->rxbuf, pay);
-				*done_slot(s, key) = key;
+				done_add(s, rank, id);
 				return pay;
 			}
 			p = pend_new(s);
+			if (!p)
+				continue;	/* table full of live messages: drop */
 			p->npkts = (msg_len + seg - 1) / seg;
 			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
 			p->data = malloc(msg_len);
@@ -573,12 +625,12 @@ int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 		} else if (p->msg_len != msg_len || p->seg != seg) {
 			continue;	/* inconsistent with the first packet: ignore */
 		}
-		p->last_use = ++s->tick;
+		p->last_use = now_ms();
 		idx = off / seg;
 		if (p->discard) {
 			/* no bitmap: count packets, duplicates may end it early */
 			if (++p->got >= p->npkts) {
-				*done_slot(s, key) = key;
+				done_add(s, rank, id);
 				pend_free(p);
 			}
 			continue;

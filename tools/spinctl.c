@@ -444,7 +444,9 @@ static int cmd_attach(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (!strcmp(a, "generic") || !strcmp(a, "skb")) {
+		if (!strcmp(a, "no-dedup")) {
+			o.no_dedup = true;
+		} else if (!strcmp(a, "generic") || !strcmp(a, "skb")) {
 			o.generic = true;
 		} else if (!strcmp(a, "native") || !strcmp(a, "drv")) {
 			o.generic = false;
@@ -1684,7 +1686,8 @@ struct cmd {
 };
 
 static const char help_attach[] =
-	"spinctl attach IFACE [generic] [port N] [rank R] [pid P] [pages N] [timeout-ms N] [obj FILE]\n"
+	"spinctl attach IFACE [generic] [port N] [rank R] [pid P] [pages N] [timeout-ms N]\n"
+	"          [no-dedup] [obj FILE]\n"
 	"    load the runtime, pin it and attach it to IFACE (native XDP unless 'generic')\n";
 static const char help_detach[] =
 	"spinctl detach IFACE\n"

@@ -12,7 +12,9 @@
  *
  * Handlers are inlined into that entry program (`__handler` is
  * `static __always_inline`), so the verifier sees one function and a
- * handler may keep pointers to its state, the packet and its stack.
+ * handler may keep pointers to its state, the packet and its stack.  The
+ * runtime's finish step (counters, completion event, the put) is compiled
+ * in from spin/rt_common.bpf.h, so a packet costs one tail call.
  */
 #ifndef SPIN_HANDLER_H
 #define SPIN_HANDLER_H
@@ -168,7 +170,6 @@ static __always_inline int __spin_dma_to(const void *local, ptl_size_t offset, p
 					 unsigned int options)
 {
 	struct spin_ctx *c = spin_ctx_get();
-	struct bpf_dynptr d;
 	__s64 off;
 	int rc = -1;
 
@@ -177,10 +178,8 @@ static __always_inline int __spin_dma_to(const void *local, ptl_size_t offset, p
 	if (len == 0)
 		return 0;
 	off = __spin_host_off(c, offset, len, options);
-	if (off >= 0 && len <= SPIN_MAX_DMA &&
-	    !bpf_probe_read_kernel(c->bounce, len, local) &&
-	    !bpf_dynptr_from_mem(c->bounce, SPIN_MAX_DMA, 0, &d))
-		rc = spin_host_xfer(off, &d, 0, len, 1);
+	if (off >= 0 && len <= SPIN_MAX_DMA)
+		rc = spin_ptr_to_host(local, off, len, c->bounce);
 	return __spin_dma_done(c, rc, len, 1);
 }
 
@@ -197,9 +196,8 @@ static __always_inline int __spin_dma_from(void *local, ptl_size_t offset, ptl_s
 	if (len == 0)
 		return 0;
 	off = __spin_host_off(c, offset, len, options);
-	if (off >= 0 && len <= SPIN_MAX_DMA &&
-	    !bpf_dynptr_from_mem(c->bounce, SPIN_MAX_DMA, 0, &d) &&
-	    !spin_host_xfer(off, &d, 0, len, 0))
+	if (off >= 0 && len <= SPIN_MAX_DMA && !spin_host_to_bounce(off, len, c->bounce) &&
+	    !bpf_dynptr_from_mem(c->bounce, SPIN_MAX_DMA, 0, &d))
 		rc = bpf_dynptr_read(local, len, &d, 0, 0) ? -1 : 0;
 	return __spin_dma_done(c, rc, len, 0);
 }
@@ -476,9 +474,12 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *xdp)			\
 			c->fail = 1;					\
 	}								\
 out:									\
-	bpf_tail_call(xdp, &spin_stages, SPIN_STAGE_FINISH);		\
-	spin_drop_count(spin_stats_get(), SPIN_DROP_HANDLER_ERROR);	\
-	return XDP_DROP;						\
+	{								\
+		struct spin_cfg *cfg = spin_cfg_get();			\
+		if (!cfg)						\
+			return XDP_ABORTED;				\
+		return spin_do_finish(xdp, c, spin_stats_get(), cfg);	\
+	}								\
 }									\
 char _spin_license[] SEC("license") = "Dual BSD/GPL"
 

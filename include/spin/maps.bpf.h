@@ -47,6 +47,13 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_me SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SPIN_MAX_ME);
+	__type(key, __u32);
+	__type(value, struct spin_me_ct);
+} spin_me_ct SEC(".maps");
+
 /* Handler (HPU) memory: one SPIN_HPU_SIZE block per match entry. */
 struct spin_hpu_mem { __u8 b[SPIN_HPU_SIZE]; };
 struct {
@@ -57,13 +64,14 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_hpu SEC(".maps");
 
-/* Host memory window, mmap-ed by the owning processes; page granules. */
-struct spin_page { __u8 b[SPIN_PAGE]; };
+/* Host memory window, mmap-ed by the owning processes as one contiguous
+ * region of SPIN_HOST_CHUNK elements. */
+struct spin_host_chunk { __u8 b[SPIN_HOST_CHUNK]; };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SPIN_DEF_HOST_PAGES);
+	__uint(max_entries, SPIN_DEF_HOST_PAGES * SPIN_PAGE / SPIN_HOST_CHUNK);
 	__type(key, __u32);
-	__type(value, struct spin_page);
+	__type(value, struct spin_host_chunk);
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_host SEC(".maps");
 
@@ -137,6 +145,12 @@ static __always_inline void spin_drop_count(struct spin_stats *st, int reason)
 		st->drops[reason]++;
 }
 
+static __always_inline int spin_drop(struct spin_stats *st, int reason)
+{
+	spin_drop_count(st, reason);
+	return XDP_DROP;
+}
+
 /* kfuncs of the target kernel (6.4+ / 6.16+) */
 extern int bpf_dynptr_from_xdp(struct xdp_md *x, __u64 flags,
 			       struct bpf_dynptr *ptr__uninit) __ksym;
@@ -144,44 +158,122 @@ extern int bpf_dynptr_copy(struct bpf_dynptr *dst_ptr, __u32 dst_off,
 			   struct bpf_dynptr *src_ptr, __u32 src_off, __u32 size) __ksym;
 
 /*
- * Copy len bytes between the host window at byte offset `off` and the
- * dynptr `o` at `ooff` (to_host: o -> window).  len <= SPIN_MAX_DMA, so a
- * copy touches at most two pages.  Bounds are checked at run time by the
- * dynptrs; returns 0, or -1 when anything is out of range.
+ * Copies between the host window and frames, handler memory or the per-CPU
+ * bounce buffer, at most SPIN_MAX_DMA bytes each.  A copy that starts in
+ * the first SPIN_HOST_CHUNK - SPIN_MAX_DMA bytes of an element cannot cross
+ * it, and the verifier can prove that from the offset alone, so it is one
+ * direct helper call.  Only copies near an element's end go through the
+ * bounce buffer and dynptrs, whose bounds are checked at run time.
  */
-static __always_inline int spin_host_xfer(__u64 off, struct bpf_dynptr *o, __u32 ooff,
-					  __u32 len, int to_host)
+#define SPIN_HOST_FAST	(SPIN_HOST_CHUNK - SPIN_MAX_DMA)
+
+/* The element holding window byte `off`, and the offset in it. */
+static __always_inline __u8 *spin_host_at(__u64 off, __u32 *in)
 {
+	__u32 k = off / SPIN_HOST_CHUNK;
+	struct spin_host_chunk *p = bpf_map_lookup_elem(&spin_host, &k);
+
+	*in = off % SPIN_HOST_CHUNK;
+	return p ? p->b : (__u8 *)0;
+}
+
+/* Window [off, off+len) <-> bounce[0, len) through dynptrs, in up to two
+ * element-sized pieces. */
+static __always_inline int spin_host_bounce(__u64 off, __u8 *bounce, __u32 len, int to_host)
+{
+	struct bpf_dynptr bd;
 	__u32 done = 0;
 
-	if (len > SPIN_MAX_DMA)
+	if (len > SPIN_MAX_DMA || bpf_dynptr_from_mem(bounce, SPIN_MAX_DMA, 0, &bd))
 		return -1;
 #pragma unroll
 	for (int i = 0; i < 2; i++) {
 		struct bpf_dynptr hd;
-		struct spin_page *p;
-		__u32 pg, in, n;
-		long err;
+		__u32 in, n;
+		__u8 *b;
 
 		if (done >= len)
 			break;
-		pg = (off + done) / SPIN_PAGE;
-		in = (off + done) % SPIN_PAGE;
-		p = bpf_map_lookup_elem(&spin_host, &pg);
-		if (!p || bpf_dynptr_from_mem(p, SPIN_PAGE, 0, &hd))
+		b = spin_host_at(off + done, &in);
+		if (!b || bpf_dynptr_from_mem(b, SPIN_HOST_CHUNK, 0, &hd))
 			return -1;
-		n = SPIN_PAGE - in;
+		n = SPIN_HOST_CHUNK - in;
 		if (n > len - done)
 			n = len - done;
-		if (to_host)
-			err = bpf_dynptr_copy(&hd, in, o, ooff + done, n);
-		else
-			err = bpf_dynptr_copy(o, ooff + done, &hd, in, n);
-		if (err)
+		if (to_host ? bpf_dynptr_copy(&hd, in, &bd, done, n)
+			    : bpf_dynptr_copy(&bd, done, &hd, in, n))
 			return -1;
 		done += n;
 	}
 	return done == len ? 0 : -1;
+}
+
+/* Frame bytes at foff -> window. */
+static __always_inline int spin_frame_to_host(struct xdp_md *xdp, __u32 foff, __u64 off,
+					      __u32 len, __u8 *bounce)
+{
+	__u32 in;
+	__u8 *b = spin_host_at(off, &in);
+
+	if (!len)
+		return 0;
+	if (!b || len > SPIN_MAX_DMA)
+		return -1;
+	if (in <= SPIN_HOST_FAST)
+		return bpf_xdp_load_bytes(xdp, foff, b + in, len) ? -1 : 0;
+	if (bpf_xdp_load_bytes(xdp, foff, bounce, len))
+		return -1;
+	return spin_host_bounce(off, bounce, len, 1);
+}
+
+/* Window -> frame bytes at foff. */
+static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u32 foff, __u64 off,
+					      __u32 len, __u8 *bounce)
+{
+	__u32 in;
+	__u8 *b = spin_host_at(off, &in);
+
+	if (!len)
+		return 0;
+	if (!b || len > SPIN_MAX_DMA)
+		return -1;
+	if (in <= SPIN_HOST_FAST)
+		return bpf_xdp_store_bytes(xdp, foff, b + in, len) ? -1 : 0;
+	if (spin_host_bounce(off, bounce, len, 0))
+		return -1;
+	return bpf_xdp_store_bytes(xdp, foff, bounce, len) ? -1 : 0;
+}
+
+/* Any kernel pointer (packet, map value, stack) -> window. */
+static __always_inline int spin_ptr_to_host(const void *src, __u64 off, __u32 len, __u8 *bounce)
+{
+	__u32 in;
+	__u8 *b = spin_host_at(off, &in);
+
+	if (!len)
+		return 0;
+	if (!b || len > SPIN_MAX_DMA)
+		return -1;
+	if (in <= SPIN_HOST_FAST)
+		return bpf_probe_read_kernel(b + in, len, src) ? -1 : 0;
+	if (bpf_probe_read_kernel(bounce, len, src))
+		return -1;
+	return spin_host_bounce(off, bounce, len, 1);
+}
+
+/* Window -> bounce[0, len). */
+static __always_inline int spin_host_to_bounce(__u64 off, __u32 len, __u8 *bounce)
+{
+	__u32 in;
+	__u8 *b = spin_host_at(off, &in);
+
+	if (!len)
+		return 0;
+	if (!b || len > SPIN_MAX_DMA)
+		return -1;
+	if (in <= SPIN_HOST_FAST)
+		return bpf_probe_read_kernel(bounce, len, b + in) ? -1 : 0;
+	return spin_host_bounce(off, bounce, len, 0);
 }
 
 #endif /* SPIN_MAPS_BPF_H */

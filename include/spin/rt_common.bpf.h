@@ -10,6 +10,10 @@
 
 #include <spin/maps.bpf.h>
 
+#ifndef ETH_P_IP
+#define ETH_P_IP	0x0800
+#endif
+
 /* Header handler verdicts (same values as handler.h's enum). */
 #define SPIN_RC_SUCCESS		0
 #define SPIN_RC_PROCEED		1
@@ -70,7 +74,6 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 {
 	struct spin_stats *st = spin_stats_get();
 	__u32 len = c->pay_len, pkt_off = c->pkt_off, n = 0;
-	struct bpf_dynptr pd;
 
 	if (pkt_off < c->mlength) {
 		n = c->mlength - pkt_off;
@@ -80,8 +83,7 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 	c->dropped += len - n;
 	if (!n)
 		return;
-	if (bpf_dynptr_from_xdp(xdp, 0, &pd) ||
-	    spin_host_xfer(c->start + pkt_off, &pd, SPIN_PAY_OFF, n, 1)) {
+	if (spin_frame_to_host(xdp, SPIN_PAY_OFF, c->start + pkt_off, n, c->bounce)) {
 		spin_drop_count(st, SPIN_DROP_HOST_OOB);
 		c->dropped += n;
 		c->fail = 1;
@@ -115,6 +117,239 @@ static __always_inline void spin_account(struct spin_ctx *c, struct spin_msg *m)
 		if (m->status == SPIN_MSG_DROP)
 			c->msg_dropped = 1;
 	}
+}
+
+/* ------------------------------------------------------- finish -- */
+
+static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __u32 fail,
+					    const struct spin_ctx *c, const struct spin_me *me)
+{
+	e->kind = kind;
+	e->fail = fail;
+	e->pt_index = c->pt;
+	e->me = c->me;
+	e->match_bits = 0;
+	e->rlength = c->msg_len;
+	e->mlength = c->mlength;
+	e->remote_off = 0;
+	e->start = c->start;
+	e->hdr_data = 0;
+	e->user_ptr = me ? me->user_ptr : 0;
+	e->src_rank = c->key.src_rank;
+	e->src_pid = 0;
+	e->msg_id = c->key.msg_id;
+	e->owner_pid = me ? me->owner_pid : 0;
+	e->dropped_bytes = c->dropped;
+	e->flow_control = 0;
+	e->timestamp_ns = bpf_ktime_get_ns();
+	__builtin_memset(&e->put, 0, sizeof(e->put));
+}
+
+/* Post an event; the header fields come from the frame's sPIN header. */
+static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st, __u32 kind,
+				      __u32 fail, const struct spin_ctx *c,
+				      const struct spin_me *me, const struct spin_put_req *put)
+{
+	void *data = (void *)(long)xdp->data, *end = (void *)(long)xdp->data_end;
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_event *e;
+
+	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	if (!e) {
+		spin_drop_count(st, SPIN_DROP_HOST_QUEUE_FULL);
+		return;
+	}
+	spin_fill_event(e, kind, fail, c, me);
+	if ((void *)(sh + 1) <= end) {
+		e->match_bits = bpf_be64_to_cpu(sh->match_bits);
+		e->remote_off = bpf_be64_to_cpu(sh->remote_off);
+		e->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+		e->src_pid = bpf_ntohl(sh->src_pid);
+	}
+	if (put)
+		e->put = *put;
+	bpf_ringbuf_submit(e, 0);
+	if (st)
+		st->events++;
+}
+
+/*
+ * IPv4 checksum of the rewritten header, from the new field values and the
+ * unchanged words of the old header (read before any store to it: reading
+ * the header back after the rewrite stalls on store forwarding).
+ */
+static __always_inline __u16 spin_ip_csum(const struct iphdr *ip, __be16 tot_len,
+					  __u32 saddr, __u32 daddr)
+{
+	__u32 sum = *(const __u16 *)ip + tot_len + ip->id + ip->frag_off +
+		    bpf_htons((64 << 8) | IPPROTO_UDP) +
+		    (saddr & 0xffff) + (saddr >> 16) + (daddr & 0xffff) + (daddr >> 16);
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum;
+}
+
+/*
+ * Turn this frame into the message a handler put: resize it, fill the
+ * payload, rewrite Ethernet/IPv4/UDP/sPIN for the target peer and send it
+ * with XDP_TX (same interface) or redirect.  A put from host longer than one
+ * packet is handed to the host instead.
+ */
+static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
+				       struct spin_cfg *cfg, struct spin_stats *st,
+				       struct spin_put_req *r)
+{
+	void *data, *end;
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	struct udphdr *udp;
+	struct spin_hdr *sh;
+	struct spin_peer *peer;
+	__u32 len = r->len, rank = r->target_rank, src = r->src, id;
+	__u64 src_off = r->src_off;
+	__be16 tot_len;
+	__u16 csum;
+	int delta;
+
+	if (r->kind == SPIN_PUT_HOST && len > SPIN_MAX_SEG) {
+		spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
+		if (st)
+			st->tx_host_queued++;
+		return XDP_DROP;
+	}
+	if (len > SPIN_MAX_SEG)
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	peer = bpf_map_lookup_elem(&spin_peers, &rank);
+	if (!peer || !peer->valid)
+		return spin_drop(st, SPIN_DROP_NO_PEER);
+
+	/* payload that is elsewhere in this frame moves through scratch */
+	if (len && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
+		if (bpf_xdp_load_bytes(xdp, src_off, c->scratch, len))
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+		src = SPIN_SRC_SCRATCH;
+	}
+	data = (void *)(long)xdp->data;
+	end = (void *)(long)xdp->data_end;
+	delta = (int)(SPIN_PAY_OFF + len) - (int)(end - data);
+	if (delta && bpf_xdp_adjust_tail(xdp, delta))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	if (src == SPIN_SRC_SCRATCH && len &&
+	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, SPIN_PAY_OFF, src_off, len, c->bounce))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+
+	data = (void *)(long)xdp->data;
+	end = (void *)(long)xdp->data_end;
+	eth = data;
+	ip = (void *)(eth + 1);
+	udp = (void *)(ip + 1);
+	sh = (void *)(udp + 1);
+	if ((void *)(sh + 1) > end)
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+
+	tot_len = bpf_htons(20 + 8 + sizeof(*sh) + len);
+	csum = spin_ip_csum(ip, tot_len, cfg->my_ip, peer->ip);
+	__builtin_memcpy(eth->h_dest, peer->mac, 6);
+	__builtin_memcpy(eth->h_source, cfg->my_mac, 6);
+	ip->saddr = cfg->my_ip;
+	ip->daddr = peer->ip;
+	ip->tot_len = tot_len;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->check = csum;
+	udp->source = cfg->port;
+	udp->dest = peer->port;
+	udp->len = bpf_htons(8 + sizeof(*sh) + len);
+	udp->check = 0;
+
+	/* per-CPU id space: no shared cache line on the fast path */
+	id = ((bpf_get_smp_processor_id() + 1) << 24) | (c->seq++ & 0xffffff);
+	sh->version = SPIN_VERSION;
+	sh->op = SPIN_OP_PUT;
+	sh->flags = bpf_htons(r->kind == SPIN_PUT_DEVICE ? SPIN_F_FROM_DEVICE : SPIN_F_FROM_HOST);
+	sh->seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
+	sh->src_rank = bpf_htonl(cfg->my_rank);
+	sh->src_pid = bpf_htonl(cfg->my_pid);
+	sh->dst_rank = bpf_htonl(rank);
+	sh->msg_id = bpf_htonl(id);
+	sh->match_bits = bpf_cpu_to_be64(r->match_bits);
+	sh->msg_len = bpf_htonl(len);
+	sh->pkt_off = 0;
+	sh->remote_off = bpf_cpu_to_be64(r->remote_off);
+	sh->hdr_data = bpf_cpu_to_be64(r->hdr_data);
+	sh->user_hdr[0] = 0;
+	sh->user_hdr[1] = 0;
+	sh->user_hdr[2] = 0;
+	sh->user_hdr[3] = 0;
+
+	if (st) {
+		if (r->kind == SPIN_PUT_DEVICE)
+			st->tx_device++;
+		else
+			st->tx_host_inline++;
+	}
+	if (!peer->ifindex || peer->ifindex == xdp->ingress_ifindex)
+		return XDP_TX;
+	return bpf_redirect(peer->ifindex, 0);
+}
+
+/*
+ * Everything after the handlers: counters, the completion event, use-once
+ * unlink, the message's tombstone, and the put.  Shared by spin_finish and
+ * by spin_rx for entries without handlers.
+ */
+static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,
+					  struct spin_stats *st, struct spin_cfg *cfg)
+{
+	struct spin_me *me;
+	__u32 k = c->me;
+	int verdict = XDP_DROP;
+
+	if (c->drop_reason) {
+		spin_drop_count(st, c->drop_reason - 1);
+		return XDP_DROP;
+	}
+	if (c->pay_rc == SPIN_RC_DROP || c->pay_rc == SPIN_RC_DROP + SPIN_RC_PENDING)
+		spin_drop_count(st, SPIN_DROP_HANDLER_DROP);
+	if ((c->phases & SPIN_PH_HEADER) && c->msg_dropped)
+		spin_drop_count(st, SPIN_DROP_MSG_DROPPED);
+	me = bpf_map_lookup_elem(&spin_me, &k);
+	if (c->done && me) {
+		struct spin_me_ct *ct = bpf_map_lookup_elem(&spin_me_ct, &k);
+
+		if (ct) {
+			if (c->fail || c->msg_dropped)
+				ct->failure++;
+			else
+				ct->success++;
+			ct->bytes += c->mlength;
+		}
+		if (!c->msg_dropped) {
+			if (st)
+				st->msgs_completed++;
+			if (!(me->options & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) ||
+			    c->fail)
+				spin_post(xdp, st, SPIN_EV_PUT, c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK,
+					  c, me, NULL);
+		}
+		if ((me->options & SPIN_ME_USE_ONCE) &&
+		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
+			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
+	}
+	if (c->done && c->multi) {
+		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+
+		if (m) {
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
+			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
+		}
+	}
+	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped)
+		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
+	return verdict;
 }
 
 #endif /* SPIN_RT_COMMON_BPF_H */

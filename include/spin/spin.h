@@ -48,6 +48,9 @@ struct spin_rt;
 struct spin_attach_opts {
 	const char *ifname;
 	bool generic;		/* XDP generic (skb) mode instead of native */
+	bool no_dedup;		/* skip the per-source window of recent message
+				 * ids: a duplicated single-packet message is
+				 * then delivered twice (lossless fabrics) */
 	uint16_t port;		/* UDP port, 0: SPIN_DEFAULT_PORT */
 	uint32_t rank;		/* this node's rank */
 	uint32_t pid;		/* this node's Portals pid */

@@ -79,7 +79,8 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
 #define SPIN_BITMAP_WORDS	64	/* packets per message: 64*64 = 4096 */
 #define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
-#define SPIN_PAGE		4096	/* host window granule */
+#define SPIN_PAGE		4096	/* host window allocation unit */
+#define SPIN_HOST_CHUNK		16384	/* spin_host map element (4 pages) */
 #define SPIN_DEF_HOST_PAGES	4096	/* default host window: 16 MiB */
 #define SPIN_MAX_DMA		SPIN_PAGE /* bytes per DMA call */
 #define SPIN_MAX_PUTS		1	/* device puts per handler invocation */
@@ -157,6 +158,10 @@ struct spin_stats {
 	__u64	drops[SPIN_DROP_MAX];
 };
 
+/* spin_cfg.flags */
+#define SPIN_CFG_F_GENERIC	0x1	/* attached in XDP generic (skb) mode */
+#define SPIN_CFG_F_NO_DEDUP	0x2	/* no duplicate window for whole messages */
+
 /* Configuration of a runtime instance (spin_cfg, one element, mmap-able). */
 struct spin_cfg {
 	__u32	ifindex;
@@ -165,10 +170,11 @@ struct spin_cfg {
 	__u32	my_ip;		/* network order */
 	__u8	my_mac[6];
 	__be16	port;		/* UDP port, network order */
-	__u32	host_pages;	/* size of spin_host in pages */
+	__u32	host_pages;	/* size of spin_host in pages (multiple of 4) */
 	__u32	flags;
 	__u64	msg_timeout_ns;
-	__u64	next_msg_id;	/* fetch-add by runtime and hosts alike */
+	__u64	next_msg_id;	/* hosts: fetch-add, ids are its low 24 bits;
+				 * the device uses (cpu + 1) << 24 | seq */
 	__u64	gen;		/* bumped by the host on every table change */
 };
 
@@ -217,9 +223,17 @@ struct spin_me {
 	__u64	user_ptr;
 	__u32	owner_pid;	/* OS pid of the owning process (events) */
 	__u32	hpu_len;	/* bytes of handler memory in use */
-	/* counters, updated atomically by the runtime */
+	/* counters: kept per CPU in spin_me_ct by the runtime (no atomics
+	 * on the fast path); spin_me_get() fills these with the sums */
 	__u64	ct_success;
 	__u64	ct_failure;
+	__u64	bytes;
+};
+
+/* Per-CPU counters of a match entry (spin_me_ct, same index as spin_me). */
+struct spin_me_ct {
+	__u64	success;
+	__u64	failure;
 	__u64	bytes;
 };
 
@@ -309,7 +323,7 @@ struct spin_ctx {
 	__u32	fail;		/* a handler failed (ptl_ni_fail_t) */
 	__u32	drop_reason;	/* 1 + enum spin_drop, or 0 */
 	__u32	msg_dropped;	/* header handler dropped the message */
-	__u32	pad;
+	__u32	seq;		/* per-CPU sequence of device message ids */
 	__u64	data_addr;	/* address of the frame (for put from device) */
 	__u64	addr_tmp;
 	struct spin_put_req put[SPIN_MAX_PUTS];
