@@ -68,7 +68,7 @@ struct spin_match_q {
 
 /* One match entry slot: remember it if it matches and comes earlier in
  * Portals order (priority list before overflow list, then append order). */
-static int spin_match_cb(__u32 i, struct spin_match_q *q)
+static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q)
 {
 	__u32 idx = q->pt * SPIN_MAX_ME_PER_PT + i;
 	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &idx);
@@ -96,6 +96,11 @@ static int spin_match_cb(__u32 i, struct spin_match_q *q)
 	return 0;
 }
 
+static int spin_match_cb(__u32 i, struct spin_match_q *q)
+{
+	return spin_match_one(i, q);
+}
+
 /*
  * Portals matching on one portal table entry.  A use-once entry is claimed
  * with compare-and-swap; if another CPU claimed it first, search again.
@@ -114,7 +119,15 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 		q->best = ~0u;
 		q->best_list = 2;
 		q->best_seq = ~0ull;
-		bpf_loop(n, spin_match_cb, q, 0);
+		if (n <= 4) {
+			/* the common case, without a callback per entry */
+#pragma unroll
+			for (__u32 i = 0; i < 4; i++)
+				if (i < n)
+					spin_match_one(i, q);
+		} else {
+			bpf_loop(n, spin_match_cb, q, 0);
+		}
 		best = q->best;
 		if (best == ~0u)
 			return -1;
