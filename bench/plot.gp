@@ -55,7 +55,8 @@ if (have(prc)) {
 	set style data histograms
 	set style histogram clustered gap 1
 	set boxwidth 0.7
-	set yrange [0:*]
+	pmax = system("awk -F, 'NR > 1 && $6 > m { m = $6 } END { print m }' ".prc) + 0
+	set yrange [0:pmax * 1.15]
 	set xtics nomirror
 	unset key
 	plot '< tail -n +2 '.prc using 6:xtic(1) lc rgb '#4472c4', \
