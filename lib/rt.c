@@ -1195,9 +1195,18 @@ int spin_peer_add(struct spin_rt *rt, const struct spin_peer_spec *ps)
 		if (!ifindex)
 			return spin_seterr(SPIN_ENODEV, "interface '%s' not found", ps->ifname);
 		peer.ifindex = ifindex;
+		/* frames to this peer leave from ps->ifname: its addresses */
+		peer.src_ip = if_ipv4(ps->ifname);
+		if (!peer.src_ip)
+			return spin_seterr(SPIN_EUSAGE, "interface '%s' has no IPv4 address", ps->ifname);
+		if (if_mac(ps->ifname, peer.src_mac))
+			return spin_seterr(SPIN_EFAIL, "cannot read the MAC address of '%s': %s",
+					   ps->ifname, strerror(errno));
 	} else {
 		ifindex = rt->cfg->ifindex;
 		peer.ifindex = 0;
+		peer.src_ip = rt->cfg->my_ip;
+		memcpy(peer.src_mac, rt->cfg->my_mac, 6);
 	}
 	if (memcmp(ps->mac, zero, 6)) {
 		memcpy(peer.mac, ps->mac, 6);
@@ -1206,8 +1215,8 @@ int spin_peer_add(struct spin_rt *rt, const struct spin_peer_spec *ps)
 	} else {
 		err = neigh_resolve(ifindex, ps->ip.s_addr, peer.mac);
 		if (err == -ENOENT)
-			return spin_seterr(SPIN_ENOENT, "no MAC for %s: give mac=... or ping it first",
-					   ipbuf);
+			return spin_seterr(SPIN_ENOENT, "no MAC for %s (it did not answer ARP): check "
+					   "the address and link, or give 'mac M'", ipbuf);
 		if (err)
 			return spin_seterr(SPIN_EFAIL, "no MAC for %s (neighbour table: %s): give mac=...",
 					   ipbuf, strerror(-err));

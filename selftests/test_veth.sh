@@ -207,6 +207,28 @@ t_other_traffic_passes() {
 	! S "$SPINCTL" -j stats veth0 | grep -q '"passed":0,' || fail "no frames passed"
 }
 
+t_put_redirect() {
+	# the pong goes to a peer behind another interface: bpf_redirect
+	local cl2=$TAG-cl2
+	if ! ip netns list | grep -q "^$cl2"; then
+		spin_ns_pair "$cl2" veth0 10.77.2.1 "$SRV" veth1 10.77.2.2
+		spin_ns_xdp_pass "$cl2" veth0
+	fi
+	attach_srv
+	S "$SPINCTL" peer add veth0 5 10.77.2.1 dev veth1
+	start_pp_server stream
+	nsx "$cl2" "$SPINCTL" recv count 3 timeout-ms 5000 >"$LOG/recv" 2>&1 &
+	local rpid=$!
+	sleep 0.3
+	# one 3000-byte ping from "rank 5": three pong messages, sent to rank 5
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 3000 rank 5 >/dev/null
+	wait $rpid || { cat "$LOG/recv"; fail "rank 5 did not receive 3 pongs"; }
+	cat "$LOG/recv"
+	[ "$(grep -c "^message from 10.77.2.2" "$LOG/recv")" -eq 3 ] || fail "want 3 messages from the server"
+	grep -q "bits 0xa" "$LOG/recv" || fail "pong match bits"
+	S "$SPINCTL" -j stats veth0 | grep -q '"tx_device":3' || fail "tx_device != 3"
+}
+
 # ------------------------------------------------------------------- main --
 
 if [ "$(id -u)" != 0 ]; then
@@ -231,6 +253,7 @@ run_test counters t_counters
 run_test completion_once_duplicates t_completion_once_duplicates
 run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
+run_test put_redirect t_put_redirect
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -1486,6 +1486,92 @@ static int cmd_events(int argc, char **argv)
 
 /* --------------------------------------------------------------- send -- */
 
+/* One received sPIN message, as a line (and a hexdump) or a JSON object. */
+static void print_msg(const char *what, const struct sockaddr_in *from, const struct spin_hdr *h,
+		      const uint8_t *buf, int n)
+{
+	char ipb[INET_ADDRSTRLEN];
+	size_t shown = verbose ? (size_t)n : (size_t)(n < 64 ? n : 64);
+
+	if (json) {
+		jobj(NULL);
+		jstr("from", ipstr(from->sin_addr.s_addr, ipb));
+		ju64("port", ntohs(from->sin_port));
+		ju64("len", n);
+		ju64("op", h->op);
+		ju64("flags", ntohs(h->flags));
+		ju64("pt", ntohs(h->pt_index));
+		ju64("src_rank", ntohl(h->src_rank));
+		ju64("src_pid", ntohl(h->src_pid));
+		ju64("msg_id", ntohl(h->msg_id));
+		ju64("match_bits", be64toh(h->match_bits));
+		ju64("remote_off", be64toh(h->remote_off));
+		ju64("hdr_data", be64toh(h->hdr_data));
+		jhex("data", buf, shown);
+		jobj_end();
+	} else {
+		printf("%s from %s:%u: %d bytes, pt %u bits %#llx rank %u msg %u hdr %#llx\n", what,
+		       ipstr(from->sin_addr.s_addr, ipb), ntohs(from->sin_port), n, ntohs(h->pt_index),
+		       (unsigned long long)be64toh(h->match_bits), ntohl(h->src_rank), ntohl(h->msg_id),
+		       (unsigned long long)be64toh(h->hdr_data));
+		hexdump(buf, shown, "  ");
+	}
+}
+
+/* spinctl recv [on IP] [port N] [count N] [timeout-ms N]: messages sent to
+ * this host (by handlers or hosts) that no runtime consumed. */
+static int cmd_recv(int argc, char **argv)
+{
+	const char *bind_ip = NULL;
+	uint16_t port = SPIN_DEFAULT_PORT;
+	uint64_t count = 1, timeout = 0;
+	struct sockaddr_in from;
+	struct spin_sock *s;
+	struct spin_hdr h;
+	uint8_t *buf;
+	int err = 0, n;
+
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i];
+
+		if (!strcmp(o, "on")) {
+			bind_ip = OPTARG(o);
+		} else if (!strcmp(o, "port")) {
+			if ((err = parse_u16("port", OPTARG(o), &port)))
+				return err;
+		} else if (!strcmp(o, "count")) {
+			if ((err = parse_u64("count", OPTARG(o), &count)))
+				return err;
+		} else if (!strcmp(o, "timeout-ms")) {
+			if ((err = parse_u64("timeout-ms", OPTARG(o), &timeout)))
+				return err;
+		} else {
+			return usage_err("unknown recv option '%s' (see 'spinctl recv help')", o);
+		}
+	}
+	buf = malloc(SPIN_MAX_MSG);
+	if (!buf)
+		return fail(-SPIN_EFAIL);
+	err = spin_sock_open(bind_ip, port, &s);
+	if (err < 0) {
+		free(buf);
+		return fail(err);
+	}
+	for (uint64_t k = 0; !count || k < count; k++) {
+		n = spin_sock_recv_msg(s, &h, buf, SPIN_MAX_MSG, &from,
+				       timeout ? (timeout > INT32_MAX ? INT32_MAX : (int)timeout) : -1);
+		if (n < 0) {
+			err = fail(n);
+			break;
+		}
+		print_msg("message", &from, &h, buf, n);
+		fflush(stdout);
+	}
+	spin_sock_close(s);
+	free(buf);
+	return err;
+}
+
 static int cmd_send(int argc, char **argv)
 {
 	struct spin_msg_args a = { .op = SPIN_OP_PUT };
@@ -1646,29 +1732,7 @@ static int cmd_send(int argc, char **argv)
 		err = fail(n);
 		goto out;
 	}
-	if (json) {
-		jobj(NULL);
-		jstr("from", ipstr(from.sin_addr.s_addr, ipb));
-		ju64("port", ntohs(from.sin_port));
-		ju64("len", n);
-		ju64("op", h.op);
-		ju64("flags", ntohs(h.flags));
-		ju64("pt", ntohs(h.pt_index));
-		ju64("src_rank", ntohl(h.src_rank));
-		ju64("src_pid", ntohl(h.src_pid));
-		ju64("msg_id", ntohl(h.msg_id));
-		ju64("match_bits", be64toh(h.match_bits));
-		ju64("remote_off", be64toh(h.remote_off));
-		ju64("hdr_data", be64toh(h.hdr_data));
-		jhex("data", rbuf, verbose ? (size_t)n : (size_t)(n < 64 ? n : 64));
-		jobj_end();
-	} else {
-		printf("reply from %s:%u: %d bytes, pt %u bits %#llx rank %u msg %u hdr %#llx\n",
-		       ipstr(from.sin_addr.s_addr, ipb), ntohs(from.sin_port), n, ntohs(h.pt_index),
-		       (unsigned long long)be64toh(h.match_bits), ntohl(h.src_rank), ntohl(h.msg_id),
-		       (unsigned long long)be64toh(h.hdr_data));
-		hexdump(rbuf, verbose ? (size_t)n : (size_t)(n < 64 ? n : 64), "  ");
-	}
+	print_msg("reply", &from, &h, rbuf, n);
 	err = 0;
 out:
 	if (s)
@@ -1727,6 +1791,9 @@ static const char help_send[] =
 	"          [hdr-data X] [remote-off N] [user-hdr A,B,C,D] [ack] [reply-timeout-ms N]\n"
 	"    send one sPIN message from a UDP socket; with reply-timeout-ms wait for\n"
 	"    one reply message (on port N unless sport is given) and print it\n";
+static const char help_recv[] =
+	"spinctl recv [on IP] [port N] [count N (0: forever)] [timeout-ms N]\n"
+	"    receive sPIN messages on a UDP socket (for hosts without a runtime) and print them\n";
 
 static void usage(FILE *f)
 {
@@ -1738,11 +1805,11 @@ static void usage(FILE *f)
 		"           -V/--version | -h/--help\n"
 		"Objects and verbs may be abbreviated; an exact name wins, then the first match in\n"
 		"this order (st = status, h l = handler list, me a = me append).\n\n"
-		"%s%s%s%s%s%s%s%s%s%s\n"
+		"%s%s%s%s%s%s%s%s%s%s%s\n"
 		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object).\n"
 		"Exit code: 0, 2 usage, or the SPIN_E* error (see docs/spinctl.md).\n",
 		help_attach, help_detach, help_status, help_stats, help_handler, help_pt, help_me,
-		help_peer, help_events, help_send);
+		help_peer, help_events, help_send, help_recv);
 }
 
 static const struct cmd handler_cmds[] = {
@@ -1805,6 +1872,7 @@ SIMPLE(status, help_status)
 SIMPLE(stats, help_stats)
 SIMPLE(events, help_events)
 SIMPLE(send, help_send)
+SIMPLE(recv, help_recv)
 
 static int do_help(int argc, char **argv)
 {
@@ -1831,7 +1899,8 @@ static int do_version(int argc, char **argv)
 static const struct cmd objects[] = {
 	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
 	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
-	{ "peer", do_peer }, { "events", do_events }, { "send", do_send }, { "help", do_help },
+	{ "peer", do_peer }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
+	{ "help", do_help },
 	{ "version", do_version }, {}
 };
 

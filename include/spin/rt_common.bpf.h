@@ -251,10 +251,10 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 
 	tot_len = bpf_htons(20 + 8 + sizeof(*sh) + len);
-	csum = spin_ip_csum(ip, tot_len, cfg->my_ip, peer->ip);
+	csum = spin_ip_csum(ip, tot_len, peer->src_ip, peer->ip);
 	__builtin_memcpy(eth->h_dest, peer->mac, 6);
-	__builtin_memcpy(eth->h_source, cfg->my_mac, 6);
-	ip->saddr = cfg->my_ip;
+	__builtin_memcpy(eth->h_source, peer->src_mac, 6);
+	ip->saddr = peer->src_ip;
 	ip->daddr = peer->ip;
 	ip->tot_len = tot_len;
 	ip->ttl = 64;

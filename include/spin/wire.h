@@ -245,6 +245,9 @@ struct spin_peer {
 	__be16	port;		/* network order */
 	__u8	mac[6];
 	__u32	pid;
+	__u32	src_ip;		/* our address on the egress interface */
+	__u8	src_mac[6];	/* ... and our MAC there */
+	__u16	pad;
 };
 
 /* Per-message state of multi-packet messages (spin_msgs, hash). */
