@@ -16,6 +16,7 @@ PP=$TOP/samples/pingpong/pingpong_host
 TAG=spint$$
 CLI=$TAG-cli
 SRV=$TAG-srv
+CL2=$TAG-cl2
 FILTER=${2:-}
 [ "${1:-}" = "-t" ] || FILTER=
 PASS=0 FAIL=0 SKIP=0
@@ -209,11 +210,7 @@ t_other_traffic_passes() {
 
 t_put_redirect() {
 	# the pong goes to a peer behind another interface: bpf_redirect
-	local cl2=$TAG-cl2
-	if ! ip netns list | grep -q "^$cl2"; then
-		spin_ns_pair "$cl2" veth0 10.77.2.1 "$SRV" veth1 10.77.2.2
-		spin_ns_xdp_pass "$cl2" veth0
-	fi
+	local cl2=$CL2
 	attach_srv
 	S "$SPINCTL" peer add veth0 5 10.77.2.1 dev veth1
 	start_pp_server stream
@@ -243,6 +240,13 @@ if ! spin_ns_pair "$CLI" veth0 10.77.1.1 "$SRV" veth0 10.77.1.2; then
 	exit 1
 fi
 spin_ns_xdp_pass "$CLI" veth0
+# a second client behind the server's second interface (put_redirect)
+if ! spin_ns_pair "$CL2" veth0 10.77.2.1 "$SRV" veth1 10.77.2.2; then
+	echo "FAIL veth/setup"
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+spin_ns_xdp_pass "$CL2" veth0
 
 run_test attach_detach t_attach_detach
 run_test attach_generic t_attach_generic
