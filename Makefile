@@ -111,6 +111,7 @@ install: all
 	install -m 644 bpf/spin_rt.bpf.o $(DESTDIR)$(PREFIX)/lib/spin/
 	install -m 644 $(LIBSPIN) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/spin/*.h $(DESTDIR)$(PREFIX)/include/spin/
+	install -m 644 vmlinux/$(ARCH)/vmlinux.h $(DESTDIR)$(PREFIX)/include/spin/vmlinux.h
 
 clean:
 	$(Q)rm -f lib/*.o $(LIBSPIN) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
