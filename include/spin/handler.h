@@ -408,77 +408,77 @@ static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spi
  * this packet finished the message) and tail-calls the finish stage.
  */
 #define SPIN_HANDLERS(hh, ph, ch)					\
-SEC("xdp") int spin_handler_entry(struct xdp_md *xdp)			\
+SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 {									\
-	void *data = (void *)(long)xdp->data;				\
-	void *data_end = (void *)(long)xdp->data_end;			\
-	struct spin_ctx *c = spin_ctx_get();				\
-	const struct spin_hdr *sh;					\
-	struct spin_msg *m = NULL;					\
-	void *state;							\
-	__u32 k;							\
+	void *__spin_data = (void *)(long)__spin_xdp->data;		\
+	void *__spin_data_end = (void *)(long)__spin_xdp->data_end;	\
+	struct spin_ctx *__spin_c = spin_ctx_get();			\
+	const struct spin_hdr *__spin_sh;				\
+	struct spin_msg *__spin_m = NULL;				\
+	void *__spin_state;						\
+	__u32 __spin_k;							\
 									\
-	if (!c)								\
+	if (!__spin_c)							\
 		return XDP_ABORTED;					\
-	sh = data + SPIN_HDR_OFF;					\
-	if ((void *)(sh + 1) > data_end) {				\
-		c->drop_reason = 1 + SPIN_DROP_MALFORMED;		\
-		goto out;						\
+	__spin_sh = __spin_data + SPIN_HDR_OFF;				\
+	if ((void *)(__spin_sh + 1) > __spin_data_end) {		\
+		__spin_c->drop_reason = 1 + SPIN_DROP_MALFORMED;	\
+		goto __spin_out;					\
 	}								\
-	c->data_addr = __spin_addr(c, data);				\
-	k = c->me;							\
-	state = bpf_map_lookup_elem(&spin_hpu, &k);			\
-	if (!state) {							\
-		c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;		\
-		goto out;						\
+	__spin_c->data_addr = __spin_addr(__spin_c, __spin_data);	\
+	__spin_k = __spin_c->me;					\
+	__spin_state = bpf_map_lookup_elem(&spin_hpu, &__spin_k);	\
+	if (!__spin_state) {						\
+		__spin_c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;	\
+		goto __spin_out;					\
 	}								\
-	if (c->multi) {							\
-		m = bpf_map_lookup_elem(&spin_msgs, &c->key);		\
-		if (!m) {						\
-			c->drop_reason = 1 + SPIN_DROP_MSG_TIMEOUT;	\
-			goto out;					\
+	if (__spin_c->multi) {						\
+		__spin_m = bpf_map_lookup_elem(&spin_msgs, &__spin_c->key); \
+		if (!__spin_m) {					\
+			__spin_c->drop_reason = 1 + SPIN_DROP_MSG_TIMEOUT; \
+			goto __spin_out;				\
 		}							\
 	}								\
-	if (c->phases & SPIN_PH_HEADER) {				\
-		ptl_header_t h;						\
-		__spin_fill_header(&h, sh, spin_cfg_get());		\
+	if (__spin_c->phases & SPIN_PH_HEADER) {			\
+		ptl_header_t __spin_hdr;				\
+		__spin_fill_header(&__spin_hdr, __spin_sh, spin_cfg_get()); \
 		spin_hcount(SPIN_H_HEADER);				\
-		c->hdr_rc = __SPIN_HH(hh)(h, state);			\
-		spin_after_header(c, m);				\
+		__spin_c->hdr_rc = __SPIN_HH(hh)(__spin_hdr, __spin_state); \
+		spin_after_header(__spin_c, __spin_m);			\
 	}								\
-	if ((c->phases & SPIN_PH_PAYLOAD) && __SPIN_HAS(ph)) {		\
-		ptl_payload_t p;					\
-		__u8 *base = data + SPIN_PAY_OFF;			\
-		__u32 len = c->pay_len;					\
-		if (len > SPIN_MAX_SEG || base + len > (__u8 *)data_end) { \
-			c->drop_reason = 1 + SPIN_DROP_MALFORMED;	\
-			goto out;					\
+	if ((__spin_c->phases & SPIN_PH_PAYLOAD) && __SPIN_HAS(ph)) {	\
+		ptl_payload_t __spin_pay;				\
+		__u8 *__spin_base = __spin_data + SPIN_PAY_OFF;		\
+		__u32 __spin_len = __spin_c->pay_len;			\
+		if (__spin_len > SPIN_MAX_SEG || __spin_base + __spin_len > (__u8 *)__spin_data_end) { \
+			__spin_c->drop_reason = 1 + SPIN_DROP_MALFORMED; \
+			goto __spin_out;				\
 		}							\
-		p.base = base;						\
-		p.length = len;						\
-		p.offset = c->pkt_off;					\
-		p.end = data_end;					\
+		__spin_pay.base = __spin_base;				\
+		__spin_pay.length = __spin_len;				\
+		__spin_pay.offset = __spin_c->pkt_off;			\
+		__spin_pay.end = __spin_data_end;			\
 		spin_hcount(SPIN_H_PAYLOAD);				\
-		c->pay_rc = __SPIN_PH(ph)(p, state);			\
-		if (c->pay_rc == DROP || c->pay_rc == DROP_PENDING)	\
-			c->dropped += len;				\
-		else if (c->pay_rc == FAIL)				\
-			c->fail = 1;					\
-	} else if (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD)) {	\
-		spin_deposit(xdp, c);					\
+		__spin_c->pay_rc = __SPIN_PH(ph)(__spin_pay, __spin_state); \
+		if (__spin_c->pay_rc == DROP || __spin_c->pay_rc == DROP_PENDING) \
+			__spin_c->dropped += __spin_len;		\
+		else if (__spin_c->pay_rc == FAIL)			\
+			__spin_c->fail = 1;				\
+	} else if (__spin_c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD)) { \
+		spin_deposit(__spin_xdp, __spin_c);			\
 	}								\
-	spin_account(c, m);						\
-	if (c->done && !c->msg_dropped) {				\
+	spin_account(__spin_c, __spin_m);				\
+	if (__spin_c->done && !__spin_c->msg_dropped) {			\
 		spin_hcount(SPIN_H_COMPLETION);				\
-		if (__SPIN_CH(ch)(c->dropped, false, state) == FAIL)	\
-			c->fail = 1;					\
+		if (__SPIN_CH(ch)(__spin_c->dropped, false, __spin_state) == FAIL) \
+			__spin_c->fail = 1;				\
 	}								\
-out:									\
+__spin_out:								\
 	{								\
-		struct spin_cfg *cfg = spin_cfg_get();			\
-		if (!cfg)						\
+		struct spin_cfg *__spin_cfg = spin_cfg_get();		\
+		if (!__spin_cfg)					\
 			return XDP_ABORTED;				\
-		return spin_do_finish(xdp, c, spin_stats_get(), cfg);	\
+		return spin_do_finish(__spin_xdp, __spin_c, spin_stats_get(), __spin_cfg); \
 	}								\
 }									\
 char _spin_license[] SEC("license") = "Dual BSD/GPL"
