@@ -1105,6 +1105,11 @@ static void verifier_rejection(void)
 	char path[1024];
 	int rc;
 
+	/* handlers with names the entry macro could capture load fine */
+	snprintf(path, sizeof(path), "%s/selftests/progs/names_handler.bpf.o", objdir);
+	ASSERT_OK(spin_handler_load(rt, path, "names"), "handlers named h, p, c");
+	ASSERT_OK(spin_handler_unload(rt, "names"), "unload");
+
 	snprintf(path, sizeof(path), "%s/selftests/progs/bad_handler.bpf.o", objdir);
 	rc = spin_handler_load(rt, path, "bad");
 	ASSERT_EQ(rc, -SPIN_EVERIFIER, "rejected by the verifier");
