@@ -5,10 +5,9 @@
  *   spin_rx      entry, attached to the interface: parse, validate, find or
  *                create the message state, match (Portals order), then
  *                tail-call the match entry's handler program (or deposit
- *                directly when the entry has no handlers);
- *   spin_finish  stage reached by tail call from handler programs: carry
- *                out the put the handlers asked for, post the completion
- *                event, update counters.
+ *                directly when the entry has no handlers).  Handler
+ *                programs end with the finish step of rt_common.bpf.h:
+ *                carry out the put, post the completion event, count.
  *
  * Concurrency (packets of one message on several CPUs):
  *   - the CPU whose insert of the message state succeeds matches the message
@@ -501,16 +500,4 @@ existing:
 	if (!me)
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
 	return spin_dispatch(xdp, c, me, st);
-}
-
-SEC("xdp")
-int spin_finish(struct xdp_md *xdp)
-{
-	struct spin_ctx *c = spin_ctx_get();
-	struct spin_stats *st = spin_stats_get();
-	struct spin_cfg *cfg = spin_cfg_get();
-
-	if (!c || !cfg)
-		return XDP_ABORTED;
-	return spin_do_finish(xdp, c, st, cfg);
 }

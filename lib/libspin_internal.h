@@ -16,7 +16,6 @@
 #define SPIN_BPFFS_DEFAULT	"/sys/fs/bpf"
 #define SPIN_HANDLER_DIR	"handlers"	/* below the pin dir */
 #define SPIN_PIN_PROG_RX	"prog_rx"
-#define SPIN_PIN_PROG_FINISH	"prog_finish"
 #define SPIN_HANDLER_PROG	"spin_handler_entry"
 #define SPIN_LOG_BUF_SIZE	(1u << 20)
 
@@ -38,7 +37,6 @@ enum spin_map_id {
 	SPIN_M_MSGS,
 	SPIN_M_EVENTS,
 	SPIN_M_HANDLERS,
-	SPIN_M_STAGES,
 	SPIN_M_ME_CT,
 	SPIN_M_MAX,
 };
@@ -51,7 +49,6 @@ struct spin_rt {
 	char pin_dir[256];
 	int map_fd[SPIN_M_MAX];
 	int prog_rx_fd;
-	int prog_finish_fd;
 	int dir_fd;			/* pin dir, flock()ed for table changes */
 	pthread_mutex_t mu;		/* threads sharing this handle */
 

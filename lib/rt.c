@@ -7,7 +7,7 @@
  *   <bpffs>/spin/<ifname>/            init network namespace
  *   <bpffs>/spin/ns<inode>/<ifname>/  any other network namespace
  *       <map name>                    every map of the runtime object
- *       prog_rx, prog_finish          the runtime's programs
+ *       prog_rx                       the runtime's entry program
  *       handlers/<name>               loaded handler programs
  */
 #include <dirent.h>
@@ -55,7 +55,6 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_MSGS]		= "spin_msgs",
 	[SPIN_M_EVENTS]		= "spin_events",
 	[SPIN_M_HANDLERS]	= "spin_handlers",
-	[SPIN_M_STAGES]		= "spin_stages",
 	[SPIN_M_ME_CT]		= "spin_me_ct",
 };
 
@@ -353,7 +352,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct attach_state s = { .ifindex = 0 };
-	struct bpf_program *prx, *pfin;
+	struct bpf_program *prx;
 	struct bpf_map *map;
 	struct spin_cfg cfg = {};
 	char obj_path[PATH_MAX], p[PATH_MAX + 64];
@@ -449,10 +448,8 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		goto out;
 	}
 	prx = bpf_object__find_program_by_name(s.obj, "spin_rx");
-	pfin = bpf_object__find_program_by_name(s.obj, "spin_finish");
-	if (!prx || !pfin) {
-		err = spin_seterr(SPIN_EFAIL, "runtime object %s has no program '%s'", obj_path,
-				  prx ? "spin_finish" : "spin_rx");
+	if (!prx) {
+		err = spin_seterr(SPIN_EFAIL, "runtime object %s has no program 'spin_rx'", obj_path);
 		goto out;
 	}
 	for (int i = 0; i < SPIN_M_MAX; i++) {
@@ -523,20 +520,6 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_PIN_PROG_RX);
 	if (bpf_program__pin(prx, p)) {
 		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
-		goto out;
-	}
-	snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_PIN_PROG_FINISH);
-	if (bpf_program__pin(pfin, p)) {
-		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
-		goto out;
-	}
-
-	k = SPIN_STAGE_FINISH;
-	fd = bpf_program__fd(pfin);
-	if (bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_stages")),
-				&k, &fd, 0)) {
-		err = spin_seterr(SPIN_EFAIL, "cannot insert spin_finish into spin_stages: %s",
-				  strerror(errno));
 		goto out;
 	}
 	k = 0;
@@ -628,7 +611,7 @@ int spin_open(const char *ifname, struct spin_rt **out)
 		return spin_seterr(SPIN_EFAIL, "out of memory");
 	for (int i = 0; i < SPIN_M_MAX; i++)
 		rt->map_fd[i] = -1;
-	rt->prog_rx_fd = rt->prog_finish_fd = rt->dir_fd = -1;
+	rt->prog_rx_fd = rt->dir_fd = -1;
 	pthread_mutex_init(&rt->mu, NULL);
 	snprintf(rt->ifname, sizeof(rt->ifname), "%s", ifname);
 	err = spin_pin_dir(ifname, rt->pin_dir, sizeof(rt->pin_dir));
@@ -660,9 +643,7 @@ int spin_open(const char *ifname, struct spin_rt **out)
 	}
 	snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, SPIN_PIN_PROG_RX);
 	rt->prog_rx_fd = bpf_obj_get(p);
-	snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, SPIN_PIN_PROG_FINISH);
-	rt->prog_finish_fd = bpf_obj_get(p);
-	if (rt->prog_rx_fd < 0 || rt->prog_finish_fd < 0) {
+	if (rt->prog_rx_fd < 0) {
 		err = spin_seterr(SPIN_ENOENT,
 				  "incomplete spin pins in %s (programs): run 'spinctl detach %s' and attach again",
 				  rt->pin_dir, ifname);
@@ -710,8 +691,6 @@ void spin_close(struct spin_rt *rt)
 			close(rt->map_fd[i]);
 	if (rt->prog_rx_fd >= 0)
 		close(rt->prog_rx_fd);
-	if (rt->prog_finish_fd >= 0)
-		close(rt->prog_finish_fd);
 	if (rt->dir_fd >= 0)
 		close(rt->dir_fd);
 	pthread_mutex_destroy(&rt->mu);

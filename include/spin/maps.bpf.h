@@ -111,13 +111,6 @@ struct {
 	__type(value, __u32);
 } spin_handlers SEC(".maps");
 
-/* Runtime stages reached by tail call (enum spin_stage). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, SPIN_STAGE_MAX);
-	__type(key, __u32);
-	__type(value, __u32);
-} spin_stages SEC(".maps");
 
 #define SPIN_COUNT(st, field) do { if (st) (st)->field++; } while (0)
 

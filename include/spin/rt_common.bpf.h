@@ -298,7 +298,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 
 /*
  * Everything after the handlers: counters, the completion event, use-once
- * unlink, the message's tombstone, and the put.  Shared by spin_finish and
+ * unlink, the message's tombstone, and the put.  Shared by handler programs and
  * by spin_rx for entries without handlers.
  */
 static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,

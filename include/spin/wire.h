@@ -93,12 +93,6 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 
 /* ------------------------------------------------------ runtime ABI -- */
 
-/* Tail-call stages of the runtime (index into spin_stages). */
-enum spin_stage {
-	SPIN_STAGE_FINISH = 0,	/* carry out handler requests, account, post */
-	SPIN_STAGE_MAX,
-};
-
 /* Handler slots counted in statistics. */
 enum spin_hslot {
 	SPIN_H_HEADER = 0,
