@@ -1100,6 +1100,96 @@ static void message_timeout(void)
 	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "late packet of an expired message");
 }
 
+/*
+ * Bad input, at random: 30000 frames derived from valid single- and
+ * multi-packet messages with random bytes of the headers overwritten,
+ * random lengths and truncation.  Every frame must get a sane verdict, no
+ * byte of host memory outside the entries' windows may change, and every
+ * sPIN packet must be accounted for exactly once.
+ */
+static void fuzz_frames(void)
+{
+	static uint8_t msg[6000], guard[65536];
+	struct spin_me_spec s1 = spec(0, 0, 8192), s2 = spec(1, 0, 8192), s3 = spec(2, 0, 8192);
+	struct test_state init = { .mode = T_DMA | T_DMA_FROM | T_CAS };
+	struct spin_me me1, me2, me3;
+	struct spin_stats st;
+	uint64_t verdicts[8] = { 0 }, drops_total = 0;
+	unsigned int seed = 12345;
+	int i1, i2, i3, n = 30000;
+
+	reset();
+	fill(msg, sizeof(msg), 12);
+	s1.ignore_bits = ~0ull;
+	s2.ignore_bits = ~0ull;
+	s3.ignore_bits = ~0ull;
+	s3.handler = "test";	/* handlers that DMA at packet offsets */
+	s3.hpu_init = &init;
+	s3.hpu_init_len = sizeof(init);
+	spin_pt_alloc(rt, 2);
+	i1 = me_add(&s1);
+	i2 = me_add(&s2);
+	i3 = me_add(&s3);
+	if (i1 < 0 || i2 < 0 || i3 < 0)
+		return;
+	spin_me_get(rt, i1, &me1);
+	spin_me_get(rt, i2, &me2);
+	spin_me_get(rt, i3, &me3);
+	/* everything after the three windows is guard */
+	{
+		uint64_t g = me1.host_off;
+
+		if (me2.host_off > g)
+			g = me2.host_off;
+		if (me3.host_off > g)
+			g = me3.host_off;
+		g += 8192;
+
+		if (!ASSERT_TRUE(g + sizeof(guard) <= host_len, "room for a guard region"))
+			return;
+		memset(host + g, 0x5a, sizeof(guard));
+		memcpy(guard, host + g, sizeof(guard));
+		for (int k = 0; k < n; k++) {
+			struct spin_msg_args a = margs(rand_r(&seed) % 4, 1 + rand_r(&seed) % 5000,
+						       rand_r(&seed));
+			uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % 1384;
+			uint32_t off, pl;
+			struct fr f;
+			int r, nb;
+
+			a.pt_index = rand_r(&seed) % 3;
+			a.remote_off = rand_r(&seed) % 3 ? 0 : rand_r(&seed) % 10000;
+			a.seg_size = seg;
+			off = len ? (rand_r(&seed) % ((len + seg - 1) / seg)) * seg : 0;
+			pl = len - off < seg ? len - off : seg;
+			mkpkt(&f, &a, len, off, pl, msg);
+			/* overwrite 1..4 random bytes of the headers */
+			nb = 1 + rand_r(&seed) % 4;
+			for (int b = 0; b < nb && rand_r(&seed) % 4; b++)
+				f.b[rand_r(&seed) % SPIN_PAY_OFF] = rand_r(&seed);
+			if (rand_r(&seed) % 8 == 0)
+				f.len = 14 + rand_r(&seed) % (f.len - 13);
+			r = run(&f, NULL);
+			if (r < 0 || r > 4) {
+				T_MSG("frame %d: verdict %d", k, r);
+				t_failed_now = 1;
+				break;
+			}
+			verdicts[r]++;
+		}
+		ASSERT_MEM(host + g, guard, sizeof(guard), "host memory outside the windows untouched");
+	}
+	st = stats();
+	for (int r = 0; r < SPIN_DROP_MAX; r++)
+		drops_total += st.drops[r];
+	ASSERT_EQ(verdicts[XDP_ABORTED], 0, "no XDP_ABORTED");
+	ASSERT_EQ(verdicts[XDP_PASS] + verdicts[XDP_DROP] + verdicts[XDP_TX], n, "every frame has a verdict");
+	/* every sPIN packet is either dropped under a reason or consumed */
+	ASSERT_TRUE(st.rx_packets <= verdicts[XDP_DROP] + verdicts[XDP_TX], "sPIN packets consumed or dropped");
+	ASSERT_TRUE(drops_total > 0 && st.msgs > 0, "both bad and good frames seen");
+	ASSERT_TRUE(st.handler_calls[SPIN_H_PAYLOAD] > 0, "handlers ran on fuzzed messages");
+}
+
 static void verifier_rejection(void)
 {
 	char path[1024];
@@ -1163,6 +1253,7 @@ int main(int argc, char **argv)
 	RUN_TEST(puts_unknown_peer_and_overflow);
 	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
+	RUN_TEST(fuzz_frames);
 	RUN_TEST(verifier_rejection);
 	return t_summary();
 }
