@@ -148,28 +148,35 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 	return -1;
 }
 
-/* Timer of a message state: expire an incomplete message, or remove the
- * tombstone of a completed one. */
-static int spin_msg_expire(void *map, struct spin_msg_key *key, struct spin_msg *m)
+/*
+ * The message-table sweeper.  One timer for the whole table (per-message
+ * timers need an allocation per message, which fails under bursts): every
+ * period it expires incomplete messages past their deadline, counting them
+ * and posting a MSG_TIMEOUT event, and removes tombstones of completed ones.
+ */
+struct spin_gc_ctx {
+	__u64 now;
+	struct spin_stats *st;
+};
+
+static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct spin_msg *m,
+			struct spin_gc_ctx *g)
 {
-	struct spin_stats *st = spin_stats_get();
-	__u32 status = m->status;
+	__u32 status = m->status, k = m->me;
+	struct spin_me_ct *ct;
+	struct spin_event *e;
+	struct spin_me *me;
 
+	if (g->now < m->deadline)
+		return 0;
 	if (status == SPIN_MSG_NEW || status == SPIN_MSG_RUNNING) {
-		struct spin_me *me;
-		struct spin_event *e;
-		__u32 k = m->me;
-
-		spin_drop_count(st, SPIN_DROP_MSG_TIMEOUT);
-		struct spin_me_ct *ct = bpf_map_lookup_elem(&spin_me_ct, &k);
-
+		spin_drop_count(g->st, SPIN_DROP_MSG_TIMEOUT);
+		ct = bpf_map_lookup_elem(&spin_me_ct, &k);
 		if (ct)
 			ct->failure++;
 		me = bpf_map_lookup_elem(&spin_me, &k);
-		if (me) {
-			if (me->options & SPIN_ME_USE_ONCE)
-				__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
-		}
+		if (me && (me->options & SPIN_ME_USE_ONCE))
+			__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
 		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 		if (e) {
 			__builtin_memset(e, 0, sizeof(*e));
@@ -183,17 +190,55 @@ static int spin_msg_expire(void *map, struct spin_msg_key *key, struct spin_msg 
 			e->src_rank = key->src_rank;
 			e->msg_id = key->msg_id;
 			e->dropped_bytes = m->msg_len - m->bytes_seen;
-			e->timestamp_ns = bpf_ktime_get_ns();
+			e->timestamp_ns = g->now;
 			if (me) {
 				e->match_bits = me->match_bits;
 				e->user_ptr = me->user_ptr;
 				e->owner_pid = me->owner_pid;
 			}
 			bpf_ringbuf_submit(e, 0);
+		} else {
+			spin_drop_count(g->st, SPIN_DROP_HOST_QUEUE_FULL);
 		}
 	}
 	bpf_map_delete_elem(map, key);
 	return 0;
+}
+
+static __u64 spin_gc_period(void)
+{
+	struct spin_cfg *cfg = spin_cfg_get();
+	__u64 p = cfg && cfg->msg_timeout_ns ? cfg->msg_timeout_ns / 4 : SPIN_MSG_TIMEOUT_NS / 4;
+
+	if (p < SPIN_GC_MIN_NS)
+		p = SPIN_GC_MIN_NS;
+	if (p > SPIN_GC_MAX_NS)
+		p = SPIN_GC_MAX_NS;
+	return p;
+}
+
+static int spin_gc_run(void *map, __u32 *key, struct spin_gc *gc)
+{
+	struct spin_gc_ctx g = { .now = bpf_ktime_get_ns(), .st = spin_stats_get() };
+
+	bpf_for_each_map_elem(&spin_msgs, spin_gc_msg, &g, 0);
+	gc->runs++;
+	bpf_timer_start(&gc->timer, spin_gc_period(), 0);
+	return 0;
+}
+
+/* Start the sweeper once; a failed start is retried by a later message. */
+static __always_inline void spin_gc_arm(void)
+{
+	__u32 zero = 0;
+	struct spin_gc *gc = bpf_map_lookup_elem(&spin_gc, &zero);
+
+	if (!gc || gc->armed || __sync_val_compare_and_swap(&gc->armed, 0, 1))
+		return;
+	bpf_timer_init(&gc->timer, &spin_gc, CLOCK_MONOTONIC);
+	if (bpf_timer_set_callback(&gc->timer, spin_gc_run) ||
+	    bpf_timer_start(&gc->timer, spin_gc_period(), 0))
+		gc->armed = 0;
 }
 
 struct spin_wait {
@@ -423,6 +468,7 @@ int spin_rx(struct xdp_md *xdp)
 		t->bytes_seen = 0;
 		t->dropped = 0;
 		t->start = 0;
+		t->deadline = ~0ull;	/* set below, once the insert won */
 		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
 		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 		if (!m)
@@ -431,16 +477,15 @@ int spin_rx(struct xdp_md *xdp)
 			goto existing;	/* another CPU created it first */
 
 		/* first packet of the message on this node */
-		bpf_timer_init(&m->timer, &spin_msgs, CLOCK_MONOTONIC);
-		bpf_timer_set_callback(&m->timer, spin_msg_expire);
+		spin_gc_arm();
 		if (spin_dedup_seen(cfg, rank, msg_id)) {
 			/* the message completed and its state expired: keep a
 			 * tombstone for the rest of its packets */
+			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
 			return spin_drop(st, SPIN_DROP_DUPLICATE);
 		}
-		bpf_timer_start(&m->timer, cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS, 0);
+		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
 		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
 		mi = spin_match(pt, &q, c);
 		if (mi < 0) {
@@ -489,8 +534,8 @@ existing:
 		c->phases = 0;
 		spin_account(c, m);
 		if (c->done) {
+			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
 		}
 		return spin_drop(st, (m->flags & SPIN_MSGF_NOMATCH) ? SPIN_DROP_NO_MATCH
 								    : SPIN_DROP_MSG_DROPPED);

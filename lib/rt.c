@@ -56,6 +56,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_EVENTS]		= "spin_events",
 	[SPIN_M_HANDLERS]	= "spin_handlers",
 	[SPIN_M_ME_CT]		= "spin_me_ct",
+	[SPIN_M_GC]		= "spin_gc",
 };
 
 /* ------------------------------------------------------------ checks -- */

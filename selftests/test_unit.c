@@ -1150,8 +1150,8 @@ static void fuzz_frames(void)
 		memset(host + g, 0x5a, sizeof(guard));
 		memcpy(guard, host + g, sizeof(guard));
 		for (int k = 0; k < n; k++) {
-			struct spin_msg_args a = margs(rand_r(&seed) % 4, 1 + rand_r(&seed) % 5000,
-						       rand_r(&seed));
+			struct spin_msg_args a = margs(rand_r(&seed) % 4,
+						       0x40000000 + rand_r(&seed) % 5000, rand_r(&seed));
 			uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % 1384;
 			uint32_t off, pl;
 			struct fr f;
@@ -1188,6 +1188,144 @@ static void fuzz_frames(void)
 	ASSERT_TRUE(st.rx_packets <= verdicts[XDP_DROP] + verdicts[XDP_TX], "sPIN packets consumed or dropped");
 	ASSERT_TRUE(drops_total > 0 && st.msgs > 0, "both bad and good frames seen");
 	ASSERT_TRUE(st.handler_calls[SPIN_H_PAYLOAD] > 0, "handlers ran on fuzzed messages");
+}
+
+/* Messages in the runtime's message table. */
+static int msg_table_entries(void)
+{
+	struct spin_msg_key k, nk, *kp = NULL;
+	char path[1024];
+	int cnt = 0, fd;
+
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/spin_msgs");
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -1;
+	while (!bpf_map_get_next_key(fd, kp, &nk)) {
+		cnt++;
+		k = nk;
+		kp = &k;
+	}
+	close(fd);
+	return cnt;
+}
+
+/* The drop reasons the other tests do not reach. */
+static void rare_drop_reasons(void)
+{
+	struct spin_me_spec s = spec(0, 0x60, 8192), sh = spec(0, 0x61, 8192);
+	struct test_state init = { .mode = T_PUT_BIG };
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS];
+	struct spin_msg_args a = margs(0, 0, 0x60);
+	static uint8_t msg[4000];
+	char path[1024];
+	struct fr f;
+	int nh, slot = -1, hfd, pfd, msgs_fd;
+
+	/* start with an empty message table (earlier tests leave stalled
+	 * messages; they expire within 100 ms plus one sweep) */
+	for (int w = 0; w < 50 && msg_table_entries() > 0; w++)
+		usleep(20 * 1000);
+	ASSERT_EQ(msg_table_entries(), 0, "message table drained by the sweeper");
+	reset();
+	if (me_add(&s) < 0)
+		return;
+	sh.handler = "test";
+	sh.hpu_init = &init;
+	sh.hpu_init_len = sizeof(init);
+	if (me_add(&sh) < 0)
+		return;
+
+	/* truncated: counted, not dropped */
+	a.msg_id = next_id++;
+	a.remote_off = 8000;
+	mkpkt(&f, &a, 500, 0, 500, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_TRUNCATED), 1, "truncated");
+	a.remote_off = 0;
+
+	/* put_failed: a device put longer than one packet */
+	a.match_bits = 0x61;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_PUT_FAILED), 1, "put_failed");
+
+	/* handler_error: the entry's handler slot is empty */
+	nh = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS);
+	for (int i = 0; i < nh; i++)
+		if (!strcmp(hi[i].name, "test"))
+			slot = hi[i].slot;
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/spin_handlers");
+	hfd = bpf_obj_get(path);
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/handlers/test");
+	pfd = bpf_obj_get(path);
+	if (ASSERT_TRUE(slot >= 0 && hfd >= 0 && pfd >= 0, "handler slot and pins")) {
+		__u32 k = slot;
+
+		bpf_map_delete_elem(hfd, &k);
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 64, 0, 64, msg);
+		run(&f, NULL);
+		ASSERT_EQ(drops(SPIN_DROP_HANDLER_ERROR), 1, "handler_error");
+		bpf_map_update_elem(hfd, &k, &pfd, 0);
+	}
+	if (hfd >= 0)
+		close(hfd);
+	if (pfd >= 0)
+		close(pfd);
+
+	/* hdr_wait: a message whose header handler never finishes */
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/spin_msgs");
+	msgs_fd = bpf_obj_get(path);
+	if (ASSERT_TRUE(msgs_fd >= 0, "spin_msgs pin")) {
+		struct spin_msg_key key = { .src_rank = 0, .msg_id = next_id++ };
+		static struct spin_msg m;
+
+		memset(&m, 0, sizeof(m));
+		m.status = SPIN_MSG_NEW;
+		m.msg_len = 2768;
+		m.deadline = ~0ull;
+		bpf_map_update_elem(msgs_fd, &key, &m, BPF_NOEXIST);
+		a.match_bits = 0x60;
+		a.msg_id = key.msg_id;
+		a.seg_size = 1384;
+		mkpkt(&f, &a, 2768, 1384, 1384, msg);
+		run(&f, NULL);
+		ASSERT_EQ(drops(SPIN_DROP_HDR_WAIT), 1, "hdr_wait");
+		bpf_map_delete_elem(msgs_fd, &key);
+		close(msgs_fd);
+	}
+
+	/* host_queue_full: nobody reads the events */
+	a.match_bits = 0x60;
+	for (int i = 0; i < 9000 && !drops(SPIN_DROP_HOST_QUEUE_FULL); i++) {
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 8, 0, 8, msg);
+		run(&f, NULL);
+	}
+	ASSERT_TRUE(drops(SPIN_DROP_HOST_QUEUE_FULL) > 0, "host_queue_full");
+	events();
+
+	/* msg_table_full: more multi-packet messages in flight than slots */
+	a.seg_size = 1384;
+	for (int i = 0; i <= SPIN_MAX_MSGS && !drops(SPIN_DROP_MSG_TABLE_FULL); i++) {
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 2768, 0, 1384, msg);
+		run(&f, NULL);
+	}
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
+	ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "table full");
+	/* the sweeper expires all of them (100 ms timeout, 25 ms period) */
+	for (int w = 0; w < 50 && msg_table_entries() > 0; w++)
+		usleep(20 * 1000);
+	ASSERT_EQ(msg_table_entries(), 0, "stalled messages expired");
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), SPIN_MAX_MSGS, "each counted as msg_timeout");
+	events();
 }
 
 static void verifier_rejection(void)
@@ -1254,6 +1392,7 @@ int main(int argc, char **argv)
 	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
 	RUN_TEST(fuzz_frames);
+	RUN_TEST(rare_drop_reasons);
 	RUN_TEST(verifier_rejection);
 	return t_summary();
 }

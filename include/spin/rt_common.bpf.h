@@ -80,7 +80,11 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 		if (n > len)
 			n = len;
 	}
-	c->dropped += len - n;
+	if (len > n) {
+		/* bytes beyond the entry's window (Portals truncation) */
+		c->dropped += len - n;
+		spin_drop_count(st, SPIN_DROP_TRUNCATED);
+	}
 	if (!n)
 		return;
 	if (spin_frame_to_host(xdp, SPIN_PAY_OFF, c->start + pkt_off, n, c->bounce)) {
@@ -343,8 +347,8 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 
 		if (m) {
+			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-			bpf_timer_start(&m->timer, SPIN_TOMBSTONE_NS, 0);
 		}
 	}
 	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped)

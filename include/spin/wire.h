@@ -87,6 +87,8 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
 #define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* completed message */
 #define SPIN_HDR_WAIT_LOOPS	(1 << 16) /* spins waiting for a header handler */
+#define SPIN_GC_MIN_NS		(10ull * 1000 * 1000)	/* sweep period bounds */
+#define SPIN_GC_MAX_NS		(250ull * 1000 * 1000)
 
 #define SPIN_RANK_ANY		0xffffffffu
 #define SPIN_PID_ANY		0xffffffffu
@@ -125,7 +127,7 @@ enum spin_hslot {
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
 	X(HOST_QUEUE_FULL, "host_queue_full", "event or put-from-host queue full") \
-	X(TRUNCATED,	"truncated",	"bytes beyond the match entry's window")
+	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -269,8 +271,16 @@ struct spin_msg {
 	__u32	dropped;	/* dropped bytes (atomic) */
 	__u32	pad;
 	__u64	start;		/* deposit offset: me.host_off + remote_off */
+	__u64	deadline;	/* ns (CLOCK_MONOTONIC): expiry, or end of tombstone */
 	__u64	bitmap[SPIN_BITMAP_WORDS];	/* packets seen */
+};
+
+/* The message-table sweeper (spin_gc, one element). */
+struct spin_gc {
 	struct bpf_timer timer;
+	__u32	armed;		/* 1 once a program has started the timer */
+	__u32	pad;
+	__u64	runs;		/* sweeps done */
 };
 
 /* Per-CPU invocation context (spin_ctx, one element). */

@@ -90,6 +90,8 @@ __handler int t_payload(const ptl_payload_t p, void *state)
 		/* put 16 bytes of handler memory (not the packet) to rank 0 */
 		PtlHandlerPutFromDevice(&s->put_src, 16, 0, PTL_NO_ACK_REQ, 0, 0x77, 0, NULL, 5);
 	}
+	if (s->mode & T_PUT_BIG)
+		PtlHandlerPutFromDevice(s, 2000, 0, PTL_NO_ACK_REQ, 0, 1, 0, NULL, 0);
 	if (s->mode & T_PUT_UNKNOWN)
 		PtlHandlerPutFromDevice(p.base, p.length, 0, PTL_NO_ACK_REQ, 200, 1, 0, NULL, 0);
 	if (s->mode & T_PUT_TWICE) {

@@ -16,6 +16,7 @@
 #define T_PAY_DROP_ODD	0x400
 #define T_DMA_HHOST	0x800
 #define T_TRACK		0x1000	/* per-message order tracking */
+#define T_PUT_BIG	0x2000	/* a device put longer than a packet */
 
 struct test_state {
 	__u64 mode;
