@@ -277,6 +277,23 @@ __noinline int spin_default(struct xdp_md *xdp)
 			return XDP_DROP;
 		}
 	}
+	if (c->phases & SPIN_PH_XSK) {
+		/* the owning process takes the packet: the runtime only keeps
+		 * the message state (duplicates, expiry) */
+		long act;
+
+		spin_account(c, m);
+		if (c->done && m) {
+			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
+		}
+		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+		if (act != XDP_REDIRECT)
+			return spin_drop(st, SPIN_DROP_NO_XSK);
+		if (st)
+			st->to_xsk++;
+		return act;
+	}
 	if (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD))
 		spin_deposit(xdp, c);
 	spin_account(c, m);
@@ -316,6 +333,10 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 {
 	__u32 h = me->handler;
 
+	if (me->options & SPIN_ME_XSK) {
+		c->phases = SPIN_PH_XSK;
+		return spin_default(xdp);
+	}
 	if (h && !c->msg_dropped) {
 		spin_tail_call_handler(xdp, h - 1);
 		/* no program in the slot: the message fails */

@@ -262,6 +262,8 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 				   s->hpu_init_len, SPIN_HPU_SIZE);
 	if (s->hpu_init_len && !s->hpu_init)
 		return spin_seterr(SPIN_EUSAGE, "handler memory initializer missing");
+	if ((s->options & SPIN_ME_XSK) && s->handler)
+		return spin_seterr(SPIN_EUSAGE, "an entry delivered to an AF_XDP socket cannot have handlers");
 	opts = s->options;
 	if (!(opts & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET)))
 		opts |= SPIN_ME_OP_PUT;

@@ -57,6 +57,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_HANDLERS]	= "spin_handlers",
 	[SPIN_M_ME_CT]		= "spin_me_ct",
 	[SPIN_M_GC]		= "spin_gc",
+	[SPIN_M_XSKS]		= "spin_xsks",
 };
 
 /* ------------------------------------------------------------ checks -- */

@@ -1311,6 +1311,24 @@ static void rare_drop_reasons(void)
 	ASSERT_TRUE(drops(SPIN_DROP_HOST_QUEUE_FULL) > 0, "host_queue_full");
 	events();
 
+	/* no_xsk: an entry for an AF_XDP socket that is not there */
+	{
+		struct spin_me_spec sx = spec(0, 0x62, 0);
+
+		sx.options |= SPIN_ME_XSK;
+		if (me_add(&sx) >= 0) {
+			a.match_bits = 0x62;
+			a.msg_id = next_id++;
+			a.seg_size = 0;
+			mkpkt(&f, &a, 64, 0, 64, msg);
+			ASSERT_EQ(run(&f, NULL), XDP_DROP, "dropped without a socket");
+			ASSERT_EQ(drops(SPIN_DROP_NO_XSK), 1, "no_xsk");
+			sx.handler = "test";
+			ASSERT_EQ(spin_me_append(rt, &sx), -SPIN_EUSAGE, "XSK entries take no handlers");
+			a.match_bits = 0x60;
+		}
+	}
+
 	/* msg_table_full: more multi-packet messages in flight than slots */
 	a.seg_size = 1384;
 	for (int i = 0; i <= SPIN_MAX_MSGS && !drops(SPIN_DROP_MSG_TABLE_FULL); i++) {

@@ -110,6 +110,14 @@ struct {
 	__uint(max_entries, 1 << 20);
 } spin_events SEC(".maps");
 
+/* AF_XDP sockets of processes, by receive queue (SPIN_ME_XSK entries). */
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} spin_xsks SEC(".maps");
+
 /* Handler entry programs, index = spin_me.handler - 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);

@@ -127,6 +127,7 @@ enum spin_hslot {
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
 	X(HOST_QUEUE_FULL, "host_queue_full", "event or put-from-host queue full") \
+	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)")
 
 enum spin_drop {
@@ -149,6 +150,7 @@ struct spin_stats {
 	__u64	tx_device;	/* puts from device sent (XDP_TX/redirect) */
 	__u64	tx_host_inline;	/* puts from host sent from the NIC */
 	__u64	tx_host_queued;	/* puts from host handed to the host */
+	__u64	to_xsk;		/* packets redirected to AF_XDP sockets */
 	__u64	events;		/* completion events posted */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
@@ -201,6 +203,10 @@ enum spin_me_list {
 #define SPIN_ME_NO_TRUNCATE	(1u << 7)
 #define SPIN_ME_EVENT_COMM_DISABLE (1u << 10)
 #define SPIN_ME_EVENT_SUCCESS_DISABLE (1u << 12)
+/* spin's own: the entry's packets go to the AF_XDP socket bound on the
+ * receiving queue (spin_xsks) instead of being deposited; the owning
+ * process reassembles them.  No handlers. */
+#define SPIN_ME_XSK		(1u << 31)
 
 struct spin_me {
 	__u32	state;		/* enum spin_me_state; claimed with CAS */
@@ -341,6 +347,7 @@ struct spin_ctx {
 #define SPIN_PH_PAYLOAD		0x2
 #define SPIN_PH_COMPLETION	0x4
 #define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */
+#define SPIN_PH_XSK		0x10	/* hand the packet to an AF_XDP socket */
 
 /* Events posted to the host (spin_events ring buffer). */
 enum spin_event_kind {
