@@ -49,7 +49,10 @@ run_test() {
 	fi
 	# every test leaves the server interface as it found it
 	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
-	pkill -f "pingpong_host server" 2>/dev/null || true
+	if [ -s "$LOG/server.pid" ]; then
+		kill "$(cat "$LOG/server.pid")" 2>/dev/null || true
+		rm -f "$LOG/server.pid"
+	fi
 }
 
 fail() { echo "$*"; return 1; }
@@ -77,6 +80,7 @@ attach_srv() {
 start_pp_server() {
 	local mode=$1
 	nsenter --net="/var/run/netns/$SRV" -- "$PP" server veth0 "$mode" client 0 10.77.1.1 seconds 60 >"$LOG/server" 2>&1 &
+	echo $! >"$LOG/server.pid"
 	for _ in $(seq 50); do
 		grep -q "pingpong server" "$LOG/server" && return 0
 		sleep 0.1
@@ -199,11 +203,11 @@ t_send_reply() {
 
 t_other_traffic_passes() {
 	attach_srv
-	S "$TOP/bench/udp_echo" --port 9000 >/dev/null 2>&1 &
+	nsenter --net="/var/run/netns/$SRV" -- "$TOP/bench/udp_echo" --port 9000 >/dev/null 2>&1 &
+	echo $! >"$LOG/server.pid"
 	sleep 0.3
 	C "$TOP/bench/pingclient" --dst 10.77.1.2 --port 9000 --count 50 --size 64 >"$LOG/pc"
 	cat "$LOG/pc"
-	kill %1 2>/dev/null || true
 	S "$SPINCTL" -j stats veth0 | grep -q '"passed":' || fail "passed counter missing"
 	! S "$SPINCTL" -j stats veth0 | grep -q '"passed":0,' || fail "no frames passed"
 }
