@@ -13,6 +13,7 @@ cd "$TOP" || exit 1
 
 SPINCTL=$TOP/tools/spinctl
 PP=$TOP/samples/pingpong/pingpong_host
+XSKP=$TOP/selftests/xsk_peer
 TAG=spint$$
 CLI=$TAG-cli
 SRV=$TAG-srv
@@ -230,6 +231,104 @@ t_put_redirect() {
 	S "$SPINCTL" -j stats veth0 | grep -q '"tx_device":3' || fail "tx_device != 3"
 }
 
+# ---------------------------------------------------------- AF_XDP path --
+
+XSK_SIZES=8,100,1384,1385,4000,65536,300000,1048576
+
+# packets of the messages in XSK_SIZES (1384 payload bytes each)
+xsk_pkts() {
+	local n=0 s
+	for s in ${XSK_SIZES//,/ }; do n=$((n + (s + 1383) / 1384)); done
+	echo $n
+}
+
+# wait_ready LOG: a receiver printed "ready"
+wait_ready() {
+	for _ in $(seq 50); do
+		grep -q "^ready" "$1" && return 0
+		sleep 0.1
+	done
+	cat "$1"
+	fail "receiver not ready"
+}
+
+t_xsk_recv() {
+	# an xsk entry's packets reach the AF_XDP socket of the server's
+	# process; the client sends every message twice, packets shuffled
+	local rpid n
+	n=$(xsk_pkts)
+	attach_srv
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 7 xsk >/dev/null
+	# no socket yet: dropped and counted
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 7 len 100 rank 0 >/dev/null
+	for _ in $(seq 20); do
+		S "$SPINCTL" -j stats veth0 | grep -q '"no_xsk":1,' && break
+		sleep 0.05
+	done
+	S "$SPINCTL" -j stats veth0 | grep -q '"no_xsk":1,' || fail "no_xsk != 1 without a socket"
+	nsx "$SRV" "$XSKP" recv veth0 sizes $XSK_SIZES timeout-ms 10000 >"$LOG/xr" 2>&1 &
+	rpid=$!
+	wait_ready "$LOG/xr"
+	C "$XSKP" sock-send to 10.77.1.2 pt 0 bits 7 sizes $XSK_SIZES order shuffle msg-order shuffle dup
+	wait $rpid || { cat "$LOG/xr"; fail "AF_XDP receiver failed"; }
+	cat "$LOG/xr"
+	grep -q "all bytes ok" "$LOG/xr"
+	S "$SPINCTL" -j stats veth0 >"$LOG/st"
+	cat "$LOG/st"
+	grep -q "\"to_xsk\":$n," "$LOG/st" || fail "to_xsk != $n"
+	grep -q "\"duplicate\":$n," "$LOG/st" || fail "duplicate != $n (every packet was sent twice)"
+	S "$SPINCTL" stats veth0 | grep -q "^to_xsk *$n$" || fail "spinctl stats does not show to_xsk"
+}
+
+t_xsk_send() {
+	# the server sends with spin_xsk_send (runtime attached for its
+	# socket map); the client receives on a UDP socket
+	local rpid n kicks pkts
+	n=$(xsk_pkts)
+	attach_srv
+	S "$SPINCTL" peer add veth0 0 10.77.1.1
+	nsx "$CLI" "$XSKP" sock-recv sizes $XSK_SIZES timeout-ms 10000 >"$LOG/sr" 2>&1 &
+	rpid=$!
+	wait_ready "$LOG/sr"
+	S "$XSKP" send veth0 to-rank 0 pt 0 bits 7 sizes $XSK_SIZES order shuffle >"$LOG/tx"
+	cat "$LOG/tx"
+	wait $rpid || { cat "$LOG/sr"; fail "UDP receiver failed"; }
+	cat "$LOG/sr"
+	grep -q "all bytes ok" "$LOG/sr"
+	pkts=$(sed -n 's/.* tx_packets \([0-9]*\) .*/\1/p' "$LOG/tx")
+	kicks=$(sed -n 's/.* tx_kicks \([0-9]*\) .*/\1/p' "$LOG/tx")
+	[ "$pkts" = "$n" ] || fail "tx_packets $pkts, want $n"
+	# batches, not a system call per packet
+	[ "$((kicks * 8))" -le "$pkts" ] || fail "$kicks sendto() kicks for $pkts packets"
+}
+
+t_xsk_errors() {
+	# runtime not attached
+	expect_rc 8 S "$XSKP" open veth0
+	grep -q "not attached" "$LOG/out"
+	# pins there, but the interface's XDP program is gone
+	attach_srv >/dev/null
+	ip -n "$SRV" link set dev veth0 xdp off
+	expect_rc 8 S "$XSKP" open veth0
+	grep -q "is the runtime attached" "$LOG/out"
+	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
+	attach_srv >/dev/null
+	# a queue veth0 does not have
+	expect_rc 2 S "$XSKP" open veth0 queue 5
+	grep -q "queue 5" "$LOG/out"
+	# a queue another socket owns
+	nsx "$SRV" "$XSKP" recv veth0 sizes 1 timeout-ms 1500 quiet-ms 1 >"$LOG/hold" 2>&1 &
+	local hold=$!
+	wait_ready "$LOG/hold"
+	expect_rc 9 S "$XSKP" open veth0
+	grep -q "another AF_XDP socket" "$LOG/out"
+	wait $hold || true
+	# closed sockets leave the queue and the socket map free
+	S "$XSKP" open veth0 >/dev/null
+	S "$XSKP" open veth0 >/dev/null
+}
+
 # ------------------------------------------------------------------- main --
 
 if [ "$(id -u)" != 0 ]; then
@@ -262,6 +361,9 @@ run_test completion_once_duplicates t_completion_once_duplicates
 run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
+run_test xsk_recv t_xsk_recv
+run_test xsk_send t_xsk_send
+run_test xsk_errors t_xsk_errors
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -806,8 +806,9 @@ static const char *me_handler(const struct spin_me *m, char names[SPIN_MAX_HANDL
 
 static void options_str(uint32_t o, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s%s",
+	snprintf(buf, len, "%s%s%s%s%s%s%s",
 		 o & SPIN_ME_OP_PUT ? "put " : "", o & SPIN_ME_OP_GET ? "get " : "",
+		 o & SPIN_ME_XSK ? "xsk " : "",
 		 o & SPIN_ME_USE_ONCE ? "use-once " : "",
 		 o & SPIN_ME_NO_TRUNCATE ? "no-truncate " : "",
 		 o & SPIN_ME_EVENT_COMM_DISABLE ? "no-comm-events " : "",
@@ -916,6 +917,8 @@ static int me_append(int argc, char **argv)
 			s.options |= SPIN_ME_NO_TRUNCATE;
 		} else if (!strcmp(a, "no-events")) {
 			s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		} else if (!strcmp(a, "xsk")) {
+			s.options |= SPIN_ME_XSK;
 		} else if (!strcmp(a, "handler")) {
 			s.handler = OPTARG(a);
 		} else if (!strcmp(a, "len")) {
@@ -1259,7 +1262,7 @@ static const struct {
 #define F(n) { #n, offsetof(struct spin_stats, n) }
 	F(rx_packets), F(rx_bytes), F(passed), F(msgs), F(msgs_completed),
 	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
-	F(tx_host_inline), F(tx_host_queued), F(events),
+	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
@@ -1768,7 +1771,7 @@ static const char help_pt[] =
 	"spinctl pt list IFACE\n";
 static const char help_me[] =
 	"spinctl me append IFACE pt N [bits X] [ignore X] [rank R|any] [pid P|any]\n"
-	"          [list priority|overflow] [use-once] [no-truncate] [no-events]\n"
+	"          [list priority|overflow] [use-once] [no-truncate] [no-events] [xsk]\n"
 	"          [handler NAME] [len N] [off N] [hhost-len N] [hhost-off N]\n"
 	"          [state HEX | state-file F] [user-ptr X]          prints the ME index\n"
 	"spinctl me list IFACE\n"

@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin: the AF_XDP packet path (include/spin/xsk.h, docs/xsk.md).
+ *
+ * The socket is set up with the plain AF_XDP socket options and mmap(), not
+ * libxdp: no new dependency, no XDP program of libxdp's to keep out of the
+ * way (the spin runtime is the interface's XDP program and owns the XSKMAP),
+ * and full control over need_wakeup, the copy/zero-copy fallback and the
+ * kernel's TX budget.
+ *
+ * UMEM layout: frames [0, nrx) receive (fill ring -> RX ring -> fill ring),
+ * frames [nrx, frames) transmit (free stack -> TX ring -> completion ring ->
+ * free stack).  Every ring has nrx = frames/2 entries, so the fill ring can
+ * always take back every RX frame and the completion ring every TX frame.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_xdp.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <spin/xsk.h>
+
+#include "libspin_internal.h"
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
+/* Linux 6.17+: frames one sendto() may transmit in copy mode (default 32) */
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9
+#endif
+
+#define XSK_FRAME	SPIN_XSK_FRAME_SIZE
+#define XSK_TX_BATCH	64		/* descriptors posted per kick */
+#define XSK_WAIT_MS	1000		/* give up a send without progress */
+#define XSK_PENDING	16		/* messages reassembled at a time */
+#define XSK_STALE_MS	(SPIN_MSG_TIMEOUT_NS / 1000000)
+#define XSK_MAX_QUEUE	64		/* spin_xsks max_entries */
+#define XSK_BUSY_MS	1000		/* retry a bind that finds the queue busy */
+
+struct xring {
+	uint32_t *prod, *cons, *flags;
+	void *ring;			/* struct xdp_desc[] or __u64[] */
+	uint32_t size, mask;
+	uint32_t cached_prod, cached_cons;
+	void *map;
+	size_t map_len;
+};
+
+struct xpend {
+	int used;
+	int discard;			/* too large for the caller: swallow */
+	int in_user;			/* data is the caller's buffer */
+	uint32_t src_rank, msg_id, msg_len, seg, npkts, got;
+	uint64_t last_ms;
+	uint64_t *bitmap;
+	uint8_t *data;
+	struct spin_hdr hdr;
+};
+
+struct peer_cache {
+	uint64_t gen;			/* spin_cfg.gen when read; 0: empty */
+	struct spin_peer p;
+};
+
+struct spin_xsk {
+	struct spin_rt *rt;
+	int fd;
+	int ifindex;
+	uint32_t queue;
+	bool zc;
+	bool registered;
+	uint8_t *umem;
+	size_t umem_len;
+	uint32_t frames, nrx;
+	struct xring fill, comp, rx, tx;
+	uint64_t *tx_free;		/* stack of free TX frame addresses */
+	uint32_t n_free;
+	struct spin_xsk_stats st;
+	struct peer_cache peers[SPIN_MAX_PEERS];
+	/* spin_xsk_recv_msg */
+	struct xpend pend[XSK_PENDING];
+	struct xpend *done;		/* completed by the callback */
+	int rm_err;
+	void *ubuf;			/* caller's buffer during recv_msg */
+	size_t ucap;
+	bool ubuf_busy;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --------------------------------------------------------------- rings -- */
+
+/* Producer side (fill, TX): free slots. */
+static uint32_t prod_free(struct xring *r)
+{
+	uint32_t f = r->size - (r->cached_prod - r->cached_cons);
+
+	if (f)
+		return f;
+	r->cached_cons = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
+	return r->size - (r->cached_prod - r->cached_cons);
+}
+
+static void prod_submit(struct xring *r)
+{
+	__atomic_store_n(r->prod, r->cached_prod, __ATOMIC_RELEASE);
+}
+
+/* Consumer side (RX, completion): entries ready. */
+static uint32_t cons_avail(struct xring *r)
+{
+	uint32_t n = r->cached_prod - r->cached_cons;
+
+	if (n)
+		return n;
+	r->cached_prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
+	return r->cached_prod - r->cached_cons;
+}
+
+static void cons_release(struct xring *r)
+{
+	__atomic_store_n(r->cons, r->cached_cons, __ATOMIC_RELEASE);
+}
+
+static bool needs_wakeup(struct xring *r)
+{
+	return __atomic_load_n(r->flags, __ATOMIC_RELAXED) & XDP_RING_NEED_WAKEUP;
+}
+
+static int ring_map(int fd, struct xring *r, const struct xdp_ring_offset *off,
+		    uint32_t size, size_t elem, uint64_t pgoff)
+{
+	r->map_len = off->desc + (size_t)size * elem;
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		      fd, (off_t)pgoff);
+	if (r->map == MAP_FAILED) {
+		r->map = NULL;
+		return -errno;
+	}
+	r->prod = (uint32_t *)((uint8_t *)r->map + off->producer);
+	r->cons = (uint32_t *)((uint8_t *)r->map + off->consumer);
+	r->flags = (uint32_t *)((uint8_t *)r->map + off->flags);
+	r->ring = (uint8_t *)r->map + off->desc;
+	r->size = size;
+	r->mask = size - 1;
+	r->cached_prod = __atomic_load_n(r->prod, __ATOMIC_ACQUIRE);
+	r->cached_cons = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+static void ring_unmap(struct xring *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_len);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---------------------------------------------------------- open/close -- */
+
+static void xsk_teardown(struct spin_xsk *x)
+{
+	ring_unmap(&x->fill);
+	ring_unmap(&x->comp);
+	ring_unmap(&x->rx);
+	ring_unmap(&x->tx);
+	if (x->fd >= 0)
+		close(x->fd);
+	x->fd = -1;
+}
+
+/* Create, configure and bind the socket with bind flags `flags`; returns 0
+ * or -errno (stage in *what). */
+static int xsk_setup(struct spin_xsk *x, uint16_t flags, const char **what)
+{
+	struct xdp_umem_reg mr = {
+		.addr = (uintptr_t)x->umem, .len = x->umem_len,
+		.chunk_size = XSK_FRAME, .headroom = 0,
+	};
+	struct sockaddr_xdp sa = {
+		.sxdp_family = AF_XDP, .sxdp_ifindex = x->ifindex,
+		.sxdp_queue_id = x->queue, .sxdp_flags = flags,
+	};
+	struct xdp_mmap_offsets off;
+	socklen_t ol = sizeof(off);
+	uint32_t n = x->nrx, i;
+	int err;
+
+	x->fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (x->fd < 0) {
+		*what = "socket(AF_XDP)";
+		return -errno;
+	}
+	*what = "setsockopt";
+	if (setsockopt(x->fd, SOL_XDP, XDP_UMEM_REG, &mr, sizeof(mr)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_UMEM_FILL_RING, &n, sizeof(n)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n, sizeof(n)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_RX_RING, &n, sizeof(n)) ||
+	    setsockopt(x->fd, SOL_XDP, XDP_TX_RING, &n, sizeof(n)))
+		return -errno;
+	*what = "getsockopt(XDP_MMAP_OFFSETS)";
+	if (getsockopt(x->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &ol))
+		return -errno;
+	*what = "mmap of the rings";
+	if ((err = ring_map(x->fd, &x->fill, &off.fr, n, sizeof(__u64), XDP_UMEM_PGOFF_FILL_RING)) ||
+	    (err = ring_map(x->fd, &x->comp, &off.cr, n, sizeof(__u64),
+			    XDP_UMEM_PGOFF_COMPLETION_RING)) ||
+	    (err = ring_map(x->fd, &x->rx, &off.rx, n, sizeof(struct xdp_desc), XDP_PGOFF_RX_RING)) ||
+	    (err = ring_map(x->fd, &x->tx, &off.tx, n, sizeof(struct xdp_desc), XDP_PGOFF_TX_RING)))
+		return err;
+	/* every RX frame goes to the fill ring */
+	for (i = 0; i < n; i++)
+		((__u64 *)x->fill.ring)[(x->fill.cached_prod + i) & x->fill.mask] =
+			(uint64_t)i * XSK_FRAME;
+	x->fill.cached_prod += n;
+	prod_submit(&x->fill);
+	*what = "bind";
+	if (bind(x->fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return -errno;
+	return 0;
+}
+
+static int xdp_prog_is_runtime(struct spin_xsk *x, uint32_t *attached)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	uint32_t mine = spin_prog_id(x->rt->prog_rx_fd);
+
+	*attached = 0;
+	if (bpf_xdp_query(x->ifindex, 0, &q))
+		return 0;
+	*attached = q.prog_id ? q.prog_id : q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id;
+	return mine && (q.prog_id == mine || q.drv_prog_id == mine || q.skb_prog_id == mine);
+}
+
+int spin_xsk_open(struct spin_rt *rt, const struct spin_xsk_opts *o, struct spin_xsk **out)
+{
+	struct spin_xsk_opts def = {};
+	struct spin_xsk *x;
+	const char *what = "";
+	uint32_t attached, i;
+	int err, fd;
+
+	if (out)
+		*out = NULL;
+	if (!rt || !out)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_open: no runtime or output pointer");
+	if (!o)
+		o = &def;
+	if (o->queue >= XSK_MAX_QUEUE)
+		return spin_seterr(SPIN_EUSAGE, "AF_XDP queue %u out of range (0..%d)", o->queue,
+				   XSK_MAX_QUEUE - 1);
+	if (o->frames && (o->frames < 64 || o->frames > 65536 || (o->frames & (o->frames - 1))))
+		return spin_seterr(SPIN_EUSAGE,
+				   "AF_XDP UMEM frames %u: want a power of 2 from 64 to 65536",
+				   o->frames);
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return spin_seterr(SPIN_EFAIL, "spin_xsk_open: out of memory");
+	x->rt = rt;
+	x->fd = -1;
+	x->queue = o->queue;
+	x->frames = o->frames ? o->frames : SPIN_XSK_DEF_FRAMES;
+	x->nrx = x->frames / 2;
+	x->ifindex = if_nametoindex(rt->ifname);
+	if (!x->ifindex) {
+		err = spin_seterr(SPIN_ENODEV, "interface '%s' not found", rt->ifname);
+		goto fail;
+	}
+	if (!xdp_prog_is_runtime(x, &attached)) {
+		if (attached)
+			err = spin_seterr(SPIN_ENOENT,
+					  "AF_XDP socket on %s: XDP program %u on %s is not the spin runtime: is the runtime attached? (spinctl attach %s)",
+					  rt->ifname, attached, rt->ifname, rt->ifname);
+		else
+			err = spin_seterr(SPIN_ENOENT,
+					  "AF_XDP socket on %s: no XDP program on %s: is the runtime attached? (spinctl attach %s)",
+					  rt->ifname, rt->ifname, rt->ifname);
+		goto fail;
+	}
+	x->umem_len = (size_t)x->frames * XSK_FRAME;
+	x->umem = mmap(NULL, x->umem_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	x->tx_free = calloc(x->frames - x->nrx, sizeof(*x->tx_free));
+	if (x->umem == MAP_FAILED || !x->tx_free) {
+		if (x->umem == MAP_FAILED)
+			x->umem = NULL;
+		err = spin_seterr(SPIN_EFAIL, "AF_XDP socket on %s: cannot allocate %zu bytes of UMEM",
+				  rt->ifname, x->umem_len);
+		goto fail;
+	}
+	for (i = x->nrx; i < x->frames; i++)
+		x->tx_free[x->n_free++] = (uint64_t)i * XSK_FRAME;
+
+	err = 0;
+	if (o->zero_copy) {
+		err = xsk_setup(x, XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP, &what);
+		if (!err)
+			x->zc = true;
+		else
+			xsk_teardown(x);
+	}
+	if (!o->zero_copy || err) {
+		uint64_t until = now_ms() + XSK_BUSY_MS;
+
+		/* a socket closed just before releases its queue in deferred
+		 * work: bind says EBUSY for a moment */
+		while ((err = xsk_setup(x, XDP_COPY | XDP_USE_NEED_WAKEUP, &what)) == -EBUSY &&
+		       now_ms() < until) {
+			struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+			xsk_teardown(x);
+			nanosleep(&ts, NULL);
+		}
+		if (err) {
+			int e = -err;
+
+			xsk_teardown(x);
+			if (e == EINVAL && !strcmp(what, "bind"))
+				err = spin_seterr(SPIN_EUSAGE,
+						  "AF_XDP socket on %s queue %u: bind: %s: does %s have that queue?",
+						  rt->ifname, x->queue, strerror(e), rt->ifname);
+			else if (e == EBUSY)
+				err = spin_seterr(SPIN_EEXIST,
+						  "AF_XDP socket on %s queue %u: %s: %s: another AF_XDP socket is bound to it (for %d ms)",
+						  rt->ifname, x->queue, what, strerror(e), XSK_BUSY_MS);
+			else
+				err = spin_seterr(e == EPERM || e == EACCES ? SPIN_EPERM :
+						  e == EAFNOSUPPORT ? SPIN_EXDP : SPIN_EIO,
+						  "AF_XDP socket on %s queue %u: %s: %s%s", rt->ifname,
+						  x->queue, what, strerror(e),
+						  e == EPERM || e == EACCES ? " (need root: CAP_NET_RAW)" :
+						  e == EAFNOSUPPORT ? " (kernel without AF_XDP)" : "");
+			goto fail;
+		}
+	}
+	/* best effort (Linux 6.17+): let one sendto() transmit a whole batch */
+	{
+		uint32_t budget = XSK_TX_BATCH;
+
+		(void)setsockopt(x->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget));
+	}
+	fd = x->fd;
+	if (bpf_map_update_elem(rt->map_fd[SPIN_M_XSKS], &x->queue, &fd, BPF_NOEXIST)) {
+		int e = errno;
+
+		err = spin_seterr(e == EEXIST ? SPIN_EEXIST : spin_errno_code(e),
+				  "AF_XDP socket on %s queue %u: cannot register it in spin_xsks: %s%s",
+				  rt->ifname, x->queue, strerror(e),
+				  e == EEXIST ? " (another process owns this queue)" : "");
+		goto fail;
+	}
+	x->registered = true;
+	x->st.zero_copy = x->zc;
+	x->st.queue = x->queue;
+	*out = x;
+	return 0;
+fail:
+	spin_xsk_close(x);
+	return err;
+}
+
+static void pend_free(struct xpend *p)
+{
+	free(p->bitmap);
+	if (!p->in_user)
+		free(p->data);
+	memset(p, 0, sizeof(*p));
+}
+
+void spin_xsk_close(struct spin_xsk *x)
+{
+	int i;
+
+	if (!x)
+		return;
+	if (x->registered)
+		/* ours: another socket cannot take the key while we hold it */
+		(void)bpf_map_delete_elem(x->rt->map_fd[SPIN_M_XSKS], &x->queue);
+	xsk_teardown(x);
+	for (i = 0; i < XSK_PENDING; i++)
+		pend_free(&x->pend[i]);
+	if (x->umem)
+		munmap(x->umem, x->umem_len);
+	free(x->tx_free);
+	free(x);
+}
+
+int spin_xsk_fd(struct spin_xsk *x)
+{
+	return x ? x->fd : -1;
+}
+
+int spin_xsk_stats(struct spin_xsk *x, struct spin_xsk_stats *st)
+{
+	struct xdp_statistics ks = {};
+	socklen_t l = sizeof(ks);
+
+	if (!x || !st)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_stats: NULL argument");
+	if (getsockopt(x->fd, SOL_XDP, XDP_STATISTICS, &ks, &l))
+		return spin_seterr(SPIN_EIO, "AF_XDP socket on %s: XDP_STATISTICS: %s",
+				   x->rt->ifname, strerror(errno));
+	x->st.k_rx_dropped = ks.rx_dropped;
+	x->st.k_rx_invalid_descs = ks.rx_invalid_descs;
+	x->st.k_tx_invalid_descs = ks.tx_invalid_descs;
+	x->st.k_rx_ring_full = ks.rx_ring_full;
+	x->st.k_rx_fill_ring_empty = ks.rx_fill_ring_empty_descs;
+	x->st.k_tx_ring_empty = ks.tx_ring_empty_descs;
+	*st = x->st;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- send -- */
+
+/* Completed TX frames back to the free stack. */
+static void tx_reclaim(struct spin_xsk *x)
+{
+	uint32_t n = cons_avail(&x->comp), i;
+
+	for (i = 0; i < n; i++)
+		x->tx_free[x->n_free++] =
+			((__u64 *)x->comp.ring)[(x->comp.cached_cons + i) & x->comp.mask];
+	x->comp.cached_cons += n;
+	if (n)
+		cons_release(&x->comp);
+}
+
+/* Wake the kernel's TX path if it asks for it.  Returns 0, or -errno for
+ * errors other than "busy, try again". */
+static int tx_kick(struct spin_xsk *x)
+{
+	/* copy mode always needs the call; zero-copy only when the driver
+	 * sleeps */
+	if (x->zc && !needs_wakeup(&x->tx))
+		return 0;
+	x->st.tx_kicks++;
+	if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
+		return 0;
+	switch (errno) {
+	case EAGAIN:	/* copy mode: more descriptors than one call's budget */
+	case EBUSY:	/* another thread/NAPI is transmitting, or the device was busy */
+	case ENOBUFS:
+	case EINTR:
+		return 0;
+	default:
+		return -errno;
+	}
+}
+
+/* Wait a little for the kernel to make TX progress. */
+static void tx_wait(struct spin_xsk *x)
+{
+	struct pollfd p = { .fd = x->fd, .events = POLLOUT };
+
+	x->st.tx_waits++;
+	if (x->zc) {
+		(void)poll(&p, 1, 1);
+	} else {
+		/* copy mode completes frames synchronously in sendto(); a
+		 * busy device (veth ring full) needs a moment */
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int tx_error(struct spin_xsk *x, int e)
+{
+	return spin_seterr(e == ENETDOWN || e == ENXIO ? SPIN_ENODEV : SPIN_EIO,
+			   "AF_XDP send on %s queue %u: sendto: %s%s", x->rt->ifname, x->queue,
+			   strerror(e), e == ENETDOWN ? " (interface down?)" : "");
+}
+
+/* Post the descriptors written so far and kick. */
+static int tx_flush(struct spin_xsk *x)
+{
+	int e;
+
+	prod_submit(&x->tx);
+	e = tx_kick(x);
+	return e ? tx_error(x, -e) : 0;
+}
+
+/* Until the kernel consumed every TX descriptor. */
+static int tx_drain(struct spin_xsk *x)
+{
+	uint64_t deadline = 0;
+	uint32_t last = __atomic_load_n(x->tx.cons, __ATOMIC_ACQUIRE);
+	int err;
+
+	for (;;) {
+		uint32_t c = __atomic_load_n(x->tx.cons, __ATOMIC_ACQUIRE);
+
+		tx_reclaim(x);
+		if (c == x->tx.cached_prod)
+			return 0;
+		if (c != last || !deadline) {
+			last = c;
+			deadline = now_ms() + XSK_WAIT_MS;
+		} else if (now_ms() > deadline) {
+			return spin_seterr(SPIN_EIO,
+					   "AF_XDP send on %s queue %u: the kernel took no frame for %d ms",
+					   x->rt->ifname, x->queue, XSK_WAIT_MS);
+		}
+		if ((err = tx_flush(x)))
+			return err;
+		if (__atomic_load_n(x->tx.cons, __ATOMIC_ACQUIRE) == c)
+			tx_wait(x);
+	}
+}
+
+static int peer_lookup(struct spin_xsk *x, uint32_t rank, struct spin_peer *out)
+{
+	struct peer_cache *c = &x->peers[rank];
+	uint64_t gen = __atomic_load_n(&x->rt->cfg->gen, __ATOMIC_ACQUIRE) + 1;
+	int err;
+
+	if (c->gen != gen) {
+		err = spin_peer_get(x->rt, rank, &c->p);
+		if (err)
+			return err;
+		c->gen = gen;
+	}
+	*out = c->p;
+	return 0;
+}
+
+int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id)
+{
+	static const uint8_t zero[6];
+	struct spin_cfg *cfg;
+	struct spin_frame_addr fa = {};
+	struct spin_msg_args args;
+	struct spin_peer peer;
+	uint32_t seg, npkts, i, batch = 0;
+	uint64_t deadline = 0;
+	int err;
+
+	if (!x || !a || (len && !buf))
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send: NULL argument");
+	if (dst_rank >= SPIN_MAX_PEERS)
+		return spin_seterr(SPIN_EUSAGE, "peer rank %u out of range (0..%u)", dst_rank,
+				   SPIN_MAX_PEERS - 1);
+	if (len > SPIN_MAX_MSG)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send: %u bytes is more than the %u a message may have",
+				   len, SPIN_MAX_MSG);
+	cfg = x->rt->cfg;
+	args = *a;
+	seg = args.seg_size ? args.seg_size : SPIN_MAX_SEG;
+	if (seg > SPIN_MAX_SEG)
+		return spin_seterr(SPIN_EUSAGE,
+				   "spin_xsk_send: seg_size %u larger than one frame holds (%d)",
+				   seg, SPIN_MAX_SEG);
+	npkts = len ? (uint32_t)(((uint64_t)len + seg - 1) / seg) : 1;
+	if (order)
+		for (i = 0; i < npkts; i++)
+			if (order[i] >= npkts)
+				return spin_seterr(SPIN_EUSAGE,
+						   "spin_xsk_send: order[%u]=%u but the message has %u packets",
+						   i, order[i], npkts);
+	if ((err = peer_lookup(x, dst_rank, &peer)))
+		return err;
+	if (!peer.valid)
+		return spin_seterr(SPIN_ENOENT, "no peer with rank %u on %s (spinctl peer add %s %u IP)",
+				   dst_rank, x->rt->ifname, x->rt->ifname, dst_rank);
+	if (peer.ifindex && peer.ifindex != (uint32_t)x->ifindex)
+		return spin_seterr(SPIN_EUSAGE,
+				   "peer rank %u is behind interface %u, not %s where this AF_XDP socket is",
+				   dst_rank, peer.ifindex, x->rt->ifname);
+	memcpy(fa.src_mac, memcmp(peer.src_mac, zero, 6) ? peer.src_mac : cfg->my_mac, 6);
+	memcpy(fa.dst_mac, peer.mac, 6);
+	fa.src_ip = peer.src_ip ? peer.src_ip : cfg->my_ip;
+	fa.dst_ip = peer.ip;
+	fa.sport = ntohs(cfg->port);
+	fa.dport = ntohs(peer.port ? peer.port : cfg->port);
+
+	args.seg_size = seg;
+	args.op = args.op ? args.op : SPIN_OP_PUT;
+	args.src_rank = cfg->my_rank;
+	args.src_pid = cfg->my_pid;
+	args.dst_rank = dst_rank;
+	if (!args.msg_id) {
+		do
+			args.msg_id = (uint32_t)__atomic_fetch_add(&cfg->next_msg_id, 1,
+								   __ATOMIC_RELAXED) & 0xffffff;
+		while (!args.msg_id);	/* ids with a zero top byte are the host's */
+	}
+	if (msg_id)
+		*msg_id = args.msg_id;
+
+	for (i = 0; i < npkts; ) {
+		uint32_t idx, off, pay;
+		struct spin_hdr h;
+		struct xdp_desc *d;
+		uint64_t addr;
+		int flen;
+
+		if (!x->n_free)
+			tx_reclaim(x);
+		if (!x->n_free || !prod_free(&x->tx)) {
+			/* post what we have, let the kernel catch up */
+			if ((err = tx_flush(x)))
+				return err;
+			batch = 0;
+			tx_reclaim(x);
+			if (!x->n_free || !prod_free(&x->tx)) {
+				if (!deadline)
+					deadline = now_ms() + XSK_WAIT_MS;
+				else if (now_ms() > deadline)
+					return spin_seterr(SPIN_EIO,
+							   "AF_XDP send on %s queue %u: no TX frame came back for %d ms",
+							   x->rt->ifname, x->queue, XSK_WAIT_MS);
+				tx_wait(x);
+				continue;
+			}
+		}
+		deadline = 0;
+		idx = order ? order[i] : i;
+		off = idx * seg;
+		pay = len ? (len - off < seg ? len - off : seg) : 0;
+		spin_hdr_build(&h, &args, len, off);
+		addr = x->tx_free[--x->n_free];
+		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
+					pay ? (const uint8_t *)buf + off : NULL, pay);
+		d = &((struct xdp_desc *)x->tx.ring)[x->tx.cached_prod & x->tx.mask];
+		d->addr = addr;
+		d->len = (uint32_t)flen;
+		d->options = 0;
+		x->tx.cached_prod++;
+		x->st.tx_packets++;
+		x->st.tx_bytes += (uint32_t)flen;
+		i++;
+		if (++batch == XSK_TX_BATCH) {
+			if ((err = tx_flush(x)))
+				return err;
+			batch = 0;
+		}
+	}
+	if ((err = tx_drain(x)))
+		return err;
+	x->st.tx_msgs++;
+	return 0;
+}
+
+/* ------------------------------------------------------------- receive -- */
+
+/* The sPIN packet in a received frame: header copied to *h, payload
+ * pointer and length; -1 if it is not one. */
+static int frame_parse(struct spin_xsk *x, const uint8_t *f, uint32_t flen,
+		       struct spin_hdr *h, const uint8_t **pay)
+{
+	const struct ethhdr *eth = (const void *)f;
+	const struct iphdr *ip = (const void *)(eth + 1);
+	const struct udphdr *udp = (const void *)(ip + 1);
+	uint32_t ulen;
+	int n;
+
+	if (flen < SPIN_PAY_OFF || eth->h_proto != htons(ETH_P_IP))
+		return -1;
+	if (ip->version != 4 || ip->ihl != 5 || ip->protocol != IPPROTO_UDP)
+		return -1;
+	if (udp->dest != x->rt->cfg->port)
+		return -1;
+	ulen = ntohs(udp->len);
+	if (ulen < sizeof(*udp) + sizeof(struct spin_hdr) || 14 + 20 + ulen > flen ||
+	    ntohs(ip->tot_len) < 20 + ulen)
+		return -1;
+	n = spin_hdr_parse(f + SPIN_HDR_OFF, ulen - sizeof(*udp), h);
+	if (n < 0)
+		return -1;
+	*pay = f + SPIN_PAY_OFF;
+	return n;
+}
+
+int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout_ms)
+{
+	uint32_t n, i, fi;
+	int delivered = 0, stop = 0;
+
+	if (!x || !fn)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_recv: NULL argument");
+	n = cons_avail(&x->rx);
+	if (!n && timeout_ms != 0) {
+		struct pollfd p = { .fd = x->fd, .events = POLLIN };
+		int r;
+
+		do
+			r = poll(&p, 1, timeout_ms);
+		while (r < 0 && errno == EINTR);
+		if (r < 0)
+			return spin_seterr(SPIN_EIO, "AF_XDP receive on %s queue %u: poll: %s",
+					   x->rt->ifname, x->queue, strerror(errno));
+		n = cons_avail(&x->rx);
+	}
+	/* the fill ring has a slot for every RX frame, so it has room for
+	 * each frame taken from the RX ring */
+	for (i = 0; i < n && !stop; i++) {
+		const struct xdp_desc *d =
+			&((struct xdp_desc *)x->rx.ring)[x->rx.cached_cons & x->rx.mask];
+		uint64_t addr = d->addr;
+		const uint8_t *pay = NULL;
+		struct spin_hdr h;
+		int plen;
+
+		plen = frame_parse(x, x->umem + addr, d->len, &h, &pay);
+		if (plen < 0) {
+			x->st.rx_invalid++;
+		} else {
+			x->st.rx_packets++;
+			x->st.rx_bytes += (uint32_t)plen;
+			delivered++;
+			stop = fn(ctx, &h, pay, (uint32_t)plen);
+		}
+		x->rx.cached_cons++;
+		fi = x->fill.cached_prod++ & x->fill.mask;
+		((__u64 *)x->fill.ring)[fi] = addr & ~(uint64_t)(XSK_FRAME - 1);
+	}
+	if (i) {
+		cons_release(&x->rx);
+		prod_submit(&x->fill);
+		if (needs_wakeup(&x->fill))
+			(void)recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	}
+	return delivered;
+}
+
+/* ------------------------------------------------- message reassembly -- */
+
+static struct xpend *pend_find(struct spin_xsk *x, uint32_t rank, uint32_t id)
+{
+	for (int i = 0; i < XSK_PENDING; i++)
+		if (x->pend[i].used && x->pend[i].src_rank == rank && x->pend[i].msg_id == id)
+			return &x->pend[i];
+	return NULL;
+}
+
+/* A free slot; when full, the least recently touched message is given up if
+ * it saw no packet for XSK_STALE_MS (its packets were lost). */
+static struct xpend *pend_new(struct spin_xsk *x)
+{
+	struct xpend *old = NULL;
+
+	for (int i = 0; i < XSK_PENDING; i++) {
+		if (!x->pend[i].used)
+			return &x->pend[i];
+		if (!old || x->pend[i].last_ms < old->last_ms)
+			old = &x->pend[i];
+	}
+	if (now_ms() - old->last_ms < XSK_STALE_MS)
+		return NULL;
+	if (old->in_user)
+		x->ubuf_busy = false;
+	pend_free(old);
+	x->st.rx_stale++;
+	return old;
+}
+
+static int msg_pkt(void *ctx, const struct spin_hdr *h, const void *payload, uint32_t len)
+{
+	struct spin_xsk *x = ctx;
+	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
+	uint32_t msg_len = ntohl(h->msg_len), seg = ntohs(h->seg_size), off = ntohl(h->pkt_off);
+	struct xpend *p = pend_find(x, rank, id);
+	uint32_t idx;
+
+	if (!p) {
+		p = pend_new(x);
+		if (!p)
+			return 0;	/* table full of live messages: drop */
+		p->used = 1;
+		p->src_rank = rank;
+		p->msg_id = id;
+		p->msg_len = msg_len;
+		p->seg = seg;
+		p->npkts = msg_len ? (msg_len + seg - 1) / seg : 1;
+		p->hdr = *h;
+		p->hdr.pkt_off = 0;
+		p->last_ms = now_ms();
+		p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
+		if (msg_len > x->ucap) {
+			p->discard = 1;
+		} else if (!x->ubuf_busy && x->ubuf) {
+			/* straight into the caller's buffer */
+			p->data = x->ubuf;
+			p->in_user = 1;
+			x->ubuf_busy = true;
+		} else {
+			p->data = malloc(msg_len ? msg_len : 1);
+		}
+		if (!p->bitmap || (!p->discard && !p->data)) {
+			if (p->in_user)
+				x->ubuf_busy = false;
+			pend_free(p);
+			x->rm_err = spin_seterr(SPIN_EFAIL,
+						"spin_xsk_recv_msg: out of memory for a %u-byte message",
+						msg_len);
+			return 1;
+		}
+		if (p->discard)
+			x->rm_err = spin_seterr(SPIN_ENOSPC,
+						"spin_xsk_recv_msg: message %u from rank %u has %u bytes, buffer %zu; dropped",
+						id, rank, msg_len, x->ucap);
+	} else if (p->msg_len != msg_len || p->seg != seg) {
+		return 0;		/* inconsistent with the first packet */
+	}
+	p->last_ms = now_ms();
+	idx = off / seg;
+	if (p->bitmap[idx / 64] & (1ull << (idx % 64)))
+		return 0;		/* duplicate */
+	p->bitmap[idx / 64] |= 1ull << (idx % 64);
+	if (!p->discard && len)
+		memcpy(p->data + off, payload, len);
+	if (++p->got == p->npkts) {
+		if (p->discard) {
+			pend_free(p);
+			return 0;
+		}
+		x->done = p;
+		return 1;
+	}
+	return x->rm_err ? 1 : 0;
+}
+
+/* Before returning or overwriting the caller's buffer: a partial message
+ * in it (other than `keep`) moves to memory of its own. */
+static void ubuf_release(struct spin_xsk *x, const struct xpend *keep)
+{
+	for (int i = 0; i < XSK_PENDING; i++) {
+		struct xpend *p = &x->pend[i];
+		uint8_t *d;
+
+		if (!p->used || !p->in_user || p == keep)
+			continue;
+		d = malloc(p->msg_len ? p->msg_len : 1);
+		if (!d) {
+			pend_free(p);	/* lost; counted as stale */
+			x->st.rx_stale++;
+			continue;
+		}
+		memcpy(d, p->data, p->msg_len);
+		p->data = d;
+		p->in_user = 0;
+	}
+	x->ubuf = NULL;
+	x->ucap = 0;
+	x->ubuf_busy = false;
+}
+
+int spin_xsk_recv_msg(struct spin_xsk *x, struct spin_hdr *h, void *buf, size_t cap,
+		      int timeout_ms)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+
+	if (!x || (cap && !buf))
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_recv_msg: NULL argument");
+	x->ubuf = buf;
+	x->ucap = cap;
+	x->ubuf_busy = false;
+	for (;;) {
+		int w = -1, r;
+
+		x->done = NULL;
+		x->rm_err = 0;
+		if (timeout_ms == 0)
+			w = 0;
+		else if (timeout_ms > 0) {
+			uint64_t t = now_ms();
+
+			w = t >= deadline ? 0 : (int)(deadline - t);
+		}
+		r = spin_xsk_recv(x, msg_pkt, x, w);
+		if (r < 0) {
+			ubuf_release(x, NULL);
+			return r;
+		}
+		if (x->done) {
+			struct xpend *p = x->done;
+			int len = (int)p->msg_len;
+
+			/* a partial message of a later packet may be in buf */
+			ubuf_release(x, p);
+			if (h)
+				*h = p->hdr;
+			if (!p->in_user && len)
+				memcpy(buf, p->data, len);
+			x->st.rx_msgs++;
+			pend_free(p);
+			return len;
+		}
+		if (x->rm_err) {
+			ubuf_release(x, NULL);
+			return x->rm_err;
+		}
+		if (r == 0 && w == 0) {
+			ubuf_release(x, NULL);
+			return spin_seterr(SPIN_ETIMEDOUT,
+					   "spin_xsk_recv_msg: no complete message within %d ms on %s queue %u",
+					   timeout_ms, x->rt->ifname, x->queue);
+		}
+	}
+}
