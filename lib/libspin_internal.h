@@ -5,6 +5,7 @@
 #ifndef SPIN_LIBSPIN_INTERNAL_H
 #define SPIN_LIBSPIN_INTERNAL_H
 
+#include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -107,5 +108,76 @@ bool spin_name_ok(const char *name);
 /* ---- handler.c ---- */
 /* Slot of a loaded handler (spin_handlers index), or a negative error. */
 int spin_handler_slot(struct spin_rt *rt, const char *name);
+
+/* ---- reasm.c ---- */
+/*
+ * Message reassembly of spin_sock_recv_msg() and spin_xsk_recv_msg(); the
+ * rules are at the top of reasm.c.  A zeroed struct spin_reasm is an empty
+ * table; its owner sets `who` and `remember_done`.
+ */
+#define SPIN_REASM_PENDING	16	/* messages being reassembled */
+#define SPIN_REASM_DONE_RING	256	/* delivered keys remembered (power of 2) */
+#define SPIN_REASM_MORE		INT_MIN	/* spin_reasm_pkt(): no message yet */
+
+struct spin_reasm_msg {
+	bool used;
+	bool discard;		/* too large for the caller: swallow the rest */
+	uint32_t src_rank, msg_id, msg_len, seg, npkts, got;
+	uint64_t last_ms;	/* last packet, spin_now_ms() */
+	uint64_t *bitmap;	/* packets received */
+	uint8_t *data;		/* own memory, or the caller's buffer (in_buf) */
+	struct spin_hdr hdr;	/* first packet's header, pkt_off set to 0 */
+	struct sockaddr_in from;	/* sender of the first packet, if known */
+};
+
+struct spin_reasm_done {
+	uint64_t key;		/* (src_rank << 32 | msg_id) + 1, 0: empty */
+	uint64_t t_ms;		/* when it was delivered */
+};
+
+struct spin_reasm {
+	const char *who;	/* the receive call, for error messages */
+	bool remember_done;	/* ignore late duplicates of delivered messages */
+	struct spin_reasm_msg msg[SPIN_REASM_PENDING];
+	struct spin_reasm_msg *in_buf;	/* the one assembled in the caller's buffer */
+	uint64_t stale;		/* partial messages given up */
+	struct spin_reasm_done done[SPIN_REASM_DONE_RING];
+};
+
+/* Where one receive call wants its message. */
+struct spin_reasm_dst {
+	struct spin_hdr *h;	/* first packet's header (pkt_off 0); may be NULL */
+	void *buf;
+	size_t cap;
+	struct sockaddr_in *from;	/* sender; may be NULL */
+	bool direct;		/* a message may be assembled in buf itself */
+};
+
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t spin_now_ms(void);
+/*
+ * One valid packet (h as checked by spin_hdr_parse(), network byte order;
+ * from may be NULL).  Returns SPIN_REASM_MORE while no message is complete,
+ * else what the receive call returns: the length of the message delivered
+ * to d, -SPIN_ENOSPC or -SPIN_EFAIL.
+ */
+int spin_reasm_pkt(struct spin_reasm *r, const struct spin_reasm_dst *d,
+		   const struct spin_hdr *h, const void *payload, uint32_t len,
+		   const struct sockaddr_in *from);
+/* Before a receive call with d->direct returns: a partial message in the
+ * caller's buffer moves to memory of its own. */
+void spin_reasm_release(struct spin_reasm *r);
+/* Forget every message (close). */
+void spin_reasm_free(struct spin_reasm *r);
+
+/* ---- sending (sock.c, xsk.c) ---- */
+/* Packets of a message of len bytes cut at seg (a zero-length message is
+ * one packet). */
+static inline uint32_t spin_npkts(uint32_t len, uint32_t seg)
+{
+	return len ? (uint32_t)(((uint64_t)len + seg - 1) / seg) : 1;
+}
+/* A packet permutation given to a send call must name packets that exist. */
+int spin_check_order(const char *who, const uint32_t *order, uint32_t npkts);
 
 #endif /* SPIN_LIBSPIN_INTERNAL_H */

@@ -21,16 +21,16 @@
  *  - one struct spin_sock is not thread-safe; use one per thread;
  *  - spin_sock_recv_pkt() reads the socket directly and never looks at the
  *    reassembly table of spin_sock_recv_msg();
- *  - spin_sock_recv_msg() keeps up to SOCK_PENDING partially received
+ *  - spin_sock_recv_msg() keeps up to SPIN_REASM_PENDING partially received
  *    messages (any interleaving of up to that many messages is reassembled;
  *    when the table is full, packets of further new messages are dropped
  *    unless the least recently touched message saw no packet for
  *    SPIN_MSG_TIMEOUT_NS, which is then given up),
  *    ignores duplicate packets of a message and, best effort, duplicates of
- *    recently completed messages (SOCK_DONE_RING keys remembered for
+ *    recently completed messages (SPIN_REASM_DONE_RING keys remembered for
  *    SPIN_TOMBSTONE_NS, as the runtime does; after that an id may be reused).
  *    Packets of other messages that arrive while one is being received are
- *    kept in that table, not dropped.
+ *    kept in that table, not dropped.  The table is lib/reasm.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,36 +55,14 @@
 
 #define SOCK_BUF_BYTES	(8 << 20)	/* SO_RCVBUF / SO_SNDBUF */
 #define SOCK_BATCH	64		/* packets per sendmmsg */
-#define SOCK_PENDING	16		/* messages being reassembled */
-#define SOCK_DONE_RING	256		/* completed keys remembered (power of 2) */
-#define SOCK_DONE_MS	(SPIN_TOMBSTONE_NS / 1000000) /* ... for this long, like the runtime */
-#define SOCK_STALE_MS	(SPIN_MSG_TIMEOUT_NS / 1000000) /* incomplete message given up */
 #define SOCK_SEND_WAIT_MS 1000		/* give up when the socket stays full */
 #define UDP_MAX_PAYLOAD	65507
 #define SPIN_HOST_MAX_SEG (UDP_MAX_PAYLOAD - (int)sizeof(struct spin_hdr))
 
-struct pend_msg {
-	int used;
-	int discard;		/* too large for the caller: swallow the rest */
-	uint32_t src_rank, msg_id;
-	uint32_t msg_len, seg, npkts, got;
-	uint64_t last_use;	/* ms, CLOCK_MONOTONIC */
-	uint64_t *bitmap;
-	uint8_t *data;
-	struct spin_hdr hdr;	/* first packet's header, pkt_off set to 0 */
-	struct sockaddr_in from;
-};
-
-struct done_key {
-	uint64_t key;		/* (src_rank << 32 | msg_id) + 1, 0: empty */
-	uint64_t t_ms;		/* when it was delivered */
-};
-
 struct spin_sock {
 	int fd;
 	uint16_t port;
-	struct pend_msg pend[SOCK_PENDING];
-	struct done_key done[SOCK_DONE_RING];	/* recently delivered messages */
+	struct spin_reasm ra;		/* spin_sock_recv_msg's messages */
 	uint8_t rxbuf[UDP_MAX_PAYLOAD + 1];
 };
 
@@ -229,25 +207,17 @@ int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out)
 		port = ntohs(sa.sin_port);
 	s->fd = fd;
 	s->port = port;
+	s->ra.who = "spin_sock_recv_msg";
+	s->ra.remember_done = true;
 	*out = s;
 	return 0;
 }
 
-static void pend_free(struct pend_msg *p)
-{
-	free(p->bitmap);
-	free(p->data);
-	memset(p, 0, sizeof(*p));
-}
-
 void spin_sock_close(struct spin_sock *s)
 {
-	int i;
-
 	if (!s)
 		return;
-	for (i = 0; i < SOCK_PENDING; i++)
-		pend_free(&s->pend[i]);
+	spin_reasm_free(&s->ra);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s);
@@ -271,6 +241,15 @@ static int wait_fd(int fd, short ev, int timeout_ms)
 	return n;
 }
 
+int spin_check_order(const char *who, const uint32_t *order, uint32_t npkts)
+{
+	for (uint32_t i = 0; order && i < npkts; i++)
+		if (order[i] >= npkts)
+			return spin_seterr(SPIN_EUSAGE, "%s: order[%u]=%u but the message has %u packets",
+					   who, i, order[i], npkts);
+	return 0;
+}
+
 int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 		   const struct spin_msg_args *a, const void *buf, uint32_t len,
 		   const uint32_t *order)
@@ -280,6 +259,7 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 	struct mmsghdr mm[SOCK_BATCH];
 	struct spin_msg_args args;
 	uint32_t seg, npkts, i, n, done;
+	int err;
 
 	if (!s || !dst || !a || (len && !buf))
 		return spin_seterr(SPIN_EUSAGE, "spin_sock_send: NULL argument");
@@ -292,13 +272,9 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 	args.seg_size = seg;
 	if (!args.msg_id)
 		args.msg_id = spin_next_msg_id();
-	npkts = len ? (uint32_t)(((uint64_t)len + seg - 1) / seg) : 1;
-	if (order)
-		for (i = 0; i < npkts; i++)
-			if (order[i] >= npkts)
-				return spin_seterr(SPIN_EUSAGE,
-						    "spin_sock_send: order[%u]=%u but the message has %u packets",
-						    i, order[i], npkts);
+	npkts = spin_npkts(len, seg);
+	if ((err = spin_check_order("spin_sock_send", order, npkts)))
+		return err;
 
 	for (done = 0; done < npkts; ) {
 		n = npkts - done < SOCK_BATCH ? npkts - done : SOCK_BATCH;
@@ -350,14 +326,6 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 
 /* ----------------------------------------------------------- receive -- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Milliseconds left until deadline (timeout -1: forever). */
 static int left_ms(int timeout_ms, uint64_t deadline)
 {
@@ -365,7 +333,7 @@ static int left_ms(int timeout_ms, uint64_t deadline)
 
 	if (timeout_ms < 0)
 		return -1;
-	t = now_ms();
+	t = spin_now_ms();
 	return t >= deadline ? 0 : (int)(deadline - t);
 }
 
@@ -378,7 +346,7 @@ static int left_ms(int timeout_ms, uint64_t deadline)
 static int recv_one(struct spin_sock *s, struct spin_hdr *h, void *buf, size_t cap,
 		    struct sockaddr_in *from, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	uint64_t deadline = timeout_ms > 0 ? spin_now_ms() + timeout_ms : 0;
 	struct spin_hdr raw;
 
 	for (;;) {
@@ -438,99 +406,11 @@ int spin_sock_recv_pkt(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 	return recv_one(s, h ? h : &tmp, buf, cap, from, timeout_ms);
 }
 
-static uint64_t key_of(uint32_t rank, uint32_t id)
-{
-	return ((uint64_t)rank << 32 | id) + 1;
-}
-
-static struct done_key *done_slot(struct spin_sock *s, uint64_t key)
-{
-	uint64_t x = key * 0x9e3779b97f4a7c15ull;
-
-	return &s->done[(x >> 40) & (SOCK_DONE_RING - 1)];
-}
-
-/* Remember a delivered message, so that late duplicates are ignored. */
-static void done_add(struct spin_sock *s, uint32_t rank, uint32_t id)
-{
-	struct done_key *d = done_slot(s, key_of(rank, id));
-
-	d->key = key_of(rank, id);
-	d->t_ms = now_ms();
-}
-
-/* A message delivered less than SOCK_DONE_MS ago (ids may be reused later,
- * e.g. by a restarted sender). */
-static bool done_recent(struct spin_sock *s, uint64_t key)
-{
-	struct done_key *d = done_slot(s, key);
-
-	return d->key == key && now_ms() - d->t_ms < SOCK_DONE_MS;
-}
-
-static struct pend_msg *pend_find(struct spin_sock *s, uint32_t rank, uint32_t id)
-{
-	int i;
-
-	for (i = 0; i < SOCK_PENDING; i++)
-		if (s->pend[i].used && s->pend[i].src_rank == rank && s->pend[i].msg_id == id)
-			return &s->pend[i];
-	return NULL;
-}
-
-/*
- * A free slot for a new message.  When the table is full, the least recently
- * touched message is given up if it saw no packet for SOCK_STALE_MS;
- * otherwise NULL: the new message's packet is dropped (messages in progress
- * win over new ones, as in the runtime's message table).
- */
-static struct pend_msg *pend_new(struct spin_sock *s)
-{
-	struct pend_msg *old = NULL;
-	int i;
-
-	for (i = 0; i < SOCK_PENDING; i++) {
-		if (!s->pend[i].used)
-			return &s->pend[i];
-		if (!old || s->pend[i].last_use < old->last_use)
-			old = &s->pend[i];
-	}
-	if (now_ms() - old->last_use < SOCK_STALE_MS)
-		return NULL;
-	pend_free(old);
-	return old;
-}
-
-/* Copy a completed message out to the caller and forget it. */
-static int pend_deliver(struct spin_sock *s, struct pend_msg *p, struct spin_hdr *h,
-			void *buf, size_t cap, struct sockaddr_in *from)
-{
-	int len = (int)p->msg_len;
-
-	if (p->msg_len > cap) {
-		/* started by an earlier call with a larger buffer */
-		done_add(s, p->src_rank, p->msg_id);
-		pend_free(p);
-		return spin_seterr(SPIN_ENOSPC,
-				    "spin_sock_recv_msg: message has %d bytes, buffer %zu; dropped",
-				    len, cap);
-	}
-
-	if (h)
-		*h = p->hdr;
-	if (from)
-		*from = p->from;
-	if (len)
-		memcpy(buf, p->data, len);
-	done_add(s, p->src_rank, p->msg_id);
-	pend_free(p);
-	return len;
-}
-
 int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_t cap,
 		       struct sockaddr_in *from, int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	struct spin_reasm_dst d = { .h = h, .buf = buf, .cap = cap, .from = from };
+	uint64_t deadline = timeout_ms > 0 ? spin_now_ms() + timeout_ms : 0;
 
 	if (!s || (cap && !buf))
 		return spin_seterr(SPIN_EUSAGE, "spin_sock_recv_msg: NULL argument");
@@ -538,10 +418,7 @@ int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 	for (;;) {
 		struct spin_hdr ph;
 		struct sockaddr_in sa;
-		struct pend_msg *p;
-		uint32_t rank, id, msg_len, seg, off, idx;
-		uint64_t key;
-		int pay, w;
+		int pay, w, ret;
 
 		w = left_ms(timeout_ms, deadline);
 		if (timeout_ms > 0 && w == 0)
@@ -556,90 +433,8 @@ int spin_sock_recv_msg(struct spin_sock *s, struct spin_hdr *h, void *buf, size_
 						    timeout_ms);
 			return pay;
 		}
-		rank = ntohl(ph.src_rank);
-		id = ntohl(ph.msg_id);
-		msg_len = ntohl(ph.msg_len);
-		seg = ntohs(ph.seg_size);
-		off = ntohl(ph.pkt_off);
-		key = key_of(rank, id);
-		p = pend_find(s, rank, id);
-
-		if (!p) {
-			if (done_recent(s, key))
-				continue;	/* duplicate of a delivered message */
-			if (msg_len > cap) {
-				/* remember it so its other packets are swallowed */
-				p = pend_new(s);
-				if (!p)
-					return spin_seterr(SPIN_ENOSPC,
-							   "spin_sock_recv_msg: message %u from rank %u has %u bytes, buffer %zu; dropped",
-							   id, rank, msg_len, cap);
-				p->used = 1;
-				p->discard = 1;
-				p->src_rank = rank;
-				p->msg_id = id;
-				p->msg_len = msg_len;
-				p->seg = seg;
-				p->npkts = msg_len ? (msg_len + seg - 1) / seg : 1;
-				p->got = 1;
-				p->last_use = now_ms();
-				if (p->got == p->npkts) {
-					done_add(s, rank, id);
-					pend_free(p);
-				}
-				return spin_seterr(SPIN_ENOSPC,
-						    "spin_sock_recv_msg: message %u from rank %u has %u bytes, buffer %zu; dropped",
-						    id, rank, msg_len, cap);
-			}
-			if ((uint32_t)pay == msg_len) {
-				/* single-packet message: no table, no extra state */
-				if (h)
-					*h = ph;
-				if (from)
-					*from = sa;
-				if (pay)
-					memcpy(buf, s->rxbuf, pay);
-				done_add(s, rank, id);
-				return pay;
-			}
-			p = pend_new(s);
-			if (!p)
-				continue;	/* table full of live messages: drop */
-			p->npkts = (msg_len + seg - 1) / seg;
-			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
-			p->data = malloc(msg_len);
-			if (!p->bitmap || !p->data) {
-				pend_free(p);
-				return spin_seterr(SPIN_EFAIL,
-						    "spin_sock_recv_msg: out of memory for a %u-byte message",
-						    msg_len);
-			}
-			p->used = 1;
-			p->src_rank = rank;
-			p->msg_id = id;
-			p->msg_len = msg_len;
-			p->seg = seg;
-			p->hdr = ph;
-			p->hdr.pkt_off = 0;
-			p->from = sa;
-		} else if (p->msg_len != msg_len || p->seg != seg) {
-			continue;	/* inconsistent with the first packet: ignore */
-		}
-		p->last_use = now_ms();
-		idx = off / seg;
-		if (p->discard) {
-			/* no bitmap: count packets, duplicates may end it early */
-			if (++p->got >= p->npkts) {
-				done_add(s, rank, id);
-				pend_free(p);
-			}
-			continue;
-		}
-		if (p->bitmap[idx / 64] & (1ull << (idx % 64)))
-			continue;	/* duplicate packet */
-		p->bitmap[idx / 64] |= 1ull << (idx % 64);
-		memcpy(p->data + off, s->rxbuf, pay);
-		if (++p->got == p->npkts)
-			return pend_deliver(s, p, h, buf, cap, from);
+		ret = spin_reasm_pkt(&s->ra, &d, &ph, s->rxbuf, (uint32_t)pay, &sa);
+		if (ret != SPIN_REASM_MORE)
+			return ret;
 	}
 }

@@ -50,8 +50,6 @@
 #define XSK_FRAME	SPIN_XSK_FRAME_SIZE
 #define XSK_TX_BATCH	64		/* descriptors posted per kick */
 #define XSK_WAIT_MS	1000		/* give up a send without progress */
-#define XSK_PENDING	16		/* messages reassembled at a time */
-#define XSK_STALE_MS	(SPIN_MSG_TIMEOUT_NS / 1000000)
 #define XSK_MAX_QUEUE	64		/* spin_xsks max_entries */
 #define XSK_BUSY_MS	1000		/* retry a bind that finds the queue busy */
 
@@ -62,17 +60,6 @@ struct xring {
 	uint32_t cached_prod, cached_cons;
 	void *map;
 	size_t map_len;
-};
-
-struct xpend {
-	int used;
-	int discard;			/* too large for the caller: swallow */
-	int in_user;			/* data is the caller's buffer */
-	uint32_t src_rank, msg_id, msg_len, seg, npkts, got;
-	uint64_t last_ms;
-	uint64_t *bitmap;
-	uint8_t *data;
-	struct spin_hdr hdr;
 };
 
 struct peer_cache {
@@ -96,21 +83,10 @@ struct spin_xsk {
 	struct spin_xsk_stats st;
 	struct peer_cache peers[SPIN_MAX_PEERS];
 	/* spin_xsk_recv_msg */
-	struct xpend pend[XSK_PENDING];
-	struct xpend *done;		/* completed by the callback */
-	int rm_err;
-	void *ubuf;			/* caller's buffer during recv_msg */
-	size_t ucap;
-	bool ubuf_busy;
+	struct spin_reasm ra;		/* messages being reassembled */
+	struct spin_reasm_dst rm_dst;	/* the caller's buffer during a call */
+	int rm_ret;			/* SPIN_REASM_MORE until there is a result */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* --------------------------------------------------------------- rings -- */
 
@@ -284,6 +260,9 @@ int spin_xsk_open(struct spin_rt *rt, const struct spin_xsk_opts *o, struct spin
 	x->queue = o->queue;
 	x->frames = o->frames ? o->frames : SPIN_XSK_DEF_FRAMES;
 	x->nrx = x->frames / 2;
+	/* no ring of delivered messages (remember_done): the runtime drops
+	 * duplicates of the messages it remembers (docs/xsk.md) */
+	x->ra.who = "spin_xsk_recv_msg";
 	x->ifindex = if_nametoindex(rt->ifname);
 	if (!x->ifindex) {
 		err = spin_seterr(SPIN_ENODEV, "interface '%s' not found", rt->ifname);
@@ -323,12 +302,12 @@ int spin_xsk_open(struct spin_rt *rt, const struct spin_xsk_opts *o, struct spin
 			xsk_teardown(x);
 	}
 	if (!o->zero_copy || err) {
-		uint64_t until = now_ms() + XSK_BUSY_MS;
+		uint64_t until = spin_now_ms() + XSK_BUSY_MS;
 
 		/* a socket closed just before releases its queue in deferred
 		 * work: bind says EBUSY for a moment */
 		while ((err = xsk_setup(x, XDP_COPY | XDP_USE_NEED_WAKEUP, &what)) == -EBUSY &&
-		       now_ms() < until) {
+		       spin_now_ms() < until) {
 			struct timespec ts = { 0, 10 * 1000 * 1000 };
 
 			xsk_teardown(x);
@@ -382,26 +361,15 @@ fail:
 	return err;
 }
 
-static void pend_free(struct xpend *p)
-{
-	free(p->bitmap);
-	if (!p->in_user)
-		free(p->data);
-	memset(p, 0, sizeof(*p));
-}
-
 void spin_xsk_close(struct spin_xsk *x)
 {
-	int i;
-
 	if (!x)
 		return;
 	if (x->registered)
 		/* ours: another socket cannot take the key while we hold it */
 		(void)bpf_map_delete_elem(x->rt->map_fd[SPIN_M_XSKS], &x->queue);
 	xsk_teardown(x);
-	for (i = 0; i < XSK_PENDING; i++)
-		pend_free(&x->pend[i]);
+	spin_reasm_free(&x->ra);
 	if (x->umem)
 		munmap(x->umem, x->umem_len);
 	free(x->tx_free);
@@ -429,6 +397,7 @@ int spin_xsk_stats(struct spin_xsk *x, struct spin_xsk_stats *st)
 	x->st.k_rx_ring_full = ks.rx_ring_full;
 	x->st.k_rx_fill_ring_empty = ks.rx_fill_ring_empty_descs;
 	x->st.k_tx_ring_empty = ks.tx_ring_empty_descs;
+	x->st.rx_stale = x->ra.stale;
 	*st = x->st;
 	return 0;
 }
@@ -519,8 +488,8 @@ static int tx_drain(struct spin_xsk *x)
 			return 0;
 		if (c != last || !deadline) {
 			last = c;
-			deadline = now_ms() + XSK_WAIT_MS;
-		} else if (now_ms() > deadline) {
+			deadline = spin_now_ms() + XSK_WAIT_MS;
+		} else if (spin_now_ms() > deadline) {
 			return spin_seterr(SPIN_EIO,
 					   "AF_XDP send on %s queue %u: the kernel took no frame for %d ms",
 					   x->rt->ifname, x->queue, XSK_WAIT_MS);
@@ -575,13 +544,9 @@ int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 		return spin_seterr(SPIN_EUSAGE,
 				   "spin_xsk_send: seg_size %u larger than one frame holds (%d)",
 				   seg, SPIN_MAX_SEG);
-	npkts = len ? (uint32_t)(((uint64_t)len + seg - 1) / seg) : 1;
-	if (order)
-		for (i = 0; i < npkts; i++)
-			if (order[i] >= npkts)
-				return spin_seterr(SPIN_EUSAGE,
-						   "spin_xsk_send: order[%u]=%u but the message has %u packets",
-						   i, order[i], npkts);
+	npkts = spin_npkts(len, seg);
+	if ((err = spin_check_order("spin_xsk_send", order, npkts)))
+		return err;
 	if ((err = peer_lookup(x, dst_rank, &peer)))
 		return err;
 	if (!peer.valid)
@@ -629,8 +594,8 @@ int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 			tx_reclaim(x);
 			if (!x->n_free || !prod_free(&x->tx)) {
 				if (!deadline)
-					deadline = now_ms() + XSK_WAIT_MS;
-				else if (now_ms() > deadline)
+					deadline = spin_now_ms() + XSK_WAIT_MS;
+				else if (spin_now_ms() > deadline)
 					return spin_seterr(SPIN_EIO,
 							   "AF_XDP send on %s queue %u: no TX frame came back for %d ms",
 							   x->rt->ifname, x->queue, XSK_WAIT_MS);
@@ -750,176 +715,49 @@ int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout
 
 /* ------------------------------------------------- message reassembly -- */
 
-static struct xpend *pend_find(struct spin_xsk *x, uint32_t rank, uint32_t id)
-{
-	for (int i = 0; i < XSK_PENDING; i++)
-		if (x->pend[i].used && x->pend[i].src_rank == rank && x->pend[i].msg_id == id)
-			return &x->pend[i];
-	return NULL;
-}
-
-/* A free slot; when full, the least recently touched message is given up if
- * it saw no packet for XSK_STALE_MS (its packets were lost). */
-static struct xpend *pend_new(struct spin_xsk *x)
-{
-	struct xpend *old = NULL;
-
-	for (int i = 0; i < XSK_PENDING; i++) {
-		if (!x->pend[i].used)
-			return &x->pend[i];
-		if (!old || x->pend[i].last_ms < old->last_ms)
-			old = &x->pend[i];
-	}
-	if (now_ms() - old->last_ms < XSK_STALE_MS)
-		return NULL;
-	if (old->in_user)
-		x->ubuf_busy = false;
-	pend_free(old);
-	x->st.rx_stale++;
-	return old;
-}
-
 static int msg_pkt(void *ctx, const struct spin_hdr *h, const void *payload, uint32_t len)
 {
 	struct spin_xsk *x = ctx;
-	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
-	uint32_t msg_len = ntohl(h->msg_len), seg = ntohs(h->seg_size), off = ntohl(h->pkt_off);
-	struct xpend *p = pend_find(x, rank, id);
-	uint32_t idx;
 
-	if (!p) {
-		p = pend_new(x);
-		if (!p)
-			return 0;	/* table full of live messages: drop */
-		p->used = 1;
-		p->src_rank = rank;
-		p->msg_id = id;
-		p->msg_len = msg_len;
-		p->seg = seg;
-		p->npkts = msg_len ? (msg_len + seg - 1) / seg : 1;
-		p->hdr = *h;
-		p->hdr.pkt_off = 0;
-		p->last_ms = now_ms();
-		p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
-		if (msg_len > x->ucap) {
-			p->discard = 1;
-		} else if (!x->ubuf_busy && x->ubuf) {
-			/* straight into the caller's buffer */
-			p->data = x->ubuf;
-			p->in_user = 1;
-			x->ubuf_busy = true;
-		} else {
-			p->data = malloc(msg_len ? msg_len : 1);
-		}
-		if (!p->bitmap || (!p->discard && !p->data)) {
-			if (p->in_user)
-				x->ubuf_busy = false;
-			pend_free(p);
-			x->rm_err = spin_seterr(SPIN_EFAIL,
-						"spin_xsk_recv_msg: out of memory for a %u-byte message",
-						msg_len);
-			return 1;
-		}
-		if (p->discard)
-			x->rm_err = spin_seterr(SPIN_ENOSPC,
-						"spin_xsk_recv_msg: message %u from rank %u has %u bytes, buffer %zu; dropped",
-						id, rank, msg_len, x->ucap);
-	} else if (p->msg_len != msg_len || p->seg != seg) {
-		return 0;		/* inconsistent with the first packet */
-	}
-	p->last_ms = now_ms();
-	idx = off / seg;
-	if (p->bitmap[idx / 64] & (1ull << (idx % 64)))
-		return 0;		/* duplicate */
-	p->bitmap[idx / 64] |= 1ull << (idx % 64);
-	if (!p->discard && len)
-		memcpy(p->data + off, payload, len);
-	if (++p->got == p->npkts) {
-		if (p->discard) {
-			pend_free(p);
-			return 0;
-		}
-		x->done = p;
-		return 1;
-	}
-	return x->rm_err ? 1 : 0;
-}
-
-/* Before returning or overwriting the caller's buffer: a partial message
- * in it (other than `keep`) moves to memory of its own. */
-static void ubuf_release(struct spin_xsk *x, const struct xpend *keep)
-{
-	for (int i = 0; i < XSK_PENDING; i++) {
-		struct xpend *p = &x->pend[i];
-		uint8_t *d;
-
-		if (!p->used || !p->in_user || p == keep)
-			continue;
-		d = malloc(p->msg_len ? p->msg_len : 1);
-		if (!d) {
-			pend_free(p);	/* lost; counted as stale */
-			x->st.rx_stale++;
-			continue;
-		}
-		memcpy(d, p->data, p->msg_len);
-		p->data = d;
-		p->in_user = 0;
-	}
-	x->ubuf = NULL;
-	x->ucap = 0;
-	x->ubuf_busy = false;
+	x->rm_ret = spin_reasm_pkt(&x->ra, &x->rm_dst, h, payload, len, NULL);
+	return x->rm_ret != SPIN_REASM_MORE;
 }
 
 int spin_xsk_recv_msg(struct spin_xsk *x, struct spin_hdr *h, void *buf, size_t cap,
 		      int timeout_ms)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t deadline = timeout_ms > 0 ? spin_now_ms() + (uint64_t)timeout_ms : 0;
+	int r;
 
 	if (!x || (cap && !buf))
 		return spin_seterr(SPIN_EUSAGE, "spin_xsk_recv_msg: NULL argument");
-	x->ubuf = buf;
-	x->ucap = cap;
-	x->ubuf_busy = false;
+	/* the first message that fits is assembled in buf itself */
+	x->rm_dst = (struct spin_reasm_dst){ .h = h, .buf = buf, .cap = cap, .direct = true };
+	x->rm_ret = SPIN_REASM_MORE;
 	for (;;) {
-		int w = -1, r;
+		int w = -1;
 
-		x->done = NULL;
-		x->rm_err = 0;
 		if (timeout_ms == 0)
 			w = 0;
 		else if (timeout_ms > 0) {
-			uint64_t t = now_ms();
+			uint64_t t = spin_now_ms();
 
 			w = t >= deadline ? 0 : (int)(deadline - t);
 		}
 		r = spin_xsk_recv(x, msg_pkt, x, w);
-		if (r < 0) {
-			ubuf_release(x, NULL);
-			return r;
-		}
-		if (x->done) {
-			struct xpend *p = x->done;
-			int len = (int)p->msg_len;
-
-			/* a partial message of a later packet may be in buf */
-			ubuf_release(x, p);
-			if (h)
-				*h = p->hdr;
-			if (!p->in_user && len)
-				memcpy(buf, p->data, len);
-			x->st.rx_msgs++;
-			pend_free(p);
-			return len;
-		}
-		if (x->rm_err) {
-			ubuf_release(x, NULL);
-			return x->rm_err;
-		}
-		if (r == 0 && w == 0) {
-			ubuf_release(x, NULL);
-			return spin_seterr(SPIN_ETIMEDOUT,
-					   "spin_xsk_recv_msg: no complete message within %d ms on %s queue %u",
-					   timeout_ms, x->rt->ifname, x->queue);
-		}
+		if (r < 0 || x->rm_ret != SPIN_REASM_MORE || (r == 0 && w == 0))
+			break;
 	}
+	/* a partial message may be in buf */
+	spin_reasm_release(&x->ra);
+	x->rm_dst = (struct spin_reasm_dst){};
+	if (r < 0)
+		return r;
+	if (x->rm_ret >= 0)
+		x->st.rx_msgs++;
+	if (x->rm_ret != SPIN_REASM_MORE)
+		return x->rm_ret;
+	return spin_seterr(SPIN_ETIMEDOUT,
+			   "spin_xsk_recv_msg: no complete message within %d ms on %s queue %u",
+			   timeout_ms, x->rt->ifname, x->queue);
 }
