@@ -79,8 +79,14 @@ attach_srv() {
 
 # the server answers pings from the client (rank 0)
 start_pp_server() {
-	local mode=$1
-	nsenter --net="/var/run/netns/$SRV" -- "$PP" server veth0 "$mode" client 0 10.77.1.1 seconds 60 >"$LOG/server" 2>&1 &
+	pp_server "$1" client 0 10.77.1.1
+}
+
+# pp_server MODE [ARGS...]: the ping-pong server, without a peer for the
+# client unless ARGS add one
+pp_server() {
+	local mode=$1; shift
+	nsenter --net="/var/run/netns/$SRV" -- "$PP" server veth0 "$mode" "$@" seconds 60 >"$LOG/server" 2>&1 &
 	echo $! >"$LOG/server.pid"
 	for _ in $(seq 50); do
 		grep -q "pingpong server" "$LOG/server" && return 0
@@ -231,6 +237,167 @@ t_put_redirect() {
 	S "$SPINCTL" -j stats veth0 | grep -q '"tx_device":3' || fail "tx_device != 3"
 }
 
+# ------------------------------------------------- jobs: ranks and peers --
+#
+# The job is the three namespaces: rank 0 = CLI (10.77.1.1), rank 1 = SRV
+# (10.77.1.2), rank 2 = CL2 (10.77.2.1).  $LOG/hosts.plain lists them in
+# the plain form, $LOG/hosts.kv in the key=value form, with CL2's MAC (it is
+# behind the server's veth1, where ARP on veth0 cannot find it); both are
+# written at set-up.
+
+# job_json NS [VAR=VALUE...] -- [ARGS...]: spinctl -j job ARGS in NS with
+# the environment VAR=VALUE...
+job_json() {
+	local ns=$1; shift
+	local envs=()
+	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	nsx "$ns" env "${envs[@]}" "$SPINCTL" -j job "$@"
+}
+
+# want_job JSON RANK SIZE RANK_FROM: the output of 'spinctl -j job'
+want_job() {
+	echo "$1"
+	case $1 in
+	"{\"rank\":$2,\"size\":$3,\"rank_from\":\"$4\","*) ;;
+	*) fail "want rank $2 size $3 from $4" ;;
+	esac
+}
+
+t_job_rank_by_address() {
+	local ns r=0 out
+	for ns in "$CLI" "$SRV" "$CL2"; do
+		out=$(job_json "$ns" -- "$LOG/hosts.plain")
+		want_job "$out" $r 3 address
+		echo "$out" | grep -q "{\"rank\":$r,\"ip\":\"[0-9.]*\",\"mac\":null,\"port\":null,\"self\":true}" ||
+			fail "host $r is not marked self"
+		[ "$(echo "$out" | grep -o '"self":true' | wc -l)" -eq 1 ] || fail "want one self host"
+		# the same from $SPIN_HOSTFILE, and from the key=value file
+		want_job "$(job_json "$ns" SPIN_HOSTFILE="$LOG/hosts.plain" --)" $r 3 address
+		want_job "$(job_json "$ns" -- "$LOG/hosts.kv")" $r 3 address
+		r=$((r + 1))
+	done
+	# plain text: the key=value file sorted by rank, with its MAC
+	nsx "$CL2" "$SPINCTL" job "$LOG/hosts.kv" >"$LOG/job"
+	cat "$LOG/job"
+	grep -q "^rank 2 of 3 (rank from address, size from hostfile; hostfile $LOG/hosts.kv)$" "$LOG/job"
+	[ "$(sed -n '3,$p' "$LOG/job" | cut -c3- | awk '{print $1 "/" $2}' | xargs)" = \
+	  "0/10.77.1.1 1/10.77.1.2 2/10.77.2.1" ] || fail "hosts not listed by rank"
+	grep -q "^\* 2 *10.77.2.1 *- *$(spin_ns_mac "$CL2" veth0)$" "$LOG/job"
+	grep -q "^  0 *10.77.1.1 *- *-$" "$LOG/job"
+}
+
+t_job_rank_by_env() {
+	local out
+	# each variable alone, in the namespace of that rank
+	want_job "$(job_json "$SRV" SPIN_RANK=1 -- "$LOG/hosts.plain")" 1 3 SPIN_RANK
+	want_job "$(job_json "$CL2" PMI_RANK=2 PMI_SIZE=3 -- "$LOG/hosts.plain")" 2 3 PMI_RANK
+	want_job "$(job_json "$CLI" OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=3 -- "$LOG/hosts.kv")" \
+		0 3 OMPI_COMM_WORLD_RANK
+	# the first one set wins: SPIN_, then PMI_, then OMPI_COMM_WORLD_
+	want_job "$(job_json "$SRV" OMPI_COMM_WORLD_RANK=2 PMI_RANK=0 SPIN_RANK=1 -- "$LOG/hosts.plain")" \
+		1 3 SPIN_RANK
+	want_job "$(job_json "$SRV" OMPI_COMM_WORLD_RANK=2 PMI_RANK=1 -- "$LOG/hosts.plain")" 1 3 PMI_RANK
+	# the environment beats the address (with a warning)
+	job_json "$CLI" PMI_RANK=2 -- "$LOG/hosts.plain" >"$LOG/j" 2>"$LOG/warn"
+	want_job "$(cat "$LOG/j")" 2 3 PMI_RANK
+	cat "$LOG/warn"
+	grep -q "PMI_RANK=2 is 10.77.2.1 on $LOG/hosts.plain:5, not an address of this host" "$LOG/warn"
+	# no hostfile: rank and size from the launcher alone
+	out=$(job_json "$CLI" OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 --)
+	want_job "$out" 1 2 OMPI_COMM_WORLD_RANK
+	echo "$out" | grep -q '"hostfile":null,"hosts":\[\]'
+	# several ranks on one host (own ports): the address is ambiguous
+	printf '10.77.1.2 port=7717\n10.77.1.2 port=7718\n' >"$LOG/two.hosts"
+	expect_rc 2 S "$SPINCTL" job "$LOG/two.hosts"
+	grep -q "^spinctl: $LOG/two.hosts:1: .*set SPIN_RANK" "$LOG/out"
+	want_job "$(job_json "$SRV" SPIN_RANK=1 -- "$LOG/two.hosts")" 1 2 SPIN_RANK
+}
+
+t_job_peer_load() {
+	local cli_mac srv_mac cl2_mac
+	cli_mac=$(spin_ns_mac "$CLI" veth0)
+	srv_mac=$(spin_ns_mac "$SRV" veth0)
+	cl2_mac=$(spin_ns_mac "$CL2" veth0)
+	attach_srv
+	S "$SPINCTL" peer load veth0 "$LOG/hosts.kv" >"$LOG/load"
+	cat "$LOG/load"
+	grep -q "^loaded 3 peers from $LOG/hosts.kv (this host: rank 1 of 3)$" "$LOG/load"
+	S "$SPINCTL" -j peer list veth0 >"$LOG/peers"
+	cat "$LOG/peers"
+	grep -q "{\"rank\":0,\"ip\":\"10.77.1.1\",\"port\":7717,\"mac\":\"$cli_mac\"" "$LOG/peers" ||
+		fail "rank 0: want 10.77.1.1 $cli_mac (resolved)"
+	grep -q "{\"rank\":1,\"ip\":\"10.77.1.2\",\"port\":7717,\"mac\":\"$srv_mac\"" "$LOG/peers" ||
+		fail "rank 1 (self): want 10.77.1.2 $srv_mac"
+	grep -q "{\"rank\":2,\"ip\":\"10.77.2.1\",\"port\":7717,\"mac\":\"$cl2_mac\"" "$LOG/peers" ||
+		fail "rank 2: want 10.77.2.1 $cl2_mac (from the hostfile)"
+	[ "$(grep -o '"rank":' "$LOG/peers" | wc -l)" -eq 3 ] || fail "want 3 peers"
+	# ping-pong through the loaded peer: this server adds no peer itself
+	pp_server stream
+	C "$PP" client 10.77.1.2 stream size 64,4000 count 50 quiet
+	S "$SPINCTL" -j stats veth0 | grep -q '"no_peer":0,' || fail "pongs dropped for want of a peer"
+	# again from $SPIN_HOSTFILE, as JSON
+	S env SPIN_HOSTFILE="$LOG/hosts.kv" "$SPINCTL" -j peer load veth0 >"$LOG/load"
+	cat "$LOG/load"
+	grep -q "^{\"ifname\":\"veth0\",\"hostfile\":\"$LOG/hosts.kv\",\"rank\":1,\"size\":3,\"peers\":3}$" "$LOG/load"
+}
+
+t_job_errors() {
+	# duplicate rank
+	printf '10.77.1.1\n# comment\n\nrank=0 ip=10.77.1.2\n' >"$LOG/dup.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/dup.hosts"
+	grep -q "^spinctl: $LOG/dup.hosts:4: duplicate rank 0 (also on line 1)$" "$LOG/out"
+	# bad IP, in both forms
+	printf '10.77.1.1\n10.77.1.256\n' >"$LOG/badip.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/badip.hosts"
+	grep -q "^spinctl: $LOG/badip.hosts:2: bad IPv4 address '10.77.1.256'" "$LOG/out"
+	printf 'rank=0 ip=10.77.1.1.1\n' >"$LOG/badip.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/badip.hosts"
+	grep -q "^spinctl: $LOG/badip.hosts:1: bad IPv4 address '10.77.1.1.1'" "$LOG/out"
+	# ranks the runtime cannot address, ranks outside the job, unknown keys
+	printf '10.77.1.1\nrank=256 ip=10.77.1.2\n' >"$LOG/big.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/big.hosts"
+	grep -q "^spinctl: $LOG/big.hosts:2: rank 256 out of range (0..255)$" "$LOG/out"
+	printf '10.77.1.1\nrank=2 ip=10.77.1.2\n' >"$LOG/gap.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/gap.hosts"
+	grep -q "^spinctl: $LOG/gap.hosts:2: rank 2 is outside the job" "$LOG/out"
+	printf '10.77.1.1 host=a\n' >"$LOG/key.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/key.hosts"
+	grep -q "^spinctl: $LOG/key.hosts:1: unknown key 'host'" "$LOG/out"
+	# missing file
+	expect_rc 8 C "$SPINCTL" job "$LOG/nosuch.hosts"
+	grep -q "^spinctl: hostfile $LOG/nosuch.hosts: no such file$" "$LOG/out"
+	expect_rc 8 C env SPIN_HOSTFILE="$LOG/nosuch.hosts" "$SPINCTL" job
+	grep -q "$LOG/nosuch.hosts" "$LOG/out"
+	# environment rank outside the job, size disagreeing with the file
+	expect_rc 2 C env SPIN_RANK=3 "$SPINCTL" job "$LOG/hosts.plain"
+	grep -q "^spinctl: $LOG/hosts.plain: SPIN_RANK=3 is outside the job (3 hosts: ranks 0..2)$" "$LOG/out"
+	expect_rc 2 C env PMI_RANK=0 PMI_SIZE=4 "$SPINCTL" job "$LOG/hosts.plain"
+	grep -q "^spinctl: hostfile $LOG/hosts.plain has 3 hosts, but PMI_SIZE=4" "$LOG/out"
+	expect_rc 2 C env OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=2 "$SPINCTL" job
+	grep -q "OMPI_COMM_WORLD_RANK=2 is outside the job" "$LOG/out"
+	expect_rc 2 C env SPIN_RANK=one "$SPINCTL" job "$LOG/hosts.plain"
+	grep -q "SPIN_RANK='one' is not a number" "$LOG/out"
+	# neither a hostfile nor a rank; no address of this host in the file
+	expect_rc 2 C "$SPINCTL" job
+	grep -q "no hostfile and no rank" "$LOG/out"
+	printf '10.77.1.2\n10.77.2.1\n' >"$LOG/other.hosts"
+	expect_rc 2 C "$SPINCTL" job "$LOG/other.hosts"
+	grep -q "names none of this host's IPv4 addresses: set SPIN_RANK" "$LOG/out"
+	# peer load: nothing is added from a bad file
+	attach_srv
+	expect_rc 2 S "$SPINCTL" peer load veth0
+	grep -q "no hostfile" "$LOG/out"
+	expect_rc 8 S "$SPINCTL" peer load veth0 "$LOG/nosuch.hosts"
+	expect_rc 2 S "$SPINCTL" peer load veth0 "$LOG/dup.hosts"
+	grep -q "$LOG/dup.hosts:4: duplicate rank" "$LOG/out"
+	[ "$(S "$SPINCTL" -j peer list veth0)" = "[]" ] || fail "peers added from a bad hostfile"
+	# a host that does not answer ARP on veth0 (CL2 is behind veth1): the
+	# load stops there with spin_peer_add's message
+	expect_rc 8 S "$SPINCTL" peer load veth0 "$LOG/hosts.plain"
+	grep -q "^spinctl: rank 2 (10.77.2.1): no MAC for 10.77.2.1" "$LOG/out"
+}
+
 # ---------------------------------------------------------- AF_XDP path --
 
 XSK_SIZES=8,100,1384,1385,4000,65536,300000,1048576
@@ -350,6 +517,21 @@ if ! spin_ns_pair "$CL2" veth0 10.77.2.1 "$SRV" veth1 10.77.2.2; then
 	exit 1
 fi
 spin_ns_xdp_pass "$CL2" veth0
+# the job of the t_job_* tests: one rank per namespace; no launcher
+# variables from the caller's environment
+unset SPIN_HOSTFILE SPIN_RANK SPIN_SIZE PMI_RANK PMI_SIZE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
+cat >"$LOG/hosts.plain" <<EOF
+# rank = index among the host lines
+10.77.1.1	# $CLI
+10.77.1.2	# $SRV
+
+10.77.2.1	# $CL2
+EOF
+cat >"$LOG/hosts.kv" <<EOF
+rank=2 ip=10.77.2.1 mac=$(spin_ns_mac "$CL2" veth0)	# behind the server's veth1
+rank=0 ip=10.77.1.1
+rank=1   ip=10.77.1.2
+EOF
 
 run_test attach_detach t_attach_detach
 run_test attach_generic t_attach_generic
@@ -361,6 +543,10 @@ run_test completion_once_duplicates t_completion_once_duplicates
 run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
+run_test job_rank_by_address t_job_rank_by_address
+run_test job_rank_by_env t_job_rank_by_env
+run_test job_peer_load t_job_peer_load
+run_test job_errors t_job_errors
 run_test xsk_recv t_xsk_recv
 run_test xsk_send t_xsk_send
 run_test xsk_errors t_xsk_errors

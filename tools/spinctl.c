@@ -1253,6 +1253,146 @@ static int peer_del(int argc, char **argv)
 	return 0;
 }
 
+/* Load a hostfile: FILE, else $SPIN_HOSTFILE (spin_job_load would fall
+ * back to it too; checked here for a usage error instead). */
+static int job_file(int argc, char **argv, int pos, const char **file)
+{
+	if (argc > pos + 1)
+		return usage_err("unexpected argument '%s'", argv[pos + 1]);
+	*file = argc > pos ? argv[pos] : getenv("SPIN_HOSTFILE");
+	if (*file && !**file)
+		*file = NULL;
+	return 0;
+}
+
+static int peer_load(int argc, char **argv)
+{
+	struct spin_status st;
+	struct spin_job j;
+	struct spin_rt *rt;
+	const char *file;
+	int err, n;
+
+	NEED(1, "IFACE");
+	if ((err = job_file(argc, argv, 1, &file)))
+		return err;
+	if (!file)
+		return usage_err("no hostfile: give FILE or set SPIN_HOSTFILE");
+	err = spin_job_load(&j, file);
+	if (err)
+		return fail(err);
+	if ((err = open_rt(argv[0], &rt))) {
+		spin_job_free(&j);
+		return err;
+	}
+	if (!spin_get_status(rt, &st) && st.cfg.my_rank != j.rank)
+		fprintf(stderr, "spinctl: warning: %s is attached with rank %u, but %s makes this "
+			"host rank %u (attach with 'rank %u')\n", argv[0], st.cfg.my_rank, file,
+			j.rank, j.rank);
+	n = spin_job_peers(rt, &j);
+	spin_close(rt);
+	if (n < 0) {
+		spin_job_free(&j);
+		return fail(n);
+	}
+	if (json) {
+		jobj(NULL);
+		jstr("ifname", argv[0]);
+		jstr("hostfile", file);
+		ju64("rank", j.rank);
+		ju64("size", j.size);
+		ju64("peers", n);
+		jobj_end();
+	} else {
+		printf("loaded %d peers from %s (this host: rank %u of %u)\n", n, file, j.rank,
+		       j.size);
+	}
+	spin_job_free(&j);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- job -- */
+
+/* Which variable gave the rank or size (spin_job_load's order), or NULL. */
+static const char *first_env(const char *a, const char *b, const char *c)
+{
+	const char *vars[] = { a, b, c };
+
+	for (int i = 0; i < 3; i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v && *v)
+			return vars[i];
+	}
+	return NULL;
+}
+
+static int cmd_job(int argc, char **argv)
+{
+	const char *file, *rank_from, *size_from;
+	char ip[INET_ADDRSTRLEN], mac[18], port[8];
+	struct spin_job j;
+	int err;
+
+	if ((err = job_file(argc, argv, 0, &file)))
+		return err;
+	err = spin_job_load(&j, file);
+	if (err)
+		return fail(err);
+	rank_from = first_env("SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK");
+	size_from = first_env("SPIN_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE");
+	if (!rank_from)
+		rank_from = "address";
+	if (!size_from)
+		size_from = "hostfile";
+	if (json) {
+		jobj(NULL);
+		ju64("rank", j.rank);
+		ju64("size", j.size);
+		jstr("rank_from", rank_from);
+		jstr("size_from", size_from);
+		if (file)
+			jstr("hostfile", file);
+		else
+			jnull("hostfile");
+		jarr("hosts");
+		for (uint32_t i = 0; i < j.nhosts; i++) {
+			const struct spin_job_host *h = &j.hosts[i];
+
+			jobj(NULL);
+			ju64("rank", h->rank);
+			jstr("ip", inet_ntop(AF_INET, &h->ip, ip, sizeof(ip)));
+			if (h->has_mac)
+				jstr("mac", macstr(h->mac, mac));
+			else
+				jnull("mac");
+			if (h->port)
+				ju64("port", h->port);
+			else
+				jnull("port");
+			jbool("self", h->rank == j.rank);
+			jobj_end();
+		}
+		jarr_end();
+		jobj_end();
+	} else {
+		printf("rank %u of %u (rank from %s, size from %s; hostfile %s)\n", j.rank, j.size,
+		       rank_from, size_from, file ? file : "none");
+		if (j.nhosts)
+			printf("  %-6s %-15s %-6s %s\n", "RANK", "IP", "PORT", "MAC");
+		for (uint32_t i = 0; i < j.nhosts; i++) {
+			const struct spin_job_host *h = &j.hosts[i];
+
+			snprintf(port, sizeof(port), "%u", h->port);
+			printf("%c %-6u %-15s %-6s %s\n", h->rank == j.rank ? '*' : ' ', h->rank,
+			       inet_ntop(AF_INET, &h->ip, ip, sizeof(ip)), h->port ? port : "-",
+			       h->has_mac ? macstr(h->mac, mac) : "-");
+		}
+	}
+	spin_job_free(&j);
+	return 0;
+}
+
 /* -------------------------------------------------------------- stats -- */
 
 static const struct {
@@ -1780,7 +1920,13 @@ static const char help_me[] =
 static const char help_peer[] =
 	"spinctl peer add IFACE RANK IP [mac M] [port N] [dev IF] [pid P]\n"
 	"spinctl peer list IFACE\n"
-	"spinctl peer del IFACE RANK\n";
+	"spinctl peer del IFACE RANK\n"
+	"spinctl peer load IFACE [FILE]   every host of a hostfile (default $SPIN_HOSTFILE)\n";
+static const char help_job[] =
+	"spinctl job [FILE]\n"
+	"    this process's rank, the job size and the hosts, from the environment\n"
+	"    (SPIN_RANK/SIZE, PMI_RANK/SIZE, OMPI_COMM_WORLD_RANK/SIZE) and the hostfile\n"
+	"    FILE (default $SPIN_HOSTFILE); '*' marks this process\n";
 static const char help_stats[] =
 	"spinctl stats IFACE [reset]\n"
 	"    counters summed over CPUs; drop reasons by name (all of them with -v)\n";
@@ -1803,16 +1949,18 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: spinctl [OPTIONS] OBJECT VERB [ARGS]\n"
 		"       spinctl OBJECT help\n"
-		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | events | send | help\n"
+		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | job | events |\n"
+		"          send | recv | help\n"
 		"OPTIONS := -j (JSON) | -p (pretty JSON) | -v (verbose, repeat for libbpf debug) |\n"
 		"           -V/--version | -h/--help\n"
 		"Objects and verbs may be abbreviated; an exact name wins, then the first match in\n"
 		"this order (st = status, h l = handler list, me a = me append).\n\n"
-		"%s%s%s%s%s%s%s%s%s%s%s\n"
-		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object).\n"
+		"%s%s%s%s%s%s%s%s%s%s%s%s\n"
+		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object),\n"
+		"SPIN_HOSTFILE, SPIN_RANK, SPIN_SIZE (and the launcher's PMI_*, OMPI_COMM_WORLD_*).\n"
 		"Exit code: 0, 2 usage, or the SPIN_E* error (see docs/spinctl.md).\n",
 		help_attach, help_detach, help_status, help_stats, help_handler, help_pt, help_me,
-		help_peer, help_events, help_send, help_recv);
+		help_peer, help_job, help_events, help_send, help_recv);
 }
 
 static const struct cmd handler_cmds[] = {
@@ -1826,7 +1974,8 @@ static const struct cmd me_cmds[] = {
 	{ "list", me_list }, { "append", me_append }, { "show", me_show }, { "unlink", me_unlink }, {}
 };
 static const struct cmd peer_cmds[] = {
-	{ "list", peer_list }, { "add", peer_add }, { "del", peer_del }, { "delete", peer_del }, {}
+	{ "list", peer_list }, { "add", peer_add }, { "del", peer_del }, { "delete", peer_del },
+	{ "load", peer_load }, {}
 };
 
 static const struct cmd *match(const struct cmd *t, const char *word)
@@ -1876,6 +2025,7 @@ SIMPLE(stats, help_stats)
 SIMPLE(events, help_events)
 SIMPLE(send, help_send)
 SIMPLE(recv, help_recv)
+SIMPLE(job, help_job)
 
 static int do_help(int argc, char **argv)
 {
@@ -1902,7 +2052,7 @@ static int do_version(int argc, char **argv)
 static const struct cmd objects[] = {
 	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
 	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
-	{ "peer", do_peer }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
+	{ "peer", do_peer }, { "job", do_job }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
 	{ "help", do_help },
 	{ "version", do_version }, {}
 };

@@ -218,6 +218,52 @@ int spin_frame_build(void *buf, size_t cap, const struct spin_frame_addr *a,
 /* A fresh message id for rank `rank` (process-unique, never 0). */
 uint32_t spin_next_msg_id(void);
 
+/* ------------------------------------------------ job: ranks and peers -- */
+
+/*
+ * A job is the set of processes (one per host or network namespace) that
+ * talk to each other over spin, each with a rank 0..size-1.  The ranks and
+ * the peers' addresses come from a hostfile and/or the launcher's
+ * environment, so one hostfile works unchanged on every host:
+ *
+ *   hostfile  the argument, else $SPIN_HOSTFILE.  One host per line; '#'
+ *             starts a comment, blank lines are ignored.  A line is either
+ *                 IP [mac=M] [port=P]
+ *             (rank = the line's index among the host lines) or
+ *                 rank=N ip=A [mac=M] [port=P]
+ *             The ranks must be 0..size-1, each once; size = the number of
+ *             host lines.
+ *   rank      $SPIN_RANK, else $PMI_RANK, else $OMPI_COMM_WORLD_RANK; with a
+ *             hostfile and none of them, the one host line that names one
+ *             of this host's IPv4 addresses (getifaddrs).
+ *   size      $SPIN_SIZE, else $PMI_SIZE, else $OMPI_COMM_WORLD_SIZE, else
+ *             the number of hosts; with both they must agree.
+ *
+ * docs/spinctl.md ("Hostfiles and launchers") has the details.
+ */
+struct spin_job {
+	uint32_t rank, size;		/* this process's rank, the job size */
+	struct spin_job_host {
+		uint32_t rank;
+		struct in_addr ip;
+		uint8_t mac[6];
+		bool has_mac;		/* mac= given: no ARP for this host */
+		uint16_t port;		/* 0: the runtime's port */
+	} *hosts;			/* sorted by rank: hosts[i].rank == i */
+	uint32_t nhosts;		/* 0 without a hostfile */
+};
+
+/* Fill j (on error it is left empty; spin_job_free() after success).  Errors
+ * name file:line: -SPIN_EUSAGE for a bad line, duplicate rank, a rank out
+ * of range or a rank that cannot be determined, -SPIN_ENOENT for a missing
+ * hostfile. */
+int spin_job_load(struct spin_job *j, const char *hostfile);
+/* spin_peer_add() every host of the job, this process's own rank included
+ * (MAC from the hostfile or resolved by spin_peer_add); stops at the first
+ * failure.  Returns the number of peers added. */
+int spin_job_peers(struct spin_rt *rt, const struct spin_job *j);
+void spin_job_free(struct spin_job *j);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin jobs: this process's rank, the job size and every host's address,
+ * from a hostfile and/or the launcher's environment, and the peers that
+ * follow from them.
+ *
+ * Hostfile (the argument, else $SPIN_HOSTFILE): one host per line, '#'
+ * starts a comment, blank lines are ignored.
+ *
+ *     IP [mac=M] [port=P]                 rank = index among the host lines
+ *     rank=N ip=A [mac=M] [port=P]        (rank= may be left out: the index)
+ *
+ * Rank: $SPIN_RANK, $PMI_RANK, $OMPI_COMM_WORLD_RANK (the first one set),
+ * else the one host line naming an IPv4 address of this host.  Size:
+ * $SPIN_SIZE, $PMI_SIZE, $OMPI_COMM_WORLD_SIZE, else the number of hosts;
+ * with a hostfile both must agree and the ranks must be 0..size-1, each
+ * once.  Errors are one line naming file:line.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libspin_internal.h"
+
+#define JOB_NVARS 3
+static const char *const rank_vars[JOB_NVARS] = {
+	"SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK",
+};
+static const char *const size_vars[JOB_NVARS] = {
+	"SPIN_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE",
+};
+
+#define LINE_FORMS "a host line is 'IP [mac=M] [port=P]' or 'rank=N ip=A [mac=M] [port=P]'"
+
+/* A decimal number without sign, <= max. */
+static bool parse_dec(const char *s, uint64_t max, uint32_t *v)
+{
+	uint64_t x = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		x = x * 10 + (uint64_t)(*s - '0');
+		if (x > max)
+			return false;
+	}
+	*v = (uint32_t)x;
+	return true;
+}
+
+static bool parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char c;
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &c) != 6)
+		return false;
+	for (int i = 0; i < 6; i++) {
+		if (b[i] > 255)
+			return false;
+		mac[i] = (uint8_t)b[i];
+	}
+	return true;
+}
+
+static bool parse_ip(const char *s, struct in_addr *a)
+{
+	return inet_pton(AF_INET, s, a) == 1 && a->s_addr != 0;
+}
+
+/*
+ * The first variable of vars that is set (and not empty): its name in
+ * *name and its value in *v; *name is NULL when none is set.
+ */
+static int env_u32(const char *const vars[JOB_NVARS], const char **name, uint32_t *v)
+{
+	*name = NULL;
+	for (int i = 0; i < JOB_NVARS; i++) {
+		const char *s = getenv(vars[i]);
+
+		if (!s || !*s)
+			continue;
+		*name = vars[i];
+		if (!parse_dec(s, UINT32_MAX, v))
+			return spin_seterr(SPIN_EUSAGE, "%s='%s' is not a number", vars[i], s);
+		return 0;
+	}
+	return 0;
+}
+
+/* One host line (comment already cut off, not blank); idx: its index. */
+static int parse_host(const char *path, unsigned int ln, char *line, uint32_t idx,
+		      struct spin_job_host *h)
+{
+	enum { K_RANK = 1, K_IP = 2, K_MAC = 4, K_PORT = 8 };
+	unsigned int seen = 0;
+	char *save = NULL, *tok;
+	bool first = true;
+
+	memset(h, 0, sizeof(*h));
+	for (tok = strtok_r(line, " \t\r\n", &save); tok;
+	     tok = strtok_r(NULL, " \t\r\n", &save), first = false) {
+		char *val = strchr(tok, '=');
+		unsigned int k;
+		uint32_t v;
+
+		if (!val) {
+			if (!first)
+				return spin_seterr(SPIN_EUSAGE, "%s:%u: '%s' is not key=value (%s)",
+						   path, ln, tok, LINE_FORMS);
+			if (!parse_ip(tok, &h->ip))
+				return spin_seterr(SPIN_EUSAGE, "%s:%u: bad IPv4 address '%s' (%s)",
+						   path, ln, tok, LINE_FORMS);
+			seen |= K_IP;
+			continue;
+		}
+		*val++ = '\0';
+		if (!strcmp(tok, "rank"))
+			k = K_RANK;
+		else if (!strcmp(tok, "ip"))
+			k = K_IP;
+		else if (!strcmp(tok, "mac"))
+			k = K_MAC;
+		else if (!strcmp(tok, "port"))
+			k = K_PORT;
+		else
+			return spin_seterr(SPIN_EUSAGE, "%s:%u: unknown key '%s' (keys: rank ip mac port)",
+					   path, ln, tok);
+		if (seen & k)
+			return spin_seterr(SPIN_EUSAGE, "%s:%u: %s given twice", path, ln, tok);
+		seen |= k;
+		switch (k) {
+		case K_RANK:
+			if (!parse_dec(val, UINT32_MAX, &h->rank))
+				return spin_seterr(SPIN_EUSAGE, "%s:%u: bad rank '%s'", path, ln, val);
+			break;
+		case K_IP:
+			if (!parse_ip(val, &h->ip))
+				return spin_seterr(SPIN_EUSAGE, "%s:%u: bad IPv4 address '%s'",
+						   path, ln, val);
+			break;
+		case K_MAC:
+			if (!parse_mac(val, h->mac))
+				return spin_seterr(SPIN_EUSAGE,
+						   "%s:%u: bad MAC address '%s' (aa:bb:cc:dd:ee:ff)",
+						   path, ln, val);
+			h->has_mac = true;
+			break;
+		case K_PORT:
+			if (!parse_dec(val, UINT16_MAX, &v) || !v)
+				return spin_seterr(SPIN_EUSAGE, "%s:%u: bad port '%s' (1..65535)",
+						   path, ln, val);
+			h->port = (uint16_t)v;
+			break;
+		}
+	}
+	if (!(seen & K_IP))
+		return spin_seterr(SPIN_EUSAGE, "%s:%u: no IPv4 address (%s)", path, ln, LINE_FORMS);
+	if (!(seen & K_RANK))
+		h->rank = idx;
+	if (h->rank >= SPIN_MAX_PEERS)
+		return spin_seterr(SPIN_EUSAGE, "%s:%u: rank %u out of range (0..%u)", path, ln,
+				   h->rank, SPIN_MAX_PEERS - 1);
+	return 0;
+}
+
+/*
+ * Read every host of path into j->hosts (file order) and their line
+ * numbers into lines[]; ranks and addresses are checked for duplicates.
+ */
+static int read_hostfile(const char *path, struct spin_job *j, unsigned int *lines)
+{
+	int at[SPIN_MAX_PEERS];		/* rank -> index + 1 */
+	char ip[INET_ADDRSTRLEN];
+	unsigned int ln = 0;
+	size_t cap = 0;
+	char *line = NULL;
+	int err = 0;
+	FILE *f;
+
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return spin_seterr(SPIN_ENOENT, "hostfile %s: no such file", path);
+		return spin_seterr(spin_errno_code(errno), "hostfile %s: %s", path, strerror(errno));
+	}
+	j->hosts = calloc(SPIN_MAX_PEERS, sizeof(*j->hosts));
+	if (!j->hosts) {
+		fclose(f);
+		return spin_seterr(SPIN_EFAIL, "out of memory");
+	}
+	memset(at, 0, sizeof(at));
+	while (getline(&line, &cap, f) >= 0) {
+		struct spin_job_host *h;
+		char *p = strchr(line, '#');
+
+		ln++;
+		if (p)
+			*p = '\0';
+		if (!line[strspn(line, " \t\r\n")])
+			continue;
+		if (j->nhosts >= SPIN_MAX_PEERS) {
+			err = spin_seterr(SPIN_EUSAGE, "%s:%u: more than %u hosts", path, ln,
+					  SPIN_MAX_PEERS);
+			break;
+		}
+		h = &j->hosts[j->nhosts];
+		err = parse_host(path, ln, line, j->nhosts, h);
+		if (err)
+			break;
+		if (at[h->rank]) {
+			err = spin_seterr(SPIN_EUSAGE, "%s:%u: duplicate rank %u (also on line %u)",
+					  path, ln, h->rank, lines[at[h->rank] - 1]);
+			break;
+		}
+		for (uint32_t i = 0; i < j->nhosts; i++) {
+			if (j->hosts[i].ip.s_addr == h->ip.s_addr && j->hosts[i].port == h->port) {
+				inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
+				err = spin_seterr(SPIN_EUSAGE, "%s:%u: %s is already rank %u on line %u "
+						  "(processes on one host need different port=)",
+						  path, ln, ip, j->hosts[i].rank, lines[i]);
+				break;
+			}
+		}
+		if (err)
+			break;
+		at[h->rank] = (int)j->nhosts + 1;
+		lines[j->nhosts++] = ln;
+	}
+	if (!err && ferror(f))
+		err = spin_seterr(SPIN_EFAIL, "hostfile %s: %s", path, strerror(errno));
+	if (!err && !j->nhosts)
+		err = spin_seterr(SPIN_EUSAGE, "hostfile %s: no hosts in it (%s)", path, LINE_FORMS);
+	free(line);
+	fclose(f);
+	return err;
+}
+
+/* This host's IPv4 addresses (all interfaces of the network namespace). */
+static int local_addrs(uint32_t *out, int max)
+{
+	struct ifaddrs *ifa, *i;
+	int n = 0;
+
+	if (getifaddrs(&ifa))
+		return spin_seterr(SPIN_EFAIL, "cannot read this host's addresses: %s",
+				   strerror(errno));
+	for (i = ifa; i && n < max; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
+			out[n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+	freeifaddrs(ifa);
+	return n;
+}
+
+static bool is_local(const uint32_t *addrs, int n, uint32_t ip)
+{
+	for (int i = 0; i < n; i++)
+		if (addrs[i] == ip)
+			return true;
+	return false;
+}
+
+static int job_load(struct spin_job *j, const char *hostfile)
+{
+	unsigned int lines[SPIN_MAX_PEERS], by_rank[SPIN_MAX_PEERS];
+	struct spin_job_host *sorted;
+	const char *path, *rvar, *svar;
+	uint32_t erank = 0, esize = 0, addrs[64];
+	char ip[INET_ADDRSTRLEN];
+	int err, naddr;
+
+	path = hostfile && *hostfile ? hostfile : getenv("SPIN_HOSTFILE");
+	if (path && !*path)
+		path = NULL;
+	if ((err = env_u32(rank_vars, &rvar, &erank)) || (err = env_u32(size_vars, &svar, &esize)))
+		return err;
+	if (svar && (!esize || esize > SPIN_MAX_PEERS))
+		return spin_seterr(SPIN_EUSAGE, "%s=%u: the job size must be 1..%u", svar, esize,
+				   SPIN_MAX_PEERS);
+
+	if (!path) {
+		if (!rvar)
+			return spin_seterr(SPIN_EUSAGE, "no hostfile and no rank: give a hostfile "
+					   "(SPIN_HOSTFILE) or set SPIN_RANK and SPIN_SIZE");
+		if (!svar)
+			return spin_seterr(SPIN_EUSAGE, "%s=%u but no job size: set SPIN_SIZE or "
+					   "give a hostfile (SPIN_HOSTFILE)", rvar, erank);
+		if (erank >= esize)
+			return spin_seterr(SPIN_EUSAGE, "%s=%u is outside the job (%s=%u: ranks 0..%u)",
+					   rvar, erank, svar, esize, esize - 1);
+		j->rank = erank;
+		j->size = esize;
+		return 0;
+	}
+
+	err = read_hostfile(path, j, lines);
+	if (err)
+		return err;
+	if (svar && esize != j->nhosts)
+		return spin_seterr(SPIN_EUSAGE, "hostfile %s has %u hosts, but %s=%u: list every "
+				   "rank of the job once", path, j->nhosts, svar, esize);
+	j->size = j->nhosts;
+	for (uint32_t i = 0; i < j->nhosts; i++)
+		if (j->hosts[i].rank >= j->size)
+			return spin_seterr(SPIN_EUSAGE, "%s:%u: rank %u is outside the job (%u hosts: "
+					   "ranks 0..%u)", path, lines[i], j->hosts[i].rank,
+					   j->size, j->size - 1);
+	/* ranks are 0..size-1, each once: sort by rank */
+	sorted = calloc(j->nhosts, sizeof(*sorted));
+	if (!sorted)
+		return spin_seterr(SPIN_EFAIL, "out of memory");
+	for (uint32_t i = 0; i < j->nhosts; i++) {
+		sorted[j->hosts[i].rank] = j->hosts[i];
+		by_rank[j->hosts[i].rank] = lines[i];
+	}
+	free(j->hosts);
+	j->hosts = sorted;
+
+	naddr = local_addrs(addrs, (int)(sizeof(addrs) / sizeof(addrs[0])));
+	if (rvar) {
+		if (erank >= j->size)
+			return spin_seterr(SPIN_EUSAGE, "%s: %s=%u is outside the job (%u hosts: "
+					   "ranks 0..%u)", path, rvar, erank, j->size, j->size - 1);
+		j->rank = erank;
+		if (naddr > 0 && !is_local(addrs, naddr, j->hosts[erank].ip.s_addr))
+			spin_warn("%s=%u is %s on %s:%u, not an address of this host", rvar, erank,
+				  inet_ntop(AF_INET, &j->hosts[erank].ip, ip, sizeof(ip)), path,
+				  by_rank[erank]);
+		return 0;
+	}
+	if (naddr < 0)
+		return naddr;
+	{
+		int found = -1;
+
+		for (uint32_t r = 0; r < j->size; r++) {
+			if (!is_local(addrs, naddr, j->hosts[r].ip.s_addr))
+				continue;
+			if (found >= 0) {
+				return spin_seterr(SPIN_EUSAGE, "%s:%u: this host has the addresses "
+						   "of rank %d and of rank %u (line %u): set SPIN_RANK "
+						   "to choose", path, by_rank[found], found, r,
+						   by_rank[r]);
+			}
+			found = (int)r;
+		}
+		if (found < 0)
+			return spin_seterr(SPIN_EUSAGE, "hostfile %s names none of this host's IPv4 "
+					   "addresses: set SPIN_RANK (or PMI_RANK, "
+					   "OMPI_COMM_WORLD_RANK)", path);
+		j->rank = (uint32_t)found;
+	}
+	return 0;
+}
+
+int spin_job_load(struct spin_job *j, const char *hostfile)
+{
+	int err;
+
+	if (!j)
+		return spin_seterr(SPIN_EUSAGE, "spin_job_load: no job");
+	memset(j, 0, sizeof(*j));
+	err = job_load(j, hostfile);
+	if (err) {
+		spin_job_free(j);
+		memset(j, 0, sizeof(*j));
+	}
+	return err;
+}
+
+int spin_job_peers(struct spin_rt *rt, const struct spin_job *j)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
+	char ip[INET_ADDRSTRLEN], msg[512];
+	int fd, err;
+
+	if (!rt || !j)
+		return spin_seterr(SPIN_EUSAGE, "spin_job_peers: no runtime or job");
+	if (!j->nhosts)
+		return spin_seterr(SPIN_EUSAGE, "the job has no hosts: load it from a hostfile "
+				   "(SPIN_HOSTFILE)");
+	/* start ARP for every host without a MAC at once, not one after the
+	 * other in spin_peer_add (one empty datagram to the discard port) */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	for (uint32_t i = 0; fd >= 0 && i < j->nhosts; i++) {
+		if (j->hosts[i].has_mac || j->hosts[i].ip.s_addr == rt->cfg->my_ip)
+			continue;
+		sa.sin_addr = j->hosts[i].ip;
+		sendto(fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (fd >= 0)
+		close(fd);
+	for (uint32_t i = 0; i < j->nhosts; i++) {
+		const struct spin_job_host *h = &j->hosts[i];
+		struct spin_peer_spec p = { .rank = h->rank, .ip = h->ip, .port = h->port };
+
+		if (h->has_mac)
+			memcpy(p.mac, h->mac, 6);
+		err = spin_peer_add(rt, &p);
+		if (err < 0) {
+			snprintf(msg, sizeof(msg), "%s", spin_errmsg());
+			return spin_seterr(-err, "rank %u (%s): %s", h->rank,
+					   inet_ntop(AF_INET, &h->ip, ip, sizeof(ip)), msg);
+		}
+	}
+	return (int)j->nhosts;
+}
+
+void spin_job_free(struct spin_job *j)
+{
+	if (!j)
+		return;
+	free(j->hosts);
+	j->hosts = NULL;
+	j->nhosts = 0;
+}
