@@ -347,6 +347,35 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 	return spin_default(xdp);
 }
 
+/* An acknowledgement for a message this node sent: an event for the host. */
+static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
+				  struct spin_stats *st)
+{
+	struct spin_event *e;
+
+	if (!st)
+		return XDP_DROP;
+	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	if (!e)
+		return spin_drop(st, SPIN_DROP_HOST_QUEUE_FULL);
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = SPIN_EV_ACK;
+	e->fail = (__u32)bpf_be64_to_cpu(sh->user_hdr[1]);
+	e->pt_index = bpf_ntohs(sh->pt_index);
+	e->match_bits = bpf_be64_to_cpu(sh->match_bits);
+	e->mlength = bpf_be64_to_cpu(sh->user_hdr[0]);
+	e->remote_off = bpf_be64_to_cpu(sh->remote_off);
+	e->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+	e->src_rank = bpf_ntohl(sh->src_rank);
+	e->src_pid = bpf_ntohl(sh->src_pid);
+	e->msg_id = bpf_ntohl(sh->msg_id);
+	e->timestamp_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, 0);
+	st->acks_received++;
+	st->events++;
+	return XDP_DROP;
+}
+
 SEC("xdp")
 int spin_rx(struct xdp_md *xdp)
 {
@@ -392,6 +421,8 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	if (sh->version != SPIN_VERSION)
 		return spin_drop(st, SPIN_DROP_BAD_VERSION);
+	if (sh->op == SPIN_OP_ACK)
+		return spin_rx_ack(xdp, sh, st);
 	if (sh->op != SPIN_OP_PUT)
 		return spin_drop(st, SPIN_DROP_BAD_OP);
 	ulen = bpf_ntohs(udp->len);

@@ -1064,6 +1064,89 @@ static void concurrent_packets(void)
 		ASSERT_EQ(st.drops[r], 0, spin_drop_name(r));
 }
 
+/* Acknowledgements: the completing packet becomes the ACK to the
+ * initiator; an arriving ACK becomes an event. */
+static void acks(void)
+{
+	struct spin_me_spec s = spec(0, 0x70, 100), sp = spec(0, 0x71, 0);
+	struct spin_msg_args a = margs(0, 0, 0x70);
+	static uint8_t msg[3000];
+	struct spin_hdr *h;
+	struct fr f, o;
+	struct evs v;
+	int rc;
+
+	reset();
+	fill(msg, sizeof(msg), 13);
+	sp.handler = "pp_stream";
+	if (me_add(&s) < 0 || me_add(&sp) < 0)
+		return;
+
+	/* a truncated single-packet put: ACK with the manipulated length */
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	a.remote_off = 0;
+	a.hdr_data = 0x1234;
+	mkpkt(&f, &a, 300, 0, 300, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "ack sent with XDP_TX")) {
+		h = (void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(o.len, SPIN_PAY_OFF, "no payload");
+		ASSERT_EQ(h->op, SPIN_OP_ACK, "op ACK");
+		ASSERT_EQ(ntohl(h->msg_id), a.msg_id, "acknowledged message id");
+		ASSERT_EQ(ntohl(h->dst_rank), 0, "to the initiator");
+		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from us");
+		ASSERT_EQ(be64toh(h->match_bits), 0x70, "match bits");
+		ASSERT_EQ(be64toh(h->hdr_data), 0x1234, "hdr_data");
+		ASSERT_EQ(be64toh(h->user_hdr[0]), 100, "manipulated length");
+		ASSERT_EQ(be64toh(h->user_hdr[1]), SPIN_FAIL_OK, "no failure");
+		ASSERT_EQ(be64toh(h->user_hdr[2]), SPIN_LIST_PRIORITY, "list");
+		ASSERT_MEM(o.b, PEER_MAC, 6, "to the peer's MAC");
+	}
+	ASSERT_EQ(stats().acks_sent, 1, "acks_sent");
+	v = events();
+	ASSERT_EQ(v.n, 1, "the put event is still posted");
+
+	/* multi-packet: only the packet that completes the message acks */
+	a.msg_id = next_id++;
+	a.seg_size = 1384;
+	a.match_bits = 0x70;
+	{
+		int order[] = { 2, 0, 1 };
+
+		run_msg(&a, msg, sizeof(msg), 1384, order, &rc);
+		ASSERT_EQ(rc, XDP_TX, "last packet becomes the ack");
+		ASSERT_EQ(stats().acks_sent, 2, "one ack per message");
+	}
+
+	/* a device put and an ack cannot share the frame: counted */
+	a.msg_id = next_id++;
+	a.match_bits = 0x71;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "pong sent");
+	h = (void *)(o.b + SPIN_HDR_OFF);
+	ASSERT_EQ(h->op, SPIN_OP_PUT, "the put wins");
+	ASSERT_EQ(drops(SPIN_DROP_ACK_LOST), 1, "ack_lost");
+
+	/* an arriving ACK is an event for the host */
+	events();
+	a.op = SPIN_OP_ACK;
+	a.msg_id = 77;
+	a.flags = 0;
+	a.match_bits = 0x99;
+	a.user_hdr[0] = 4000;
+	mkpkt(&f, &a, 0, 0, 0, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "ack consumed");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "ack event")) {
+		ASSERT_EQ(v.e[0].kind, SPIN_EV_ACK, "kind");
+		ASSERT_EQ(v.e[0].msg_id, 77, "message id");
+		ASSERT_EQ(v.e[0].mlength, 4000, "mlength");
+		ASSERT_EQ(v.e[0].match_bits, 0x99, "match bits");
+		ASSERT_EQ(v.e[0].src_rank, 0, "from");
+	}
+	ASSERT_EQ(stats().acks_received, 1, "acks_received");
+}
+
 static void message_timeout(void)
 {
 	static uint8_t msg[5000];
@@ -1407,6 +1490,7 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
+	RUN_TEST(acks);
 	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
 	RUN_TEST(fuzz_frames);

@@ -496,6 +496,21 @@ t_xsk_errors() {
 	S "$XSKP" open veth0 >/dev/null
 }
 
+t_ack() {
+	# a put with an ack request: the target's runtime answers with an ACK
+	attach_srv
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 5 len 1000 >/dev/null
+	S "$SPINCTL" peer add veth0 0 10.77.1.1	# acks go to the initiator's rank
+	C "$SPINCTL" -j send to 10.77.1.2 pt 0 bits 5 len 3000 rank 0 msg-id 9191 ack \
+		reply-timeout-ms 2000 >"$LOG/ack.json"
+	cat "$LOG/ack.json"
+	grep -q '"op":3' "$LOG/ack.json" || fail "no ACK"
+	grep -q '"msg_id":9191' "$LOG/ack.json" || fail "ACK for another message"
+	grep -q '"len":0' "$LOG/ack.json" || fail "ACK with payload"
+	S "$SPINCTL" -j stats veth0 | grep -q '"acks_sent":1' || fail "acks_sent != 1"
+}
+
 # ------------------------------------------------------------------- main --
 
 if [ "$(id -u)" != 0 ]; then
@@ -543,6 +558,7 @@ run_test completion_once_duplicates t_completion_once_duplicates
 run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
+run_test ack t_ack
 run_test job_rank_by_address t_job_rank_by_address
 run_test job_rank_by_env t_job_rank_by_env
 run_test job_peer_load t_job_peer_load

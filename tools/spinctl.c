@@ -1402,7 +1402,8 @@ static const struct {
 #define F(n) { #n, offsetof(struct spin_stats, n) }
 	F(rx_packets), F(rx_bytes), F(passed), F(msgs), F(msgs_completed),
 	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
-	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events),
+	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
+	F(acks_received),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
@@ -1653,9 +1654,11 @@ static void print_msg(const char *what, const struct sockaddr_in *from, const st
 		jhex("data", buf, shown);
 		jobj_end();
 	} else {
-		printf("%s from %s:%u: %d bytes, pt %u bits %#llx rank %u msg %u hdr %#llx\n", what,
-		       ipstr(from->sin_addr.s_addr, ipb), ntohs(from->sin_port), n, ntohs(h->pt_index),
-		       (unsigned long long)be64toh(h->match_bits), ntohl(h->src_rank), ntohl(h->msg_id),
+		printf("%s from %s:%u: %s, %d bytes, pt %u bits %#llx rank %u msg %u hdr %#llx\n", what,
+		       ipstr(from->sin_addr.s_addr, ipb), ntohs(from->sin_port),
+		       h->op == SPIN_OP_ACK ? "ack" : h->op == SPIN_OP_PUT ? "put" : "op?", n,
+		       ntohs(h->pt_index), (unsigned long long)be64toh(h->match_bits),
+		       ntohl(h->src_rank), ntohl(h->msg_id),
 		       (unsigned long long)be64toh(h->hdr_data));
 		hexdump(buf, shown, "  ");
 	}

@@ -153,6 +153,27 @@ static __always_inline void spin_drop_count(struct spin_stats *st, int reason)
 		st->drops[reason]++;
 }
 
+/*
+ * xdp->data and xdp->data_end, loaded with fixed offsets from the context.
+ * Plain C lets clang compute &xdp->data_end into a register and merge it
+ * across paths, which the verifier rejects ("modified ctx ptr").
+ */
+static __always_inline void *spin_xdp_data(struct xdp_md *x)
+{
+	void *p;
+
+	asm volatile("%0 = *(u32 *)(%1 + 0)" : "=r"(p) : "r"(x));
+	return p;
+}
+
+static __always_inline void *spin_xdp_end(struct xdp_md *x)
+{
+	void *p;
+
+	asm volatile("%0 = *(u32 *)(%1 + 4)" : "=r"(p) : "r"(x));
+	return p;
+}
+
 static __always_inline int spin_drop(struct spin_stats *st, int reason)
 {
 	spin_drop_count(st, reason);

@@ -154,7 +154,7 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 				      __u32 fail, const struct spin_ctx *c,
 				      const struct spin_me *me, const struct spin_put_req *put)
 {
-	void *data = (void *)(long)xdp->data, *end = (void *)(long)xdp->data_end;
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
 	struct spin_event *e;
 
@@ -234,8 +234,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			return spin_drop(st, SPIN_DROP_PUT_FAILED);
 		src = SPIN_SRC_SCRATCH;
 	}
-	data = (void *)(long)xdp->data;
-	end = (void *)(long)xdp->data_end;
+	data = spin_xdp_data(xdp);
+	end = spin_xdp_end(xdp);
 	delta = (int)(SPIN_PAY_OFF + len) - (int)(end - data);
 	if (delta && bpf_xdp_adjust_tail(xdp, delta))
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
@@ -245,8 +245,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, SPIN_PAY_OFF, src_off, len, c->bounce))
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 
-	data = (void *)(long)xdp->data;
-	end = (void *)(long)xdp->data_end;
+	data = spin_xdp_data(xdp);
+	end = spin_xdp_end(xdp);
 	eth = data;
 	ip = (void *)(eth + 1);
 	udp = (void *)(ip + 1);
@@ -269,11 +269,19 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	udp->len = bpf_htons(8 + sizeof(*sh) + len);
 	udp->check = 0;
 
-	/* per-CPU id space: no shared cache line on the fast path */
-	id = ((bpf_get_smp_processor_id() + 1) << 24) | (c->seq++ & 0xffffff);
+	if (r->kind == SPIN_PUT_ACK) {
+		/* an ack carries the acknowledged message's id and fields */
+		id = r->ack_msg_id;
+		sh->op = SPIN_OP_ACK;
+		sh->flags = 0;
+	} else {
+		/* per-CPU id space: no shared cache line on the fast path */
+		id = ((bpf_get_smp_processor_id() + 1) << 24) | (c->seq++ & 0xffffff);
+		sh->op = SPIN_OP_PUT;
+		sh->flags = bpf_htons(r->kind == SPIN_PUT_DEVICE ? SPIN_F_FROM_DEVICE
+								  : SPIN_F_FROM_HOST);
+	}
 	sh->version = SPIN_VERSION;
-	sh->op = SPIN_OP_PUT;
-	sh->flags = bpf_htons(r->kind == SPIN_PUT_DEVICE ? SPIN_F_FROM_DEVICE : SPIN_F_FROM_HOST);
 	sh->seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
 	sh->src_rank = bpf_htonl(cfg->my_rank);
 	sh->src_pid = bpf_htonl(cfg->my_pid);
@@ -284,20 +292,37 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	sh->pkt_off = 0;
 	sh->remote_off = bpf_cpu_to_be64(r->remote_off);
 	sh->hdr_data = bpf_cpu_to_be64(r->hdr_data);
-	sh->user_hdr[0] = 0;
-	sh->user_hdr[1] = 0;
-	sh->user_hdr[2] = 0;
+	if (r->kind == SPIN_PUT_ACK) {
+		sh->user_hdr[0] = bpf_cpu_to_be64(r->ack_mlength);
+		sh->user_hdr[1] = bpf_cpu_to_be64(r->ack_fail);
+		sh->user_hdr[2] = bpf_cpu_to_be64(r->ack_list);
+	} else {
+		sh->user_hdr[0] = 0;
+		sh->user_hdr[1] = 0;
+		sh->user_hdr[2] = 0;
+	}
 	sh->user_hdr[3] = 0;
 
 	if (st) {
 		if (r->kind == SPIN_PUT_DEVICE)
 			st->tx_device++;
+		else if (r->kind == SPIN_PUT_ACK)
+			st->acks_sent++;
 		else
 			st->tx_host_inline++;
 	}
 	if (!peer->ifindex || peer->ifindex == xdp->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(peer->ifindex, 0);
+}
+
+/* The frame's sender asked for an acknowledgement. */
+static __always_inline bool spin_ack_requested(struct xdp_md *xdp)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+
+	return (void *)(sh + 1) <= end && (sh->flags & bpf_htons(SPIN_F_ACK_REQ));
 }
 
 /*
@@ -351,8 +376,32 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
 		}
 	}
-	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped)
+	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped) {
+		if (c->done && spin_ack_requested(xdp))
+			spin_drop_count(st, SPIN_DROP_ACK_LOST);
 		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
+	} else if (c->done && !c->msg_dropped && me && spin_ack_requested(xdp)) {
+		/* the completing packet becomes the acknowledgement */
+		struct spin_put_req *r = &c->put[0];
+		void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+		const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+
+		if ((void *)(sh + 1) > end)
+			return XDP_DROP;
+		r->kind = SPIN_PUT_ACK;
+		r->len = 0;
+		r->src = SPIN_SRC_PACKET;
+		r->src_off = SPIN_PAY_OFF;
+		r->target_rank = c->key.src_rank;
+		r->match_bits = bpf_be64_to_cpu(sh->match_bits);
+		r->remote_off = bpf_be64_to_cpu(sh->remote_off);
+		r->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+		r->ack_msg_id = c->key.msg_id;
+		r->ack_fail = c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK;
+		r->ack_mlength = c->mlength;
+		r->ack_list = me->list;
+		verdict = spin_do_put(xdp, c, cfg, st, r);
+	}
 	return verdict;
 }
 

@@ -34,6 +34,12 @@ enum spin_op {
 #define SPIN_F_FROM_HOST	0x0004	/* sent by a handler (put from host) */
 
 /*
+ * An acknowledgement (SPIN_OP_ACK) is a header without payload sent to the
+ * initiator when a message with SPIN_F_ACK_REQ completes on the target: its
+ * msg_id, match_bits, remote_off and hdr_data are the acknowledged
+ * message's; user_hdr[0] is the manipulated length, user_hdr[1] the failure
+ * (enum spin_fail), user_hdr[2] the list the entry was on.
+ *
  * Every packet of a message carries the whole header, so any packet can be
  * the first one to arrive.  The payload of a packet is the UDP payload after
  * this header; its length is implied by the UDP length.  Packets of one
@@ -127,6 +133,7 @@ enum spin_hslot {
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
 	X(HOST_QUEUE_FULL, "host_queue_full", "event or put-from-host queue full") \
+	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)")
 
@@ -152,6 +159,8 @@ struct spin_stats {
 	__u64	tx_host_queued;	/* puts from host handed to the host */
 	__u64	to_xsk;		/* packets redirected to AF_XDP sockets */
 	__u64	events;		/* completion events posted */
+	__u64	acks_sent;	/* acknowledgements sent (target side) */
+	__u64	acks_received;	/* acknowledgements received (initiator side) */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -294,6 +303,7 @@ enum spin_put_kind {
 	SPIN_PUT_NONE = 0,
 	SPIN_PUT_DEVICE,	/* PtlHandlerPutFromDevice */
 	SPIN_PUT_HOST,		/* PtlHandlerPutFromHost */
+	SPIN_PUT_ACK,		/* acknowledgement of a message with SPIN_F_ACK_REQ */
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */
@@ -312,6 +322,12 @@ struct spin_put_req {
 	__u64	user_ptr;
 	__u32	ack_req;
 	__u32	ct;
+	/* SPIN_PUT_ACK: the acknowledged message */
+	__u32	ack_msg_id;
+	__u32	ack_fail;	/* enum spin_fail */
+	__u64	ack_mlength;
+	__u32	ack_list;	/* enum spin_me_list of the entry */
+	__u32	pad;
 };
 
 struct spin_ctx {
@@ -355,6 +371,7 @@ enum spin_event_kind {
 	SPIN_EV_PUT_FROM_HOST,	/* a handler asks the host to send */
 	SPIN_EV_AUTO_UNLINK,	/* a use-once entry was consumed */
 	SPIN_EV_MSG_TIMEOUT,	/* an incomplete message expired */
+	SPIN_EV_ACK,		/* an acknowledgement arrived (initiator side) */
 };
 enum spin_fail {
 	SPIN_FAIL_OK = 0,
