@@ -8,6 +8,10 @@
  *                directly when the entry has no handlers).  Handler
  *                programs end with the finish step of rt_common.bpf.h:
  *                carry out the put, post the completion event, count.
+ *   spin_rx_get  a GET: match an entry that allows gets and answer with a
+ *                REPLY built from the host window (XDP_TX), or hand a long
+ *                reply to the owning process; spin_rx_ack / spin_rx_reply
+ *                take ACKs and REPLYs arriving at the initiator.
  *
  * Concurrency (packets of one message on several CPUs):
  *   - the CPU whose insert of the message state succeeds matches the message
@@ -66,8 +70,10 @@ struct spin_match_q {
 };
 
 /* One match entry slot: remember it if it matches and comes earlier in
- * Portals order (priority list before overflow list, then append order). */
-static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q)
+ * Portals order (priority list before overflow list, then append order).
+ * `op` (a constant: SPIN_OP_PUT or SPIN_OP_GET) picks the entries that take
+ * the operation; an entry with neither flag takes puts only. */
+static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const int op)
 {
 	__u32 idx = q->pt * SPIN_MAX_ME_PER_PT + i;
 	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &idx);
@@ -76,7 +82,7 @@ static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q)
 	if (!me || me->state != SPIN_ME_ACTIVE)
 		return 0;
 	ops = me->options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET);
-	if (ops && !(ops & SPIN_ME_OP_PUT))
+	if (op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
 		return 0;
 	if ((me->match_bits ^ q->bits) & ~me->ignore_bits)
 		return 0;
@@ -97,7 +103,12 @@ static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q)
 
 static int spin_match_cb(__u32 i, struct spin_match_q *q)
 {
-	return spin_match_one(i, q);
+	return spin_match_one(i, q, SPIN_OP_PUT);
+}
+
+static int spin_match_get_cb(__u32 i, struct spin_match_q *q)
+{
+	return spin_match_one(i, q, SPIN_OP_GET);
 }
 
 /*
@@ -105,7 +116,7 @@ static int spin_match_cb(__u32 i, struct spin_match_q *q)
  * with compare-and-swap; if another CPU claimed it first, search again.
  */
 static __always_inline int spin_match(const struct spin_pt *pt, struct spin_match_q *q,
-				      struct spin_ctx *c)
+				      struct spin_ctx *c, const int op)
 {
 	__u32 n = pt->n_me;
 
@@ -123,7 +134,9 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 #pragma unroll
 			for (__u32 i = 0; i < 4; i++)
 				if (i < n)
-					spin_match_one(i, q);
+					spin_match_one(i, q, op);
+		} else if (op == SPIN_OP_GET) {
+			bpf_loop(n, spin_match_get_cb, q, 0);
 		} else {
 			bpf_loop(n, spin_match_cb, q, 0);
 		}
@@ -258,6 +271,56 @@ static int spin_wait_cb(__u32 i, struct spin_wait *w)
 	return w->status != SPIN_MSG_NEW;
 }
 
+/* The portal table entry a message targets, or NULL and the drop reason. */
+static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, __u32 pti,
+							__u32 rank, int *reason)
+{
+	struct spin_pt *pt;
+
+	*reason = SPIN_DROP_BAD_PT;
+	if (pti >= SPIN_MAX_PT)
+		return NULL;
+	pt = bpf_map_lookup_elem(&spin_pt, &pti);
+	if (!pt || !(pt->flags & SPIN_PT_ALLOCATED))
+		return NULL;
+	*reason = SPIN_DROP_PT_DISABLED;
+	if (!(pt->flags & SPIN_PT_ENABLED))
+		return NULL;
+	*reason = SPIN_DROP_BAD_SOURCE;
+	if (rank >= SPIN_MAX_PEERS)
+		return NULL;
+	return pt;
+}
+
+/* A fresh invocation context and matching query for this packet. */
+static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *q,
+				       const struct spin_hdr *sh, __u32 pti, __u32 rank,
+				       __u32 msg_id, __u32 msg_len, __u32 pkt_off, __u32 pay_len)
+{
+	c->pt = pti;
+	c->pay_off = SPIN_PAY_OFF;
+	c->pay_len = pay_len;
+	c->pkt_off = pkt_off;
+	c->msg_len = msg_len;
+	c->key.src_rank = rank;
+	c->key.msg_id = msg_id;
+	c->hdr_rc = 0;
+	c->pay_rc = 0;
+	c->dropped = 0;
+	c->n_puts = 0;
+	c->fail = 0;
+	c->drop_reason = 0;
+	c->msg_dropped = 0;
+	c->put[0].kind = SPIN_PUT_NONE;
+
+	q->pt = pti;
+	q->rank = rank;
+	q->pid = bpf_ntohl(sh->src_pid);
+	q->msg_len = msg_len;
+	q->bits = bpf_be64_to_cpu(sh->match_bits);
+	q->roff = bpf_be64_to_cpu(sh->remote_off);
+}
+
 /* Default work for an entry without handlers (or whose handler program is
  * missing): deposit, account, finish.  A global function, so the verifier
  * checks it once. */
@@ -376,6 +439,165 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 	return XDP_DROP;
 }
 
+/*
+ * A get (SPIN_OP_GET, wire.h): validated like a put, matched against entries
+ * with SPIN_ME_OP_GET (Portals order, use-once claimed, truncation), then
+ * answered without handlers.  An XSK entry's get goes to the owning process's
+ * AF_XDP socket, which answers.  Otherwise the get completes here (counters,
+ * SPIN_EV_GET, use-once unlink) and the frame becomes the REPLY, built from
+ * the entry's window and sent to the initiator's rank; a reply longer than
+ * one packet is handed to the owning process (SPIN_EV_GET_FROM_HOST).
+ */
+static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st,
+				  struct spin_cfg *cfg)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip + 1);
+	struct spin_hdr *sh = (void *)(udp + 1);
+	struct spin_me_ct *ct;
+	struct spin_put_req *r;
+	struct spin_match_q q;
+	struct spin_ctx *c;
+	struct spin_pt *pt;
+	struct spin_me *me;
+	__u32 ulen, msg_len, msg_id, pti, rank;
+	__u64 hdr_data;
+	int mi, reason;
+
+	if (!st || !cfg || (void *)(sh + 1) > end)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	/* header only: the payload is what the reply carries */
+	ulen = bpf_ntohs(udp->len);
+	if (ulen != 8 + sizeof(*sh) || (void *)udp + ulen > end ||
+	    bpf_ntohs(ip->tot_len) != ulen + 20)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	msg_len = bpf_ntohl(sh->msg_len);
+	msg_id = bpf_ntohl(sh->msg_id);
+	if (!msg_id || msg_len > SPIN_MAX_MSG)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	if (sh->pkt_off)
+		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
+	pti = bpf_ntohs(sh->pt_index);
+	rank = bpf_ntohl(sh->src_rank);
+	pt = spin_check_target(st, pti, rank, &reason);
+	if (!pt)
+		return spin_drop(st, reason);
+
+	c = spin_ctx_get();
+	if (!c)
+		return XDP_ABORTED;
+	spin_begin(c, &q, sh, pti, rank, msg_id, msg_len, 0, 0);
+	c->phases = 0;
+	c->multi = 0;
+	c->done = 1;
+	hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+
+	if (spin_dedup_seen(cfg, rank, msg_id))
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	mi = spin_match(pt, &q, c, SPIN_OP_GET);
+	if (mi < 0)
+		return spin_drop(st, SPIN_DROP_NO_MATCH);
+	c->me = mi;
+	me = bpf_map_lookup_elem(&spin_me, &c->me);
+	if (!me)
+		return spin_drop(st, SPIN_DROP_NO_MATCH);
+	st->msgs++;
+	if (me->options & SPIN_ME_XSK) {
+		/* the owning process answers */
+		long act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+
+		if (act != XDP_REDIRECT)
+			return spin_drop(st, SPIN_DROP_NO_XSK);
+		st->to_xsk++;
+		return act;
+	}
+
+	/* the get completes here: counters, event, use-once unlink */
+	ct = bpf_map_lookup_elem(&spin_me_ct, &c->me);
+	if (ct) {
+		ct->success++;
+		ct->bytes += c->mlength;
+	}
+	st->msgs_completed++;
+	if (!(me->options & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)))
+		spin_post(xdp, st, SPIN_EV_GET, SPIN_FAIL_OK, c, me, NULL);
+	if ((me->options & SPIN_ME_USE_ONCE) &&
+	    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
+		spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
+
+	/* the reply: mlength bytes of the window at host_off + remote_off */
+	r = &c->put[0];
+	r->kind = SPIN_PUT_REPLY;
+	r->len = c->mlength;
+	r->src = SPIN_SRC_HOST;
+	r->target_rank = rank;
+	r->src_off = c->start;
+	r->match_bits = q.bits;
+	r->remote_off = q.roff;
+	r->hdr_data = hdr_data;
+	r->user_ptr = me->user_ptr;
+	r->ack_req = 0;
+	r->ct = 0;
+	r->ack_msg_id = msg_id;
+	r->ack_fail = SPIN_FAIL_OK;
+	r->ack_mlength = msg_len;
+	r->ack_list = me->list;
+	r->pad = 0;
+	if (c->mlength <= SPIN_MAX_SEG) {
+		/* make room for the payload first, at the tail or else at the
+		 * head (skb-backed frames, as on veth, have little tailroom
+		 * but at least XDP_PACKET_HEADROOM in front: the headers move
+		 * there); a frame with room for neither takes the host path
+		 * below instead of failing */
+		int delta;
+
+		data = spin_xdp_data(xdp);
+		end = spin_xdp_end(xdp);
+		delta = (int)(SPIN_PAY_OFF + c->mlength) - (int)(end - data);
+		if (delta <= 0 || !bpf_xdp_adjust_tail(xdp, delta))
+			return spin_do_put(xdp, c, cfg, st, r);
+		if (!bpf_xdp_load_bytes(xdp, 0, c->scratch, SPIN_PAY_OFF) &&
+		    !bpf_xdp_adjust_head(xdp, -delta)) {
+			if (!bpf_xdp_store_bytes(xdp, 0, c->scratch, SPIN_PAY_OFF))
+				return spin_do_put(xdp, c, cfg, st, r);
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+		}
+	}
+	spin_post(xdp, st, SPIN_EV_GET_FROM_HOST, SPIN_FAIL_OK, c, me, r);
+	st->tx_host_queued++;
+	return XDP_DROP;
+}
+
+/*
+ * A reply to a get this node sent: the library that sent the get owns the
+ * destination memory, so the packet goes to the AF_XDP socket of the
+ * receiving queue, or, without one, to the kernel (a UDP socket).
+ */
+static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *st)
+{
+	long act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, XDP_PASS);
+
+	if (st) {
+		st->replies_received++;
+		if (act == XDP_REDIRECT)
+			st->to_xsk++;
+	}
+	return act;
+}
+
+/* Operations other than PUT and ACK (kept out of spin_rx: the put path
+ * stays as short as it was). */
+static __noinline int spin_rx_other(struct xdp_md *xdp, __u32 op, struct spin_stats *st,
+				    struct spin_cfg *cfg)
+{
+	if (op == SPIN_OP_GET)
+		return spin_rx_get(xdp, st, cfg);
+	if (op == SPIN_OP_REPLY)
+		return spin_rx_reply(xdp, st);
+	return spin_drop(st, SPIN_DROP_BAD_OP);
+}
+
 SEC("xdp")
 int spin_rx(struct xdp_md *xdp)
 {
@@ -393,7 +615,7 @@ int spin_rx(struct xdp_md *xdp)
 	struct spin_match_q q;
 	__u32 ulen, pay_len, msg_len, pkt_off, msg_id, pti, rank, seg, idx, zero = 0;
 	__u64 bit, old;
-	int mi;
+	int mi, reason;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
 		return XDP_PASS;
@@ -424,7 +646,7 @@ int spin_rx(struct xdp_md *xdp)
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
 	if (sh->op != SPIN_OP_PUT)
-		return spin_drop(st, SPIN_DROP_BAD_OP);
+		return spin_rx_other(xdp, sh->op, st, cfg);
 	ulen = bpf_ntohs(udp->len);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
@@ -441,50 +663,23 @@ int spin_rx(struct xdp_md *xdp)
 	if (pkt_off > msg_len || pay_len > msg_len - pkt_off)
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
-	if (pti >= SPIN_MAX_PT)
-		return spin_drop(st, SPIN_DROP_BAD_PT);
-	pt = bpf_map_lookup_elem(&spin_pt, &pti);
-	if (!pt || !(pt->flags & SPIN_PT_ALLOCATED))
-		return spin_drop(st, SPIN_DROP_BAD_PT);
-	if (!(pt->flags & SPIN_PT_ENABLED))
-		return spin_drop(st, SPIN_DROP_PT_DISABLED);
 	rank = bpf_ntohl(sh->src_rank);
-	if (rank >= SPIN_MAX_PEERS)
-		return spin_drop(st, SPIN_DROP_BAD_SOURCE);
+	pt = spin_check_target(st, pti, rank, &reason);
+	if (!pt)
+		return spin_drop(st, reason);
 
 	c = spin_ctx_get();
 	if (!c)
 		return XDP_ABORTED;
+	spin_begin(c, &q, sh, pti, rank, msg_id, msg_len, pkt_off, pay_len);
 	c->phases = SPIN_PH_HEADER | SPIN_PH_PAYLOAD;
-	c->pt = pti;
-	c->pay_off = SPIN_PAY_OFF;
-	c->pay_len = pay_len;
-	c->pkt_off = pkt_off;
-	c->msg_len = msg_len;
-	c->key.src_rank = rank;
-	c->key.msg_id = msg_id;
-	c->hdr_rc = 0;
-	c->pay_rc = 0;
 	c->done = 0;
-	c->dropped = 0;
-	c->n_puts = 0;
-	c->fail = 0;
-	c->drop_reason = 0;
-	c->msg_dropped = 0;
-	c->put[0].kind = SPIN_PUT_NONE;
-
-	q.pt = pti;
-	q.rank = rank;
-	q.pid = bpf_ntohl(sh->src_pid);
-	q.msg_len = msg_len;
-	q.bits = bpf_be64_to_cpu(sh->match_bits);
-	q.roff = bpf_be64_to_cpu(sh->remote_off);
 
 	if (pkt_off == 0 && pay_len == msg_len) {
 		/* the whole message in one packet: no message state */
 		if (spin_dedup_seen(cfg, rank, msg_id))
 			return spin_drop(st, SPIN_DROP_DUPLICATE);
-		mi = spin_match(pt, &q, c);
+		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0)
 			return spin_drop(st, SPIN_DROP_NO_MATCH);
 		c->me = mi;
@@ -539,7 +734,7 @@ int spin_rx(struct xdp_md *xdp)
 		}
 		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
 		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
-		mi = spin_match(pt, &q, c);
+		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0) {
 			m->flags |= SPIN_MSGF_NOMATCH;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);

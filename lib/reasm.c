@@ -13,6 +13,7 @@
  *    otherwise the new message's packet is dropped: messages in progress
  *    win over new ones, as in the runtime's message table;
  *  - a single-packet message is delivered from the packet, without a slot;
+ *    so is a GET (header only: 0 bytes, msg_len the requested length);
  *  - a message larger than the caller's buffer is reported (-SPIN_ENOSPC)
  *    at its first packet and, if there is room in the table, remembered so
  *    that its other packets are swallowed (counted: no bitmap, no data);
@@ -249,6 +250,12 @@ int spin_reasm_pkt(struct spin_reasm *r, const struct spin_reasm_dst *d,
 	if (!p) {
 		if (done_recent(r, rank, id))
 			return SPIN_REASM_MORE;	/* duplicate of a delivered message */
+		if (h->op == SPIN_OP_GET) {
+			/* a request without payload: msg_len is the requested
+			 * length, the caller sees 0 bytes */
+			done_add(r, rank, id);
+			return deliver(r, d, h, payload, 0, from);
+		}
 		if (len == msg_len && msg_len <= d->cap) {
 			/* single-packet message: no table, no extra state */
 			done_add(r, rank, id);

@@ -962,7 +962,7 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	uint8_t *host;
 	int err;
 
-	if (r->kind != SPIN_PUT_HOST)
+	if (r->kind != SPIN_PUT_HOST && r->kind != SPIN_PUT_REPLY)
 		return;
 	if (spin_peer_get(rt, r->target_rank, &peer) || !peer.valid) {
 		spin_warn("put from host to rank %u: no such peer (spinctl peer add)", r->target_rank);
@@ -995,6 +995,16 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	a.remote_off = r->remote_off;
 	a.hdr_data = r->hdr_data;
 	a.flags = SPIN_F_FROM_HOST | (r->ack_req ? SPIN_F_ACK_REQ : 0);
+	if (r->kind == SPIN_PUT_REPLY) {
+		/* a get's reply: the get's id, the header the runtime would
+		 * have built (wire.h) */
+		a.op = SPIN_OP_REPLY;
+		a.msg_id = r->ack_msg_id;
+		a.flags = 0;
+		a.user_hdr[0] = r->ack_mlength;
+		a.user_hdr[1] = r->ack_fail;
+		a.user_hdr[2] = r->ack_list;
+	}
 	err = spin_sock_send(rt->sock, &dst, &a, host + r->src_off, r->len, NULL);
 	if (err)
 		spin_warn("put from host to %s:%u failed: %s",
@@ -1010,7 +1020,8 @@ static int rb_event(void *ctx, void *data, size_t size)
 	struct spin_event ev = {};
 
 	memcpy(&ev, data, size < sizeof(ev) ? size : sizeof(ev));
-	if (rt->serve_puts && ev.kind == SPIN_EV_PUT_FROM_HOST)
+	if (rt->serve_puts &&
+	    (ev.kind == SPIN_EV_PUT_FROM_HOST || ev.kind == SPIN_EV_GET_FROM_HOST))
 		serve_put(rt, &ev);
 	rt->ev_count++;
 	if (rt->ev_fn && rt->ev_fn(rt->ev_ctx, &ev)) {

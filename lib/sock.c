@@ -14,8 +14,11 @@
  *    1500-byte MTU.  order[] lists packet indices in sending order; entries
  *    must be < the packet count and may repeat (to test duplicates);
  *  - spin_hdr_parse() is strict: a packet must carry exactly
- *    min(seg_size, msg_len - pkt_off) bytes at a multiple of seg_size;
+ *    min(seg_size, msg_len - pkt_off) bytes at a multiple of seg_size (a
+ *    GET: no bytes at pkt_off 0, msg_len being the requested length);
  *    receive calls skip datagrams that fail it;
+ *  - spin_sock_send_get() sends one header-only GET datagram; the REPLY is
+ *    an ordinary message for spin_sock_recv_msg() (same msg_id);
  *  - the fd is always O_NONBLOCK; waits are done with poll() inside the
  *    calls below, so callers may also poll spin_sock_fd() themselves;
  *  - one struct spin_sock is not thread-safe; use one per thread;
@@ -115,6 +118,14 @@ int spin_hdr_parse(const void *udp_payload, size_t len, struct spin_hdr *out)
 	msg_len = ntohl(h.msg_len);
 	pkt_off = ntohl(h.pkt_off);
 	pay = len - sizeof(h);
+	if (h.op == SPIN_OP_GET) {
+		/* a request: no payload, msg_len is the requested length */
+		if (pay || pkt_off)
+			return -1;
+		if (out)
+			*out = h;
+		return 0;
+	}
 	if (seg == 0 || pkt_off % seg)
 		return -1;
 	if (pkt_off > msg_len || (pkt_off == msg_len && msg_len != 0))
@@ -321,6 +332,41 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 		}
 		done += n;
 	}
+	return 0;
+}
+
+int spin_sock_send_get(struct spin_sock *s, const struct sockaddr_in *dst,
+		       const struct spin_msg_args *a, uint32_t length, uint32_t *msg_id)
+{
+	struct spin_msg_args args;
+	struct spin_hdr h;
+	ssize_t n;
+
+	if (!s || !dst || !a)
+		return spin_seterr(SPIN_EUSAGE, "spin_sock_send_get: NULL argument");
+	if (length > SPIN_MAX_MSG)
+		return spin_seterr(SPIN_EUSAGE, "spin_sock_send_get: %u bytes requested, at most %u",
+				   length, SPIN_MAX_MSG);
+	args = *a;
+	args.op = SPIN_OP_GET;
+	if (!args.msg_id)
+		args.msg_id = spin_next_msg_id();
+	spin_hdr_build(&h, &args, length, 0);
+	for (;;) {
+		n = sendto(s->fd, &h, sizeof(h), 0, (const struct sockaddr *)dst, sizeof(*dst));
+		if (n == (ssize_t)sizeof(h))
+			break;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == ENOBUFS) &&
+		    wait_fd(s->fd, POLLOUT, SOCK_SEND_WAIT_MS) > 0)
+			continue;
+		return spin_seterr(SPIN_EIO, "spin_sock_send_get: sendto %s:%u: %s",
+				   inet_ntoa(dst->sin_addr), ntohs(dst->sin_port),
+				   n < 0 ? strerror(errno) : "short send");
+	}
+	if (msg_id)
+		*msg_id = args.msg_id;
 	return 0;
 }
 

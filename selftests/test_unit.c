@@ -1147,6 +1147,158 @@ static void acks(void)
 	ASSERT_EQ(stats().acks_received, 1, "acks_received");
 }
 
+/* Gets: the target's runtime answers from the entry's window. */
+static void gets(void)
+{
+	struct spin_me_spec s = spec(0, 0x80, 4096), sp = spec(0, 0x81, 4096);
+	struct spin_me_spec sx = spec(0, 0x82, 0);
+	struct spin_msg_args a = margs(0, 0, 0x80);
+	uint8_t nothing[1] = { 0 };
+	struct spin_hdr *h;
+	struct spin_me me;
+	struct fr f, f1, o;
+	struct evs v;
+	int idx, gets_ev = 0, host_ev = 0;
+
+	reset();
+	s.options = SPIN_ME_OP_GET;
+	sx.options = SPIN_ME_OP_GET | SPIN_ME_XSK;
+	idx = me_add(&s);
+	if (idx < 0 || me_add(&sp) < 0 || me_add(&sx) < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	fill(host + me.host_off, 4096, 21);
+
+	/* one packet: the GET frame becomes the REPLY, bytes from the window */
+	a.op = SPIN_OP_GET;
+	a.msg_id = next_id++;
+	a.remote_off = 100;
+	a.hdr_data = 0x5151;
+	mkpkt(&f1, &a, 500, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f1, &o), XDP_TX, "reply sent with XDP_TX")) {
+		h = (void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + 500, "500 bytes of payload");
+		ASSERT_EQ(h->op, SPIN_OP_REPLY, "op REPLY");
+		ASSERT_EQ(ntohl(h->msg_id), a.msg_id, "the get's message id");
+		ASSERT_EQ(ntohl(h->msg_len), 500, "msg_len = mlength");
+		ASSERT_EQ(ntohl(h->pkt_off), 0, "pkt_off");
+		ASSERT_EQ(ntohl(h->dst_rank), 0, "to the initiator");
+		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from us");
+		ASSERT_EQ(be64toh(h->match_bits), 0x80, "match bits echoed");
+		ASSERT_EQ(be64toh(h->remote_off), 100, "remote offset echoed");
+		ASSERT_EQ(be64toh(h->hdr_data), 0x5151, "hdr_data echoed");
+		ASSERT_EQ(be64toh(h->user_hdr[0]), 500, "requested length");
+		ASSERT_EQ(be64toh(h->user_hdr[1]), SPIN_FAIL_OK, "no failure");
+		ASSERT_EQ(be64toh(h->user_hdr[2]), SPIN_LIST_PRIORITY, "list");
+		ASSERT_MEM(o.b + SPIN_PAY_OFF, host + me.host_off + 100, 500, "window bytes at remote_off");
+		ASSERT_MEM(o.b, PEER_MAC, 6, "to the peer's MAC");
+	}
+	ASSERT_EQ(stats().replies_sent, 1, "replies_sent");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "one event")) {
+		ASSERT_EQ(v.e[0].kind, SPIN_EV_GET, "GET event");
+		ASSERT_EQ(v.e[0].rlength, 500, "rlength");
+		ASSERT_EQ(v.e[0].mlength, 500, "mlength");
+		ASSERT_EQ(v.e[0].start, me.host_off + 100, "start");
+		ASSERT_EQ(v.e[0].msg_id, a.msg_id, "event message id");
+	}
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.ct_success, 1, "entry success counter");
+	ASSERT_EQ(me.bytes, 500, "entry byte counter");
+
+	/* the same GET again: a duplicate */
+	ASSERT_EQ(run(&f1, NULL), XDP_DROP, "duplicate get dropped");
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "duplicate");
+
+	/* truncation: 1000 bytes asked at 3900 of a 4096-byte window */
+	a.msg_id = next_id++;
+	a.remote_off = 3900;
+	mkpkt(&f, &a, 1000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "truncated reply sent")) {
+		h = (void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + 196, "196 bytes");
+		ASSERT_EQ(ntohl(h->msg_len), 196, "msg_len = mlength");
+		ASSERT_EQ(be64toh(h->user_hdr[0]), 1000, "requested length");
+		ASSERT_MEM(o.b + SPIN_PAY_OFF, host + me.host_off + 3900, 196, "window tail");
+	}
+
+	/* zero-length get: a header-only reply */
+	a.msg_id = next_id++;
+	a.remote_off = 0;
+	mkpkt(&f, &a, 0, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "zero-length reply sent")) {
+		h = (void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(o.len, SPIN_PAY_OFF, "no payload");
+		ASSERT_EQ(ntohl(h->msg_len), 0, "msg_len 0");
+	}
+	ASSERT_EQ(stats().replies_sent, 3, "replies_sent");
+	events();
+
+	/* an entry without OP_GET does not take gets; an OP_GET-only entry
+	 * does not take puts */
+	a.msg_id = next_id++;
+	a.match_bits = 0x81;
+	mkpkt(&f, &a, 64, 0, 0, nothing);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "get to a put entry dropped");
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "no_match for the get");
+	{
+		struct spin_msg_args p = margs(0, next_id++, 0x80);
+		uint8_t msg[64] = { 1 };
+
+		mkpkt(&f, &p, 64, 0, 64, msg);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "put to a get entry dropped");
+		ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 2, "no_match for the put");
+	}
+	/* a GET with payload is malformed */
+	a.msg_id = next_id++;
+	a.match_bits = 0x80;
+	mkpkt(&f, &a, 64, 0, 64, host);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "get with payload dropped");
+	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 1, "malformed");
+
+	/* longer than one packet: handed to the owning process */
+	a.msg_id = next_id++;
+	a.remote_off = 10;
+	mkpkt(&f, &a, 3000, 0, 0, nothing);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "long get consumed");
+	ASSERT_EQ(stats().tx_host_queued, 1, "reply queued to the host");
+	v = events();
+	for (int i = 0; i < v.n; i++) {
+		if (v.e[i].kind == SPIN_EV_GET)
+			gets_ev++;
+		if (v.e[i].kind == SPIN_EV_GET_FROM_HOST) {
+			host_ev++;
+			ASSERT_EQ(v.e[i].put.kind, SPIN_PUT_REPLY, "reply request");
+			ASSERT_EQ(v.e[i].put.len, 3000, "reply length");
+			ASSERT_EQ(v.e[i].put.src_off, me.host_off + 10, "reply source offset");
+			ASSERT_EQ(v.e[i].put.target_rank, 0, "reply target");
+			ASSERT_EQ(v.e[i].put.ack_msg_id, a.msg_id, "the get's id");
+			ASSERT_EQ(v.e[i].put.ack_mlength, 3000, "requested length");
+			ASSERT_EQ(v.e[i].put.match_bits, 0x80, "match bits");
+			ASSERT_EQ(v.e[i].put.remote_off, 10, "remote offset");
+			ASSERT_EQ(v.e[i].msg_id, a.msg_id, "event message id");
+			ASSERT_EQ(v.e[i].owner_pid, (uint32_t)getpid(), "owner");
+		}
+	}
+	ASSERT_EQ(gets_ev, 1, "completion event");
+	ASSERT_EQ(host_ev, 1, "one get-from-host request");
+
+	/* an XSK entry: the owning process answers; no socket here */
+	a.msg_id = next_id++;
+	a.match_bits = 0x82;
+	mkpkt(&f, &a, 64, 0, 0, nothing);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "get to an XSK entry without a socket");
+	ASSERT_EQ(drops(SPIN_DROP_NO_XSK), 1, "no_xsk");
+
+	/* a REPLY arriving without an AF_XDP socket goes to the kernel */
+	a.op = SPIN_OP_REPLY;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, host);
+	ASSERT_EQ(run(&f, NULL), XDP_PASS, "reply passed to the kernel");
+	ASSERT_EQ(stats().replies_received, 1, "replies_received");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_OP), 0, "no bad_op");
+}
+
 static void message_timeout(void)
 {
 	static uint8_t msg[5000];
@@ -1491,6 +1643,7 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
 	RUN_TEST(acks);
+	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
 	RUN_TEST(fuzz_frames);

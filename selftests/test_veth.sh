@@ -511,6 +511,71 @@ t_ack() {
 	S "$SPINCTL" -j stats veth0 | grep -q '"acks_sent":1' || fail "acks_sent != 1"
 }
 
+# get_hex FILE: the "data" field of spinctl -j output
+get_hex() { sed -n 's/.*"data":"\([0-9a-f]*\)".*/\1/p' "$1"; }
+# slice_hex FILE OFF LEN: bytes [OFF, OFF+LEN) of FILE in hex
+slice_hex() { tail -c +$(($2 + 1)) "$1" | head -c "$3" | od -An -v -tx1 | tr -d ' \n'; }
+
+t_get() {
+	# the client puts bytes into an entry that allows puts and gets, then
+	# gets them back: 100 bytes answered by the server's runtime (XDP_TX;
+	# or, if the frame had no room to grow, by the server's process),
+	# 100000 bytes by the server's process (serve-puts)
+	local want got sent queued
+	attach_srv
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 9 len 200000 op put,get >/dev/null
+	S "$SPINCTL" me append veth0 pt 0 bits 10 len 4096 >/dev/null	# puts only
+	S "$SPINCTL" peer add veth0 0 10.77.1.1	# replies go to the initiator's rank
+	nsx "$SRV" "$SPINCTL" events veth0 serve-puts >"$LOG/get-ev" 2>&1 &
+	echo $! >"$LOG/server.pid"
+	head -c 150000 /dev/urandom >"$LOG/getdata"
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 9 file "$LOG/getdata" rank 0 >/dev/null
+	sleep 0.3
+	C "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len 100 remote-off 1000 rank 0 \
+		timeout-ms 2000 >"$LOG/get.json"
+	cut -c 1-400 "$LOG/get.json"
+	grep -q '"op":4' "$LOG/get.json" || fail "no REPLY"
+	grep -q '"len":100,' "$LOG/get.json" || fail "reply length != 100"
+	grep -q '"user_hdr":\[100,0,0,0\]' "$LOG/get.json" || fail "user header words"
+	want=$(slice_hex "$LOG/getdata" 1000 100)
+	got=$(get_hex "$LOG/get.json")
+	[ -n "$want" ] && [ "$got" = "$want" ] || fail "100-byte reply differs from what was put"
+	S "$SPINCTL" -j stats veth0 | grep -q '"replies_sent":1,' || fail "100-byte reply not sent by the runtime"
+	for i in $(seq 20); do
+		C "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len $((i * 60)) remote-off $((i * 100)) \
+			rank 0 timeout-ms 2000 >"$LOG/get.json"
+		[ "$(get_hex "$LOG/get.json")" = "$(slice_hex "$LOG/getdata" $((i * 100)) $((i * 60)))" ] ||
+			fail "reply of $((i * 60)) bytes at $((i * 100)) differs"
+	done
+	S "$SPINCTL" -j stats veth0 >"$LOG/get-st"
+	sent=$(sed -n 's/.*"replies_sent":\([0-9]*\),.*/\1/p' "$LOG/get-st")
+	queued=$(sed -n 's/.*"tx_host_queued":\([0-9]*\),.*/\1/p' "$LOG/get-st")
+	echo "replies sent by the runtime: $sent, by the process: $queued"
+	[ "$((sent + queued))" -eq 21 ] || fail "want 21 replies"
+	[ "$sent" -ge 1 ] || fail "no reply sent by the runtime"
+
+	# longer than one packet: the server's process sends the reply
+	C "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len 100000 remote-off 20000 rank 0 \
+		timeout-ms 5000 >"$LOG/getlong.json"
+	cut -c 1-400 "$LOG/getlong.json"
+	grep -q '"op":4' "$LOG/getlong.json" || fail "no REPLY for the long get"
+	grep -q '"len":100000,' "$LOG/getlong.json" || fail "long reply length != 100000"
+	want=$(slice_hex "$LOG/getdata" 20000 100000)
+	got=$(get_hex "$LOG/getlong.json")
+	[ "${#got}" -eq 200000 ] && [ "$got" = "$want" ] || fail "100000-byte reply differs from what was put"
+	grep -q "^get_from_host ok .* rlen 100000 mlen 100000 " "$LOG/get-ev" || fail "no get_from_host event"
+
+	# truncation at the window, and entries without 'op get' do not answer
+	C "$SPINCTL" -j get to 10.77.1.2 pt 0 bits 9 len 1000 remote-off 199900 rank 0 \
+		timeout-ms 2000 >"$LOG/gettrunc.json"
+	cat "$LOG/gettrunc.json"
+	grep -q '"len":100,' "$LOG/gettrunc.json" || fail "truncated reply length != 100"
+	grep -q '"user_hdr":\[1000,' "$LOG/gettrunc.json" || fail "requested length not in user_hdr[0]"
+	expect_rc 12 C "$SPINCTL" get to 10.77.1.2 pt 0 bits 10 len 10 rank 0 timeout-ms 300
+	S "$SPINCTL" -j stats veth0 | grep -q '"no_match":1,' || fail "no_match != 1"
+}
+
 # ------------------------------------------------------------------- main --
 
 if [ "$(id -u)" != 0 ]; then
@@ -559,6 +624,7 @@ run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
 run_test ack t_ack
+run_test get t_get
 run_test job_rank_by_address t_job_rank_by_address
 run_test job_rank_by_env t_job_rank_by_env
 run_test job_peer_load t_job_peer_load

@@ -919,6 +919,20 @@ static int me_append(int argc, char **argv)
 			s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
 		} else if (!strcmp(a, "xsk")) {
 			s.options |= SPIN_ME_XSK;
+		} else if (!strcmp(a, "op")) {
+			const char *o = OPTARG(a);
+
+			s.options &= ~(SPIN_ME_OP_PUT | SPIN_ME_OP_GET);
+			if (!strcmp(o, "put"))
+				s.options |= SPIN_ME_OP_PUT;
+			else if (!strcmp(o, "get"))
+				s.options |= SPIN_ME_OP_GET;
+			else if (!strcmp(o, "put,get") || !strcmp(o, "get,put"))
+				s.options |= SPIN_ME_OP_PUT | SPIN_ME_OP_GET;
+			else {
+				err = usage_err("op must be put, get or put,get, not '%s'", o);
+				goto out;
+			}
 		} else if (!strcmp(a, "handler")) {
 			s.handler = OPTARG(a);
 		} else if (!strcmp(a, "len")) {
@@ -1403,7 +1417,7 @@ static const struct {
 	F(rx_packets), F(rx_bytes), F(passed), F(msgs), F(msgs_completed),
 	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
 	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
-	F(acks_received),
+	F(acks_received), F(replies_sent), F(replies_received),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
@@ -1479,6 +1493,9 @@ static const char *ev_kind(uint32_t k)
 	case SPIN_EV_PUT_FROM_HOST: return "put_from_host";
 	case SPIN_EV_AUTO_UNLINK: return "auto_unlink";
 	case SPIN_EV_MSG_TIMEOUT: return "msg_timeout";
+	case SPIN_EV_ACK: return "ack";
+	case SPIN_EV_GET: return "get";
+	case SPIN_EV_GET_FROM_HOST: return "get_from_host";
 	default: return "unknown";
 	}
 }
@@ -1522,7 +1539,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 		ju64("dropped_bytes", e->dropped_bytes);
 		jbool("flow_control", e->flow_control);
 		ju64("timestamp_ns", e->timestamp_ns);
-		if (e->kind == SPIN_EV_PUT_FROM_HOST) {
+		if (e->kind == SPIN_EV_PUT_FROM_HOST || e->kind == SPIN_EV_GET_FROM_HOST) {
 			jobj("put");
 			ju64("target_rank", e->put.target_rank);
 			ju64("src_off", e->put.src_off);
@@ -1542,7 +1559,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 		       (unsigned long long)e->mlength, (unsigned long long)e->remote_off,
 		       (unsigned long long)e->start, (unsigned long long)e->hdr_data,
 		       e->dropped_bytes);
-		if (e->kind == SPIN_EV_PUT_FROM_HOST)
+		if (e->kind == SPIN_EV_PUT_FROM_HOST || e->kind == SPIN_EV_GET_FROM_HOST)
 			printf(" -> rank %u src_off %llu len %u bits %#llx", e->put.target_rank,
 			       (unsigned long long)e->put.src_off, e->put.len,
 			       (unsigned long long)e->put.match_bits);
@@ -1651,12 +1668,17 @@ static void print_msg(const char *what, const struct sockaddr_in *from, const st
 		ju64("match_bits", be64toh(h->match_bits));
 		ju64("remote_off", be64toh(h->remote_off));
 		ju64("hdr_data", be64toh(h->hdr_data));
+		jarr("user_hdr");
+		for (int i = 0; i < 4; i++)
+			ju64(NULL, be64toh(h->user_hdr[i]));
+		jarr_end();
 		jhex("data", buf, shown);
 		jobj_end();
 	} else {
 		printf("%s from %s:%u: %s, %d bytes, pt %u bits %#llx rank %u msg %u hdr %#llx\n", what,
 		       ipstr(from->sin_addr.s_addr, ipb), ntohs(from->sin_port),
-		       h->op == SPIN_OP_ACK ? "ack" : h->op == SPIN_OP_PUT ? "put" : "op?", n,
+		       h->op == SPIN_OP_ACK ? "ack" : h->op == SPIN_OP_PUT ? "put" :
+		       h->op == SPIN_OP_GET ? "get" : h->op == SPIN_OP_REPLY ? "reply" : "op?", n,
 		       ntohs(h->pt_index), (unsigned long long)be64toh(h->match_bits),
 		       ntohl(h->src_rank), ntohl(h->msg_id),
 		       (unsigned long long)be64toh(h->hdr_data));
@@ -1718,13 +1740,79 @@ static int cmd_recv(int argc, char **argv)
 	return err;
 }
 
+/* Addressing and header options that send and get share. */
+struct msg_opts {
+	struct spin_msg_args a;
+	struct sockaddr_in dst;
+	const char *src_ip;
+	uint16_t port, sport;
+	bool have_to, have_pt, have_sport;
+};
+
+/* Parse argv[*i] if it is a shared option (advancing *i past its value):
+ * 1 if it was one, 0 if not, or a positive SPIN_E* error. */
+static int msg_opt(struct msg_opts *m, int argc, char **argv, int *ip)
+{
+	int i = *ip, err = 0;
+	const char *o = argv[i];
+
+#define MOPT(name, parse, dst) else if (!strcmp(o, name)) { err = parse(name, OPTARG(o), dst); }
+	if (!strcmp(o, "from")) {
+		m->src_ip = OPTARG(o);
+	} else if (!strcmp(o, "to")) {
+		err = parse_ip(OPTARG(o), &m->dst.sin_addr);
+		m->have_to = true;
+	} else if (!strcmp(o, "sport")) {
+		err = parse_u16("sport", OPTARG(o), &m->sport);
+		m->have_sport = true;
+	} else if (!strcmp(o, "pt")) {
+		err = parse_u16("pt", OPTARG(o), &m->a.pt_index);
+		m->have_pt = true;
+	}
+	MOPT("port", parse_u16, &m->port)
+	MOPT("bits", parse_u64, &m->a.match_bits)
+	MOPT("rank", parse_u32, &m->a.src_rank)
+	MOPT("pid", parse_u32, &m->a.src_pid)
+	MOPT("dst-rank", parse_u32, &m->a.dst_rank)
+	MOPT("msg-id", parse_u32, &m->a.msg_id)
+	MOPT("hdr-data", parse_u64, &m->a.hdr_data)
+	MOPT("remote-off", parse_u64, &m->a.remote_off)
+	else
+		return 0;
+#undef MOPT
+	*ip = i;
+	return err ? err : 1;
+}
+
+/* After parsing: 'to' and 'pt' are required; hand the values out. */
+static int msg_opts_finish(const struct msg_opts *m, struct spin_msg_args *a,
+			   struct sockaddr_in *dst, const char **src_ip, uint16_t *port,
+			   uint16_t *sport, bool *have_sport)
+{
+	if (!m->have_to)
+		return usage_err("missing 'to IP'");
+	if (!m->have_pt)
+		return usage_err("missing 'pt N'");
+	*a = m->a;
+	*dst = m->dst;
+	*src_ip = m->src_ip;
+	*port = m->port;
+	*sport = m->sport;
+	*have_sport = m->have_sport;
+	return 0;
+}
+
 static int cmd_send(int argc, char **argv)
 {
-	struct spin_msg_args a = { .op = SPIN_OP_PUT };
-	struct sockaddr_in dst = { .sin_family = AF_INET }, from;
+	struct msg_opts m = {
+		.a = { .op = SPIN_OP_PUT }, .dst = { .sin_family = AF_INET },
+		.port = SPIN_DEFAULT_PORT,
+	};
+	struct spin_msg_args a;
+	struct sockaddr_in dst, from;
 	const char *src_ip = NULL, *hexdata = NULL, *file = NULL;
-	uint16_t port = SPIN_DEFAULT_PORT, sport = 0;
-	bool have_to = false, have_pt = false, have_sport = false;
+	uint16_t port = 0, sport = 0;
+	bool have_sport = false;
 	uint64_t len = 0, reply_ms = 0, v;
 	uint8_t *buf = NULL, *rbuf = NULL;
 	char ipb[INET_ADDRSTRLEN];
@@ -1735,54 +1823,21 @@ static int cmd_send(int argc, char **argv)
 
 	for (int i = 0; i < argc; i++) {
 		const char *o = argv[i];
+		int r = msg_opt(&m, argc, argv, &i);
 
-		if (!strcmp(o, "from")) {
-			src_ip = OPTARG(o);
-		} else if (!strcmp(o, "to")) {
-			if ((err = parse_ip(OPTARG(o), &dst.sin_addr)))
-				return err;
-			have_to = true;
-		} else if (!strcmp(o, "port")) {
-			if ((err = parse_u16("port", OPTARG(o), &port)))
-				return err;
-		} else if (!strcmp(o, "sport")) {
-			if ((err = parse_u16("sport", OPTARG(o), &sport)))
-				return err;
-			have_sport = true;
-		} else if (!strcmp(o, "pt")) {
-			if ((err = parse_u16("pt", OPTARG(o), &a.pt_index)))
-				return err;
-			have_pt = true;
-		} else if (!strcmp(o, "bits")) {
-			if ((err = parse_u64("bits", OPTARG(o), &a.match_bits)))
-				return err;
-		} else if (!strcmp(o, "len")) {
+		if (r < 0 || r > 1)
+			return r;
+		if (r == 1)
+			continue;
+		if (!strcmp(o, "len")) {
 			if ((err = parse_size("len", OPTARG(o), &len)))
 				return err;
 		} else if (!strcmp(o, "data")) {
 			hexdata = OPTARG(o);
 		} else if (!strcmp(o, "file")) {
 			file = OPTARG(o);
-		} else if (!strcmp(o, "rank")) {
-			if ((err = parse_u32("rank", OPTARG(o), &a.src_rank)))
-				return err;
-		} else if (!strcmp(o, "pid")) {
-			if ((err = parse_u32("pid", OPTARG(o), &a.src_pid)))
-				return err;
-		} else if (!strcmp(o, "msg-id")) {
-			if ((err = parse_u32("msg-id", OPTARG(o), &a.msg_id)))
-				return err;
-		} else if (!strcmp(o, "dst-rank")) {
-			if ((err = parse_u32("dst-rank", OPTARG(o), &a.dst_rank)))
-				return err;
 		} else if (!strcmp(o, "seg")) {
-			if ((err = parse_u16("seg", OPTARG(o), &a.seg_size)))
-				return err;
-		} else if (!strcmp(o, "hdr-data")) {
-			if ((err = parse_u64("hdr-data", OPTARG(o), &a.hdr_data)))
-				return err;
-		} else if (!strcmp(o, "remote-off")) {
-			if ((err = parse_u64("remote-off", OPTARG(o), &a.remote_off)))
+			if ((err = parse_u16("seg", OPTARG(o), &m.a.seg_size)))
 				return err;
 		} else if (!strcmp(o, "user-hdr")) {
 			char *dup = strdup(OPTARG(o)), *tok, *save = NULL;
@@ -1794,11 +1849,11 @@ static int cmd_send(int argc, char **argv)
 					return k >= 4 ? usage_err("user-hdr takes at most 4 words") :
 							SPIN_EUSAGE;
 				}
-				a.user_hdr[k++] = v;
+				m.a.user_hdr[k++] = v;
 			}
 			free(dup);
 		} else if (!strcmp(o, "ack")) {
-			a.flags |= SPIN_F_ACK_REQ;
+			m.a.flags |= SPIN_F_ACK_REQ;
 		} else if (!strcmp(o, "reply-timeout-ms")) {
 			if ((err = parse_u64("reply-timeout-ms", OPTARG(o), &reply_ms)))
 				return err;
@@ -1806,10 +1861,8 @@ static int cmd_send(int argc, char **argv)
 			return usage_err("unknown send option '%s'", o);
 		}
 	}
-	if (!have_to)
-		return usage_err("missing 'to IP'");
-	if (!have_pt)
-		return usage_err("missing 'pt N'");
+	if ((err = msg_opts_finish(&m, &a, &dst, &src_ip, &port, &sport, &have_sport)))
+		return err;
 	if (!!hexdata + !!file + !!len > 1)
 		return usage_err("give only one of len, data and file");
 	if (a.seg_size > SPIN_MAX_SEG)
@@ -1888,6 +1941,105 @@ out:
 	return err;
 }
 
+/*
+ * spinctl get [from SRCIP] to IP [port N] [sport N] pt N [bits X] len N
+ *             [remote-off N] [rank R] [pid P] [dst-rank R] [msg-id N]
+ *             [hdr-data X] [timeout-ms N]
+ * A Portals get from a UDP socket: one GET, then the REPLY with its id.
+ */
+static int cmd_get(int argc, char **argv)
+{
+	struct msg_opts m = {
+		.a = { .op = SPIN_OP_GET }, .dst = { .sin_family = AF_INET },
+		.port = SPIN_DEFAULT_PORT,
+	};
+	struct spin_msg_args a;
+	struct sockaddr_in dst, from;
+	const char *src_ip = NULL;
+	uint16_t port = 0, sport = 0;
+	bool have_len = false, have_sport = false;
+	uint64_t len = 0, timeout = 2000;
+	struct spin_sock *s = NULL;
+	uint8_t *rbuf = NULL;
+	struct spin_hdr h;
+	uint32_t id;
+	uint64_t deadline;
+	int err, n;
+
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i];
+		int r = msg_opt(&m, argc, argv, &i);
+
+		if (r < 0 || r > 1)
+			return r;
+		if (r == 1)
+			continue;
+		if (!strcmp(o, "len")) {
+			if ((err = parse_size("len", OPTARG(o), &len)))
+				return err;
+			have_len = true;
+		} else if (!strcmp(o, "timeout-ms")) {
+			if ((err = parse_u64("timeout-ms", OPTARG(o), &timeout)))
+				return err;
+		} else {
+			return usage_err("unknown get option '%s' (see 'spinctl get help')", o);
+		}
+	}
+	if ((err = msg_opts_finish(&m, &a, &dst, &src_ip, &port, &sport, &have_sport)))
+		return err;
+	if (!have_len)
+		return usage_err("missing 'len N'");
+	if (len > SPIN_MAX_MSG)
+		return usage_err("len must be at most %u", SPIN_MAX_MSG);
+	if (!timeout || timeout > INT32_MAX)
+		timeout = INT32_MAX;
+	dst.sin_port = htons(port);
+	/* the reply goes to the initiator rank's spin port */
+	err = spin_sock_open(src_ip, have_sport ? sport : port, &s);
+	if (err) {
+		err = fail(err);
+		goto out;
+	}
+	rbuf = malloc(len ? len : 1);
+	if (!rbuf) {
+		err = SPIN_EFAIL;
+		goto out;
+	}
+	err = spin_sock_send_get(s, &dst, &a, (uint32_t)len, &id);
+	if (err) {
+		err = fail(err);
+		goto out;
+	}
+	/* other messages that arrive meanwhile are skipped */
+	deadline = now_ms() + timeout;
+	for (;;) {
+		uint64_t t = now_ms();
+
+		if (t >= deadline) {
+			fprintf(stderr, "spinctl: get: no reply to message %u within %llu ms\n", id,
+				(unsigned long long)timeout);
+			err = SPIN_ETIMEDOUT;
+			goto out;
+		}
+		n = spin_sock_recv_msg(s, &h, rbuf, len ? len : 1, &from, (int)(deadline - t));
+		if (n == -SPIN_ENOSPC)
+			continue;
+		if (n < 0) {
+			err = fail(n);
+			goto out;
+		}
+		if (h.op == SPIN_OP_REPLY && ntohl(h.msg_id) == id)
+			break;
+	}
+	print_msg("reply", &from, &h, rbuf, n);
+	err = 0;
+out:
+	if (s)
+		spin_sock_close(s);
+	free(rbuf);
+	return err;
+}
+
 /* --------------------------------------------------------------- help -- */
 
 struct cmd {
@@ -1914,7 +2066,8 @@ static const char help_pt[] =
 	"spinctl pt list IFACE\n";
 static const char help_me[] =
 	"spinctl me append IFACE pt N [bits X] [ignore X] [rank R|any] [pid P|any]\n"
-	"          [list priority|overflow] [use-once] [no-truncate] [no-events] [xsk]\n"
+	"          [list priority|overflow] [op put|get|put,get] [use-once] [no-truncate]\n"
+	"          [no-events] [xsk]\n"
 	"          [handler NAME] [len N] [off N] [hhost-len N] [hhost-off N]\n"
 	"          [state HEX | state-file F] [user-ptr X]          prints the ME index\n"
 	"spinctl me list IFACE\n"
@@ -1943,6 +2096,12 @@ static const char help_send[] =
 	"          [hdr-data X] [remote-off N] [user-hdr A,B,C,D] [ack] [reply-timeout-ms N]\n"
 	"    send one sPIN message from a UDP socket; with reply-timeout-ms wait for\n"
 	"    one reply message (on port N unless sport is given) and print it\n";
+static const char help_get[] =
+	"spinctl get [from SRCIP] to IP [port N] [sport N] pt N [bits X] len N [remote-off N]\n"
+	"          [rank R] [pid P] [dst-rank R] [msg-id N] [hdr-data X] [timeout-ms N]\n"
+	"    a Portals get from a UDP socket (bound to port N unless sport is given):\n"
+	"    ask the entry for len bytes at remote-off, wait for the reply (default\n"
+	"    2000 ms; exit 12 on timeout) and print it\n";
 static const char help_recv[] =
 	"spinctl recv [on IP] [port N] [count N (0: forever)] [timeout-ms N]\n"
 	"    receive sPIN messages on a UDP socket (for hosts without a runtime) and print them\n";
@@ -1953,17 +2112,17 @@ static void usage(FILE *f)
 		"Usage: spinctl [OPTIONS] OBJECT VERB [ARGS]\n"
 		"       spinctl OBJECT help\n"
 		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | job | events |\n"
-		"          send | recv | help\n"
+		"          send | get | recv | help\n"
 		"OPTIONS := -j (JSON) | -p (pretty JSON) | -v (verbose, repeat for libbpf debug) |\n"
 		"           -V/--version | -h/--help\n"
 		"Objects and verbs may be abbreviated; an exact name wins, then the first match in\n"
 		"this order (st = status, h l = handler list, me a = me append).\n\n"
-		"%s%s%s%s%s%s%s%s%s%s%s%s\n"
+		"%s%s%s%s%s%s%s%s%s%s%s%s%s\n"
 		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object),\n"
 		"SPIN_HOSTFILE, SPIN_RANK, SPIN_SIZE (and the launcher's PMI_*, OMPI_COMM_WORLD_*).\n"
 		"Exit code: 0, 2 usage, or the SPIN_E* error (see docs/spinctl.md).\n",
 		help_attach, help_detach, help_status, help_stats, help_handler, help_pt, help_me,
-		help_peer, help_job, help_events, help_send, help_recv);
+		help_peer, help_job, help_events, help_send, help_get, help_recv);
 }
 
 static const struct cmd handler_cmds[] = {
@@ -2028,6 +2187,7 @@ SIMPLE(stats, help_stats)
 SIMPLE(events, help_events)
 SIMPLE(send, help_send)
 SIMPLE(recv, help_recv)
+SIMPLE(get, help_get)
 SIMPLE(job, help_job)
 
 static int do_help(int argc, char **argv)
@@ -2056,6 +2216,7 @@ static const struct cmd objects[] = {
 	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
 	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
 	{ "peer", do_peer }, { "job", do_job }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
+	{ "get", do_get },
 	{ "help", do_help },
 	{ "version", do_version }, {}
 };

@@ -195,10 +195,11 @@ static __always_inline __u16 spin_ip_csum(const struct iphdr *ip, __be16 tot_len
 }
 
 /*
- * Turn this frame into the message a handler put: resize it, fill the
- * payload, rewrite Ethernet/IPv4/UDP/sPIN for the target peer and send it
- * with XDP_TX (same interface) or redirect.  A put from host longer than one
- * packet is handed to the host instead.
+ * Turn this frame into the message a handler put (or an ACK, or a get's
+ * REPLY): resize it, fill the payload, rewrite Ethernet/IPv4/UDP/sPIN for
+ * the target peer and send it with XDP_TX (same interface) or redirect.  A
+ * put from host longer than one packet is handed to the host instead (a
+ * longer REPLY never comes here: spin_rx_get hands it to the host).
  */
 static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 				       struct spin_cfg *cfg, struct spin_stats *st,
@@ -269,10 +270,11 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	udp->len = bpf_htons(8 + sizeof(*sh) + len);
 	udp->check = 0;
 
-	if (r->kind == SPIN_PUT_ACK) {
-		/* an ack carries the acknowledged message's id and fields */
+	if (r->kind >= SPIN_PUT_ACK) {
+		/* an ack or a get reply carries the acknowledged message's /
+		 * the get's id and fields */
 		id = r->ack_msg_id;
-		sh->op = SPIN_OP_ACK;
+		sh->op = r->kind == SPIN_PUT_ACK ? SPIN_OP_ACK : SPIN_OP_REPLY;
 		sh->flags = 0;
 	} else {
 		/* per-CPU id space: no shared cache line on the fast path */
@@ -292,7 +294,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	sh->pkt_off = 0;
 	sh->remote_off = bpf_cpu_to_be64(r->remote_off);
 	sh->hdr_data = bpf_cpu_to_be64(r->hdr_data);
-	if (r->kind == SPIN_PUT_ACK) {
+	if (r->kind >= SPIN_PUT_ACK) {
 		sh->user_hdr[0] = bpf_cpu_to_be64(r->ack_mlength);
 		sh->user_hdr[1] = bpf_cpu_to_be64(r->ack_fail);
 		sh->user_hdr[2] = bpf_cpu_to_be64(r->ack_list);
@@ -308,6 +310,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			st->tx_device++;
 		else if (r->kind == SPIN_PUT_ACK)
 			st->acks_sent++;
+		else if (r->kind == SPIN_PUT_REPLY)
+			st->replies_sent++;
 		else
 			st->tx_host_inline++;
 	}

@@ -161,14 +161,19 @@ typedef int (*spin_event_fn)(void *ctx, const struct spin_event *ev);
 /* Poll events for up to timeout_ms (-1 forever); returns events handled or
  * a negative error.  Callback returning non-zero stops the poll. */
 int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeout_ms);
-/* Serve SPIN_EV_PUT_FROM_HOST requests that arrive in spin_events_poll by
- * sending them with spin_send from the host window (set once). */
+/* Serve SPIN_EV_PUT_FROM_HOST requests (puts from host longer than one
+ * packet) and SPIN_EV_GET_FROM_HOST requests (get replies longer than one
+ * packet: a SPIN_OP_REPLY message with the get's msg_id) that arrive in
+ * spin_events_poll by sending them from the host window with
+ * spin_sock_send (set once). */
 int spin_events_serve_puts(struct spin_rt *rt, bool on);
 
 /* --------------------------------------------------- userspace sending -- */
 
 struct spin_msg_args {
-	uint8_t op;		/* SPIN_OP_PUT */
+	uint8_t op;		/* SPIN_OP_PUT (0 too); SPIN_OP_REPLY for a get's
+				 * answer (msg_id = the get's); gets are sent with
+				 * spin_sock_send_get() */
 	uint16_t pt_index;
 	uint32_t src_rank, src_pid, dst_rank;
 	uint32_t msg_id;	/* 0: allocate */
@@ -196,6 +201,18 @@ int spin_sock_fd(struct spin_sock *s);
 int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 		   const struct spin_msg_args *a, const void *buf, uint32_t len,
 		   const uint32_t *order);
+/*
+ * Send a Portals get: one header-only SPIN_OP_GET datagram asking the target
+ * for `length` bytes of the entry that a->pt_index/match_bits select, at
+ * a->remote_off in it (a->op is ignored).  The target answers with a
+ * SPIN_OP_REPLY message to a->src_rank's peer address (its spin port) with
+ * the same msg_id: receive it with spin_sock_recv_msg() (msg_len = the
+ * manipulated length, user_hdr[0] the requested length, user_hdr[1] the
+ * failure, user_hdr[2] the list).  a->msg_id 0: allocated; *msg_id (if not
+ * NULL) gets the id used.
+ */
+int spin_sock_send_get(struct spin_sock *s, const struct sockaddr_in *dst,
+		       const struct spin_msg_args *a, uint32_t length, uint32_t *msg_id);
 /* Receive one packet; fills header, copies payload; returns payload length,
  * -SPIN_ETIMEDOUT, or another negative error. */
 int spin_sock_recv_pkt(struct spin_sock *s, struct spin_hdr *h, void *buf, size_t cap,

@@ -22,9 +22,9 @@
 
 enum spin_op {
 	SPIN_OP_PUT	= 1,
-	SPIN_OP_GET	= 2,	/* reserved for libspin (Portals get) */
-	SPIN_OP_ACK	= 3,	/* reserved for libspin */
-	SPIN_OP_REPLY	= 4,	/* reserved for libspin */
+	SPIN_OP_GET	= 2,	/* Portals get: a request for bytes of the target */
+	SPIN_OP_ACK	= 3,	/* acknowledgement of a put (SPIN_F_ACK_REQ) */
+	SPIN_OP_REPLY	= 4,	/* the answer to a GET: the requested bytes */
 	SPIN_OP_MAX,
 };
 
@@ -39,6 +39,20 @@ enum spin_op {
  * msg_id, match_bits, remote_off and hdr_data are the acknowledged
  * message's; user_hdr[0] is the manipulated length, user_hdr[1] the failure
  * (enum spin_fail), user_hdr[2] the list the entry was on.
+ *
+ * A get (SPIN_OP_GET) is one packet, a header without payload: msg_len is
+ * the requested length (0 is valid), remote_off the offset in the target
+ * entry, pkt_off 0; match_bits, pt_index, src_rank/src_pid and msg_id (never
+ * 0, in the same per-source id space as puts: a repeated id is a duplicate)
+ * as for a put.  It matches entries with SPIN_ME_OP_GET only.  The target
+ * answers with a message of op SPIN_OP_REPLY to the initiator's rank: the
+ * GET's msg_id, msg_len = the manipulated length (Portals truncation at the
+ * entry's window; the reply carries the window's bytes at host_off +
+ * remote_off), cut into seg_size packets like a put (one packet, built by
+ * the target's runtime with XDP_TX, if it fits in SPIN_MAX_SEG; otherwise
+ * sent by the owning process from the host window); match_bits, remote_off
+ * and hdr_data echoed; user_hdr[0] the requested length, user_hdr[1] the
+ * failure (enum spin_fail), user_hdr[2] the list the entry was on.
  *
  * Every packet of a message carries the whole header, so any packet can be
  * the first one to arrive.  The payload of a packet is the UDP payload after
@@ -161,6 +175,8 @@ struct spin_stats {
 	__u64	events;		/* completion events posted */
 	__u64	acks_sent;	/* acknowledgements sent (target side) */
 	__u64	acks_received;	/* acknowledgements received (initiator side) */
+	__u64	replies_sent;	/* get replies sent by the runtime (target side) */
+	__u64	replies_received; /* get replies received (initiator side) */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -304,6 +320,7 @@ enum spin_put_kind {
 	SPIN_PUT_DEVICE,	/* PtlHandlerPutFromDevice */
 	SPIN_PUT_HOST,		/* PtlHandlerPutFromHost */
 	SPIN_PUT_ACK,		/* acknowledgement of a message with SPIN_F_ACK_REQ */
+	SPIN_PUT_REPLY,		/* reply to a get, from the host window */
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */
@@ -322,11 +339,12 @@ struct spin_put_req {
 	__u64	user_ptr;
 	__u32	ack_req;
 	__u32	ct;
-	/* SPIN_PUT_ACK: the acknowledged message */
-	__u32	ack_msg_id;
-	__u32	ack_fail;	/* enum spin_fail */
-	__u64	ack_mlength;
-	__u32	ack_list;	/* enum spin_me_list of the entry */
+	/* SPIN_PUT_ACK: the acknowledged message; SPIN_PUT_REPLY: the get */
+	__u32	ack_msg_id;	/* its msg_id (the ACK's/REPLY's msg_id) */
+	__u32	ack_fail;	/* enum spin_fail (user_hdr[1]) */
+	__u64	ack_mlength;	/* user_hdr[0]: ACK: the manipulated length;
+				 * REPLY: the requested length */
+	__u32	ack_list;	/* enum spin_me_list of the entry (user_hdr[2]) */
 	__u32	pad;
 };
 
@@ -372,6 +390,9 @@ enum spin_event_kind {
 	SPIN_EV_AUTO_UNLINK,	/* a use-once entry was consumed */
 	SPIN_EV_MSG_TIMEOUT,	/* an incomplete message expired */
 	SPIN_EV_ACK,		/* an acknowledgement arrived (initiator side) */
+	SPIN_EV_GET,		/* a get was answered from a match entry (target) */
+	SPIN_EV_GET_FROM_HOST,	/* a reply longer than one packet: the owning
+				 * process sends it (put.kind SPIN_PUT_REPLY) */
 };
 enum spin_fail {
 	SPIN_FAIL_OK = 0,
@@ -398,7 +419,7 @@ struct spin_event {
 	__u32	dropped_bytes;
 	__u32	flow_control;
 	__u64	timestamp_ns;
-	struct spin_put_req put;	/* SPIN_EV_PUT_FROM_HOST */
+	struct spin_put_req put;	/* SPIN_EV_PUT_FROM_HOST, SPIN_EV_GET_FROM_HOST */
 };
 
 /* Names of pinned objects below the interface's bpffs directory. */

@@ -63,20 +63,22 @@ spin_ns_mac() {
 }
 
 spin_ns_cleanup() {
-	local ns
+	# never stops half-way (also when the caller runs with set -e)
+	local ns dev ino
 	for ns in $SPIN_NS_LIST; do
 		# detach whatever XDP program is left, then remove pins of
 		# this namespace before the namespace goes away
 		for dev in $(ip -n "$ns" -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
-			ip -n "$ns" link set dev "$dev" xdp off 2>/dev/null
-			ip -n "$ns" link set dev "$dev" xdpgeneric off 2>/dev/null
+			ip -n "$ns" link set dev "$dev" xdp off 2>/dev/null || true
+			ip -n "$ns" link set dev "$dev" xdpgeneric off 2>/dev/null || true
 		done
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
 		# pins of runtimes attached inside this namespace (see spin_pin_dir)
-		local ino
-		ino=$(stat -L -c %i "/var/run/netns/$ns" 2>/dev/null)
-		[ -n "$ino" ] && rm -rf "/sys/fs/bpf/spin/ns$ino"
-		ip netns del "$ns" 2>/dev/null
+		ino=$(stat -L -c %i "/var/run/netns/$ns" 2>/dev/null) || ino=
+		if [ -n "$ino" ]; then
+			rm -rf "/sys/fs/bpf/spin/ns$ino" || true
+		fi
+		ip netns del "$ns" 2>/dev/null || true
 	done
 	SPIN_NS_LIST=
 }
