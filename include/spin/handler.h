@@ -56,10 +56,6 @@ typedef unsigned int ptl_req_ct_t;
 typedef struct { __u32 done; } ptl_dma_h;
 
 typedef struct {
-	__u32 arg[4];
-} spin_user_hdr32_t;
-
-typedef struct {
 	__u64 arg[4];
 } ptl_user_header_t;
 

@@ -379,7 +379,6 @@ struct spin_ctx {
 };
 #define SPIN_PH_HEADER		0x1
 #define SPIN_PH_PAYLOAD		0x2
-#define SPIN_PH_COMPLETION	0x4
 #define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */
 #define SPIN_PH_XSK		0x10	/* hand the packet to an AF_XDP socket */
 
