@@ -24,7 +24,10 @@ enum spin_op {
 	SPIN_OP_PUT	= 1,
 	SPIN_OP_GET	= 2,	/* Portals get: a request for bytes of the target */
 	SPIN_OP_ACK	= 3,	/* acknowledgement of a put (SPIN_F_ACK_REQ) */
-	SPIN_OP_REPLY	= 4,	/* the answer to a GET: the requested bytes */
+	SPIN_OP_REPLY	= 4,	/* the answer to a GET/FETCH: the requested bytes */
+	SPIN_OP_ATOMIC	= 5,	/* Portals atomic: combine the payload into the target */
+	SPIN_OP_FETCH	= 6,	/* Portals fetch-atomic or swap: as ATOMIC, and the
+				 * target's old bytes come back in a REPLY */
 	SPIN_OP_MAX,
 };
 
@@ -53,6 +56,36 @@ enum spin_op {
  * sent by the owning process from the host window); match_bits, remote_off
  * and hdr_data echoed; user_hdr[0] the requested length, user_hdr[1] the
  * failure (enum spin_fail), user_hdr[2] the list the entry was on.
+ *
+ * An atomic (SPIN_OP_ATOMIC) or fetch-atomic/swap (SPIN_OP_FETCH) is one
+ * packet (msg_len <= SPIN_MAX_SEG) whose payload is the initiator's operand
+ * vector; user_hdr[0] is the Portals operation (ptl_op_t), user_hdr[1] the
+ * datatype (ptl_datatype_t), user_hdr[2] the swap operand (PTL_CSWAP*
+ * compare value, PTL_MSWAP mask) as its bytes in host order in the low bits.
+ * The target's runtime matches it (ATOMIC: entries with SPIN_ME_OP_PUT;
+ * FETCH: entries with SPIN_ME_OP_PUT and SPIN_ME_OP_GET) and always hands it
+ * to the owning process's AF_XDP socket: the library applies the operation.
+ * A FETCH is answered with a REPLY carrying the old bytes (user_hdr as for a
+ * get's reply); an ATOMIC with SPIN_F_ACK_REQ is acked like a put.
+ *
+ * Delivery to an AF_XDP socket: for every packet the runtime hands to the
+ * owning process's AF_XDP socket because its entry has SPIN_ME_XSK (puts,
+ * gets, atomics), dst_rank is overwritten with the index of the matched
+ * entry in spin_me (the process cannot see the match otherwise).
+ *
+ * Negative acknowledgements: a PUT or ATOMIC with SPIN_F_ACK_REQ, and every
+ * GET and FETCH, that the target cannot deliver (portal index not allocated
+ * or disabled, no entry matched, no AF_XDP socket for an XSK entry) is
+ * answered by the target's runtime from the packet at pkt_off 0: an ACK (for
+ * PUT/ATOMIC) or a header-only REPLY (for GET/FETCH, msg_len 0) whose
+ * user_hdr[1] is the failure (enum spin_fail) and user_hdr[0] 0, so the
+ * initiator sees an event instead of waiting forever.
+ *
+ * Flow control (SPIN_PT_FLOWCTRL on the portal table entry): a message that
+ * matches no entry of such an entry disables it (SPIN_PT_ENABLED cleared
+ * with compare-and-swap), posts SPIN_EV_PT_DISABLED once, and is nacked with
+ * SPIN_FAIL_PT_DISABLED; so is every later message until the host
+ * re-enables it.
  *
  * Every packet of a message carries the whole header, so any packet can be
  * the first one to arrive.  The payload of a packet is the UDP payload after
@@ -177,6 +210,8 @@ struct spin_stats {
 	__u64	acks_received;	/* acknowledgements received (initiator side) */
 	__u64	replies_sent;	/* get replies sent by the runtime (target side) */
 	__u64	replies_received; /* get replies received (initiator side) */
+	__u64	nacks_sent;	/* negative acks/replies sent (target side) */
+	__u64	pt_disabled;	/* portal table entries disabled by flow control */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -204,10 +239,13 @@ struct spin_cfg {
 /* Portal table entry (spin_pt). */
 #define SPIN_PT_ALLOCATED	0x1
 #define SPIN_PT_ENABLED		0x2
+#define SPIN_PT_FLOWCTRL	0x4	/* no match: disable (PTL_PT_FLOWCTRL) */
 struct spin_pt {
 	__u32	flags;
 	__u32	n_me;		/* slots in use so far (high-water mark) */
 	__u64	seq;		/* next append sequence number */
+	__u32	owner_pid;	/* OS pid of the process that allocated it (0: spinctl) */
+	__u32	pad;
 };
 
 /* Match entry (spin_me, index pt * SPIN_MAX_ME_PER_PT + slot). */
@@ -392,12 +430,17 @@ enum spin_event_kind {
 	SPIN_EV_GET,		/* a get was answered from a match entry (target) */
 	SPIN_EV_GET_FROM_HOST,	/* a reply longer than one packet: the owning
 				 * process sends it (put.kind SPIN_PUT_REPLY) */
+	SPIN_EV_PT_DISABLED,	/* flow control disabled a portal table entry */
 };
 enum spin_fail {
 	SPIN_FAIL_OK = 0,
 	SPIN_FAIL_DROPPED,	/* header handler dropped the message */
 	SPIN_FAIL_TIMEOUT,
 	SPIN_FAIL_HANDLER,	/* a handler returned an error */
+	SPIN_FAIL_PT_DISABLED,	/* nack: portal table entry disabled (flow control) */
+	SPIN_FAIL_NO_MATCH,	/* nack: no such portal index, or no entry matched */
+	SPIN_FAIL_NO_TARGET,	/* nack: the owning process is gone (no AF_XDP socket) */
+	SPIN_FAIL_OP_VIOLATION,	/* the entry does not allow the operation */
 };
 struct spin_event {
 	__u32	kind;		/* enum spin_event_kind */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The sPIN extension of the Portals 4 host API (Hoefler et al., "sPIN:
+ * High-performance streaming Processing in the Network", SC17), as libspin
+ * implements it.  Included by spin/portals4.h.
+ *
+ * A match entry carries (ptl_me_t, the fields after min_free):
+ *   handlers                 a handler object loaded with PtlSpinHandlerLoad
+ *                            (its header, payload and completion handlers,
+ *                            declared with SPIN_HANDLERS in spin/handler.h)
+ *   hpu_memory               an initial handler-memory image made with
+ *                            PtlHPUAllocMem (copied into the entry's own
+ *                            handler memory when it is appended)
+ *   handler_host_mem(_length) the region PTL_HANDLER_HOST_MEM addresses; it
+ *                            must lie in the host window (PtlSpinHostAlloc)
+ * What such an entry does on the wire is what the spin runtime does
+ * (docs/design.md): the handlers run in XDP for every packet of every
+ * message that matches it.  Entries with handlers need their buffer (start,
+ * length) in the host window too, or length 0.
+ *
+ * The host window: memory that the XDP runtime writes directly (a mmap-ed
+ * BPF array map).  Any entry whose buffer lies in it (and that is not
+ * PTL_ME_MANAGE_LOCAL) is deposited by the runtime, with no copy in
+ * userspace; other entries receive through the process's AF_XDP socket and
+ * the library deposits.
+ */
+#ifndef SPIN_PORTALS4_SPIN_H
+#define SPIN_PORTALS4_SPIN_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Allocate length bytes of the host window (page aligned, zeroed). */
+int PtlSpinHostAlloc(ptl_handle_ni_t ni_handle, ptl_size_t length, void **addr);
+int PtlSpinHostFree(ptl_handle_ni_t ni_handle, void *addr);
+
+/* Load a handler object (an ELF file built with clang -target bpf against
+ * spin/handler.h).  A verifier rejection returns PTL_ARG_INVALID and
+ * PtlSpinErrmsg() holds the relevant verifier lines. */
+int PtlSpinHandlerLoad(ptl_handle_ni_t ni_handle, const char *path,
+		       ptl_handle_handler_t *handler);
+int PtlSpinHandlerUnload(ptl_handle_handler_t handler);
+
+/* The paper's handler-memory allocation: up to SPIN_HPU_SIZE (4096) bytes,
+ * zeroed; PtlHPUWriteMem sets the image an entry starts with. */
+int PtlHPUAllocMem(ptl_size_t length, ptl_handle_ni_t ni_handle, ptl_handle_hpu_mem_t *mem);
+int PtlHPUFreeMem(ptl_handle_hpu_mem_t mem);
+int PtlHPUWriteMem(ptl_handle_hpu_mem_t mem, ptl_size_t offset, const void *buf,
+		   ptl_size_t length);
+/* Read (or write) the live handler memory of an appended entry. */
+int PtlMEReadHPU(ptl_handle_me_t me_handle, ptl_size_t offset, void *buf, ptl_size_t length);
+int PtlMEWriteHPU(ptl_handle_me_t me_handle, ptl_size_t offset, const void *buf,
+		  ptl_size_t length);
+
+/* One line on why the last call of this thread failed ("" if none). */
+const char *PtlSpinErrmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SPIN_PORTALS4_SPIN_H */
