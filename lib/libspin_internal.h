@@ -97,6 +97,8 @@ const char *spin_bpffs_root(void);
 int spin_check_priv(void);
 int spin_check_bpffs(void);
 int spin_lock(struct spin_rt *rt);
+/* A fresh host message id from the node's counter (spin_cfg.next_msg_id). */
+uint32_t spin_rt_msg_id(struct spin_rt *rt);
 void spin_unlock(struct spin_rt *rt);
 void spin_gen_bump(struct spin_rt *rt);
 /* Remove every pin below dir and the directory itself. */

@@ -941,7 +941,7 @@ out:
 
 /* ---------------------------------------------------------- events -- */
 
-static uint32_t next_msg_id(struct spin_rt *rt)
+uint32_t spin_rt_msg_id(struct spin_rt *rt)
 {
 	uint32_t id;
 
@@ -990,7 +990,7 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	a.src_rank = rt->cfg->my_rank;
 	a.src_pid = rt->cfg->my_pid;
 	a.dst_rank = r->target_rank;
-	a.msg_id = next_msg_id(rt);
+	a.msg_id = spin_rt_msg_id(rt);
 	a.match_bits = r->match_bits;
 	a.remote_off = r->remote_off;
 	a.hdr_data = r->hdr_data;
@@ -1052,6 +1052,29 @@ int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeou
 	if (err < 0 && !(err == EV_STOP && rt->ev_stop) && err != -EINTR)
 		return spin_seterr(SPIN_EIO, "polling spin_events failed: %s", strerror(-err));
 	return rt->ev_count;
+}
+
+int spin_events_consume(struct spin_rt *rt, spin_event_fn fn, void *ctx)
+{
+	int err;
+
+	if (!rt || !rt->rb)
+		return spin_events_poll(rt, fn, ctx, 0);
+	rt->ev_fn = fn;
+	rt->ev_ctx = ctx;
+	rt->ev_count = 0;
+	rt->ev_stop = 0;
+	err = ring_buffer__consume(rt->rb);
+	if (err < 0 && !(err == EV_STOP && rt->ev_stop) && err != -EINTR)
+		return spin_seterr(SPIN_EIO, "reading spin_events failed: %s", strerror(-err));
+	return rt->ev_count;
+}
+
+int spin_events_fd(struct spin_rt *rt)
+{
+	if (!rt || !rt->rb)
+		return -1;
+	return ring_buffer__epoll_fd(rt->rb);
 }
 
 int spin_events_serve_puts(struct spin_rt *rt, bool on)

@@ -517,8 +517,11 @@ static int peer_lookup(struct spin_xsk *x, uint32_t rank, struct spin_peer *out)
 	return 0;
 }
 
-int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
-		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id)
+/* len payload bytes from buf, in a message of msg_len bytes (msg_len != len
+ * only for a header-only GET, whose msg_len is the requested length) */
+static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		    const void *buf, uint32_t len, uint32_t msg_len, const uint32_t *order,
+		    uint32_t *msg_id)
 {
 	static const uint8_t zero[6];
 	struct spin_cfg *cfg;
@@ -568,12 +571,8 @@ int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 	args.src_rank = cfg->my_rank;
 	args.src_pid = cfg->my_pid;
 	args.dst_rank = dst_rank;
-	if (!args.msg_id) {
-		do
-			args.msg_id = (uint32_t)__atomic_fetch_add(&cfg->next_msg_id, 1,
-								   __ATOMIC_RELAXED) & 0xffffff;
-		while (!args.msg_id);	/* ids with a zero top byte are the host's */
-	}
+	if (!args.msg_id)
+		args.msg_id = spin_rt_msg_id(x->rt);
 	if (msg_id)
 		*msg_id = args.msg_id;
 
@@ -607,7 +606,7 @@ int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 		idx = order ? order[i] : i;
 		off = idx * seg;
 		pay = len ? (len - off < seg ? len - off : seg) : 0;
-		spin_hdr_build(&h, &args, len, off);
+		spin_hdr_build(&h, &args, msg_len, off);
 		addr = x->tx_free[--x->n_free];
 		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
 					pay ? (const uint8_t *)buf + off : NULL, pay);
@@ -629,6 +628,28 @@ int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 		return err;
 	x->st.tx_msgs++;
 	return 0;
+}
+
+int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id)
+{
+	return xsk_send(x, dst_rank, a, buf, len, len, order, msg_id);
+}
+
+int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		      uint32_t length, uint32_t *msg_id)
+{
+	struct spin_msg_args g;
+
+	if (!a)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_get: NULL argument");
+	if (length > SPIN_MAX_MSG)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_get: %u bytes is more than the %u a message may have",
+				   length, SPIN_MAX_MSG);
+	g = *a;
+	g.op = SPIN_OP_GET;
+	g.seg_size = 0;
+	return xsk_send(x, dst_rank, &g, NULL, 0, length, NULL, msg_id);
 }
 
 /* ------------------------------------------------------------- receive -- */

@@ -106,6 +106,11 @@ int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max
 /* -------------------------------------------------- portal table / ME -- */
 
 int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index);
+/* flags: 0 or SPIN_PT_FLOWCTRL (a message that matches no entry disables
+ * the portal table entry, wire.h).  Both set owner_pid = getpid(). */
+int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags);
+/* Read a portal table entry (flags, n_me, seq, owner_pid). */
+int spin_pt_get(struct spin_rt *rt, uint32_t pt_index, struct spin_pt *out);
 int spin_pt_free(struct spin_rt *rt, uint32_t pt_index);
 int spin_pt_enable(struct spin_rt *rt, uint32_t pt_index, bool enable);
 
@@ -161,6 +166,12 @@ typedef int (*spin_event_fn)(void *ctx, const struct spin_event *ev);
 /* Poll events for up to timeout_ms (-1 forever); returns events handled or
  * a negative error.  Callback returning non-zero stops the poll. */
 int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeout_ms);
+/* Handle the events already in the ring without waiting (no system call
+ * when it is empty).  Returns events handled or a negative error. */
+int spin_events_consume(struct spin_rt *rt, spin_event_fn fn, void *ctx);
+/* An fd that polls readable when events wait (after the first
+ * spin_events_poll/consume), or -1. */
+int spin_events_fd(struct spin_rt *rt);
 /* Serve SPIN_EV_PUT_FROM_HOST requests (puts from host longer than one
  * packet) and SPIN_EV_GET_FROM_HOST requests (get replies longer than one
  * packet: a SPIN_OP_REPLY message with the get's msg_id) that arrive in

@@ -75,6 +75,11 @@ int spin_xsk_fd(struct spin_xsk *x);
 int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id);
 
+/* Send a Portals get (one header-only SPIN_OP_GET packet asking for
+ * `length` bytes; a->op, seg_size ignored) like spin_xsk_send(). */
+int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		      uint32_t length, uint32_t *msg_id);
+
 /*
  * Packet callback of spin_xsk_recv(): h is the wire header as received
  * (network byte order, validated by spin_hdr_parse()), payload its len
