@@ -1,0 +1,1961 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin's Portals 4 layer: network interface, portal table, memory
+ * descriptors, match entries (with the unexpected list), event queues,
+ * counters, triggered operations and the sPIN extension.  Data movement and
+ * progress are in ptl_data.c.  docs/portals.md describes the whole layer.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+
+#include "ptl_internal.h"
+
+struct ptl_ni *ptl_g_ni;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_init;
+static __thread char g_err[256];
+
+const char *PtlSpinErrmsg(void)
+{
+	return g_err;
+}
+
+int ptl_seterr(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g_err, sizeof(g_err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void ptl_lock(struct ptl_ni *ni)
+{
+	pthread_mutex_lock(&ni->mu);
+}
+
+void ptl_unlock(struct ptl_ni *ni)
+{
+	pthread_mutex_unlock(&ni->mu);
+}
+
+/* The NI for an API call: locked, or NULL with *rc set. */
+struct ptl_ni *ptl_enter(int *rc)
+{
+	struct ptl_ni *ni;
+
+	pthread_mutex_lock(&g_mu);
+	ni = g_init ? ptl_g_ni : NULL;
+	*rc = g_init ? PTL_ARG_INVALID : PTL_NO_INIT;
+	if (ni)
+		ptl_lock(ni);
+	pthread_mutex_unlock(&g_mu);
+	return ni;
+}
+
+static struct ptl_ni *ni_enter_h(ptl_handle_ni_t h, int *rc)
+{
+	struct ptl_ni *ni = ptl_enter(rc);
+
+	if (ni && h != ptl_mkh(PTL_H_NI, 0, ni->gen)) {
+		ptl_unlock(ni);
+		return NULL;
+	}
+	return ni;
+}
+
+/* ------------------------------------------------------------- handles -- */
+
+#define OBJ_GET(type, arr, n, H)					\
+	do {								\
+		uint32_t i = ptl_hidx(h);				\
+		if (!ni || ptl_htype(h) != (H) || i >= (n) ||		\
+		    !ni->arr[i].used || ni->arr[i].gen != ptl_hgen(h))	\
+			return NULL;					\
+		return &ni->arr[i];					\
+	} while (0)
+
+struct ptl_eq *ptl_eq_get(struct ptl_ni *ni, ptl_handle_eq_t h) { OBJ_GET(eq, eq, PTL_N_EQ, PTL_H_EQ); }
+struct ptl_ct *ptl_ct_get(struct ptl_ni *ni, ptl_handle_ct_t h) { OBJ_GET(ct, ct, PTL_N_CT, PTL_H_CT); }
+struct ptl_mdr *ptl_md_get(struct ptl_ni *ni, ptl_handle_md_t h) { OBJ_GET(md, md, PTL_N_MD, PTL_H_MD); }
+struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h) { OBJ_GET(me, me, PTL_N_ME, PTL_H_ME); }
+static struct ptl_handler *hd_get(struct ptl_ni *ni, ptl_handle_handler_t h) { OBJ_GET(hd, hd, PTL_N_HANDLER, PTL_H_HANDLER); }
+
+static struct ptl_hpu *hpu_get(struct ptl_ni *ni, ptl_handle_hpu_mem_t h)
+{
+	uint32_t i = ptl_hidx(h);
+
+	if (!ni || ptl_htype(h) != PTL_H_HPU || i >= PTL_N_HPU || !ni->hpu[i] ||
+	    !ni->hpu[i]->used || ni->hpu[i]->gen != ptl_hgen(h))
+		return NULL;
+	return ni->hpu[i];
+}
+
+ptl_handle_me_t ptl_me_handle(struct ptl_ni *ni, const struct ptl_mer *m)
+{
+	return ptl_mkh(PTL_H_ME, (uint32_t)(m - ni->me), m->gen);
+}
+
+int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b)
+{
+	return a == b;
+}
+
+int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *nih)
+{
+	struct ptl_ni *ni;
+	int rc, t = ptl_htype(h);
+	bool ok = false;
+
+	if (!nih)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	switch (t) {
+	case PTL_H_NI: ok = h == ptl_mkh(PTL_H_NI, 0, ni->gen); break;
+	case PTL_H_EQ: ok = ptl_eq_get(ni, h); break;
+	case PTL_H_CT: ok = ptl_ct_get(ni, h); break;
+	case PTL_H_MD: ok = ptl_md_get(ni, h); break;
+	case PTL_H_ME: ok = ptl_me_get(ni, h); break;
+	case PTL_H_HANDLER: ok = hd_get(ni, h); break;
+	case PTL_H_HPU: ok = hpu_get(ni, h); break;
+	}
+	if (ok)
+		*nih = ptl_mkh(PTL_H_NI, 0, ni->gen);
+	ptl_unlock(ni);
+	return ok ? PTL_OK : PTL_ARG_INVALID;
+}
+
+/* ------------------------------------------------------- init and fini -- */
+
+int PtlInit(void)
+{
+	pthread_mutex_lock(&g_mu);
+	g_init++;
+	pthread_mutex_unlock(&g_mu);
+	return PTL_OK;
+}
+
+static void ni_destroy(struct ptl_ni *ni);
+
+void PtlFini(void)
+{
+	struct ptl_ni *ni = NULL;
+
+	pthread_mutex_lock(&g_mu);
+	if (g_init > 0 && --g_init == 0) {
+		ni = ptl_g_ni;
+		ptl_g_ni = NULL;
+	}
+	pthread_mutex_unlock(&g_mu);
+	if (ni)
+		ni_destroy(ni);
+}
+
+static const char *default_iface(char *buf, size_t len)
+{
+	const char *e = getenv("SPIN_IFACE");
+	struct ifaddrs *ifa, *i;
+	int n = 0;
+
+	if (e && *e)
+		return e;
+	if (getifaddrs(&ifa))
+		return NULL;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !strcmp(i->ifa_name, "lo"))
+			continue;
+		if (n == 0 || strcmp(buf, i->ifa_name)) {
+			snprintf(buf, len, "%s", i->ifa_name);
+			n++;
+		}
+	}
+	freeifaddrs(ifa);
+	return n == 1 ? buf : NULL;
+}
+
+static bool pid_alive(uint32_t pid)
+{
+	return pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+}
+
+/*
+ * This process now owns the interface (it holds the AF_XDP socket of queue
+ * 0): remove portal table entries, match entries and handlers that dead
+ * processes left behind.
+ */
+static void reclaim_stale(struct ptl_ni *ni)
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS];
+	int n;
+
+	for (uint32_t i = 0; i < SPIN_MAX_ME; i++) {
+		struct spin_me me;
+
+		if (spin_me_get(ni->rt, i, &me) || me.state == SPIN_ME_FREE)
+			continue;
+		if (me.owner_pid && me.owner_pid != (uint32_t)getpid() && !pid_alive(me.owner_pid))
+			spin_me_unlink(ni->rt, i);
+	}
+	for (uint32_t p = 0; p < SPIN_MAX_PT; p++) {
+		struct spin_pt pt;
+
+		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED))
+			continue;
+		if (pt.owner_pid && !pid_alive(pt.owner_pid))
+			spin_pt_free(ni->rt, p);
+	}
+	n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS);
+	for (int i = 0; i < n; i++) {
+		unsigned pid;
+
+		if (sscanf(hi[i].name, "ptl%u_", &pid) == 1 && !pid_alive(pid))
+			spin_handler_unload(ni->rt, hi[i].name);
+	}
+}
+
+static int map_from_job(struct ptl_ni *ni, const struct spin_job *j)
+{
+	size_t n = j->nhosts ? j->nhosts : 1;
+
+	ni->map = calloc(n, sizeof(*ni->map));
+	if (!ni->map)
+		return PTL_NO_SPACE;
+	ni->map_size = n;
+	for (size_t r = 0; r < j->nhosts; r++) {
+		ni->map[r].phys.nid = ntohl(j->hosts[r].ip.s_addr);
+		ni->map[r].phys.pid = ni->pid;	/* one process per host */
+	}
+	if (!j->nhosts) {
+		ni->map[0].phys.nid = ni->nid;
+		ni->map[0].phys.pid = ni->pid;
+	}
+	return PTL_OK;
+}
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *e = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (!e || !*e)
+		return def;
+	v = strtoull(e, &end, 0);
+	return *end ? def : v;
+}
+
+static void default_limits(ptl_ni_limits_t *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->max_entries = PTL_N_ME;
+	l->max_unexpected_headers = PTL_N_UNEX;
+	l->max_mds = PTL_N_MD;
+	l->max_cts = PTL_N_CT;
+	l->max_eqs = PTL_N_EQ;
+	l->max_pt_index = SPIN_MAX_PT - 1;
+	l->max_iovecs = 0;
+	l->max_list_size = SPIN_MAX_ME_PER_PT;
+	l->max_triggered_ops = PTL_N_TRIG;
+	l->max_msg_size = SPIN_MAX_MSG;
+	l->max_atomic_size = PTL_MAX_ATOMIC;
+	l->max_fetch_atomic_size = PTL_MAX_ATOMIC;
+	l->max_waw_ordered_size = PTL_MAX_ATOMIC;
+	l->max_war_ordered_size = 8;
+	l->max_volatile_size = 0;
+	l->features = PTL_TARGET_BIND_INACCESSIBLE;
+}
+
+static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
+		     struct ptl_ni **out)
+{
+	char ifbuf[IF_NAMESIZE] = "";
+	const char *ifname;
+	struct spin_job job = {};
+	struct spin_status st;
+	struct ptl_ni *ni;
+	struct spin_xsk_opts xo = { .queue = 0,
+				    .frames = (uint32_t)env_u64("SPIN_PTL_FRAMES", 16384) };
+	int err, rc = PTL_FAIL;
+	pthread_condattr_t ca;
+
+	if (iface == PTL_IFACE_DEFAULT) {
+		ifname = default_iface(ifbuf, sizeof(ifbuf));
+		if (!ifname)
+			return ptl_seterr(PTL_ARG_INVALID,
+					  "PtlNIInit: no interface: set SPIN_IFACE (no single non-loopback IPv4 interface)");
+	} else {
+		if (!if_indextoname(iface, ifbuf))
+			return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: no interface with index %u", iface);
+		ifname = ifbuf;
+	}
+	ni = calloc(1, sizeof(*ni));
+	if (!ni)
+		return PTL_NO_SPACE;
+	pthread_mutex_init(&ni->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ni->cv, &ca);
+	pthread_cond_init(&ni->bg_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	snprintf(ni->ifname, sizeof(ni->ifname), "%s", ifname);
+	ni->options = options;
+	ni->gen = (uint8_t)(getpid() & 0xff) ?: 1;
+	ni->timeout_ms = env_u64("SPIN_PTL_TIMEOUT_MS", 2000);
+	ni->spin_us = env_u64("SPIN_PTL_SPIN_US", 1000);
+	for (int i = 0; i < SPIN_MAX_ME; i++)
+		ni->me_by_rt[i] = -1;
+	for (int i = 0; i < PTL_N_EQ; i++)
+		ni->eq[i].gen = 1;
+	for (int i = 0; i < PTL_N_CT; i++)
+		ni->ct[i].gen = 1;
+	for (int i = 0; i < PTL_N_MD; i++)
+		ni->md[i].gen = 1;
+	for (int i = 0; i < PTL_N_ME; i++)
+		ni->me[i].gen = 1;
+	for (int i = 0; i < PTL_N_HANDLER; i++)
+		ni->hd[i].gen = 1;
+	default_limits(&ni->limits);
+
+	/* the job: rank, size, peers (a logical NI needs it; a physical one
+	 * uses it when it is there, to know its peers' addresses) */
+	err = spin_job_load(&job, NULL);
+	if (err && (options & PTL_NI_LOGICAL)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	if (err)
+		memset(&job, 0, sizeof(job));
+	ni->rank = job.rank;
+	ni->size = job.size ? job.size : 1;
+	ni->pid = pid == PTL_PID_ANY ? (uint32_t)getpid() & 0xffff : pid;
+
+	err = spin_open(ni->ifname, &ni->rt);
+	if (err == -SPIN_ENOENT) {
+		struct spin_attach_opts ao = {
+			.ifname = ni->ifname, .rank = ni->rank, .pid = ni->pid,
+			.generic = env_u64("SPIN_GENERIC", 0) != 0,
+		};
+
+		err = spin_attach(&ao, &ni->rt);
+		if (err == -SPIN_EEXIST)	/* another process attached it first */
+			err = spin_open(ni->ifname, &ni->rt);
+	}
+	if (err) {
+		rc = ptl_seterr(err == -SPIN_ENODEV || err == -SPIN_EUSAGE ? PTL_ARG_INVALID : PTL_FAIL,
+				"PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	err = spin_xsk_open(ni->rt, &xo, &ni->xsk);
+	if (err) {
+		rc = ptl_seterr(err == -SPIN_EEXIST ? PTL_PID_IN_USE : PTL_FAIL,
+				"PtlNIInit: %s (one Portals process per interface)", spin_errmsg());
+		goto fail;
+	}
+	reclaim_stale(ni);
+	if (spin_get_status(ni->rt, &st)) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	ni->nid = ntohl(st.cfg.my_ip);
+	/* this process speaks for the node now */
+	__atomic_store_n(&ni->rt->cfg->my_rank, ni->rank, __ATOMIC_RELEASE);
+	__atomic_store_n(&ni->rt->cfg->my_pid, ni->pid, __ATOMIC_RELEASE);
+	ni->win = spin_host_mem(ni->rt, &ni->win_len);
+	if (!ni->win) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	if (job.nhosts) {
+		err = spin_job_peers(ni->rt, &job);
+		if (err < 0) {
+			rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+			goto fail;
+		}
+	}
+	if ((rc = map_from_job(ni, &job)) != PTL_OK)
+		goto fail;
+	spin_job_free(&job);
+	/* the event ring is opened on first use */
+	spin_events_poll(ni->rt, NULL, NULL, 0);
+	if (pthread_create(&ni->thr, NULL, ptl_progress_thread, ni) == 0)
+		ni->thr_on = true;
+	*out = ni;
+	return PTL_OK;
+fail:
+	spin_job_free(&job);
+	if (ni->xsk)
+		spin_xsk_close(ni->xsk);
+	if (ni->rt)
+		spin_close(ni->rt);
+	free(ni->map);
+	free(ni);
+	return rc;
+}
+
+int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
+	      const ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,
+	      ptl_handle_ni_t *ni_handle)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!ni_handle)
+		return PTL_ARG_INVALID;
+	if (!(options & PTL_NI_MATCHING) || (options & PTL_NI_NO_MATCHING))
+		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: only matching interfaces (PTL_NI_MATCHING)");
+	if (!!(options & PTL_NI_LOGICAL) == !!(options & PTL_NI_PHYSICAL))
+		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: PTL_NI_LOGICAL or PTL_NI_PHYSICAL, one of them");
+	if (options & ~(PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL))
+		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: unknown options 0x%x", options);
+	if (pid != PTL_PID_ANY && pid > 0xffff)
+		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: pid %u out of range (0..65535)", pid);
+	(void)desired;
+	pthread_mutex_lock(&g_mu);
+	if (!g_init) {
+		pthread_mutex_unlock(&g_mu);
+		return PTL_NO_INIT;
+	}
+	if (ptl_g_ni) {
+		ni = ptl_g_ni;
+		if (ni->options != options) {
+			pthread_mutex_unlock(&g_mu);
+			return ptl_seterr(PTL_ARG_INVALID,
+					  "PtlNIInit: one interface per process: already open with options 0x%x",
+					  ni->options);
+		}
+		ni->refs++;
+	} else {
+		rc = ni_create(iface, options, pid, &ni);
+		if (rc != PTL_OK) {
+			pthread_mutex_unlock(&g_mu);
+			return rc;
+		}
+		ni->refs = 1;
+		ptl_g_ni = ni;
+	}
+	if (actual)
+		*actual = ni->limits;
+	*ni_handle = ptl_mkh(PTL_H_NI, 0, ni->gen);
+	pthread_mutex_unlock(&g_mu);
+	return PTL_OK;
+}
+
+static void ni_destroy(struct ptl_ni *ni)
+{
+	ptl_lock(ni);
+	ni->stop = true;
+	pthread_cond_broadcast(&ni->bg_cv);
+	pthread_cond_broadcast(&ni->cv);
+	ptl_unlock(ni);
+	if (ni->thr_on)
+		pthread_join(ni->thr, NULL);
+	/* unlink what this process linked; the runtime stays attached */
+	for (int i = 0; i < PTL_N_ME; i++)
+		if (ni->me[i].used && ni->me[i].rt >= 0)
+			spin_me_unlink(ni->rt, ni->me[i].rt);
+	for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
+		if (ni->pt[p].used)
+			spin_pt_free(ni->rt, p);
+	for (int i = 0; i < PTL_N_HANDLER; i++)
+		if (ni->hd[i].used)
+			spin_handler_unload(ni->rt, ni->hd[i].name);
+	ptl_data_fini(ni);
+	for (int i = 0; i < PTL_N_EQ; i++)
+		free(ni->eq[i].ring);
+	for (int i = 0; i < PTL_N_HPU; i++)
+		free(ni->hpu[i]);
+	spin_xsk_close(ni->xsk);
+	spin_close(ni->rt);
+	free(ni->map);
+	pthread_mutex_destroy(&ni->mu);
+	pthread_cond_destroy(&ni->cv);
+	pthread_cond_destroy(&ni->bg_cv);
+	free(ni);
+}
+
+int PtlNIFini(ptl_handle_ni_t nih)
+{
+	struct ptl_ni *ni;
+
+	pthread_mutex_lock(&g_mu);
+	if (!g_init) {
+		pthread_mutex_unlock(&g_mu);
+		return PTL_NO_INIT;
+	}
+	ni = ptl_g_ni;
+	if (!ni || nih != ptl_mkh(PTL_H_NI, 0, ni->gen)) {
+		pthread_mutex_unlock(&g_mu);
+		return PTL_ARG_INVALID;
+	}
+	if (--ni->refs > 0) {
+		pthread_mutex_unlock(&g_mu);
+		return PTL_OK;
+	}
+	ptl_g_ni = NULL;
+	pthread_mutex_unlock(&g_mu);
+	ni_destroy(ni);
+	return PTL_OK;
+}
+
+int PtlNIStatus(ptl_handle_ni_t nih, ptl_sr_index_t reg, ptl_sr_value_t *status)
+{
+	struct spin_stats s;
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!status || (unsigned)reg >= PTL_SR_LAST)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	*status = 0;
+	if (reg == PTL_SR_DROP_COUNT && !spin_stats_read(ni->rt, &s)) {
+		uint64_t d = ni->drops;
+
+		for (int i = 0; i < SPIN_DROP_MAX; i++)
+			if (i != SPIN_DROP_TRUNCATED)
+				d += s.drops[i];
+		*status = (ptl_sr_value_t)d;
+	} else if (reg == PTL_SR_OPERATIONS_VIOLATIONS) {
+		*status = 0;
+	}
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+/* --------------------------------------------------------- addressing -- */
+
+int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
+{
+	struct ptl_ni *ni;
+	ptl_process_t *m;
+	int rc;
+
+	if (!mapping || n == 0 || n > SPIN_MAX_PEERS)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	if (!(ni->options & PTL_NI_LOGICAL)) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	m = calloc(n, sizeof(*m));
+	if (!m) {
+		ptl_unlock(ni);
+		return PTL_NO_SPACE;
+	}
+	memcpy(m, mapping, n * sizeof(*m));
+	for (uint32_t r = 0; r < n; r++) {
+		struct spin_peer_spec ps = { .rank = r, .pid = m[r].phys.pid };
+
+		ps.ip.s_addr = htonl(m[r].phys.nid);
+		if (spin_peer_add(ni->rt, &ps)) {
+			rc = ptl_seterr(PTL_ARG_INVALID, "PtlSetMap: rank %u: %s", r, spin_errmsg());
+			free(m);
+			ptl_unlock(ni);
+			return rc;
+		}
+	}
+	free(ni->map);
+	ni->map = m;
+	ni->map_size = n;
+	ni->size = n;
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlGetMap(ptl_handle_ni_t nih, ptl_size_t n, ptl_process_t *mapping, ptl_size_t *actual)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!actual || (n && !mapping))
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	*actual = ni->map_size;
+	if (mapping)
+		memcpy(mapping, ni->map, (n < ni->map_size ? n : ni->map_size) * sizeof(*mapping));
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlGetId(ptl_handle_ni_t nih, ptl_process_t *id)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!id)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	memset(id, 0, sizeof(*id));
+	if (ni->options & PTL_NI_LOGICAL) {
+		id->rank = ni->rank;
+	} else {
+		id->phys.nid = ni->nid;
+		id->phys.pid = ni->pid;
+	}
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlGetPhysId(ptl_handle_ni_t nih, ptl_process_t *id)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!id)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	id->phys.nid = ni->nid;
+	id->phys.pid = ni->pid;
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlGetUid(ptl_handle_ni_t nih, ptl_uid_t *uid)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!uid)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	*uid = geteuid();
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+ptl_process_t ptl_initiator(struct ptl_ni *ni, uint32_t rank, uint32_t pid)
+{
+	ptl_process_t p;
+
+	memset(&p, 0, sizeof(p));
+	if (ni->options & PTL_NI_LOGICAL) {
+		p.rank = rank;
+	} else {
+		p.phys.nid = rank < ni->map_size ? ni->map[rank].phys.nid : 0;
+		p.phys.pid = pid;
+	}
+	return p;
+}
+
+ptl_ni_fail_t ptl_fail_of(uint32_t f)
+{
+	switch (f) {
+	case SPIN_FAIL_OK: return PTL_NI_OK;
+	case SPIN_FAIL_PT_DISABLED: return PTL_NI_PT_DISABLED;
+	case SPIN_FAIL_TIMEOUT:
+	case SPIN_FAIL_NO_TARGET: return PTL_NI_UNDELIVERABLE;
+	case SPIN_FAIL_OP_VIOLATION: return PTL_NI_OP_VIOLATION;
+	default: return PTL_NI_DROPPED;
+	}
+}
+
+/* ---------------------------------------------------------- event queues -- */
+
+int PtlEQAlloc(ptl_handle_ni_t nih, ptl_size_t count, ptl_handle_eq_t *eqh)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!eqh || count == 0 || count > (1u << 24))
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_NO_SPACE;
+	for (uint32_t i = 0; i < PTL_N_EQ; i++) {
+		struct ptl_eq *q = &ni->eq[i];
+
+		if (q->used)
+			continue;
+		q->ring = calloc(count, sizeof(ptl_event_t));
+		if (!q->ring)
+			break;
+		q->cap = count;
+		q->head = q->count = 0;
+		q->dropped = false;
+		q->used = true;
+		*eqh = ptl_mkh(PTL_H_EQ, i, q->gen);
+		rc = PTL_OK;
+		break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlEQFree(ptl_handle_eq_t eqh)
+{
+	struct ptl_ni *ni;
+	struct ptl_eq *q;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	q = ptl_eq_get(ni, eqh);
+	if (!q) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	for (int p = 0; p < SPIN_MAX_PT; p++)
+		if (ni->pt[p].used && ni->pt[p].eq == eqh) {
+			ptl_unlock(ni);
+			return PTL_IN_USE;
+		}
+	free(q->ring);
+	q->ring = NULL;
+	q->used = false;
+	q->gen = ptl_next_gen(q->gen);
+	pthread_cond_broadcast(&ni->cv);
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
+{
+	struct ptl_eq *q;
+
+	if (eqh == PTL_EQ_NONE || !(q = ptl_eq_get(ni, eqh)))
+		return;
+	if (q->count == q->cap) {
+		q->dropped = true;
+		return;
+	}
+	q->ring[(q->head + q->count) % q->cap] = *ev;
+	q->count++;
+	pthread_cond_broadcast(&ni->cv);
+}
+
+static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
+{
+	int rc;
+
+	if (!q->count)
+		return PTL_EQ_EMPTY;
+	if (ev)
+		*ev = q->ring[q->head];
+	q->head = (q->head + 1) % q->cap;
+	q->count--;
+	rc = q->dropped ? PTL_EQ_DROPPED : PTL_OK;
+	q->dropped = false;
+	return rc;
+}
+
+int PtlEQGet(ptl_handle_eq_t eqh, ptl_event_t *ev)
+{
+	struct ptl_ni *ni;
+	struct ptl_eq *q;
+	int rc;
+
+	if (!ev)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	ptl_progress(ni);
+	q = ptl_eq_get(ni, eqh);
+	rc = q ? eq_pop(q, ev) : PTL_ARG_INVALID;
+	ptl_unlock(ni);
+	return rc;
+}
+
+struct eqpoll_arg {
+	const ptl_handle_eq_t *h;
+	unsigned int n;
+	int bad;
+};
+
+static bool eqpoll_done(struct ptl_ni *ni, void *p)
+{
+	struct eqpoll_arg *a = p;
+
+	for (unsigned int i = 0; i < a->n; i++) {
+		struct ptl_eq *q = ptl_eq_get(ni, a->h[i]);
+
+		if (!q) {
+			a->bad = 1;
+			return true;
+		}
+		if (q->count)
+			return true;
+	}
+	return false;
+}
+
+int PtlEQPoll(const ptl_handle_eq_t *eqh, unsigned int size, ptl_time_t timeout,
+	      ptl_event_t *ev, unsigned int *which)
+{
+	struct eqpoll_arg a = { eqh, size, 0 };
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!eqh || size == 0 || !ev)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	if (eqpoll_done(ni, &a) && a.bad) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	rc = ptl_wait(ni, eqpoll_done, &a, timeout);
+	if (a.bad) {
+		rc = PTL_ARG_INVALID;
+	} else if (rc == PTL_OK) {
+		rc = PTL_EQ_EMPTY;
+		for (unsigned int i = 0; i < size; i++) {
+			struct ptl_eq *q = ptl_eq_get(ni, eqh[i]);
+
+			if (q && q->count) {
+				rc = eq_pop(q, ev);
+				if (which)
+					*which = i;
+				break;
+			}
+		}
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlEQWait(ptl_handle_eq_t eqh, ptl_event_t *ev)
+{
+	unsigned int which;
+
+	return PtlEQPoll(&eqh, 1, PTL_TIME_FOREVER, ev, &which);
+}
+
+/* -------------------------------------------------------------- counters -- */
+
+int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!cth)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_NO_SPACE;
+	for (uint32_t i = 0; i < PTL_N_CT; i++) {
+		if (ni->ct[i].used)
+			continue;
+		ni->ct[i].used = true;
+		ni->ct[i].v.success = ni->ct[i].v.failure = 0;
+		*cth = ptl_mkh(PTL_H_CT, i, ni->ct[i].gen);
+		rc = PTL_OK;
+		break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+static void trig_cancel(struct ptl_ni *ni, uint32_t ct)
+{
+	for (int i = 0; i < PTL_N_TRIG; i++)
+		if (ni->trig[i].used && ni->trig[i].ct == ct)
+			ni->trig[i].used = false;
+}
+
+int PtlCTFree(ptl_handle_ct_t cth)
+{
+	struct ptl_ni *ni;
+	struct ptl_ct *c;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	c = ptl_ct_get(ni, cth);
+	if (!c) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	trig_cancel(ni, (uint32_t)(c - ni->ct));
+	c->used = false;
+	c->gen = ptl_next_gen(c->gen);
+	pthread_cond_broadcast(&ni->cv);
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlCTCancelTriggered(ptl_handle_ct_t cth)
+{
+	struct ptl_ni *ni;
+	struct ptl_ct *c;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	c = ptl_ct_get(ni, cth);
+	if (c)
+		trig_cancel(ni, (uint32_t)(c - ni->ct));
+	ptl_unlock(ni);
+	return c ? PTL_OK : PTL_ARG_INVALID;
+}
+
+int PtlCTGet(ptl_handle_ct_t cth, ptl_ct_event_t *ev)
+{
+	struct ptl_ni *ni;
+	struct ptl_ct *c;
+	int rc;
+
+	if (!ev)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	ptl_progress(ni);
+	c = ptl_ct_get(ni, cth);
+	if (c)
+		*ev = c->v;
+	ptl_unlock(ni);
+	return c ? PTL_OK : PTL_ARG_INVALID;
+}
+
+struct ctpoll_arg {
+	const ptl_handle_ct_t *h;
+	const ptl_size_t *tests;
+	unsigned int n;
+	int bad;
+	int hit;
+};
+
+static bool ctpoll_done(struct ptl_ni *ni, void *p)
+{
+	struct ctpoll_arg *a = p;
+
+	for (unsigned int i = 0; i < a->n; i++) {
+		struct ptl_ct *c = ptl_ct_get(ni, a->h[i]);
+
+		if (!c) {
+			a->bad = 1;
+			return true;
+		}
+		if (c->v.success + c->v.failure >= a->tests[i]) {
+			a->hit = (int)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+int PtlCTPoll(const ptl_handle_ct_t *cth, const ptl_size_t *tests, unsigned int size,
+	      ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which)
+{
+	struct ctpoll_arg a = { cth, tests, size, 0, -1 };
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!cth || !tests || size == 0 || !ev)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	rc = ptl_wait(ni, ctpoll_done, &a, timeout);
+	if (a.bad) {
+		rc = PTL_ARG_INVALID;
+	} else if (a.hit >= 0) {
+		*ev = ptl_ct_get(ni, cth[a.hit])->v;
+		if (which)
+			*which = (unsigned int)a.hit;
+		rc = PTL_OK;
+	} else {
+		rc = PTL_CT_NONE_REACHED;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlCTWait(ptl_handle_ct_t cth, ptl_size_t test, ptl_ct_event_t *ev)
+{
+	unsigned int which;
+	int rc = PtlCTPoll(&cth, &test, 1, PTL_TIME_FOREVER, ev, &which);
+
+	return rc == PTL_CT_NONE_REACHED ? PTL_INTERRUPTED : rc;
+}
+
+void ptl_ct_count(struct ptl_ni *ni, ptl_handle_ct_t cth, bool ok, bool bytes, uint64_t n)
+{
+	struct ptl_ct *c;
+
+	if (cth == PTL_CT_NONE || !(c = ptl_ct_get(ni, cth)))
+		return;
+	if (!ok)
+		c->v.failure++;
+	else
+		c->v.success += bytes ? n : 1;
+	ptl_ct_changed(ni, (uint32_t)(c - ni->ct));
+}
+
+static int ct_update(ptl_handle_ct_t cth, ptl_ct_event_t v, bool set)
+{
+	struct ptl_ni *ni;
+	struct ptl_ct *c;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	c = ptl_ct_get(ni, cth);
+	if (c) {
+		if (set) {
+			c->v = v;
+		} else {
+			c->v.success += v.success;
+			c->v.failure += v.failure;
+		}
+		ptl_ct_changed(ni, (uint32_t)(c - ni->ct));
+	}
+	ptl_unlock(ni);
+	return c ? PTL_OK : PTL_ARG_INVALID;
+}
+
+int PtlCTSet(ptl_handle_ct_t cth, ptl_ct_event_t v)
+{
+	return ct_update(cth, v, true);
+}
+
+int PtlCTInc(ptl_handle_ct_t cth, ptl_ct_event_t v)
+{
+	return ct_update(cth, v, false);
+}
+
+/* ------------------------------------------------------ triggered ops -- */
+
+/* A counter changed: run the triggered operations it released, oldest
+ * first (one may change the counter again). */
+void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct)
+{
+	for (int guard = 0; guard < PTL_N_TRIG; guard++) {
+		struct ptl_ct *c = &ni->ct[ct];
+		struct ptl_trig t, *best = NULL;
+
+		if (!c->used)
+			return;
+		for (int i = 0; i < PTL_N_TRIG; i++) {
+			struct ptl_trig *x = &ni->trig[i];
+
+			if (x->used && x->ct == ct && c->v.success + c->v.failure >= x->threshold &&
+			    (!best || x->seq < best->seq))
+				best = x;
+		}
+		if (!best)
+			break;
+		t = *best;
+		best->used = false;
+		switch (t.kind) {
+		case TRIG_PUT:
+			ptl_put_locked(ni, t.md, t.loff, t.len, t.ack_req, t.target, t.pt, t.bits,
+				       t.roff, t.user_ptr, t.hdr_data);
+			break;
+		case TRIG_GET:
+			ptl_get_locked(ni, t.md, t.loff, t.len, t.target, t.pt, t.bits, t.roff,
+				       t.user_ptr);
+			break;
+		case TRIG_CTINC:
+		case TRIG_CTSET: {
+			struct ptl_ct *d = ptl_ct_get(ni, t.ct_target);
+
+			if (!d)
+				break;
+			if (t.kind == TRIG_CTSET) {
+				d->v = t.ctv;
+			} else {
+				d->v.success += t.ctv.success;
+				d->v.failure += t.ctv.failure;
+			}
+			ptl_ct_changed(ni, (uint32_t)(d - ni->ct));
+			break;
+		}
+		}
+	}
+	pthread_cond_broadcast(&ni->cv);
+}
+
+static int trig_add(struct ptl_ni *ni, const struct ptl_trig *t, ptl_handle_ct_t trig_ct)
+{
+	struct ptl_ct *c = ptl_ct_get(ni, trig_ct);
+
+	if (!c)
+		return PTL_ARG_INVALID;
+	for (int i = 0; i < PTL_N_TRIG; i++) {
+		if (ni->trig[i].used)
+			continue;
+		ni->trig[i] = *t;
+		ni->trig[i].used = true;
+		ni->trig[i].ct = (uint32_t)(c - ni->ct);
+		ni->trig[i].seq = ++ni->seq;
+		ptl_ct_changed(ni, ni->trig[i].ct);	/* may already be reached */
+		return PTL_OK;
+	}
+	return PTL_NO_SPACE;
+}
+
+int PtlTriggeredPut(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_ack_req_t ack_req,
+		    ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+		    ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr,
+		    ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = TRIG_PUT, .threshold = threshold, .md = mdh, .loff = loff,
+			      .len = len, .ack_req = ack_req, .target = target, .pt = pt,
+			      .bits = bits, .roff = roff, .user_ptr = user_ptr, .hdr_data = hdr };
+	struct ptl_ni *ni;
+	struct ptl_mdr *md;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	md = ptl_md_get(ni, mdh);
+	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= SPIN_MAX_PT ||
+	    ack_req > PTL_OC_ACK_REQ)
+		rc = PTL_ARG_INVALID;
+	else
+		rc = trig_add(ni, &t, trig_ct);
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlTriggeredGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_process_t target,
+		    ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr,
+		    ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = TRIG_GET, .threshold = threshold, .md = mdh, .loff = loff,
+			      .len = len, .target = target, .pt = pt, .bits = bits, .roff = roff,
+			      .user_ptr = user_ptr };
+	struct ptl_ni *ni;
+	struct ptl_mdr *md;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	md = ptl_md_get(ni, mdh);
+	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= SPIN_MAX_PT)
+		rc = PTL_ARG_INVALID;
+	else
+		rc = trig_add(ni, &t, trig_ct);
+	ptl_unlock(ni);
+	return rc;
+}
+
+static int trig_ct_op(enum ptl_trig_kind kind, ptl_handle_ct_t cth, ptl_ct_event_t v,
+		      ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = kind, .threshold = threshold, .ct_target = cth, .ctv = v };
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	rc = ptl_ct_get(ni, cth) ? trig_add(ni, &t, trig_ct) : PTL_ARG_INVALID;
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlTriggeredCTInc(ptl_handle_ct_t cth, ptl_ct_event_t inc, ptl_handle_ct_t trig_ct,
+		      ptl_size_t threshold)
+{
+	return trig_ct_op(TRIG_CTINC, cth, inc, trig_ct, threshold);
+}
+
+int PtlTriggeredCTSet(ptl_handle_ct_t cth, ptl_ct_event_t v, ptl_handle_ct_t trig_ct,
+		      ptl_size_t threshold)
+{
+	return trig_ct_op(TRIG_CTSET, cth, v, trig_ct, threshold);
+}
+
+/* --------------------------------------------------- portal table -- */
+
+static bool pt_ok(ptl_pt_index_t p)
+{
+	return p < SPIN_MAX_PT;
+}
+
+int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
+	       ptl_pt_index_t req, ptl_pt_index_t *out)
+{
+	struct ptl_ni *ni;
+	uint32_t p, flags;
+	int rc, err;
+
+	if (!out || (options & ~(PTL_PT_ONLY_USE_ONCE | PTL_PT_FLOWCTRL | PTL_PT_ONLY_TRUNCATE |
+				  PTL_PT_MATCH_UNORDERED | PTL_PT_ALLOC_DISABLED)))
+		return PTL_ARG_INVALID;
+	if (req != PTL_PT_ANY && !pt_ok(req))
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	if (eqh != PTL_EQ_NONE && !ptl_eq_get(ni, eqh)) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	if ((options & PTL_PT_FLOWCTRL) && eqh == PTL_EQ_NONE) {
+		ptl_unlock(ni);
+		return PTL_PT_EQ_NEEDED;
+	}
+	rc = req == PTL_PT_ANY ? PTL_PT_FULL : PTL_PT_IN_USE;
+	for (p = req == PTL_PT_ANY ? 0 : req; p < SPIN_MAX_PT; p++) {
+		struct spin_pt sp;
+
+		if (!ni->pt[p].used && !spin_pt_get(ni->rt, p, &sp) &&
+		    !(sp.flags & SPIN_PT_ALLOCATED)) {
+			flags = (options & PTL_PT_FLOWCTRL) ? SPIN_PT_FLOWCTRL : 0;
+			err = spin_pt_alloc_flags(ni->rt, p, flags);
+			if (!err && !(options & PTL_PT_ALLOC_DISABLED))
+				err = spin_pt_enable(ni->rt, p, true);
+			if (err) {
+				rc = ptl_seterr(PTL_FAIL, "PtlPTAlloc: %s", spin_errmsg());
+				spin_pt_free(ni->rt, p);
+				break;
+			}
+			ni->pt[p] = (struct ptl_ptr){ .used = true, .options = options, .eq = eqh,
+						      .enabled = !(options & PTL_PT_ALLOC_DISABLED) };
+			*out = p;
+			rc = PTL_OK;
+			break;
+		}
+		if (req != PTL_PT_ANY)
+			break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+static void unex_clear(struct ptl_ni *ni, uint32_t pt)
+{
+	for (int i = 0; i < PTL_N_UNEX; i++)
+		if (ni->unex[i].used && ni->unex[i].pt == pt)
+			ni->unex[i].used = false;
+}
+
+int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	if (!pt_ok(p) || !ni->pt[p].used) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	for (int i = 0; i < PTL_N_ME; i++)
+		if (ni->me[i].used && ni->me[i].pt == p && ni->me[i].rt >= 0) {
+			ptl_unlock(ni);
+			return PTL_PT_IN_USE;
+		}
+	spin_pt_free(ni->rt, p);
+	unex_clear(ni, p);
+	ni->pt[p].used = false;
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+static int pt_enable(ptl_handle_ni_t nih, ptl_pt_index_t p, bool on)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	if (!pt_ok(p) || !ni->pt[p].used) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	if (!on)	/* events of messages that already arrived first */
+		ptl_progress(ni);
+	rc = spin_pt_enable(ni->rt, p, on) ? PTL_FAIL : PTL_OK;
+	if (rc == PTL_OK)
+		ni->pt[p].enabled = on;
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlPTEnable(ptl_handle_ni_t nih, ptl_pt_index_t p)
+{
+	return pt_enable(nih, p, true);
+}
+
+int PtlPTDisable(ptl_handle_ni_t nih, ptl_pt_index_t p)
+{
+	return pt_enable(nih, p, false);
+}
+
+/* --------------------------------------------------- memory descriptors -- */
+
+#define MD_OPTS (PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK |	\
+		 PTL_MD_UNORDERED | PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_VOLATILE |	\
+		 PTL_MD_EVENT_SEND_DISABLE | PTL_MD_UNRELIABLE | PTL_MD_EVENT_CT_BYTES)
+
+int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!md || !mdh || (md->length && !md->start) || (md->options & ~MD_OPTS) ||
+	    md->length > SPIN_MAX_MSG * 64ull)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	if ((md->eq_handle != PTL_EQ_NONE && !ptl_eq_get(ni, md->eq_handle)) ||
+	    (md->ct_handle != PTL_CT_NONE && !ptl_ct_get(ni, md->ct_handle))) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	rc = PTL_NO_SPACE;
+	for (uint32_t i = 0; i < PTL_N_MD; i++) {
+		if (ni->md[i].used)
+			continue;
+		ni->md[i].used = true;
+		ni->md[i].busy = 0;
+		ni->md[i].md = *md;
+		*mdh = ptl_mkh(PTL_H_MD, i, ni->md[i].gen);
+		rc = PTL_OK;
+		break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlMDRelease(ptl_handle_md_t mdh)
+{
+	struct ptl_ni *ni;
+	struct ptl_mdr *m;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	ptl_progress(ni);
+	m = ptl_md_get(ni, mdh);
+	if (!m) {
+		rc = PTL_ARG_INVALID;
+	} else if (m->busy) {
+		rc = PTL_IN_USE;
+	} else {
+		m->used = false;
+		m->gen = ptl_next_gen(m->gen);
+		rc = PTL_OK;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+/* ------------------------------------------------------- host window -- */
+
+static bool in_window(struct ptl_ni *ni, const void *p, uint64_t len)
+{
+	const uint8_t *b = p;
+
+	return b >= ni->win && b <= ni->win + ni->win_len && len <= (uint64_t)(ni->win + ni->win_len - b);
+}
+
+int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
+{
+	struct ptl_ni *ni;
+	uint64_t need = (length + SPIN_PAGE - 1) & ~(uint64_t)(SPIN_PAGE - 1), cand = 0;
+	int rc;
+	bool moved;
+
+	if (!addr || !length)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	if (ni->n_walloc == (int)(sizeof(ni->walloc) / sizeof(ni->walloc[0]))) {
+		ptl_unlock(ni);
+		return PTL_NO_SPACE;
+	}
+	/* first fit among the (unsorted, few) allocations */
+	do {
+		moved = false;
+		for (int i = 0; i < ni->n_walloc; i++)
+			if (cand < ni->walloc[i].off + ni->walloc[i].len &&
+			    ni->walloc[i].off < cand + need) {
+				cand = ni->walloc[i].off + ni->walloc[i].len;
+				moved = true;
+			}
+	} while (moved);
+	if (need > ni->win_len || cand > ni->win_len - need) {
+		rc = ptl_seterr(PTL_NO_SPACE,
+				"PtlSpinHostAlloc: no room for %llu bytes in the %zu-byte host window of %s",
+				(unsigned long long)length, ni->win_len, ni->ifname);
+	} else {
+		ni->walloc[ni->n_walloc].off = cand;
+		ni->walloc[ni->n_walloc].len = need;
+		ni->n_walloc++;
+		memset(ni->win + cand, 0, need);
+		*addr = ni->win + cand;
+		rc = PTL_OK;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlSpinHostFree(ptl_handle_ni_t nih, void *addr)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_ARG_INVALID;
+	for (int i = 0; i < ni->n_walloc; i++)
+		if (addr && (uint8_t *)addr == ni->win + ni->walloc[i].off) {
+			ni->walloc[i] = ni->walloc[--ni->n_walloc];
+			rc = PTL_OK;
+			break;
+		}
+	ptl_unlock(ni);
+	return rc;
+}
+
+/* ---------------------------------------------------- sPIN extension -- */
+
+int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler_t *out)
+{
+	struct ptl_ni *ni;
+	int rc, err;
+
+	if (!path || !out)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_NO_SPACE;
+	for (uint32_t i = 0; i < PTL_N_HANDLER; i++) {
+		struct ptl_handler *h = &ni->hd[i];
+
+		if (h->used)
+			continue;
+		snprintf(h->name, sizeof(h->name), "ptl%u_%u_%u", (unsigned)getpid(), i, h->gen);
+		err = spin_handler_load(ni->rt, path, h->name);
+		if (err) {
+			rc = ptl_seterr(err == -SPIN_EVERIFIER || err == -SPIN_EUSAGE ||
+					err == -SPIN_ENOENT ? PTL_ARG_INVALID : PTL_FAIL,
+					"PtlSpinHandlerLoad %s: %s%s%s", path, spin_errmsg(),
+					err == -SPIN_EVERIFIER ? "\n" : "",
+					err == -SPIN_EVERIFIER ? spin_verifier_log() : "");
+			break;
+		}
+		h->used = true;
+		*out = ptl_mkh(PTL_H_HANDLER, i, h->gen);
+		rc = PTL_OK;
+		break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlSpinHandlerUnload(ptl_handle_handler_t hh)
+{
+	struct ptl_handler *h;
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	h = hd_get(ni, hh);
+	if (!h) {
+		rc = PTL_ARG_INVALID;
+	} else {
+		rc = PTL_OK;
+		for (int i = 0; i < PTL_N_ME; i++)
+			if (ni->me[i].used && ni->me[i].me.handlers == hh)
+				rc = PTL_IN_USE;
+		if (rc == PTL_OK) {
+			spin_handler_unload(ni->rt, h->name);
+			h->used = false;
+			h->gen = ptl_next_gen(h->gen);
+		}
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlHPUAllocMem(ptl_size_t length, ptl_handle_ni_t nih, ptl_handle_hpu_mem_t *mem)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!mem || length == 0 || length > SPIN_HPU_SIZE)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_NO_SPACE;
+	for (uint32_t i = 0; i < PTL_N_HPU; i++) {
+		struct ptl_hpu *h = ni->hpu[i];
+
+		if (h && h->used)
+			continue;
+		if (!h) {
+			h = ni->hpu[i] = calloc(1, sizeof(*h));
+			if (!h)
+				break;
+			h->gen = 1;
+		}
+		memset(h->img, 0, sizeof(h->img));
+		h->len = (uint32_t)length;
+		h->used = true;
+		*mem = ptl_mkh(PTL_H_HPU, i, h->gen);
+		rc = PTL_OK;
+		break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlHPUFreeMem(ptl_handle_hpu_mem_t mem)
+{
+	struct ptl_ni *ni;
+	struct ptl_hpu *h;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	h = hpu_get(ni, mem);
+	if (h) {
+		h->used = false;
+		h->gen = ptl_next_gen(h->gen);
+	}
+	ptl_unlock(ni);
+	return h ? PTL_OK : PTL_ARG_INVALID;
+}
+
+int PtlHPUWriteMem(ptl_handle_hpu_mem_t mem, ptl_size_t off, const void *buf, ptl_size_t len)
+{
+	struct ptl_ni *ni;
+	struct ptl_hpu *h;
+	int rc;
+
+	if (!buf && len)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	h = hpu_get(ni, mem);
+	if (!h || off > h->len || len > h->len - off) {
+		rc = PTL_ARG_INVALID;
+	} else {
+		memcpy(h->img + off, buf, len);
+		rc = PTL_OK;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+static int me_hpu_io(ptl_handle_me_t meh, ptl_size_t off, void *buf, ptl_size_t len, bool wr)
+{
+	struct ptl_ni *ni;
+	struct ptl_mer *m;
+	uint8_t tmp[SPIN_HPU_SIZE];
+	int rc;
+
+	if (!buf && len)
+		return PTL_ARG_INVALID;
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	m = ptl_me_get(ni, meh);
+	if (!m || m->rt < 0 || off > SPIN_HPU_SIZE || len > SPIN_HPU_SIZE - off) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	rc = spin_hpu_read(ni->rt, m->rt, tmp, SPIN_HPU_SIZE) ? PTL_FAIL : PTL_OK;
+	if (rc == PTL_OK && wr) {
+		memcpy(tmp + off, buf, len);
+		rc = spin_hpu_write(ni->rt, m->rt, tmp, SPIN_HPU_SIZE) ? PTL_FAIL : PTL_OK;
+	} else if (rc == PTL_OK) {
+		memcpy(buf, tmp + off, len);
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlMEReadHPU(ptl_handle_me_t meh, ptl_size_t off, void *buf, ptl_size_t len)
+{
+	return me_hpu_io(meh, off, buf, len, false);
+}
+
+int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size_t len)
+{
+	return me_hpu_io(meh, off, (void *)buf, len, true);
+}
+
+/* ------------------------------------------------------ match entries -- */
+
+#define ME_OPTS (PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_ACK_DISABLE |	\
+		 PTL_ME_UNEXPECTED_HDR_DISABLE | PTL_ME_NO_TRUNCATE | PTL_ME_MANAGE_LOCAL |	\
+		 PTL_ME_MAY_ALIGN | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_FLOWCTRL_DISABLE |	\
+		 PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_OVER_DISABLE |			\
+		 PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_CT_COMM |	\
+		 PTL_ME_EVENT_CT_OVERFLOW | PTL_ME_EVENT_CT_BYTES | PTL_ME_IS_ACCESSIBLE |	\
+		 PTL_ME_AUTH_USE_JID)
+
+/* The match_id of an entry as a rank (SPIN_RANK_ANY), or -1 if unknown. */
+static int64_t me_rank(struct ptl_ni *ni, ptl_process_t id)
+{
+	if (ni->options & PTL_NI_LOGICAL)
+		return id.rank == PTL_RANK_ANY ? SPIN_RANK_ANY : (int64_t)id.rank;
+	if (id.phys.nid == PTL_NID_ANY)
+		return SPIN_RANK_ANY;
+	for (size_t r = 0; r < ni->map_size; r++)
+		if (ni->map[r].phys.nid == id.phys.nid)
+			return (int64_t)r;
+	return -1;
+}
+
+static bool unex_matches(struct ptl_ni *ni, const struct ptl_unex *u, const ptl_me_t *me,
+			 uint32_t rank)
+{
+	if ((u->ev.match_bits ^ me->match_bits) & ~me->ignore_bits)
+		return false;
+	if (rank != SPIN_RANK_ANY && u->rank != rank)
+		return false;
+	if (!(ni->options & PTL_NI_LOGICAL) && me->match_id.phys.pid != PTL_PID_ANY &&
+	    me->match_id.phys.pid != u->pid)
+		return false;
+	if (u->kind == PTL_EVENT_GET)
+		return me->options & PTL_ME_OP_GET;
+	return (me->options & PTL_ME_OP_PUT) || !(me->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET));
+}
+
+/* The oldest unexpected header of pt that me matches, or NULL. */
+static struct ptl_unex *unex_find(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, uint32_t rank)
+{
+	struct ptl_unex *best = NULL;
+
+	for (int i = 0; i < PTL_N_UNEX; i++) {
+		struct ptl_unex *u = &ni->unex[i];
+
+		if (u->used && u->pt == pt && unex_matches(ni, u, me, rank) &&
+		    (!best || u->seq < best->seq))
+			best = u;
+	}
+	return best;
+}
+
+/* Deliver an unexpected header to a priority entry as *_OVERFLOW. */
+static void unex_deliver(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
+			 struct ptl_unex *u)
+{
+	ptl_event_t ev = u->ev;
+
+	ev.type = u->kind + 1;	/* PUT -> PUT_OVERFLOW, ATOMIC -> ATOMIC_OVERFLOW, ... */
+	ev.user_ptr = user_ptr;
+	ev.ptl_list = PTL_PRIORITY_LIST;
+	if (!(me->options & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_OVER_DISABLE)))
+		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+	if (me->options & PTL_ME_EVENT_CT_OVERFLOW)
+		ptl_ct_count(ni, me->ct_handle, ev.ni_fail_type == PTL_NI_OK,
+			     me->options & PTL_ME_EVENT_CT_BYTES, ev.mlength);
+	u->used = false;
+}
+
+int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list,
+		void *user_ptr, ptl_handle_me_t *meh)
+{
+	struct spin_me_spec s = {};
+	struct ptl_handler *hd = NULL;
+	struct ptl_hpu *hpu = NULL;
+	struct ptl_ni *ni;
+	struct ptl_mer *m = NULL;
+	int64_t rank;
+	uint32_t i;
+	int rc, idx;
+
+	if (!me || !meh || !pt_ok(pt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
+	    (me->options & ~ME_OPTS) || (me->length && !me->start) ||
+	    me->length > SPIN_MAX_MSG * 64ull)
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_ARG_INVALID;
+	if (!ni->pt[pt].used)
+		goto out;
+	if (me->ct_handle != PTL_CT_NONE && !ptl_ct_get(ni, me->ct_handle))
+		goto out;
+	rank = me_rank(ni, me->match_id);
+	if (rank < 0)
+		goto out;
+	if (me->handlers != PTL_HANDLER_NONE && me->handlers != PTL_INVALID_HANDLE &&
+	    !(hd = hd_get(ni, me->handlers)))
+		goto out;
+	if (me->hpu_memory != PTL_HPU_MEM_NONE && me->hpu_memory != PTL_INVALID_HANDLE &&
+	    !(hpu = hpu_get(ni, me->hpu_memory)))
+		goto out;
+	if (me->handler_host_mem_length &&
+	    !in_window(ni, me->handler_host_mem, me->handler_host_mem_length)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: handler host memory must be in the host window (PtlSpinHostAlloc)");
+		goto out;
+	}
+	if (hd && me->length && !in_window(ni, me->start, me->length)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: an entry with handlers needs its buffer in the host window (PtlSpinHostAlloc)");
+		goto out;
+	}
+	if (hd && (me->options & PTL_ME_MANAGE_LOCAL)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: PTL_ME_MANAGE_LOCAL is not supported with handlers");
+		goto out;
+	}
+	/* events that are already in the rings first: they may free slots
+	 * and belong to the unexpected list */
+	ptl_progress(ni);
+
+	for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
+		;
+	if (i == PTL_N_ME) {
+		rc = PTL_NO_SPACE;
+		goto out;
+	}
+	m = &ni->me[i];
+	memset((char *)m + offsetof(struct ptl_mer, window), 0,
+	       sizeof(*m) - offsetof(struct ptl_mer, window));
+	m->me = *me;
+	m->pt = pt;
+	m->list = list;
+	m->user_ptr = user_ptr;
+	m->rt = -1;
+	m->seq = ++ni->seq;
+	m->match_rank = (uint32_t)rank;
+	m->window = (!me->length || in_window(ni, me->start, me->length)) &&
+		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len;
+	m->used = true;
+	*meh = ptl_me_handle(ni, m);
+
+	/* the unexpected list first (priority list appends only) */
+	if (list == PTL_PRIORITY_LIST && !(me->options & PTL_ME_UNEXPECTED_HDR_DISABLE)) {
+		struct ptl_unex *u;
+
+		while ((u = unex_find(ni, pt, me, m->match_rank))) {
+			unex_deliver(ni, pt, me, user_ptr, u);
+			if (me->options & PTL_ME_USE_ONCE) {
+				/* consumed: never linked */
+				m->used = false;
+				m->gen = ptl_next_gen(m->gen);
+				rc = PTL_OK;
+				goto out;
+			}
+		}
+	}
+
+	s.pt_index = pt;
+	s.list = list == PTL_PRIORITY_LIST ? SPIN_LIST_PRIORITY : SPIN_LIST_OVERFLOW;
+	s.match_bits = me->match_bits;
+	s.ignore_bits = me->ignore_bits;
+	s.match_rank = m->match_rank;
+	s.match_pid = (ni->options & PTL_NI_LOGICAL) ? SPIN_PID_ANY : me->match_id.phys.pid;
+	if (s.match_pid == PTL_PID_ANY)
+		s.match_pid = SPIN_PID_ANY;
+	s.options = me->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE |
+				   PTL_ME_NO_TRUNCATE);
+	if (!(s.options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET)))
+		s.options |= SPIN_ME_OP_PUT;
+	s.handler = hd ? hd->name : NULL;
+	s.host_len = me->length;
+	if (m->window) {
+		s.host_off = me->length ? (uint64_t)((uint8_t *)me->start - ni->win) : 0;
+	} else {
+		s.options |= SPIN_ME_XSK;
+		s.host_off = 0;
+	}
+	s.hhost_len = me->handler_host_mem_length;
+	s.hhost_off = me->handler_host_mem_length ?
+		      (uint64_t)((uint8_t *)me->handler_host_mem - ni->win) : 0;
+	if (hpu) {
+		s.hpu_init = hpu->img;
+		s.hpu_init_len = hpu->len;
+	}
+	s.user_ptr = *meh;
+	idx = spin_me_append(ni->rt, &s);
+	if (idx < 0) {
+		rc = ptl_seterr(idx == -SPIN_ENOSPC ? PTL_LIST_TOO_LONG : PTL_FAIL, "PtlMEAppend: %s",
+				spin_errmsg());
+		m->used = false;
+		m->gen = ptl_next_gen(m->gen);
+		goto out;
+	}
+	m->rt = idx;
+	ni->me_by_rt[idx] = (int)i;
+	if (!(me->options & PTL_ME_EVENT_LINK_DISABLE)) {
+		ptl_event_t ev = { .type = PTL_EVENT_LINK, .user_ptr = user_ptr, .pt_index = pt,
+				   .ni_fail_type = PTL_NI_OK, .ptl_list = list };
+
+		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+	}
+	rc = PTL_OK;
+out:
+	ptl_unlock(ni);
+	return rc;
+}
+
+static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
+{
+	if (m->rt >= 0 && ni->me_by_rt[m->rt] == (int)(m - ni->me))
+		ni->me_by_rt[m->rt] = -1;
+	m->rt = -1;
+	m->used = false;
+	m->gen = ptl_next_gen(m->gen);
+}
+
+int PtlMEUnlink(ptl_handle_me_t meh)
+{
+	struct ptl_ni *ni;
+	struct ptl_mer *m;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	m = ptl_me_get(ni, meh);
+	if (!m) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	if (m->rt >= 0)
+		spin_me_unlink(ni->rt, m->rt);
+	/* completions already posted for it are still delivered */
+	ptl_progress(ni);
+	m = ptl_me_get(ni, meh);
+	if (m)
+		me_free(ni, m);
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+void ptl_me_auto_unlink(struct ptl_ni *ni, struct ptl_mer *m, bool rt_too)
+{
+	if (rt_too && m->rt >= 0)
+		spin_me_unlink(ni->rt, m->rt);
+	if (!(m->me.options & PTL_ME_EVENT_UNLINK_DISABLE)) {
+		ptl_event_t ev = { .type = PTL_EVENT_AUTO_UNLINK, .user_ptr = m->user_ptr,
+				   .pt_index = m->pt, .ptl_list = m->list };
+
+		ptl_eq_post(ni, ni->pt[m->pt].eq, &ev);
+	}
+	me_free(ni, m);
+}
+
+int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
+		void *user_ptr)
+{
+	struct ptl_ni *ni;
+	struct ptl_unex *u;
+	int64_t rank;
+	int rc;
+
+	if (!me || !pt_ok(pt) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
+		return PTL_ARG_INVALID;
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rank = me_rank(ni, me->match_id);
+	if (!ni->pt[pt].used || rank < 0) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	ptl_progress(ni);
+	u = unex_find(ni, pt, me, (uint32_t)rank);
+	if (op == PTL_SEARCH_ONLY || !u) {
+		ptl_event_t ev = u ? u->ev : (ptl_event_t){ .pt_index = pt };
+
+		ev.type = PTL_EVENT_SEARCH;
+		ev.user_ptr = user_ptr;
+		ev.ni_fail_type = u ? PTL_NI_OK : PTL_NI_NO_MATCH;
+		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+	} else {
+		do {
+			unex_deliver(ni, pt, me, user_ptr, u);
+			if (me->options & PTL_ME_USE_ONCE)
+				break;
+		} while ((u = unex_find(ni, pt, me, (uint32_t)rank)));
+	}
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+/*
+ * A target-side operation completed on entry m: the event on the portal
+ * table entry's queue, the entry's counter, and for an overflow-list entry
+ * the unexpected list (or a priority entry appended while the message was
+ * arriving, which would have matched it).
+ */
+void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint32_t rank,
+		     uint32_t pid)
+{
+	unsigned int o = m->me.options;
+	bool ok = ev->ni_fail_type == PTL_NI_OK;
+
+	ev->ptl_list = m->list;
+	ev->pt_index = m->pt;
+	ev->user_ptr = m->user_ptr;
+	ev->initiator = ptl_initiator(ni, rank, pid);
+	ev->uid = geteuid();
+	if (!(o & PTL_ME_EVENT_COMM_DISABLE) && (!ok || !(o & PTL_ME_EVENT_SUCCESS_DISABLE)))
+		ptl_eq_post(ni, ni->pt[m->pt].eq, ev);
+	if (o & PTL_ME_EVENT_CT_COMM)
+		ptl_ct_count(ni, m->me.ct_handle, ok, o & PTL_ME_EVENT_CT_BYTES, ev->mlength);
+	if (m->list == PTL_OVERFLOW_LIST && ok && ev->type != PTL_EVENT_GET &&
+	    ev->type != PTL_EVENT_FETCH_ATOMIC) {
+		struct ptl_mer *late = NULL;
+		struct ptl_unex u = { .used = true, .pt = m->pt, .seq = ++ni->seq,
+				      .kind = ev->type, .ev = *ev, .rank = rank, .pid = pid };
+
+		/* a priority entry that matches it now was appended after the
+		 * message matched the overflow entry */
+		for (int i = 0; i < PTL_N_ME; i++) {
+			struct ptl_mer *p = &ni->me[i];
+
+			if (p->used && p->pt == m->pt && p->list == PTL_PRIORITY_LIST && p->rt >= 0 &&
+			    !(p->me.options & PTL_ME_UNEXPECTED_HDR_DISABLE) &&
+			    unex_matches(ni, &u, &p->me, p->match_rank) && (!late || p->seq < late->seq))
+				late = p;
+		}
+		if (late) {
+			unex_deliver(ni, m->pt, &late->me, late->user_ptr, &u);
+			if (late->me.options & PTL_ME_USE_ONCE)
+				ptl_me_auto_unlink(ni, late, true);
+			return;
+		}
+		for (int i = 0; i < PTL_N_UNEX; i++)
+			if (!ni->unex[i].used) {
+				ni->unex[i] = u;
+				return;
+			}
+		ni->drops++;	/* unexpected list full */
+	}
+}

@@ -1,0 +1,924 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin's Portals 4 layer: data movement and progress.
+ *
+ * Initiator: PtlPut/PtlGet/PtlAtomic/PtlFetchAtomic/PtlSwap build the
+ * message straight into the AF_XDP socket's UMEM (spin_xsk_send); an
+ * operation that waits for an ack or a reply is remembered by message id
+ * (struct ptl_pending) until it arrives or times out.
+ *
+ * Target: entries whose buffer is in the host window are deposited by the
+ * XDP runtime, which posts completions to its event ring; every other
+ * packet that concerns this process (puts/gets to AF_XDP entries, atomics,
+ * replies) arrives on the AF_XDP socket and is handled here.
+ *
+ * Progress: ptl_progress() drains both; it runs in every wait and poll call
+ * (busy-polling for up to $SPIN_PTL_SPIN_US, default 1000 us, then
+ * sleeping) and in a progress thread that sleeps in poll() on both fds
+ * whenever nobody busy-polls.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <endian.h>
+
+#include "ptl_internal.h"
+#include "ptl_atomic.h"
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* --------------------------------------------------- pending operations -- */
+
+static int n_pending;
+
+static struct ptl_pending *pend_find(struct ptl_ni *ni, uint32_t id)
+{
+	if (!id)
+		return NULL;
+	for (uint32_t k = 0; k < PTL_N_PENDING; k++) {
+		struct ptl_pending *p = &ni->pend[(id + k) & (PTL_N_PENDING - 1)];
+
+		if (p->msg_id == id)
+			return p;
+		if (!p->msg_id && !p->tomb)
+			return NULL;
+	}
+	return NULL;
+}
+
+static struct ptl_pending *pend_add(struct ptl_ni *ni, uint32_t id)
+{
+	for (uint32_t k = 0; k < PTL_N_PENDING; k++) {
+		struct ptl_pending *p = &ni->pend[(id + k) & (PTL_N_PENDING - 1)];
+
+		if (!p->msg_id) {
+			memset(p, 0, sizeof(*p));
+			p->msg_id = id;
+			n_pending++;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static void pend_del(struct ptl_pending *p)
+{
+	free(p->bitmap);
+	p->bitmap = NULL;
+	p->msg_id = 0;
+	p->tomb = true;
+	n_pending--;
+}
+
+/* ---------------------------------------------------- initiator events -- */
+
+static void md_event(struct ptl_ni *ni, struct ptl_mdr *md, ptl_event_t *ev, unsigned int ct_opt,
+		     bool full)
+{
+	bool ok = ev->ni_fail_type == PTL_NI_OK;
+	unsigned int o = md->md.options;
+
+	if (full && md->md.eq_handle != PTL_EQ_NONE &&
+	    (!ok || !(o & PTL_MD_EVENT_SUCCESS_DISABLE)) &&
+	    !(ev->type == PTL_EVENT_SEND && (o & PTL_MD_EVENT_SEND_DISABLE) && ok))
+		ptl_eq_post(ni, md->md.eq_handle, ev);
+	if (o & ct_opt)
+		ptl_ct_count(ni, md->md.ct_handle, ok, o & PTL_MD_EVENT_CT_BYTES, ev->mlength);
+}
+
+static void send_event(struct ptl_ni *ni, struct ptl_mdr *md, ptl_size_t loff, ptl_size_t len,
+		       ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+		       ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, ptl_ni_fail_t fail)
+{
+	ptl_event_t ev = { .type = PTL_EVENT_SEND, .start = (uint8_t *)md->md.start + loff,
+			   .user_ptr = user_ptr, .hdr_data = hdr, .match_bits = bits,
+			   .rlength = len, .mlength = len, .remote_offset = roff,
+			   .initiator = target, .pt_index = pt, .ni_fail_type = fail };
+
+	md_event(ni, md, &ev, PTL_MD_EVENT_CT_SEND, true);
+}
+
+/* An ack or reply arrived (or never will): the initiator's event. */
+static void pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t fail,
+			  uint64_t mlength)
+{
+	struct ptl_mdr *md = &ni->md[p->md];
+	ptl_event_t ev = { .start = (uint8_t *)md->md.start + p->loff, .user_ptr = p->user_ptr,
+			   .hdr_data = p->hdr_data, .match_bits = p->bits, .rlength = p->len,
+			   .mlength = mlength, .remote_offset = p->roff, .initiator = p->target,
+			   .pt_index = p->pt, .ni_fail_type = fail, .atomic_operation = p->aop,
+			   .atomic_type = p->adt };
+
+	if (md->used && md->busy)
+		md->busy--;
+	if (md->used) {
+		if (p->kind == PEND_ACK) {
+			ev.type = PTL_EVENT_ACK;
+			md_event(ni, md, &ev, PTL_MD_EVENT_CT_ACK, p->ack_req != PTL_CT_ACK_REQ);
+		} else {
+			ev.type = PTL_EVENT_REPLY;
+			md_event(ni, md, &ev, PTL_MD_EVENT_CT_REPLY, true);
+		}
+	}
+	pend_del(p);
+}
+
+/* ------------------------------------------------------------ initiator -- */
+
+/* The rank of a target, or -1 if it is not in the map. */
+static int64_t target_rank(struct ptl_ni *ni, ptl_process_t t)
+{
+	struct spin_peer peer;
+
+	if (ni->options & PTL_NI_LOGICAL) {
+		if (t.rank >= ni->map_size || t.rank >= SPIN_MAX_PEERS)
+			return -1;
+		if (spin_peer_get(ni->rt, t.rank, &peer) || !peer.valid)
+			return -1;
+		return t.rank;
+	}
+	for (size_t r = 0; r < ni->map_size; r++)
+		if (ni->map[r].phys.nid == t.phys.nid)
+			return (int64_t)r;
+	return -1;
+}
+
+struct op {
+	uint8_t wire_op;		/* SPIN_OP_* */
+	struct ptl_mdr *md;		/* payload (put/atomic) */
+	ptl_size_t loff, len;
+	struct ptl_mdr *get_md;		/* reply destination (get/fetch) */
+	ptl_size_t get_loff;
+	ptl_ack_req_t ack_req;
+	ptl_process_t target;
+	ptl_pt_index_t pt;
+	ptl_match_bits_t bits;
+	ptl_size_t roff;
+	void *user_ptr;
+	ptl_hdr_data_t hdr;
+	ptl_op_t aop;
+	ptl_datatype_t adt;
+	uint64_t operand;
+};
+
+static int start_op(struct ptl_ni *ni, const struct op *o)
+{
+	struct spin_msg_args a = {};
+	struct ptl_pending *p = NULL;
+	struct ptl_mdr *rmd = o->get_md ? o->get_md : o->md;
+	bool want_ack = o->wire_op != SPIN_OP_GET && o->wire_op != SPIN_OP_FETCH &&
+			o->ack_req != PTL_NO_ACK_REQ;
+	bool want_reply = o->wire_op == SPIN_OP_GET || o->wire_op == SPIN_OP_FETCH;
+	int64_t rank = target_rank(ni, o->target);
+	ptl_ni_fail_t fail = PTL_NI_OK;
+	int err = 0;
+
+	a.op = o->wire_op;
+	a.pt_index = (uint16_t)o->pt;
+	a.match_bits = o->bits;
+	a.remote_off = o->roff;
+	a.hdr_data = o->hdr;
+	a.flags = want_ack ? SPIN_F_ACK_REQ : 0;
+	a.user_hdr[0] = o->aop;
+	a.user_hdr[1] = o->adt;
+	a.user_hdr[2] = o->operand;
+	a.msg_id = spin_rt_msg_id(ni->rt);
+	if (want_ack || want_reply) {
+		p = pend_add(ni, a.msg_id);
+		if (!p)
+			return ptl_seterr(PTL_NO_SPACE, "too many operations waiting for an ack or reply");
+		p->kind = want_reply ? (o->wire_op == SPIN_OP_GET ? PEND_GET : PEND_FETCH) : PEND_ACK;
+		p->ack_req = o->ack_req;
+		p->md = (uint32_t)(rmd - ni->md);
+		p->rank = rank < 0 ? ~0u : (uint32_t)rank;
+		p->target = o->target;
+		p->loff = o->get_md ? o->get_loff : o->loff;
+		p->len = o->len;
+		p->pt = o->pt;
+		p->bits = o->bits;
+		p->roff = o->roff;
+		p->hdr_data = o->hdr;
+		p->user_ptr = o->user_ptr;
+		p->aop = o->wire_op == SPIN_OP_GET ? 0 : o->aop;
+		p->adt = o->wire_op == SPIN_OP_GET ? 0 : o->adt;
+		p->deadline_ms = spin_now_ms() + ni->timeout_ms;
+		rmd->busy++;
+	}
+	if (rank < 0) {
+		fail = PTL_NI_UNDELIVERABLE;
+	} else if (o->wire_op == SPIN_OP_GET) {
+		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
+		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
+	} else {
+		err = spin_xsk_send(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
+				    (uint32_t)o->len, NULL, NULL);
+		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
+	}
+	/* the send event: the MD's bytes may be reused now */
+	if (o->wire_op != SPIN_OP_GET)
+		send_event(ni, o->md, o->loff, o->len, o->target, o->pt, o->bits, o->roff,
+			   o->user_ptr, o->hdr, fail);
+	if (p && fail != PTL_NI_OK)
+		pend_complete(ni, p, fail, 0);
+	return PTL_OK;
+}
+
+int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
+		   ptl_ack_req_t ack_req, ptl_process_t target, ptl_pt_index_t pt,
+		   ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr)
+{
+	struct ptl_mdr *md = ptl_md_get(ni, mdh);
+	struct op o = { .wire_op = SPIN_OP_PUT, .md = md, .loff = loff, .len = len,
+			.ack_req = ack_req, .target = target, .pt = pt, .bits = bits, .roff = roff,
+			.user_ptr = user_ptr, .hdr = hdr };
+
+	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
+	    pt >= SPIN_MAX_PT || ack_req > PTL_OC_ACK_REQ)
+		return PTL_ARG_INVALID;
+	return start_op(ni, &o);
+}
+
+int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
+		   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+		   ptl_size_t roff, void *user_ptr)
+{
+	struct ptl_mdr *md = ptl_md_get(ni, mdh);
+	struct op o = { .wire_op = SPIN_OP_GET, .md = md, .loff = loff, .len = len,
+			.ack_req = PTL_NO_ACK_REQ, .target = target, .pt = pt, .bits = bits,
+			.roff = roff, .user_ptr = user_ptr };
+
+	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
+	    pt >= SPIN_MAX_PT)
+		return PTL_ARG_INVALID;
+	return start_op(ni, &o);
+}
+
+int PtlPut(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_ack_req_t ack_req,
+	   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff,
+	   void *user_ptr, ptl_hdr_data_t hdr)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!(ni = ptl_enter(&rc)))
+		return rc;
+	rc = ptl_put_locked(ni, mdh, loff, len, ack_req, target, pt, bits, roff, user_ptr, hdr);
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_process_t target,
+	   ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	if (!(ni = ptl_enter(&rc)))
+		return rc;
+	rc = ptl_get_locked(ni, mdh, loff, len, target, pt, bits, roff, user_ptr);
+	ptl_unlock(ni);
+	return rc;
+}
+
+static int atomic_op(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
+		     ptl_size_t put_loff, ptl_size_t len, ptl_ack_req_t ack_req,
+		     ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+		     ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, const void *operand,
+		     ptl_op_t aop, ptl_datatype_t adt, bool fetch)
+{
+	struct ptl_ni *ni;
+	struct ptl_mdr *pmd, *gmd = NULL;
+	size_t es = ptl_atomic_dt_size(adt);
+	struct op o = {};
+	int rc;
+
+	if (!(ni = ptl_enter(&rc)))
+		return rc;
+	pmd = ptl_md_get(ni, put_mdh);
+	if (fetch)
+		gmd = ptl_md_get(ni, get_mdh);
+	rc = PTL_ARG_INVALID;
+	if (!pmd || (fetch && !gmd) || !es || !ptl_atomic_valid(aop, adt, fetch) || !len ||
+	    len % es || len > PTL_MAX_ATOMIC || put_loff > pmd->md.length ||
+	    len > pmd->md.length - put_loff || pt >= SPIN_MAX_PT || ack_req > PTL_OC_ACK_REQ)
+		goto out;
+	if (fetch && (get_loff > gmd->md.length || len > gmd->md.length - get_loff))
+		goto out;
+	if (aop >= PTL_CSWAP && aop <= PTL_MSWAP) {
+		if (!operand || len != es)
+			goto out;
+		memcpy(&o.operand, operand, es);
+	}
+	o.wire_op = fetch ? SPIN_OP_FETCH : SPIN_OP_ATOMIC;
+	o.md = pmd;
+	o.loff = put_loff;
+	o.len = len;
+	o.get_md = gmd;
+	o.get_loff = get_loff;
+	o.ack_req = fetch ? PTL_NO_ACK_REQ : ack_req;
+	o.target = target;
+	o.pt = pt;
+	o.bits = bits;
+	o.roff = roff;
+	o.user_ptr = user_ptr;
+	o.hdr = hdr;
+	o.aop = aop;
+	o.adt = adt;
+	rc = start_op(ni, &o);
+out:
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlAtomic(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_ack_req_t ack_req,
+	      ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff,
+	      void *user_ptr, ptl_hdr_data_t hdr, ptl_op_t op, ptl_datatype_t dt)
+{
+	return atomic_op(PTL_INVALID_HANDLE, 0, mdh, loff, len, ack_req, target, pt, bits, roff,
+			 user_ptr, hdr, NULL, op, dt, false);
+}
+
+int PtlFetchAtomic(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
+		   ptl_size_t put_loff, ptl_size_t len, ptl_process_t target, ptl_pt_index_t pt,
+		   ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr,
+		   ptl_op_t op, ptl_datatype_t dt)
+{
+	if (op >= PTL_SWAP)	/* swaps go through PtlSwap */
+		return PTL_ARG_INVALID;
+	return atomic_op(get_mdh, get_loff, put_mdh, put_loff, len, PTL_NO_ACK_REQ, target, pt,
+			 bits, roff, user_ptr, hdr, NULL, op, dt, true);
+}
+
+int PtlSwap(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
+	    ptl_size_t put_loff, ptl_size_t len, ptl_process_t target, ptl_pt_index_t pt,
+	    ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr,
+	    const void *operand, ptl_op_t op, ptl_datatype_t dt)
+{
+	if (op < PTL_SWAP || op > PTL_MSWAP)
+		return PTL_ARG_INVALID;
+	return atomic_op(get_mdh, get_loff, put_mdh, put_loff, len, PTL_NO_ACK_REQ, target, pt,
+			 bits, roff, user_ptr, hdr, operand, op, dt, true);
+}
+
+int PtlAtomicSync(void)
+{
+	/* atomics are applied by one thread of the target process, in
+	 * arrival order: nothing to flush */
+	return ptl_g_ni ? PTL_OK : PTL_NO_INIT;
+}
+
+/* --------------------------------------------------------------- target -- */
+
+static void send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength,
+		     uint32_t fail, uint32_t list)
+{
+	struct spin_msg_args a = {
+		.op = SPIN_OP_ACK, .pt_index = ntohs(h->pt_index), .msg_id = ntohl(h->msg_id),
+		.match_bits = be64toh(h->match_bits), .remote_off = be64toh(h->remote_off),
+		.hdr_data = be64toh(h->hdr_data), .user_hdr = { mlength, fail, list },
+	};
+
+	if (spin_xsk_send(ni->xsk, ntohl(h->src_rank), &a, NULL, 0, NULL, NULL))
+		ni->drops++;
+}
+
+static void send_reply(struct ptl_ni *ni, uint32_t rank, uint32_t pt, uint32_t msg_id,
+		       uint64_t bits, uint64_t roff, uint64_t hdr, const void *buf, uint64_t len,
+		       uint64_t requested, uint32_t fail, uint32_t list)
+{
+	struct spin_msg_args a = {
+		.op = SPIN_OP_REPLY, .pt_index = (uint16_t)pt, .msg_id = msg_id,
+		.match_bits = bits, .remote_off = roff, .hdr_data = hdr,
+		.user_hdr = { requested, fail, list },
+	};
+
+	if (spin_xsk_send(ni->xsk, rank, &a, buf, (uint32_t)len, NULL, NULL))
+		ni->drops++;
+}
+
+static void reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
+		     uint32_t fail, uint32_t list)
+{
+	send_reply(ni, ntohl(h->src_rank), ntohs(h->pt_index), ntohl(h->msg_id),
+		   be64toh(h->match_bits), be64toh(h->remote_off), be64toh(h->hdr_data), buf, len,
+		   ntohl(h->msg_len), fail, list);
+}
+
+/* The entry the runtime matched (wire.h: dst_rank carries its index). */
+static struct ptl_mer *me_of_pkt(struct ptl_ni *ni, const struct spin_hdr *h)
+{
+	uint32_t idx = ntohl(h->dst_rank);
+	int i;
+
+	if (idx >= SPIN_MAX_ME || (i = ni->me_by_rt[idx]) < 0 || !ni->me[i].used)
+		return NULL;
+	return &ni->me[i];
+}
+
+/* Where a message lands in entry m (the locally managed offset advances). */
+static uint64_t me_place(struct ptl_mer *m, uint64_t roff, uint64_t rlen, uint64_t *mlength)
+{
+	uint64_t off = (m->me.options & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
+
+	*mlength = off >= m->me.length ? 0 : (rlen < m->me.length - off ? rlen : m->me.length - off);
+	if (m->me.options & PTL_ME_MANAGE_LOCAL)
+		m->local_off += *mlength;
+	return off;
+}
+
+/* After an operation on a live entry: use-once and min_free unlinks. */
+static void me_after(struct ptl_ni *ni, ptl_handle_me_t meh)
+{
+	struct ptl_mer *m = ptl_me_get(ni, meh);
+
+	if (!m)
+		return;
+	if ((m->me.options & PTL_ME_USE_ONCE) ||
+	    ((m->me.options & PTL_ME_MANAGE_LOCAL) && m->me.length - m->local_off < m->me.min_free))
+		ptl_me_auto_unlink(ni, m, true);
+}
+
+static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t meh,
+		     const struct spin_hdr *h, uint64_t off, uint64_t mlength)
+{
+	ptl_event_t ev = {
+		.type = PTL_EVENT_PUT, .start = (uint8_t *)snap->me.start + off,
+		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
+		.rlength = ntohl(h->msg_len), .mlength = mlength,
+		.remote_offset = (snap->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
+		.ni_fail_type = PTL_NI_OK,
+	};
+
+	ptl_target_done(ni, snap, &ev, ntohl(h->src_rank), ntohl(h->src_pid));
+	if ((ntohs(h->flags) & SPIN_F_ACK_REQ) && !(snap->me.options & PTL_ME_ACK_DISABLE))
+		send_ack(ni, h, mlength, SPIN_FAIL_OK, snap->list);
+	me_after(ni, meh);
+}
+
+static struct ptl_rx *rx_find(struct ptl_ni *ni, uint32_t rank, uint32_t id, bool create)
+{
+	struct ptl_rx *free_rx = NULL;
+
+	for (int i = 0; i < PTL_N_RX; i++) {
+		struct ptl_rx *r = &ni->rx[(id + i) & (PTL_N_RX - 1)];
+
+		if (r->used && r->rank == rank && r->msg_id == id)
+			return r;
+		if (!r->used && !free_rx) {
+			free_rx = r;
+			if (!create)
+				return NULL;
+			break;
+		}
+	}
+	return create ? free_rx : NULL;
+}
+
+static void rx_free(struct ptl_rx *r)
+{
+	free(r->bitmap);
+	r->bitmap = NULL;
+	r->used = false;
+}
+
+static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len)
+{
+	uint32_t msg_len = ntohl(h->msg_len), pkt_off = ntohl(h->pkt_off);
+	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id), seg = ntohs(h->seg_size), k;
+	struct ptl_mer *m;
+	struct ptl_rx *r;
+	uint64_t off, mlength;
+
+	if (pkt_off == 0 && len == msg_len) {
+		m = me_of_pkt(ni, h);
+		if (!m) {
+			ni->drops++;
+			if (ntohs(h->flags) & SPIN_F_ACK_REQ)
+				send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
+			return;
+		}
+		off = me_place(m, be64toh(h->remote_off), msg_len, &mlength);
+		memcpy((uint8_t *)m->me.start + off, pay, mlength < len ? mlength : len);
+		{
+			struct ptl_mer snap = *m;
+
+			put_done(ni, &snap, ptl_me_handle(ni, m), h, off, mlength);
+		}
+		return;
+	}
+	r = rx_find(ni, rank, id, false);
+	if (!r) {
+		r = rx_find(ni, rank, id, true);
+		m = me_of_pkt(ni, h);
+		if (!r || !m || !seg) {
+			ni->drops++;
+			return;
+		}
+		memset(r, 0, sizeof(*r));
+		r->npkts = spin_npkts(msg_len, seg);
+		r->bitmap = calloc((r->npkts + 63) / 64, sizeof(uint64_t));
+		if (!r->bitmap) {
+			ni->drops++;
+			return;
+		}
+		r->used = true;
+		r->rank = rank;
+		r->msg_id = id;
+		r->msg_len = msg_len;
+		r->seg = seg;
+		r->me = *m;
+		r->meh = ptl_me_handle(ni, m);
+		r->h = *h;
+		r->h.pkt_off = 0;
+		r->off = me_place(m, be64toh(h->remote_off), msg_len, &r->mlength);
+	}
+	r->last_ms = spin_now_ms();
+	k = pkt_off / r->seg;
+	if (k >= r->npkts || (r->bitmap[k / 64] & (1ull << (k % 64))))
+		return;
+	r->bitmap[k / 64] |= 1ull << (k % 64);
+	if (pkt_off < r->mlength)
+		memcpy((uint8_t *)r->me.me.start + r->off + pkt_off, pay,
+		       r->mlength - pkt_off < len ? r->mlength - pkt_off : len);
+	if (++r->got_bytes == r->npkts) {	/* got_bytes counts packets */
+		struct ptl_rx done = *r;
+
+		r->bitmap = NULL;
+		r->used = false;
+		put_done(ni, &done.me, done.meh, &done.h, done.off, done.mlength);
+		free(done.bitmap);
+	}
+}
+
+static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
+{
+	struct ptl_mer *m = me_of_pkt(ni, h), snap;
+	uint64_t off, mlength;
+	ptl_event_t ev;
+
+	if (!m) {
+		ni->drops++;
+		reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
+		return;
+	}
+	off = me_place(m, be64toh(h->remote_off), ntohl(h->msg_len), &mlength);
+	reply_to(ni, h, (uint8_t *)m->me.start + off, mlength, SPIN_FAIL_OK, m->list);
+	ev = (ptl_event_t){
+		.type = PTL_EVENT_GET, .start = (uint8_t *)m->me.start + off,
+		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
+		.rlength = ntohl(h->msg_len), .mlength = mlength,
+		.remote_offset = (m->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
+		.ni_fail_type = PTL_NI_OK,
+	};
+	snap = *m;
+	ptl_target_done(ni, &snap, &ev, ntohl(h->src_rank), ntohl(h->src_pid));
+	me_after(ni, ptl_me_handle(ni, m));
+}
+
+static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
+		      uint32_t len, bool fetch)
+{
+	struct ptl_mer *m = me_of_pkt(ni, h), snap;
+	ptl_op_t op = (ptl_op_t)be64toh(h->user_hdr[0]);
+	ptl_datatype_t dt = (ptl_datatype_t)be64toh(h->user_hdr[1]);
+	uint64_t operand = be64toh(h->user_hdr[2]), off, mlength;
+	size_t es = ptl_atomic_dt_size(dt);
+	uint8_t old[SPIN_MAX_SEG];
+	bool ack = !fetch && (ntohs(h->flags) & SPIN_F_ACK_REQ);
+	uint32_t fail = SPIN_FAIL_OK;
+	uint8_t *target;
+	ptl_event_t ev;
+
+	if (!m) {
+		ni->drops++;
+		if (fetch)
+			reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
+		else if (ack)
+			send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
+		return;
+	}
+	if (!es || !ptl_atomic_valid(op, dt, fetch) || len % es || len > sizeof(old))
+		fail = SPIN_FAIL_OP_VIOLATION;
+	off = me_place(m, be64toh(h->remote_off), len, &mlength);
+	if (es)
+		mlength -= mlength % es;
+	target = (uint8_t *)m->me.start + off;
+	if (fail == SPIN_FAIL_OK && mlength &&
+	    ptl_atomic_apply(op, dt, target, pay, mlength, &operand, fetch ? old : NULL))
+		fail = SPIN_FAIL_OP_VIOLATION;
+	if (fail != SPIN_FAIL_OK)
+		mlength = 0;
+	if (fetch)
+		reply_to(ni, h, old, mlength, fail, m->list);
+	else if (ack && !(m->me.options & PTL_ME_ACK_DISABLE))
+		send_ack(ni, h, mlength, fail, m->list);
+	ev = (ptl_event_t){
+		.type = fetch ? PTL_EVENT_FETCH_ATOMIC : PTL_EVENT_ATOMIC, .start = target,
+		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
+		.rlength = len, .mlength = mlength,
+		.remote_offset = (m->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
+		.ni_fail_type = ptl_fail_of(fail), .atomic_operation = op, .atomic_type = dt,
+	};
+	snap = *m;
+	ptl_target_done(ni, &snap, &ev, ntohl(h->src_rank), ntohl(h->src_pid));
+	me_after(ni, ptl_me_handle(ni, m));
+}
+
+/* A reply to one of our gets or fetch-atomics. */
+static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len)
+{
+	struct ptl_pending *p = pend_find(ni, ntohl(h->msg_id));
+	uint32_t msg_len = ntohl(h->msg_len), pkt_off = ntohl(h->pkt_off), seg = ntohs(h->seg_size);
+	uint32_t fail = (uint32_t)be64toh(h->user_hdr[1]), k;
+	struct ptl_mdr *md;
+
+	if (!p || p->kind == PEND_ACK || ntohl(h->src_rank) != p->rank) {
+		ni->drops++;
+		return;
+	}
+	if (fail) {
+		pend_complete(ni, p, ptl_fail_of(fail), 0);
+		return;
+	}
+	md = &ni->md[p->md];
+	if (!p->npkts) {
+		p->npkts = seg ? spin_npkts(msg_len, seg) : 1;
+		if (p->npkts > 1) {
+			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
+			if (!p->bitmap) {
+				pend_complete(ni, p, PTL_NI_DROPPED, 0);
+				return;
+			}
+		}
+	}
+	k = seg ? pkt_off / seg : 0;
+	if (k >= p->npkts)
+		return;
+	if (p->bitmap) {
+		if (p->bitmap[k / 64] & (1ull << (k % 64)))
+			return;
+		p->bitmap[k / 64] |= 1ull << (k % 64);
+	}
+	if (pkt_off < p->len)
+		memcpy((uint8_t *)md->md.start + p->loff + pkt_off, pay,
+		       p->len - pkt_off < len ? p->len - pkt_off : len);
+	p->deadline_ms = spin_now_ms() + ni->timeout_ms;
+	if (++p->got == p->npkts)
+		pend_complete(ni, p, PTL_NI_OK, msg_len);
+}
+
+static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
+{
+	struct ptl_ni *ni = ctx;
+
+	switch (h->op) {
+	case SPIN_OP_PUT: on_put(ni, h, pay, len); break;
+	case SPIN_OP_GET: on_get(ni, h); break;
+	case SPIN_OP_ATOMIC: on_atomic(ni, h, pay, len, false); break;
+	case SPIN_OP_FETCH: on_atomic(ni, h, pay, len, true); break;
+	case SPIN_OP_REPLY: on_reply(ni, h, pay, len); break;
+	default: ni->drops++; break;
+	}
+	return 0;
+}
+
+/* The entry a runtime event names, if it is still the one that posted it. */
+static struct ptl_mer *me_of_ev(struct ptl_ni *ni, const struct spin_event *e)
+{
+	int i;
+
+	if (e->me >= SPIN_MAX_ME || (i = ni->me_by_rt[e->me]) < 0 || !ni->me[i].used ||
+	    e->user_ptr != ptl_me_handle(ni, &ni->me[i]))
+		return NULL;
+	return &ni->me[i];
+}
+
+static int on_event(void *ctx, const struct spin_event *e)
+{
+	struct ptl_ni *ni = ctx;
+	struct ptl_mer *m;
+	struct ptl_pending *p;
+
+	switch (e->kind) {
+	case SPIN_EV_PUT:
+	case SPIN_EV_GET: {
+		ptl_event_t ev = {
+			.type = e->kind == SPIN_EV_PUT ? PTL_EVENT_PUT : PTL_EVENT_GET,
+			.start = ni->win + e->start, .hdr_data = e->hdr_data,
+			.match_bits = e->match_bits, .rlength = e->rlength, .mlength = e->mlength,
+			.remote_offset = e->remote_off, .ni_fail_type = ptl_fail_of(e->fail),
+		};
+
+		if (!(m = me_of_ev(ni, e))) {
+			ni->drops++;
+			break;
+		}
+		ptl_target_done(ni, m, &ev, e->src_rank, e->src_pid);
+		break;
+	}
+	case SPIN_EV_AUTO_UNLINK:
+		if ((m = me_of_ev(ni, e)))
+			ptl_me_auto_unlink(ni, m, false);
+		break;
+	case SPIN_EV_ACK:
+		p = pend_find(ni, e->msg_id);
+		if (p && p->kind == PEND_ACK && p->rank == e->src_rank)
+			pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength);
+		else
+			ni->drops++;
+		break;
+	case SPIN_EV_GET_FROM_HOST: {
+		const struct spin_put_req *r = &e->put;
+
+		if (r->src_off > ni->win_len || r->len > ni->win_len - r->src_off)
+			break;
+		send_reply(ni, r->target_rank, e->pt_index, r->ack_msg_id, r->match_bits,
+			   r->remote_off, r->hdr_data, ni->win + r->src_off, r->len, r->ack_mlength,
+			   r->ack_fail, r->ack_list);
+		break;
+	}
+	case SPIN_EV_PUT_FROM_HOST: {
+		const struct spin_put_req *r = &e->put;
+		struct spin_msg_args a = {
+			.op = SPIN_OP_PUT, .pt_index = (uint16_t)e->pt_index,
+			.match_bits = r->match_bits, .remote_off = r->remote_off,
+			.hdr_data = r->hdr_data,
+			.flags = SPIN_F_FROM_HOST | (r->ack_req ? SPIN_F_ACK_REQ : 0),
+		};
+
+		if (r->src_off > ni->win_len || r->len > ni->win_len - r->src_off)
+			break;
+		if (spin_xsk_send(ni->xsk, r->target_rank, &a, ni->win + r->src_off, r->len, NULL,
+				  NULL))
+			ni->drops++;
+		break;
+	}
+	case SPIN_EV_PT_DISABLED:
+		if (e->pt_index < SPIN_MAX_PT && ni->pt[e->pt_index].used) {
+			ptl_event_t ev = {
+				.type = PTL_EVENT_PT_DISABLED, .pt_index = e->pt_index,
+				.match_bits = e->match_bits,
+				.initiator = ptl_initiator(ni, e->src_rank, e->src_pid),
+				.ni_fail_type = PTL_NI_PT_DISABLED, .uid = geteuid(),
+			};
+
+			ni->pt[e->pt_index].enabled = false;
+			ptl_eq_post(ni, ni->pt[e->pt_index].eq, &ev);
+		}
+		break;
+	case SPIN_EV_MSG_TIMEOUT: {
+		struct ptl_rx *r = rx_find(ni, e->src_rank, e->msg_id, false);
+
+		if (r) {
+			rx_free(r);
+			ni->drops++;
+		}
+		break;
+	}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- progress -- */
+
+static void tick(struct ptl_ni *ni)
+{
+	uint64_t now = spin_now_ms();
+
+	if (now < ni->next_tick_ms)
+		return;
+	ni->next_tick_ms = now + 10;
+	if (n_pending > 0)
+		for (int i = 0; i < PTL_N_PENDING; i++) {
+			struct ptl_pending *p = &ni->pend[i];
+
+			if (p->msg_id && now > p->deadline_ms)
+				pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0);
+		}
+	for (int i = 0; i < PTL_N_RX; i++) {
+		struct ptl_rx *r = &ni->rx[i];
+
+		if (r->used && now > r->last_ms + 2 * (SPIN_MSG_TIMEOUT_NS / 1000000)) {
+			rx_free(r);
+			ni->drops++;
+		}
+	}
+}
+
+int ptl_progress(struct ptl_ni *ni)
+{
+	int n = 0, k;
+
+	k = spin_xsk_recv(ni->xsk, on_pkt, ni, 0);
+	if (k > 0)
+		n += k;
+	k = spin_events_consume(ni->rt, on_event, ni);
+	if (k > 0)
+		n += k;
+	tick(ni);
+	if (n)
+		pthread_cond_broadcast(&ni->cv);
+	return n;
+}
+
+int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg,
+	     ptl_time_t timeout_ms)
+{
+	uint64_t start = now_us(), deadline = timeout_ms == PTL_TIME_FOREVER ? UINT64_MAX :
+					      start + (uint64_t)timeout_ms * 1000;
+	bool spinning = true;
+	int rc;
+
+	ni->spinners++;
+	for (;;) {
+		uint64_t t;
+
+		ptl_progress(ni);
+		if (done(ni, arg)) {
+			rc = PTL_OK;
+			break;
+		}
+		if (ni->stop) {
+			rc = PTL_INTERRUPTED;
+			break;
+		}
+		t = now_us();
+		if (t >= deadline) {
+			rc = PTL_EQ_EMPTY;
+			break;
+		}
+		if (spinning && t - start < ni->spin_us) {
+			ptl_unlock(ni);
+			sched_yield();
+			ptl_lock(ni);
+			continue;
+		}
+		if (spinning) {
+			/* sleep; the progress thread takes over */
+			spinning = false;
+			ni->spinners--;
+			pthread_cond_broadcast(&ni->bg_cv);
+		}
+		{
+			struct timespec ts;
+			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
+
+			ts.tv_sec = until / 1000000;
+			ts.tv_nsec = (until % 1000000) * 1000;
+			pthread_cond_timedwait(&ni->cv, &ni->mu, &ts);
+		}
+	}
+	if (spinning) {
+		ni->spinners--;
+		pthread_cond_broadcast(&ni->bg_cv);
+	}
+	return rc;
+}
+
+void *ptl_progress_thread(void *arg)
+{
+	struct ptl_ni *ni = arg;
+
+	ptl_lock(ni);
+	while (!ni->stop) {
+		struct pollfd pfd[2];
+		int n = 0;
+
+		while (ni->spinners > 0 && !ni->stop)
+			pthread_cond_wait(&ni->bg_cv, &ni->mu);
+		if (ni->stop)
+			break;
+		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
+		if (spin_events_fd(ni->rt) >= 0)
+			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
+		ptl_unlock(ni);
+		poll(pfd, n, 10);
+		ptl_lock(ni);
+		if (!ni->stop && ni->spinners == 0)
+			ptl_progress(ni);
+	}
+	ptl_unlock(ni);
+	return NULL;
+}
+
+void ptl_data_fini(struct ptl_ni *ni)
+{
+	for (int i = 0; i < PTL_N_PENDING; i++)
+		if (ni->pend[i].msg_id)
+			pend_del(&ni->pend[i]);
+	for (int i = 0; i < PTL_N_RX; i++)
+		if (ni->rx[i].used)
+			rx_free(&ni->rx[i]);
+	n_pending = 0;
+}

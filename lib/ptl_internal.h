@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Internals of libspin's Portals 4 layer (lib/ptl.c: objects, events,
+ * counters; lib/ptl_data.c: data movement and progress).  Not installed.
+ *
+ * One network interface (NI) per process.  Every object lives in a table of
+ * the NI and is named by a handle: type << 28 | generation << 20 | index,
+ * so a freed or forged handle is recognised (PTL_ARG_INVALID), never
+ * dereferenced.  One mutex (ni->mu) protects all of it; whoever holds it
+ * may make progress (ptl_progress).
+ */
+#ifndef SPIN_PTL_INTERNAL_H
+#define SPIN_PTL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <spin/portals4.h>
+#include <spin/spin.h>
+#include <spin/xsk.h>
+
+#include "libspin_internal.h"
+
+enum ptl_htype {
+	PTL_H_NI = 1,
+	PTL_H_EQ,
+	PTL_H_CT,
+	PTL_H_MD,
+	PTL_H_ME,
+	PTL_H_HANDLER,
+	PTL_H_HPU,
+};
+
+#define PTL_N_EQ	64
+#define PTL_N_CT	1024
+#define PTL_N_MD	1024
+#define PTL_N_ME	SPIN_MAX_ME
+#define PTL_N_HANDLER	SPIN_MAX_HANDLERS
+#define PTL_N_HPU	256
+#define PTL_N_TRIG	1024
+#define PTL_N_UNEX	4096
+#define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
+#define PTL_N_RX	1024	/* target messages being received over AF_XDP */
+#define PTL_MAX_ATOMIC	(SPIN_MAX_SEG & ~15)	/* 1376: whole elements of any type */
+
+struct ptl_eq {
+	bool used;
+	uint8_t gen;
+	bool dropped;
+	ptl_event_t *ring;
+	size_t cap, head, count;
+};
+
+struct ptl_ct {
+	bool used;
+	uint8_t gen;
+	ptl_ct_event_t v;
+};
+
+struct ptl_mdr {
+	bool used;
+	uint8_t gen;
+	uint32_t busy;		/* operations waiting for an ack or reply */
+	ptl_md_t md;
+};
+
+struct ptl_mer {
+	bool used;
+	uint8_t gen;
+	bool window;		/* deposited by the XDP runtime */
+	ptl_list_t list;
+	uint32_t pt;
+	int rt;			/* index in the runtime's spin_me, -1: not linked */
+	uint64_t seq;		/* library append order */
+	uint64_t local_off;	/* PTL_ME_MANAGE_LOCAL */
+	uint32_t match_rank;	/* SPIN_RANK_ANY or a rank */
+	void *user_ptr;
+	ptl_me_t me;
+};
+
+struct ptl_ptr {
+	bool used;
+	bool enabled;
+	unsigned int options;
+	ptl_handle_eq_t eq;
+};
+
+/* An unexpected header: a message delivered to an overflow-list entry. */
+struct ptl_unex {
+	bool used;
+	uint32_t pt;
+	uint64_t seq;		/* arrival order */
+	ptl_event_kind_t kind;	/* PTL_EVENT_PUT / PTL_EVENT_ATOMIC / ... */
+	ptl_event_t ev;		/* the event as the overflow entry saw it */
+	uint32_t rank, pid;
+};
+
+struct ptl_handler {
+	bool used;
+	uint8_t gen;
+	char name[64];
+};
+
+struct ptl_hpu {
+	bool used;
+	uint8_t gen;
+	uint32_t len;
+	uint8_t img[SPIN_HPU_SIZE];
+};
+
+enum ptl_trig_kind { TRIG_PUT = 1, TRIG_GET, TRIG_CTINC, TRIG_CTSET };
+
+struct ptl_trig {
+	bool used;
+	enum ptl_trig_kind kind;
+	uint32_t ct;		/* index of the triggering counter */
+	uint64_t seq;		/* order of registration */
+	ptl_size_t threshold;
+	/* TRIG_PUT / TRIG_GET */
+	ptl_handle_md_t md;
+	ptl_size_t loff, len;
+	ptl_ack_req_t ack_req;
+	ptl_process_t target;
+	ptl_pt_index_t pt;
+	ptl_match_bits_t bits;
+	ptl_size_t roff;
+	void *user_ptr;
+	ptl_hdr_data_t hdr_data;
+	/* TRIG_CTINC / TRIG_CTSET */
+	ptl_handle_ct_t ct_target;
+	ptl_ct_event_t ctv;
+};
+
+enum ptl_pend_kind { PEND_ACK = 1, PEND_GET, PEND_FETCH };
+
+struct ptl_pending {
+	uint32_t msg_id;	/* 0: free slot */
+	bool tomb;		/* deleted (keeps probe chains intact) */
+	enum ptl_pend_kind kind;
+	ptl_ack_req_t ack_req;
+	uint32_t md;		/* index of the MD that gets the event */
+	uint32_t rank;		/* target rank */
+	ptl_process_t target;
+	ptl_size_t loff, len;
+	ptl_pt_index_t pt;
+	ptl_match_bits_t bits;
+	ptl_size_t roff;
+	ptl_hdr_data_t hdr_data;
+	void *user_ptr;
+	uint64_t deadline_ms;
+	/* replies */
+	uint32_t got, npkts;
+	uint64_t *bitmap;
+	ptl_op_t aop;
+	ptl_datatype_t adt;
+};
+
+/* A message for an AF_XDP entry, being received by the library. */
+struct ptl_rx {
+	bool used;
+	uint32_t rank, msg_id;
+	uint32_t msg_len, got_bytes;
+	uint64_t off, mlength;
+	uint64_t last_ms;
+	ptl_handle_me_t meh;	/* the entry it matched */
+	struct ptl_mer me;	/* snapshot at match time */
+	uint64_t *bitmap;
+	uint32_t npkts, seg;
+	struct spin_hdr h;	/* first packet's header */
+};
+
+struct ptl_ni {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* progress was made */
+	pthread_cond_t bg_cv;	/* the progress thread may poll again */
+	pthread_t thr;
+	bool thr_on, stop;
+	int spinners;		/* callers busy-polling: the thread sleeps */
+	int refs;
+	uint8_t gen;
+	unsigned int options;
+	char ifname[IF_NAMESIZE];
+	struct spin_rt *rt;
+	struct spin_xsk *xsk;
+	uint8_t *win;
+	size_t win_len;
+	uint32_t rank, pid, nid, size;
+	ptl_process_t *map;	/* rank -> nid/pid */
+	size_t map_size;
+	ptl_ni_limits_t limits;
+	uint64_t timeout_ms;
+	uint64_t spin_us;
+	uint64_t seq;
+	uint64_t next_tick_ms;
+	int64_t drops;		/* dropped locally (bad packets, lost events) */
+
+	struct ptl_eq eq[PTL_N_EQ];
+	struct ptl_ct ct[PTL_N_CT];
+	struct ptl_mdr md[PTL_N_MD];
+	struct ptl_mer me[PTL_N_ME];
+	int me_by_rt[SPIN_MAX_ME];	/* runtime index -> library index, -1 */
+	struct ptl_ptr pt[SPIN_MAX_PT];
+	struct ptl_unex unex[PTL_N_UNEX];
+	struct ptl_handler hd[PTL_N_HANDLER];
+	struct ptl_hpu *hpu[PTL_N_HPU];
+	struct ptl_trig trig[PTL_N_TRIG];
+	struct ptl_pending pend[PTL_N_PENDING];
+	struct ptl_rx rx[PTL_N_RX];
+	/* host window allocations: page ranges [off, off + len) */
+	struct { uint64_t off, len; } walloc[PTL_N_ME * 2];
+	int n_walloc;
+};
+
+extern struct ptl_ni *ptl_g_ni;
+
+/* handles */
+static inline ptl_handle_any_t ptl_mkh(int type, uint32_t idx, uint8_t gen)
+{
+	return (uint32_t)type << 28 | (uint32_t)gen << 20 | idx;
+}
+static inline int ptl_htype(ptl_handle_any_t h) { return h >> 28; }
+static inline uint32_t ptl_hidx(ptl_handle_any_t h) { return h & 0xfffff; }
+static inline uint8_t ptl_hgen(ptl_handle_any_t h) { return (h >> 20) & 0xff; }
+static inline uint8_t ptl_next_gen(uint8_t g) { return g == 255 ? 1 : g + 1; }
+
+/* ptl.c */
+/* The NI, locked, for an API call; NULL and *rc (PTL_NO_INIT, PTL_ARG_INVALID) if none. */
+struct ptl_ni *ptl_enter(int *rc);
+void ptl_lock(struct ptl_ni *ni);
+void ptl_unlock(struct ptl_ni *ni);
+int ptl_seterr(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct ptl_eq *ptl_eq_get(struct ptl_ni *ni, ptl_handle_eq_t h);
+struct ptl_ct *ptl_ct_get(struct ptl_ni *ni, ptl_handle_ct_t h);
+struct ptl_mdr *ptl_md_get(struct ptl_ni *ni, ptl_handle_md_t h);
+struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h);
+ptl_handle_me_t ptl_me_handle(struct ptl_ni *ni, const struct ptl_mer *m);
+void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev);
+/* Count on a counter: bytes when byte counting, else one operation. */
+void ptl_ct_count(struct ptl_ni *ni, ptl_handle_ct_t cth, bool ok, bool bytes, uint64_t n);
+void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct);
+/* Target-side completion on an entry: event, counter, unexpected list. */
+void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint32_t rank,
+		     uint32_t pid);
+/* Unlink an entry after use (use-once, min_free): AUTO_UNLINK, free. */
+void ptl_me_auto_unlink(struct ptl_ni *ni, struct ptl_mer *m, bool rt_too);
+ptl_process_t ptl_initiator(struct ptl_ni *ni, uint32_t rank, uint32_t pid);
+ptl_ni_fail_t ptl_fail_of(uint32_t spin_fail);
+
+/* ptl_data.c */
+int ptl_progress(struct ptl_ni *ni);
+void *ptl_progress_thread(void *arg);
+/* Wait (lock held) until done(arg) or timeout_ms (PTL_TIME_FOREVER). */
+int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg,
+	     ptl_time_t timeout_ms);
+int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
+		   ptl_ack_req_t ack_req, ptl_process_t target, ptl_pt_index_t pt,
+		   ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr);
+int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
+		   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+		   ptl_size_t roff, void *user_ptr);
+void ptl_data_fini(struct ptl_ni *ni);
+
+#endif /* SPIN_PTL_INTERNAL_H */
