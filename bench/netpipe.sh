@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# bench/netpipe.sh - NetPIPE-style latency, bandwidth and 8-byte message
+# rate of the spin Portals library against host baselines (root).
+#
+# Two namespaces joined by a veth pair (veth0 10.77.91.1 <-> veth0
+# 10.77.91.2), one process per namespace (rank 0 measures, rank 1 echoes),
+# the same transfers over every transport in one run:
+#
+#   spin      bench/netpipe_ptl: Portals 4 (PtlPut into a persistent ME in
+#             the host window, deposited by the XDP runtime; PtlCTWait)
+#   udp       bench/netpipe --transport udp: 1472-byte datagrams,
+#             sendmmsg/recvmmsg, blocking receives
+#   udp_gso   the same sent with UDP GSO (UDP_SEGMENT)
+#   udp_busy  udp with busy-polling receivers
+#   xsk       bench/netpipe --transport xsk: libspin's raw AF_XDP path
+#             (spin_xsk_send / spin_xsk_recv_msg on an SPIN_ME_XSK entry)
+#   xsk_busy  xsk with busy-polling receivers
+#
+# Results in $OUT (bench/results): netpipe.csv, netpipe_rate.csv,
+# netpipe_summary.txt (ratios against the targets), netpipe.png, and
+# netpipe_logs/ (each rank's stderr).  See bench/README.md, "NetPIPE".
+#
+# Knobs (environment):
+#   TRANSPORTS="spin udp udp_gso udp_busy xsk"   which, in this order
+#   MIN=8 MAX=4m PERTURB=0        sizes MIN..MAX in powers of 2 (+-PERTURB)
+#   PP_COUNT=10000 PP_TIME=0.25   ping-pong rounds per size: count and time caps
+#   ST_TIME=0.3 ST_ITERS=30 ST_BYTES=8m ST_KMAX=2048   stream caps per size
+#   RATE=1 RATE_COUNT=100000 RATE_ITERS=5              8-byte message rate
+#   RANK0_CPU=1 RANK1_CPU=0       taskset pinning of rank 0 / rank 1 ('' : none)
+#   TR_TIMEOUT=600                seconds before a transport run is killed
+#   OUT=bench/results
+#
+# Quick run: MAX=64k PP_TIME=0.05 ST_TIME=0.05 RATE_COUNT=20000 bench/netpipe.sh
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+. selftests/lib/netns.sh
+
+TRANSPORTS=${TRANSPORTS:-"spin udp udp_gso udp_busy xsk"}
+MIN=${MIN:-8}
+MAX=${MAX:-4m}
+PERTURB=${PERTURB:-0}
+PP_COUNT=${PP_COUNT:-10000}
+PP_TIME=${PP_TIME:-0.25}
+ST_TIME=${ST_TIME:-0.3}
+ST_ITERS=${ST_ITERS:-30}
+ST_BYTES=${ST_BYTES:-8m}
+ST_KMAX=${ST_KMAX:-2048}
+RATE=${RATE:-1}
+RATE_COUNT=${RATE_COUNT:-100000}
+RATE_ITERS=${RATE_ITERS:-5}
+RANK0_CPU=${RANK0_CPU-1}
+RANK1_CPU=${RANK1_CPU-0}
+TR_TIMEOUT=${TR_TIMEOUT:-600}
+OUT=${OUT:-bench/results}
+
+NS_A=spinnp-$$-a
+NS_B=spinnp-$$-b
+IF=veth0
+IP_A=10.77.91.1
+IP_B=10.77.91.2
+SPINCTL=$ROOT/tools/spinctl
+TMPD=
+R1_PID=
+
+log() { printf 'netpipe: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+cleanup() {
+	if [ -n "$R1_PID" ]; then
+		kill "$R1_PID" 2>/dev/null
+		wait "$R1_PID" 2>/dev/null
+		R1_PID=
+	fi
+	spin_ns_cleanup
+	[ -n "$TMPD" ] && rm -rf "$TMPD"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ "$(id -u)" = 0 ] || die "run as root (namespaces, XDP)"
+[ -x bench/netpipe ] || die "bench/netpipe missing: run 'make' first"
+if [ ! -x bench/netpipe_ptl ]; then
+	case " $TRANSPORTS " in *" spin "*)
+		log "SKIP spin: bench/netpipe_ptl not built (no Portals library?)"
+		TRANSPORTS=$(echo " $TRANSPORTS " | sed 's/ spin / /') ;;
+	esac
+fi
+command -v taskset >/dev/null || { RANK0_CPU=; RANK1_CPU=; }
+[ "$(nproc)" -ge 2 ] || { RANK0_CPU=; RANK1_CPU=; }
+spin_bpffs_ensure || die "cannot mount bpffs on /sys/fs/bpf"
+
+mkdir -p "$OUT" "$OUT/netpipe_logs"
+CSV=$OUT/netpipe.csv
+RCSV=$OUT/netpipe_rate.csv
+SUM=$OUT/netpipe_summary.txt
+rm -f "$CSV" "$RCSV" "$SUM" "$OUT/netpipe.png" "$OUT"/netpipe_logs/*.log
+TMPD=$(mktemp -d /tmp/netpipe.XXXXXX)
+
+spin_ns_pair "$NS_A" "$IF" "$IP_A" "$NS_B" "$IF" "$IP_B" || die "cannot create the veth pair"
+MAC_A=$(spin_ns_mac "$NS_A" "$IF")
+MAC_B=$(spin_ns_mac "$NS_B" "$IF")
+HOSTS=$TMPD/hostfile
+printf '%s mac=%s\n%s mac=%s\n' "$IP_A" "$MAC_A" "$IP_B" "$MAC_B" >"$HOSTS"
+log "rank 0 $NS_A/$IF $IP_A (CPU ${RANK0_CPU:-any})  <->  rank 1 $NS_B/$IF $IP_B (CPU ${RANK1_CPU:-any})"
+
+COMMON=(--min "$MIN" --max "$MAX" --perturb "$PERTURB" --pp-count "$PP_COUNT"
+	--pp-time "$PP_TIME" --st-time "$ST_TIME" --st-iters "$ST_ITERS" --st-bytes "$ST_BYTES"
+	--st-kmax "$ST_KMAX" --rate-count "$RATE_COUNT" --rate-iters "$RATE_ITERS")
+[ "$RATE" = 1 ] && COMMON+=(--rate)
+
+# Interface state per transport: the UDP baselines get what a host stack
+# has on a real NIC (checksum offload, no XDP program); the spin transports
+# get the namespaces' default (tx checksum off, see netns.sh) and attach
+# the runtime themselves (PtlNIInit, spin_attach), detached afterwards.
+iface_udp() {
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		ip -n "$ns" link set dev "$IF" xdp off 2>/dev/null
+		nsx "$ns" ethtool -K "$IF" tx on >/dev/null 2>&1
+	done
+}
+iface_spin() {
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		nsx "$ns" ethtool -K "$IF" tx off >/dev/null 2>&1
+	done
+}
+detach_all() {
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		[ -x "$SPINCTL" ] && nsx "$ns" "$SPINCTL" detach "$IF" >/dev/null 2>&1
+		ip -n "$ns" link set dev "$IF" xdp off 2>/dev/null
+	done
+}
+
+# rank NS RANK CPU CMD...: the command in NS with the job's environment
+rank() {
+	local ns=$1 r=$2 cpu=$3; shift 3
+	local pin=()
+	[ -n "$cpu" ] && pin=(taskset -c "$cpu")
+	nsenter --net="/var/run/netns/$ns" -- env SPIN_IFACE="$IF" SPIN_HOSTFILE="$HOSTS" \
+		SPIN_RANK="$r" timeout -k 5 "$TR_TIMEOUT" "${pin[@]}" "$@"
+}
+
+FAILED=
+run_transport() {	# run_transport LABEL
+	local l=$1 cmd rc
+	case $l in
+	spin)		cmd=(bench/netpipe_ptl) ;;
+	spin_md_host)	cmd=(bench/netpipe_ptl --md-host) ;;
+	udp)		cmd=(bench/netpipe --transport udp) ;;
+	udp_gso)	cmd=(bench/netpipe --transport udp --gso) ;;
+	udp_gro)	cmd=(bench/netpipe --transport udp --gro) ;;
+	udp_gso_gro)	cmd=(bench/netpipe --transport udp --gso --gro) ;;
+	udp_busy)	cmd=(bench/netpipe --transport udp --busy) ;;
+	xsk)		cmd=(bench/netpipe --transport xsk) ;;
+	xsk_busy)	cmd=(bench/netpipe --transport xsk --busy) ;;
+	*)		log "unknown transport $l"; FAILED="$FAILED $l"; return ;;
+	esac
+	case $l in udp*) iface_udp ;; *) iface_spin ;; esac
+	log "$l: ${cmd[*]}"
+	rank "$NS_B" 1 "$RANK1_CPU" "$ROOT/${cmd[0]}" "${cmd[@]:1}" "${COMMON[@]}" --label "$l" \
+		>"$OUT/netpipe_logs/$l.rank1.log" 2>&1 &
+	R1_PID=$!
+	rank "$NS_A" 0 "$RANK0_CPU" "$ROOT/${cmd[0]}" "${cmd[@]:1}" "${COMMON[@]}" --label "$l" \
+		--csv "$CSV" --rate-csv "$RCSV" 2>"$OUT/netpipe_logs/$l.rank0.log"
+	rc=$?
+	if [ $rc != 0 ]; then
+		log "$l: rank 0 failed (exit $rc), see $OUT/netpipe_logs/$l.rank0.log"
+		tail -n 5 "$OUT/netpipe_logs/$l.rank0.log" >&2
+		FAILED="$FAILED $l"
+		kill "$R1_PID" 2>/dev/null
+	fi
+	wait "$R1_PID" 2>/dev/null || [ $rc != 0 ] || {
+		log "$l: rank 1 failed, see $OUT/netpipe_logs/$l.rank1.log"
+		FAILED="$FAILED $l/rank1"
+	}
+	R1_PID=
+	detach_all
+}
+
+T0=$(date +%s)
+for l in $TRANSPORTS; do
+	run_transport "$l"
+done
+iface_spin
+T1=$(date +%s)
+
+# ------------------------------------------------------------ summary --
+
+# v TRANSPORT SIZE COLUMN: a value from netpipe.csv
+v() { awk -F, -v t="$1" -v s="$2" -v c="$3" 'NR > 1 && $1 == t && $2 == s { print $c; exit }' "$CSV"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b != "" && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+# verdict VALUE OP TARGET
+verdict() { awk -v a="$1" -v t="$3" -v op="$2" 'BEGIN { if (a == "n/a" || a == "") { print "n/a"; exit }
+	ok = (op == ">=") ? (a + 0 >= t) : (a + 0 <= t); print (ok ? "MET" : "NOT MET") }'; }
+
+have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { exit !f }' "$CSV"; }
+
+{
+	echo "spin NetPIPE benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(uname -r), $(nproc) CPUs, $((T1 - T0)) s"
+	echo "veth pair between two namespaces (MTU 1500); rank 0 (measures) on CPU ${RANK0_CPU:-any}, rank 1 (echoes) on CPU ${RANK1_CPU:-any} (taskset)"
+	echo "per size: ping-pong until $PP_COUNT rounds or ${PP_TIME}s (latency = half round trip), stream of K = clamp($ST_BYTES / size, 2, $ST_KMAX) messages until ${ST_TIME}s (3..$ST_ITERS iterations, median MB/s, MB = 10^6 B)"
+	echo
+	if [ -s "$CSV" ]; then
+		printf '%-10s %8s %10s %10s %10s %10s %11s  %s\n' transport size p50_us mean_us \
+			min_us bw_MBps bw_max_MBps failed
+		tail -n +2 "$CSV" | while IFS=, read -r t s p50 mean bw mn _ _ bmax _ _ _ f; do
+			printf '%-10s %8s %10.2f %10.2f %10.2f %10.1f %11.1f  %s\n' "$t" "$s" "$p50" \
+				"$mean" "$mn" "$bw" "$bmax" "$f"
+		done
+	fi
+	if [ -s "$RCSV" ]; then
+		echo
+		echo "8-byte message rate (streams of $RATE_COUNT, median of $RATE_ITERS):"
+		tail -n +2 "$RCSV" | while IFS=, read -r t _ _ _ med mn mx f; do
+			printf '  %-10s %8.3f M msgs/s  (min %.3f, max %.3f)%s\n' "$t" "$med" "$mn" "$mx" \
+				"$([ "$f" != 0 ] && echo "  $f FAILED streams")"
+		done
+	fi
+	echo
+	echo "Ratios (spin = the Portals library; all measured in this run):"
+	if have spin; then
+		for base in udp udp_gso udp_busy xsk xsk_busy; do
+			have "$base" || continue
+			echo "  spin vs $base:"
+			l8=$(ratio "$(v spin 8 3)" "$(v "$base" 8 3)")
+			printf '    8-byte latency p50  %6s x' "$l8"
+			[ "$base" = udp ] && printf '   (target <= 0.6x: %s)' "$(verdict "$l8" "<=" 0.6)"
+			echo
+			# bandwidth for sizes >= 64 KiB: per size, then min and geometric mean
+			rs=
+			for s in $(awk -F, -v t=spin 'NR > 1 && $1 == t && $2 >= 65536 { print $2 }' "$CSV"); do
+				r=$(ratio "$(v spin "$s" 5)" "$(v "$base" "$s" 5)")
+				[ "$r" = n/a ] || rs="$rs $s:$r"
+			done
+			if [ -n "$rs" ]; then
+				mn=$(echo "$rs" | tr ' ' '\n' | grep . | cut -d: -f2 | sort -g | head -1)
+				gm=$(echo "$rs" | tr ' ' '\n' | grep . | cut -d: -f2 |
+					awk '{ s += log($1); n++ } END { if (n) printf "%.2f", exp(s / n) }')
+				printf '    bandwidth >= 64 KiB  min %s x, geomean %s x' "$mn" "$gm"
+				[ "$base" = udp ] && printf '   (target >= 2x: %s for all sizes)' \
+					"$(verdict "$mn" ">=" 2)"
+				echo
+				echo "      per size:$(echo "$rs" | sed 's/:/=/g')"
+			fi
+			if [ -s "$RCSV" ]; then
+				rr=$(ratio "$(awk -F, '$1 == "spin" { print $5 }' "$RCSV")" \
+					"$(awk -F, -v t="$base" '$1 == t { print $5 }' "$RCSV")")
+				printf '    8-byte message rate  %6s x\n' "$rr"
+			fi
+		done
+	else
+		echo "  no spin results (see $OUT/netpipe_logs/spin.rank0.log)"
+	fi
+	[ -n "$FAILED" ] && { echo; echo "FAILED:$FAILED"; }
+	grep -h "netpipe\[" "$OUT"/netpipe_logs/*.log 2>/dev/null | grep -E "failed|FAIL" | head -20 |
+		sed 's/^/  log: /'
+} | tee "$SUM"
+
+# --------------------------------------------------------------- plot --
+
+if command -v gnuplot >/dev/null && [ -s "$CSV" ]; then
+	gnuplot -e "dir='$OUT'" bench/netpipe.gp 2>&1 | grep -v '^$' >&2 || true
+	[ -e "$OUT/netpipe.png" ] && log "plot $OUT/netpipe.png"
+else
+	log "gnuplot not installed or no results: no plot"
+fi
+
+[ -z "$FAILED" ]
