@@ -71,8 +71,10 @@ struct spin_match_q {
 
 /* One match entry slot: remember it if it matches and comes earlier in
  * Portals order (priority list before overflow list, then append order).
- * `op` (a constant: SPIN_OP_PUT or SPIN_OP_GET) picks the entries that take
- * the operation; an entry with neither flag takes puts only. */
+ * `op` (a constant) picks the entries that take the operation: SPIN_OP_PUT
+ * (puts and atomics) entries with SPIN_ME_OP_PUT, SPIN_OP_GET entries with
+ * SPIN_ME_OP_GET, SPIN_OP_FETCH entries with both; an entry with neither
+ * flag takes puts only. */
 static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const int op)
 {
 	__u32 idx = q->pt * SPIN_MAX_ME_PER_PT + i;
@@ -82,7 +84,8 @@ static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const
 	if (!me || me->state != SPIN_ME_ACTIVE)
 		return 0;
 	ops = me->options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET);
-	if (op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
+	if (op == SPIN_OP_FETCH ? ops != (SPIN_ME_OP_PUT | SPIN_ME_OP_GET) :
+	    op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
 		return 0;
 	if ((me->match_bits ^ q->bits) & ~me->ignore_bits)
 		return 0;
@@ -111,6 +114,11 @@ static int spin_match_get_cb(__u32 i, struct spin_match_q *q)
 	return spin_match_one(i, q, SPIN_OP_GET);
 }
 
+static int spin_match_fetch_cb(__u32 i, struct spin_match_q *q)
+{
+	return spin_match_one(i, q, SPIN_OP_FETCH);
+}
+
 /*
  * Portals matching on one portal table entry.  A use-once entry is claimed
  * with compare-and-swap; if another CPU claimed it first, search again.
@@ -137,6 +145,8 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 					spin_match_one(i, q, op);
 		} else if (op == SPIN_OP_GET) {
 			bpf_loop(n, spin_match_get_cb, q, 0);
+		} else if (op == SPIN_OP_FETCH) {
+			bpf_loop(n, spin_match_fetch_cb, q, 0);
 		} else {
 			bpf_loop(n, spin_match_cb, q, 0);
 		}
@@ -188,7 +198,8 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		if (ct)
 			ct->failure++;
 		me = bpf_map_lookup_elem(&spin_me, &k);
-		if (me && (me->options & SPIN_ME_USE_ONCE))
+		/* a use-once XSK entry stays claimed: its process unlinks it */
+		if (me && (me->options & (SPIN_ME_USE_ONCE | SPIN_ME_XSK)) == SPIN_ME_USE_ONCE)
 			__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
 		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 		if (e) {
@@ -321,6 +332,125 @@ static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *
 	q->roff = bpf_be64_to_cpu(sh->remote_off);
 }
 
+/*
+ * Flow control (SPIN_PT_FLOWCTRL): a message matched no entry of `pt`.
+ * Clear SPIN_PT_ENABLED with compare-and-swap; the CPU whose swap cleared it
+ * posts the one SPIN_EV_PT_DISABLED event and counts pt_disabled.
+ */
+static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt *pt,
+					  const struct spin_hdr *sh)
+{
+	struct spin_event *e;
+	__u32 old = pt->flags, prev;
+	int won = 0;
+
+	/* another CPU (or the host) may have disabled it first */
+	for (int i = 0; i < 4 && (old & SPIN_PT_ENABLED); i++) {
+		prev = __sync_val_compare_and_swap(&pt->flags, old, old & ~SPIN_PT_ENABLED);
+		if (prev == old) {
+			won = 1;
+			break;
+		}
+		old = prev;
+	}
+	if (!won)
+		return;
+	if (st)
+		st->pt_disabled++;
+	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	if (!e) {
+		spin_drop_count(st, SPIN_DROP_HOST_QUEUE_FULL);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = SPIN_EV_PT_DISABLED;
+	e->fail = SPIN_FAIL_PT_DISABLED;
+	e->pt_index = bpf_ntohs(sh->pt_index);
+	e->me = ~0u;
+	e->match_bits = bpf_be64_to_cpu(sh->match_bits);
+	e->rlength = bpf_ntohl(sh->msg_len);
+	e->remote_off = bpf_be64_to_cpu(sh->remote_off);
+	e->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+	e->src_rank = bpf_ntohl(sh->src_rank);
+	e->src_pid = bpf_ntohl(sh->src_pid);
+	e->msg_id = bpf_ntohl(sh->msg_id);
+	e->owner_pid = pt->owner_pid;
+	e->flow_control = 1;
+	e->timestamp_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, 0);
+	if (st)
+		st->events++;
+}
+
+/*
+ * A packet the target cannot deliver: count `reason`; on NO_MATCH with a
+ * flow-controlled portal table entry `fc` (NULL: no flow control here),
+ * disable it; then, if the packet is at pkt_off 0 of a PUT/ATOMIC with
+ * SPIN_F_ACK_REQ or of a GET/FETCH, and the initiator is a known peer,
+ * turn the frame into a negative ACK (PUT/ATOMIC) or a header-only REPLY
+ * (GET/FETCH): user_hdr[0] 0, user_hdr[1] the failure, user_hdr[2] 0;
+ * msg_id, match_bits, remote_off and hdr_data echoed (wire.h).
+ * Out of line: never on the put fast path.
+ */
+static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
+				  struct spin_cfg *cfg, struct spin_pt *fc, int reason)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_put_req *r;
+	struct spin_peer *peer;
+	struct spin_ctx *c;
+	__u32 fail, rank, op;
+
+	spin_drop_count(st, reason);
+	if (reason == SPIN_DROP_NO_XSK)
+		fail = SPIN_FAIL_NO_TARGET;
+	else if (reason == SPIN_DROP_PT_DISABLED)
+		fail = SPIN_FAIL_PT_DISABLED;
+	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
+		fail = SPIN_FAIL_NO_MATCH;
+	else
+		return XDP_DROP;
+	if ((void *)(sh + 1) > end)
+		return XDP_DROP;
+	if (fc && reason == SPIN_DROP_NO_MATCH && (fc->flags & SPIN_PT_FLOWCTRL)) {
+		spin_flowctrl(st, fc, sh);
+		fail = SPIN_FAIL_PT_DISABLED;
+	}
+	if (sh->pkt_off)
+		return XDP_DROP;
+	op = sh->op;
+	if (op == SPIN_OP_PUT || op == SPIN_OP_ATOMIC) {
+		if (!(sh->flags & bpf_htons(SPIN_F_ACK_REQ)))
+			return XDP_DROP;
+	} else if (op != SPIN_OP_GET && op != SPIN_OP_FETCH) {
+		return XDP_DROP;
+	}
+	rank = bpf_ntohl(sh->src_rank);
+	peer = bpf_map_lookup_elem(&spin_peers, &rank);
+	c = spin_ctx_get();
+	if (!peer || !peer->valid || !c || !cfg)
+		return XDP_DROP;
+	r = &c->put[0];
+	r->kind = (op == SPIN_OP_PUT || op == SPIN_OP_ATOMIC) ? SPIN_PUT_ACK : SPIN_PUT_REPLY;
+	r->len = 0;
+	r->src = SPIN_SRC_PACKET;
+	r->target_rank = rank;
+	r->src_off = SPIN_PAY_OFF;
+	r->match_bits = bpf_be64_to_cpu(sh->match_bits);
+	r->remote_off = bpf_be64_to_cpu(sh->remote_off);
+	r->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+	r->user_ptr = 0;
+	r->ack_req = 0;
+	r->ct = 0;
+	r->ack_msg_id = bpf_ntohl(sh->msg_id);
+	r->ack_fail = fail;
+	r->ack_mlength = 0;
+	r->ack_list = 0;
+	r->pad = 0;
+	return spin_do_put(xdp, c, cfg, st, r);
+}
+
 /* Default work for an entry without handlers (or whose handler program is
  * missing): deposit, account, finish.  A global function, so the verifier
  * checks it once. */
@@ -342,7 +472,9 @@ __noinline int spin_default(struct xdp_md *xdp)
 	}
 	if (c->phases & SPIN_PH_XSK) {
 		/* the owning process takes the packet: the runtime only keeps
-		 * the message state (duplicates, expiry) */
+		 * the message state (duplicates, expiry); dst_rank tells it
+		 * the matched entry */
+		struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
 		long act;
 
 		spin_account(c, m);
@@ -350,9 +482,12 @@ __noinline int spin_default(struct xdp_md *xdp)
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
 		}
+		if ((void *)(sh + 1) > spin_xdp_end(xdp))
+			return spin_drop(st, SPIN_DROP_MALFORMED);
+		sh->dst_rank = bpf_htonl(c->me);
 		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
-			return spin_drop(st, SPIN_DROP_NO_XSK);
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
 		if (st)
 			st->to_xsk++;
 		return act;
@@ -482,7 +617,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	rank = bpf_ntohl(sh->src_rank);
 	pt = spin_check_target(st, pti, rank, &reason);
 	if (!pt)
-		return spin_drop(st, reason);
+		return spin_reject(xdp, st, cfg, NULL, reason);
 
 	c = spin_ctx_get();
 	if (!c)
@@ -497,18 +632,20 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	mi = spin_match(pt, &q, c, SPIN_OP_GET);
 	if (mi < 0)
-		return spin_drop(st, SPIN_DROP_NO_MATCH);
+		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
 	c->me = mi;
 	me = bpf_map_lookup_elem(&spin_me, &c->me);
 	if (!me)
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
 	st->msgs++;
 	if (me->options & SPIN_ME_XSK) {
-		/* the owning process answers */
-		long act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+		/* the owning process answers; dst_rank tells it the entry */
+		long act;
 
+		sh->dst_rank = bpf_htonl(mi);
+		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
-			return spin_drop(st, SPIN_DROP_NO_XSK);
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
 		st->to_xsk++;
 		return act;
 	}
@@ -586,6 +723,78 @@ static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *
 	return act;
 }
 
+/*
+ * An atomic (SPIN_OP_ATOMIC) or fetch-atomic/swap (SPIN_OP_FETCH), wire.h:
+ * one packet, validated like a put (duplicates too), matched (ATOMIC: the
+ * entries that take puts; FETCH: entries with SPIN_ME_OP_PUT and
+ * SPIN_ME_OP_GET; use-once entries claimed), then always handed to the
+ * owning process's AF_XDP socket with dst_rank = the matched entry: the
+ * library applies the operation and answers.  No socket: nacked with
+ * SPIN_FAIL_NO_TARGET.
+ */
+static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin_stats *st,
+				       struct spin_cfg *cfg)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip + 1);
+	struct spin_hdr *sh = (void *)(udp + 1);
+	struct spin_match_q q;
+	struct spin_ctx *c;
+	struct spin_pt *pt;
+	__u32 ulen, pay_len, msg_len, msg_id, pti, rank;
+	long act;
+	int mi, reason;
+
+	if (!st || !cfg || (void *)(sh + 1) > end)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	ulen = bpf_ntohs(udp->len);
+	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
+	    bpf_ntohs(ip->tot_len) != ulen + 20)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	pay_len = ulen - 8 - sizeof(*sh);
+	st->rx_bytes += pay_len;
+	msg_len = bpf_ntohl(sh->msg_len);
+	msg_id = bpf_ntohl(sh->msg_id);
+	if (!msg_id || !msg_len || msg_len > SPIN_MAX_SEG)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	if (sh->pkt_off || pay_len != msg_len)
+		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
+	pti = bpf_ntohs(sh->pt_index);
+	rank = bpf_ntohl(sh->src_rank);
+	pt = spin_check_target(st, pti, rank, &reason);
+	if (!pt)
+		return spin_reject(xdp, st, cfg, NULL, reason);
+
+	c = spin_ctx_get();
+	if (!c)
+		return XDP_ABORTED;
+	spin_begin(c, &q, sh, pti, rank, msg_id, msg_len, 0, pay_len);
+	c->phases = SPIN_PH_XSK;
+	c->multi = 0;
+	c->done = 1;
+	if (spin_dedup_seen(cfg, rank, msg_id))
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	if (op == SPIN_OP_FETCH)
+		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
+	else
+		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
+	if (mi < 0)
+		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
+	c->me = mi;
+	st->msgs++;
+	data = spin_xdp_data(xdp);
+	sh = data + SPIN_HDR_OFF;
+	if ((void *)(sh + 1) > spin_xdp_end(xdp))
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	sh->dst_rank = bpf_htonl(mi);
+	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+	if (act != XDP_REDIRECT)
+		return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
+	st->to_xsk++;
+	return act;
+}
+
 /* Operations other than PUT and ACK (kept out of spin_rx: the put path
  * stays as short as it was). */
 static __noinline int spin_rx_other(struct xdp_md *xdp, __u32 op, struct spin_stats *st,
@@ -593,6 +802,8 @@ static __noinline int spin_rx_other(struct xdp_md *xdp, __u32 op, struct spin_st
 {
 	if (op == SPIN_OP_GET)
 		return spin_rx_get(xdp, st, cfg);
+	if (op == SPIN_OP_ATOMIC || op == SPIN_OP_FETCH)
+		return spin_rx_amo(xdp, op, st, cfg);
 	if (op == SPIN_OP_REPLY)
 		return spin_rx_reply(xdp, st);
 	return spin_drop(st, SPIN_DROP_BAD_OP);
@@ -666,7 +877,7 @@ int spin_rx(struct xdp_md *xdp)
 	rank = bpf_ntohl(sh->src_rank);
 	pt = spin_check_target(st, pti, rank, &reason);
 	if (!pt)
-		return spin_drop(st, reason);
+		return spin_reject(xdp, st, cfg, NULL, reason);
 
 	c = spin_ctx_get();
 	if (!c)
@@ -681,7 +892,7 @@ int spin_rx(struct xdp_md *xdp)
 			return spin_drop(st, SPIN_DROP_DUPLICATE);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0)
-			return spin_drop(st, SPIN_DROP_NO_MATCH);
+			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
 		c->me = mi;
 		c->multi = 0;
 		me = bpf_map_lookup_elem(&spin_me, &c->me);
@@ -738,7 +949,7 @@ int spin_rx(struct xdp_md *xdp)
 		if (mi < 0) {
 			m->flags |= SPIN_MSGF_NOMATCH;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
-			return spin_drop(st, SPIN_DROP_NO_MATCH);
+			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
 		}
 		c->me = mi;
 		m->me = mi;
@@ -784,8 +995,9 @@ existing:
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
 		}
-		return spin_drop(st, (m->flags & SPIN_MSGF_NOMATCH) ? SPIN_DROP_NO_MATCH
-								    : SPIN_DROP_MSG_DROPPED);
+		if (m->flags & SPIN_MSGF_NOMATCH)	/* nack if this is packet 0 */
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_MATCH);
+		return spin_drop(st, SPIN_DROP_MSG_DROPPED);
 	}
 	c->phases = (m->flags & SPIN_MSGF_PROCEED) ? SPIN_PH_DEPOSIT : SPIN_PH_PAYLOAD;
 	me = bpf_map_lookup_elem(&spin_me, &c->me);

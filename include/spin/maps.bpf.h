@@ -37,6 +37,7 @@ struct {
 	__uint(max_entries, SPIN_MAX_PT);
 	__type(key, __u32);
 	__type(value, struct spin_pt);
+	__uint(map_flags, BPF_F_MMAPABLE);	/* host updates in place (flow control) */
 } spin_pt SEC(".maps");
 
 struct {

@@ -196,7 +196,7 @@ static __always_inline __u16 spin_ip_csum(const struct iphdr *ip, __be16 tot_len
 
 /*
  * Turn this frame into the message a handler put (or an ACK, or a get's
- * REPLY): resize it, fill the payload, rewrite Ethernet/IPv4/UDP/sPIN for
+ * REPLY, or a negative ACK/REPLY, counted as nacks_sent): resize it, fill the payload, rewrite Ethernet/IPv4/UDP/sPIN for
  * the target peer and send it with XDP_TX (same interface) or redirect.  A
  * put from host longer than one packet is handed to the host instead (a
  * longer REPLY never comes here: spin_rx_get hands it to the host).
@@ -308,6 +308,9 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	if (st) {
 		if (r->kind == SPIN_PUT_DEVICE)
 			st->tx_device++;
+		else if (r->kind >= SPIN_PUT_ACK && r->ack_fail >= SPIN_FAIL_PT_DISABLED &&
+			 r->ack_fail <= SPIN_FAIL_NO_TARGET)
+			st->nacks_sent++;	/* a negative ack or reply */
 		else if (r->kind == SPIN_PUT_ACK)
 			st->acks_sent++;
 		else if (r->kind == SPIN_PUT_REPLY)
