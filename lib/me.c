@@ -8,11 +8,21 @@
  * ACTIVE, so the runtime never matches a half-written entry.  All table
  * changes are serialized between processes by flock() on the pin
  * directory (spin_lock) and bump spin_cfg.gen.
+ *
+ * spin_pt is mmap-able too: the runtime clears SPIN_PT_ENABLED with
+ * compare-and-swap (flow control), so the host changes a portal table
+ * entry's fields in place (atomics on flags) instead of rewriting the whole
+ * element, which could undo a concurrent disable.
+ *
+ * Entries with SPIN_ME_XSK have no buffer in the host window: their memory
+ * is the owning process's own; host_len is the logical length (truncation,
+ * NO_TRUNCATE) and host_off is 0.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -55,6 +65,41 @@ static int pt_write(struct spin_rt *rt, uint32_t pt, const struct spin_pt *v)
 	return 0;
 }
 
+/* The portal table, mapped for in-place updates; NULL if the pinned map is
+ * not mmap-able (a runtime loaded by an older libspin). */
+static struct spin_pt *pt_map(struct spin_rt *rt, size_t *len)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = ((sizeof(struct spin_pt) * SPIN_MAX_PT + pg - 1) / pg) * pg;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, rt->map_fd[SPIN_M_PT], 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Set seq and n_me of a portal table entry, leaving its flags alone. */
+static int pt_write_counts(struct spin_rt *rt, uint32_t pt, const struct spin_pt *v)
+{
+	struct spin_pt *m, cur;
+	size_t len;
+	int err;
+
+	m = pt_map(rt, &len);
+	if (!m) {
+		/* fall back to a whole-element write with the current flags */
+		err = pt_read(rt, pt, &cur);
+		if (err)
+			return err;
+		cur.seq = v->seq;
+		cur.n_me = v->n_me;
+		return pt_write(rt, pt, &cur);
+	}
+	__atomic_store_n(&m[pt].seq, v->seq, __ATOMIC_RELEASE);
+	__atomic_store_n(&m[pt].n_me, v->n_me, __ATOMIC_RELEASE);
+	munmap(m, len);
+	return 0;
+}
+
 static uint32_t me_state(struct spin_rt *rt, uint32_t i)
 {
 	return __atomic_load_n(&rt->me[i].state, __ATOMIC_ACQUIRE);
@@ -71,11 +116,19 @@ static int pt_busy(struct spin_rt *rt, uint32_t pt)
 
 int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index)
 {
+	return spin_pt_alloc_flags(rt, pt_index, 0);
+}
+
+int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags)
+{
 	struct spin_pt pt;
 	int err;
 
 	if (!rt)
 		return spin_seterr(SPIN_EUSAGE, "spin_pt_alloc: no runtime");
+	if (flags & ~SPIN_PT_FLOWCTRL)
+		return spin_seterr(SPIN_EUSAGE, "portal table entry flags 0x%x: only SPIN_PT_FLOWCTRL (0x%x) may be given",
+				   flags, SPIN_PT_FLOWCTRL);
 	if ((err = pt_check(pt_index)) || (err = spin_lock(rt)))
 		return err;
 	err = pt_read(rt, pt_index, &pt);
@@ -86,8 +139,10 @@ int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index)
 				  pt_index, rt->ifname);
 		goto out;
 	}
-	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED;
+	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED | flags;
 	pt.n_me = 0;	/* seq keeps counting: append order stays monotonic */
+	pt.owner_pid = getpid();
+	pt.pad = 0;
 	err = pt_write(rt, pt_index, &pt);
 	if (!err)
 		spin_gen_bump(rt);
@@ -122,6 +177,7 @@ int spin_pt_free(struct spin_rt *rt, uint32_t pt_index)
 	}
 	pt.flags = 0;
 	pt.n_me = 0;
+	pt.owner_pid = 0;
 	err = pt_write(rt, pt_index, &pt);
 	if (!err)
 		spin_gen_bump(rt);
@@ -148,16 +204,41 @@ int spin_pt_enable(struct spin_rt *rt, uint32_t pt_index, bool enable)
 				  pt_index, rt->ifname, rt->ifname, pt_index);
 		goto out;
 	}
-	if (enable)
-		pt.flags |= SPIN_PT_ENABLED;
-	else
-		pt.flags &= ~SPIN_PT_ENABLED;
-	err = pt_write(rt, pt_index, &pt);
+	{
+		/* in place: the runtime may clear SPIN_PT_ENABLED concurrently */
+		size_t len;
+		struct spin_pt *m = pt_map(rt, &len);
+
+		if (m) {
+			if (enable)
+				__atomic_fetch_or(&m[pt_index].flags, SPIN_PT_ENABLED, __ATOMIC_SEQ_CST);
+			else
+				__atomic_fetch_and(&m[pt_index].flags, ~SPIN_PT_ENABLED, __ATOMIC_SEQ_CST);
+			munmap(m, len);
+		} else {
+			if (enable)
+				pt.flags |= SPIN_PT_ENABLED;
+			else
+				pt.flags &= ~SPIN_PT_ENABLED;
+			err = pt_write(rt, pt_index, &pt);
+		}
+	}
 	if (!err)
 		spin_gen_bump(rt);
 out:
 	spin_unlock(rt);
 	return err;
+}
+
+int spin_pt_get(struct spin_rt *rt, uint32_t pt_index, struct spin_pt *out)
+{
+	int err;
+
+	if (!rt || !out)
+		return spin_seterr(SPIN_EUSAGE, "spin_pt_get: no runtime or output");
+	if ((err = pt_check(pt_index)))
+		return err;
+	return pt_read(rt, pt_index, out);
 }
 
 /* ------------------------------------------------------ host window -- */
@@ -205,7 +286,7 @@ static int used_ranges(struct spin_rt *rt, struct range *r)
 
 		if (me_state(rt, i) == SPIN_ME_FREE)
 			continue;
-		if (m->host_len)
+		if (m->host_len && !(m->options & SPIN_ME_XSK))
 			r[n++] = (struct range){ m->host_off, m->host_off + m->host_len };
 		if (m->hhost_len)
 			r[n++] = (struct range){ m->hhost_off, m->hhost_off + m->hhost_len };
@@ -305,8 +386,11 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 
 	size = (uint64_t)rt->cfg->host_pages * SPIN_PAGE;
 	n = used_ranges(rt, used);
-	err = place(rt, "the match entry buffer", s->host_off, s->host_len, size, used, &n,
-		    &host_off);
+	if (opts & SPIN_ME_XSK)
+		host_off = 0;	/* process memory: nothing in the window */
+	else
+		err = place(rt, "the match entry buffer", s->host_off, s->host_len, size, used,
+			    &n, &host_off);
 	if (!err)
 		err = place(rt, "handler host memory", s->hhost_off, s->hhost_len, size, used, &n,
 			    &hhost_off);
@@ -338,7 +422,7 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	pt.seq++;
 	if (pt.n_me < (uint32_t)(idx % SPIN_MAX_ME_PER_PT) + 1)
 		pt.n_me = idx % SPIN_MAX_ME_PER_PT + 1;
-	err = pt_write(rt, s->pt_index, &pt);
+	err = pt_write_counts(rt, s->pt_index, &pt);
 	if (err) {
 		__atomic_store_n(&m->state, SPIN_ME_FREE, __ATOMIC_RELEASE);
 		goto out;
@@ -367,7 +451,9 @@ int spin_me_unlink(struct spin_rt *rt, uint32_t me_index)
 				  rt->ifname);
 		goto out;
 	}
-	/* counters stay readable until the slot is reused */
+	/* any state but FREE: also CLAIMED (a consumed use-once entry, e.g.
+	 * an XSK entry the library completed); counters stay readable until
+	 * the slot is reused */
 	__atomic_store_n(&rt->me[me_index].state, SPIN_ME_FREE, __ATOMIC_RELEASE);
 	/* lower the portal table entry's high-water mark past free slots */
 	p = me_index / SPIN_MAX_ME_PER_PT;
@@ -377,7 +463,7 @@ int spin_me_unlink(struct spin_rt *rt, uint32_t me_index)
 				top = s + 1;
 		if (top < pt.n_me) {
 			pt.n_me = top;
-			pt_write(rt, p, &pt);
+			pt_write_counts(rt, p, &pt);
 		}
 	}
 	spin_gen_bump(rt);
