@@ -860,7 +860,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 		}
 		if (spinning && t - start < ni->spin_us) {
 			ptl_unlock(ni);
-			sched_yield();
+			sched_yield();	/* softirq work or a thread of ours may need this CPU */
 			ptl_lock(ni);
 			continue;
 		}
@@ -868,6 +868,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 			/* sleep; the progress thread takes over */
 			spinning = false;
 			ni->spinners--;
+			ni->last_spin_us = 0;
 			pthread_cond_broadcast(&ni->bg_cv);
 		}
 		{
@@ -881,7 +882,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 	}
 	if (spinning) {
 		ni->spinners--;
-		pthread_cond_broadcast(&ni->bg_cv);
+		ni->last_spin_us = now_us();
 	}
 	return rc;
 }
@@ -895,8 +896,25 @@ void *ptl_progress_thread(void *arg)
 		struct pollfd pfd[2];
 		int n = 0;
 
-		while (ni->spinners > 0 && !ni->stop)
-			pthread_cond_wait(&ni->bg_cv, &ni->mu);
+		/* stay out of the way while callers busy-poll, and for spin_us
+		 * after the last one returned: a caller that waits again soon
+		 * (a ping-pong) finds the CPU free */
+		for (;;) {
+			uint64_t t = now_us(), until = ni->last_spin_us + ni->spin_us;
+			struct timespec ts;
+
+			if (ni->stop)
+				break;
+			if (ni->spinners > 0) {
+				pthread_cond_wait(&ni->bg_cv, &ni->mu);
+				continue;
+			}
+			if (!ni->last_spin_us || t >= until)
+				break;
+			ts.tv_sec = until / 1000000;
+			ts.tv_nsec = (until % 1000000) * 1000;
+			pthread_cond_timedwait(&ni->bg_cv, &ni->mu, &ts);
+		}
 		if (ni->stop)
 			break;
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };

@@ -177,6 +177,7 @@ struct ptl_ni {
 	pthread_t thr;
 	bool thr_on, stop;
 	int spinners;		/* callers busy-polling: the thread sleeps */
+	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int refs;
 	uint8_t gen;
 	unsigned int options;
