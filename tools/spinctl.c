@@ -669,15 +669,19 @@ static int pt_op(int argc, char **argv, int op)
 	uint32_t idx = 0;
 	int err;
 
+	uint32_t flags = 0;
+
 	NEED(2, "IFACE INDEX");
-	if (argc > 2)
-		return usage_err("unexpected argument '%s'", argv[2]);
+	if (op == 0 && argc > 2 && !strcmp(argv[2], "flowctrl"))
+		flags = SPIN_PT_FLOWCTRL;
+	if (argc > 2 + (flags != 0))
+		return usage_err("unexpected argument '%s'", argv[2 + (flags != 0)]);
 	if ((err = parse_u32("INDEX", argv[1], &idx)))
 		return err;
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
 	switch (op) {
-	case 0: err = spin_pt_alloc(rt, idx); break;
+	case 0: err = spin_pt_alloc_flags(rt, idx, flags); break;
 	case 1: err = spin_pt_free(rt, idx); break;
 	case 2: err = spin_pt_enable(rt, idx, true); break;
 	default: err = spin_pt_enable(rt, idx, false); break;
@@ -724,8 +728,8 @@ static int pt_list(int argc, char **argv)
 	if (json)
 		jarr(NULL);
 	else
-		printf("%-4s %-10s %-8s %6s %8s %8s\n", "PT", "STATE", "ENABLED", "N_ME", "ACTIVE",
-		       "SEQ");
+		printf("%-4s %-10s %-8s %-8s %6s %8s %8s %8s\n", "PT", "STATE", "ENABLED", "FLOWCTRL",
+		       "N_ME", "ACTIVE", "SEQ", "OWNER");
 	for (uint32_t i = 0; i < SPIN_MAX_PT; i++) {
 		struct spin_pt pt = {};
 		int active = 0;
@@ -744,15 +748,18 @@ static int pt_list(int argc, char **argv)
 			ju64("pt", i);
 			jbool("allocated", pt.flags & SPIN_PT_ALLOCATED);
 			jbool("enabled", pt.flags & SPIN_PT_ENABLED);
+			jbool("flowctrl", pt.flags & SPIN_PT_FLOWCTRL);
+			ju64("owner_pid", pt.owner_pid);
 			ju64("n_me", pt.n_me);
 			ju64("active", active);
 			ju64("seq", pt.seq);
 			jobj_end();
 		} else {
-			printf("%-4u %-10s %-8s %6u %8d %8llu\n", i,
+			printf("%-4u %-10s %-8s %-8s %6u %8d %8llu %8u\n", i,
 			       pt.flags & SPIN_PT_ALLOCATED ? "allocated" : "free",
-			       pt.flags & SPIN_PT_ENABLED ? "yes" : "no", pt.n_me, active,
-			       (unsigned long long)pt.seq);
+			       pt.flags & SPIN_PT_ENABLED ? "yes" : "no",
+			       pt.flags & SPIN_PT_FLOWCTRL ? "yes" : "no", pt.n_me, active,
+			       (unsigned long long)pt.seq, pt.owner_pid);
 		}
 	}
 	if (json)
@@ -1417,7 +1424,7 @@ static const struct {
 	F(rx_packets), F(rx_bytes), F(passed), F(msgs), F(msgs_completed),
 	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
 	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
-	F(acks_received), F(replies_sent), F(replies_received),
+	F(acks_received), F(replies_sent), F(replies_received), F(nacks_sent), F(pt_disabled),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
@@ -1496,6 +1503,7 @@ static const char *ev_kind(uint32_t k)
 	case SPIN_EV_ACK: return "ack";
 	case SPIN_EV_GET: return "get";
 	case SPIN_EV_GET_FROM_HOST: return "get_from_host";
+	case SPIN_EV_PT_DISABLED: return "pt_disabled";
 	default: return "unknown";
 	}
 }
@@ -1507,6 +1515,10 @@ static const char *ev_fail(uint32_t f)
 	case SPIN_FAIL_DROPPED: return "dropped";
 	case SPIN_FAIL_TIMEOUT: return "timeout";
 	case SPIN_FAIL_HANDLER: return "handler";
+	case SPIN_FAIL_PT_DISABLED: return "pt_disabled";
+	case SPIN_FAIL_NO_MATCH: return "no_match";
+	case SPIN_FAIL_NO_TARGET: return "no_target";
+	case SPIN_FAIL_OP_VIOLATION: return "op_violation";
 	default: return "unknown";
 	}
 }
@@ -2062,7 +2074,8 @@ static const char help_handler[] =
 	"spinctl handler list IFACE\n"
 	"spinctl handler unload IFACE NAME\n";
 static const char help_pt[] =
-	"spinctl pt alloc|free|enable|disable IFACE INDEX\n"
+	"spinctl pt alloc IFACE INDEX [flowctrl]\n"
+	"spinctl pt free|enable|disable IFACE INDEX\n"
 	"spinctl pt list IFACE\n";
 static const char help_me[] =
 	"spinctl me append IFACE pt N [bits X] [ignore X] [rank R|any] [pid P|any]\n"
