@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <spin/spin.h>
+#include <spin/xsk.h>
 #include "test.h"
 #include "progs/test_handlers.h"
 
@@ -1239,7 +1240,7 @@ static void gets(void)
 	a.msg_id = next_id++;
 	a.match_bits = 0x81;
 	mkpkt(&f, &a, 64, 0, 0, nothing);
-	ASSERT_EQ(run(&f, NULL), XDP_DROP, "get to a put entry dropped");
+	ASSERT_EQ(run(&f, NULL), XDP_TX, "get to a put entry nacked");
 	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "no_match for the get");
 	{
 		struct spin_msg_args p = margs(0, next_id++, 0x80);
@@ -1287,7 +1288,7 @@ static void gets(void)
 	a.msg_id = next_id++;
 	a.match_bits = 0x82;
 	mkpkt(&f, &a, 64, 0, 0, nothing);
-	ASSERT_EQ(run(&f, NULL), XDP_DROP, "get to an XSK entry without a socket");
+	ASSERT_EQ(run(&f, NULL), XDP_TX, "get to an XSK entry without a socket: nacked");
 	ASSERT_EQ(drops(SPIN_DROP_NO_XSK), 1, "no_xsk");
 
 	/* a REPLY arriving without an AF_XDP socket goes to the kernel */
@@ -1581,6 +1582,525 @@ static void rare_drop_reasons(void)
 	events();
 }
 
+/* ----------------------------------------- XSK delivery, atomics, nacks -- */
+
+/* A negative ACK (op SPIN_OP_ACK) or REPLY (SPIN_OP_REPLY) to rank 0 for the
+ * message a: header only, the failure in user_hdr[1], fields echoed. */
+static void check_nack(const struct fr *o, uint8_t op, const struct spin_msg_args *a,
+		       uint32_t fail)
+{
+	const struct spin_hdr *h = (const void *)(o->b + SPIN_HDR_OFF);
+
+	ASSERT_EQ(o->len, SPIN_PAY_OFF, "nack: header only");
+	ASSERT_EQ(h->op, op, "nack: op");
+	ASSERT_EQ(ntohs(h->flags), 0, "nack: flags");
+	ASSERT_EQ(ntohl(h->msg_id), a->msg_id, "nack: the message's id");
+	ASSERT_EQ(ntohl(h->msg_len), 0, "nack: msg_len 0");
+	ASSERT_EQ(ntohl(h->pkt_off), 0, "nack: pkt_off 0");
+	ASSERT_EQ(ntohl(h->dst_rank), a->src_rank, "nack: to the initiator");
+	ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "nack: from us");
+	ASSERT_EQ(be64toh(h->match_bits), a->match_bits, "nack: match bits echoed");
+	ASSERT_EQ(be64toh(h->remote_off), a->remote_off, "nack: remote offset echoed");
+	ASSERT_EQ(be64toh(h->hdr_data), a->hdr_data, "nack: hdr_data echoed");
+	ASSERT_EQ(be64toh(h->user_hdr[0]), 0, "nack: user_hdr[0] 0");
+	ASSERT_EQ(be64toh(h->user_hdr[1]), fail, "nack: failure in user_hdr[1]");
+	ASSERT_EQ(be64toh(h->user_hdr[2]), 0, "nack: user_hdr[2] 0");
+	ASSERT_MEM(o->b, PEER_MAC, 6, "nack: to the peer's MAC");
+}
+
+/* An AF_XDP socket on queue 0 of the runtime's interface, registered in
+ * spin_xsks (BPF_PROG_RUN runs on queue 0), or NULL. */
+static struct spin_xsk *xsk_on_queue0(void)
+{
+	struct spin_xsk_opts xo = { .queue = 0, .frames = 64 };
+	struct spin_xsk *x = NULL;
+
+	if (spin_xsk_open(rt, &xo, &x) < 0) {
+		T_MSG("no AF_XDP socket: %s", spin_errmsg());
+		return NULL;
+	}
+	return x;
+}
+
+/* Packets handed to the AF_XDP socket carry the matched entry's index in
+ * dst_rank: single- and multi-packet puts, gets; XSK entries do not take
+ * room in the host window; use-once XSK entries stay claimed until unlinked. */
+static void xsk_delivery_stamp(void)
+{
+	struct spin_me_spec s = spec(0, 0x90, 0), sg = spec(0, 0x91, 4096), su = spec(0, 0x92, 64);
+	struct spin_msg_args a = margs(0, 0, 0x90);
+	static uint8_t msg[3000];
+	const struct spin_hdr *h;
+	struct spin_xsk *x;
+	struct spin_me me;
+	struct fr f, o;
+	int idx, ig, iu;
+
+	reset();
+	fill(msg, sizeof(msg), 31);
+	s.options |= SPIN_ME_XSK;
+	s.host_len = host_len + (1ull << 30);	/* larger than the window: not placed */
+	sg.options = SPIN_ME_OP_GET | SPIN_ME_XSK;
+	su.options |= SPIN_ME_XSK | SPIN_ME_USE_ONCE;
+	idx = me_add(&s);
+	ig = me_add(&sg);
+	iu = me_add(&su);
+	if (idx < 0 || ig < 0 || iu < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.host_off, 0, "XSK entry: host_off 0");
+	ASSERT_EQ(me.host_len, host_len + (1ull << 30), "XSK entry: logical length kept");
+
+	x = xsk_on_queue0();
+	if (!x)
+		T_SKIP("cannot open an AF_XDP socket");
+
+	/* single packet */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "single-packet put redirected")) {
+		h = (const void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(ntohl(h->dst_rank), idx, "dst_rank = matched entry");
+		ASSERT_EQ(h->op, SPIN_OP_PUT, "still a put");
+		ASSERT_EQ(ntohl(h->msg_id), a.msg_id, "same message");
+		ASSERT_MEM(o.b + SPIN_PAY_OFF, msg, 100, "payload untouched");
+	}
+	/* multi-packet, last packet first */
+	a.msg_id = next_id++;
+	a.seg_size = 1384;
+	for (int k = 2; k >= 0; k--) {
+		uint32_t off = k * 1384, l = sizeof(msg) - off < 1384 ? sizeof(msg) - off : 1384;
+
+		mkpkt(&f, &a, sizeof(msg), off, l, msg);
+		if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "packet of a multi-packet put redirected")) {
+			h = (const void *)(o.b + SPIN_HDR_OFF);
+			ASSERT_EQ(ntohl(h->dst_rank), idx, "multi-packet: dst_rank = matched entry");
+			ASSERT_EQ(ntohl(h->pkt_off), off, "pkt_off kept");
+		}
+	}
+	a.seg_size = 0;
+	/* a get */
+	{
+		struct spin_msg_args g = margs(0, next_id++, 0x91);
+		uint8_t nothing[1] = { 0 };
+
+		g.op = SPIN_OP_GET;
+		mkpkt(&f, &g, 64, 0, 0, nothing);
+		if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "get redirected")) {
+			h = (const void *)(o.b + SPIN_HDR_OFF);
+			ASSERT_EQ(ntohl(h->dst_rank), ig, "get: dst_rank = matched entry");
+			ASSERT_EQ(h->op, SPIN_OP_GET, "still a get");
+		}
+	}
+	/* use-once: claimed by the first message, never freed by the runtime */
+	a.match_bits = 0x92;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "use-once XSK entry"))
+		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->dst_rank), iu,
+			  "use-once: dst_rank");
+	spin_me_get(rt, iu, &me);
+	ASSERT_EQ(me.state, SPIN_ME_CLAIMED, "use-once XSK entry claimed");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "claimed entry does not match again");
+	ASSERT_EQ(spin_me_unlink(rt, iu), 0, "a claimed entry can be unlinked");
+	spin_me_get(rt, iu, &me);
+	ASSERT_EQ(me.state, SPIN_ME_FREE, "unlinked");
+	ASSERT_EQ(stats().to_xsk, 6, "to_xsk");
+	ASSERT_EQ(stats().nacks_sent, 0, "no nacks");
+
+	/* the socket is gone: an ACK_REQ put is nacked with NO_TARGET */
+	spin_xsk_close(x);
+	a.match_bits = 0x90;
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "no socket: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_TARGET);
+	ASSERT_EQ(drops(SPIN_DROP_NO_XSK), 1, "no_xsk counted");
+	ASSERT_EQ(stats().nacks_sent, 1, "nacks_sent");
+	ASSERT_EQ(stats().acks_sent, 0, "a nack is not counted as an ack");
+}
+
+/* Atomics and fetch-atomics: matching rules, validation, delivery to the
+ * socket, nacks without one. */
+static void atomics(void)
+{
+	struct spin_me_spec sp = spec(0, 0xa0, 64), sg = spec(0, 0xa1, 64), sb = spec(0, 0xa2, 64);
+	struct spin_me_spec su = spec(0, 0xa3, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa0);
+	uint8_t opnd[16] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	const struct spin_hdr *h;
+	struct spin_xsk *x;
+	struct spin_me me;
+	struct fr f, o;
+	int ip, ig, ib, iu;
+
+	reset();
+	sg.options = SPIN_ME_OP_GET;
+	sb.options = SPIN_ME_OP_PUT | SPIN_ME_OP_GET;
+	su.options = SPIN_ME_OP_PUT | SPIN_ME_OP_GET | SPIN_ME_USE_ONCE;
+	ip = me_add(&sp);
+	ig = me_add(&sg);
+	ib = me_add(&sb);
+	iu = me_add(&su);
+	if (ip < 0 || ig < 0 || ib < 0 || iu < 0)
+		return;
+	(void)ig;
+
+	/* no socket: ATOMIC (ack requested) to a put entry -> NO_TARGET ack */
+	a.op = SPIN_OP_ATOMIC;
+	a.flags = SPIN_F_ACK_REQ;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "atomic without socket: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_TARGET);
+	ASSERT_EQ(drops(SPIN_DROP_NO_XSK), 1, "no_xsk");
+	ASSERT_EQ(stats().msgs, 1, "the atomic matched");
+	/* ATOMIC to a get-only entry: no match */
+	a.match_bits = 0xa1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "atomic to a get-only entry: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_MATCH);
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "no_match");
+	/* ... and without ACK_REQ simply dropped */
+	a.flags = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "atomic without ack request: no nack");
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 2, "no_match");
+
+	/* FETCH needs OP_PUT and OP_GET: put-only and get-only entries refuse */
+	a.op = SPIN_OP_FETCH;
+	a.match_bits = 0xa0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "fetch to a put-only entry: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_NO_MATCH);
+	a.match_bits = 0xa1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "fetch to a get-only entry: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_NO_MATCH);
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 4, "no_match");
+	a.match_bits = 0xa2;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 16, 0, 16, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "fetch matched, no socket: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_NO_TARGET);
+	ASSERT_EQ(drops(SPIN_DROP_NO_XSK), 2, "no_xsk");
+	/* a duplicate */
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "duplicate fetch");
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "duplicate");
+
+	/* validation: one packet, 1..SPIN_MAX_SEG bytes */
+	{
+		static uint8_t big[1500];
+
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 0, 0, 0, opnd);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "zero-length atomic");
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 1400, 0, 1400, big);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "atomic longer than a packet");
+		ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 2, "malformed");
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 16, 8, 8, opnd);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "atomic at pkt_off 8");
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 16, 0, 8, opnd);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "atomic with a short payload");
+		ASSERT_EQ(drops(SPIN_DROP_BAD_OFFSET), 2, "bad_offset");
+	}
+	ASSERT_EQ(stats().nacks_sent, 5, "nacks_sent");
+
+	/* with a socket: handed over, dst_rank = the entry */
+	x = xsk_on_queue0();
+	if (!x)
+		T_SKIP("cannot open an AF_XDP socket");
+	a.op = SPIN_OP_ATOMIC;
+	a.match_bits = 0xa0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "atomic to the socket")) {
+		h = (const void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(ntohl(h->dst_rank), ip, "atomic: dst_rank = entry");
+		ASSERT_EQ(h->op, SPIN_OP_ATOMIC, "op kept");
+		ASSERT_MEM(o.b + SPIN_PAY_OFF, opnd, 8, "operand kept");
+	}
+	a.op = SPIN_OP_FETCH;
+	a.match_bits = 0xa2;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "fetch to the socket"))
+		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->dst_rank), ib,
+			  "fetch: dst_rank = entry");
+	a.match_bits = 0xa3;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "fetch to a use-once entry"))
+		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->dst_rank), iu,
+			  "use-once: dst_rank = entry");
+	spin_me_get(rt, iu, &me);
+	ASSERT_EQ(me.state, SPIN_ME_CLAIMED, "use-once entry claimed by the fetch");
+	ASSERT_EQ(stats().to_xsk, 3, "to_xsk");
+	spin_xsk_close(x);
+}
+
+/* Negative acks for puts (ACK_REQ only) and gets that find no portal table
+ * entry or no match entry; multi-packet puts nack from packet 0. */
+static void nacks(void)
+{
+	struct spin_me_spec s = spec(0, 0xc0, 4096);
+	struct spin_msg_args a = margs(0, 0, 0xc1);
+	static uint8_t msg[3000];
+	uint8_t nothing[1] = { 0 };
+	struct spin_pt pt;
+	struct fr f, o;
+	int rc;
+
+	reset();
+	fill(msg, sizeof(msg), 33);
+	if (me_add(&s) < 0)
+		return;
+
+	/* no match, ack requested: an ACK with NO_MATCH */
+	a.flags = SPIN_F_ACK_REQ;
+	a.msg_id = next_id++;
+	a.remote_off = 40;
+	a.hdr_data = 0x4242;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "no match: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_MATCH);
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "no_match still counted");
+	ASSERT_EQ(stats().nacks_sent, 1, "nacks_sent");
+	ASSERT_EQ(stats().acks_sent, 0, "acks_sent");
+	spin_pt_get(rt, 0, &pt);
+	ASSERT_TRUE(pt.flags & SPIN_PT_ENABLED, "no flow control: still enabled");
+
+	/* bad portal index (not allocated, out of range): NO_MATCH */
+	a.pt_index = 9;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "unallocated pt: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_MATCH);
+	a.pt_index = 300;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "pt out of range: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_MATCH);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PT), 2, "bad_pt counted");
+
+	/* a disabled portal table entry: PT_DISABLED */
+	a.pt_index = 0;
+	a.match_bits = 0xc0;
+	spin_pt_enable(rt, 0, false);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "disabled pt: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
+	ASSERT_EQ(drops(SPIN_DROP_PT_DISABLED), 1, "pt_disabled counted");
+	spin_pt_enable(rt, 0, true);
+
+	/* gets are always nacked: a header-only REPLY */
+	{
+		struct spin_msg_args g = margs(0, next_id++, 0xc1);
+
+		g.op = SPIN_OP_GET;
+		g.remote_off = 8;
+		mkpkt(&f, &g, 500, 0, 0, nothing);
+		if (ASSERT_EQ(run(&f, &o), XDP_TX, "get without match: nacked"))
+			check_nack(&o, SPIN_OP_REPLY, &g, SPIN_FAIL_NO_MATCH);
+		g.pt_index = 9;
+		g.msg_id = next_id++;
+		mkpkt(&f, &g, 500, 0, 0, nothing);
+		if (ASSERT_EQ(run(&f, &o), XDP_TX, "get to a bad pt: nacked"))
+			check_nack(&o, SPIN_OP_REPLY, &g, SPIN_FAIL_NO_MATCH);
+		ASSERT_EQ(stats().replies_sent, 0, "a nack is not counted as a reply");
+	}
+
+	/* puts without ACK_REQ are not nacked */
+	{
+		uint64_t n = stats().nacks_sent;
+
+		a.flags = 0;
+		a.match_bits = 0xc1;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 64, 0, 64, msg);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "no ack requested: dropped");
+		a.pt_index = 9;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 64, 0, 64, msg);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "bad pt, no ack requested: dropped");
+		a.pt_index = 0;
+		ASSERT_EQ(stats().nacks_sent, n, "no nack without ACK_REQ");
+	}
+
+	/* an initiator that is not a peer: dropped as before, no no_peer */
+	a.flags = SPIN_F_ACK_REQ;
+	a.src_rank = 7;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "unknown initiator: dropped");
+	ASSERT_EQ(drops(SPIN_DROP_NO_PEER), 0, "no no_peer");
+	a.src_rank = 0;
+
+	/* multi-packet: only packet 0 is nacked, whether first or later */
+	a.seg_size = 1384;
+	{
+		int first0[] = { 0, 1, 2 }, later0[] = { 1, 0, 2 };
+		uint64_t n = stats().nacks_sent;
+
+		for (int r = 0; r < 2; r++) {
+			const int *ord = r ? later0 : first0;
+
+			a.msg_id = next_id++;
+			for (int i = 0; i < 3; i++) {
+				uint32_t off = ord[i] * 1384, l = 3000 - off < 1384 ? 3000 - off : 1384;
+
+				mkpkt(&f, &a, 3000, off, l, msg);
+				rc = run(&f, &o);
+				if (ord[i] == 0) {
+					if (ASSERT_EQ(rc, XDP_TX, "packet 0 nacked"))
+						check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_NO_MATCH);
+				} else {
+					ASSERT_EQ(rc, XDP_DROP, "other packets dropped");
+				}
+			}
+		}
+		ASSERT_EQ(stats().nacks_sent, n + 2, "one nack per message");
+	}
+}
+
+/* SPIN_PT_FLOWCTRL: the first message without a match disables the portal
+ * table entry, posts one PT_DISABLED event and is nacked; later messages are
+ * nacked with PT_DISABLED until the host enables it again. */
+static void flow_control(void)
+{
+	struct spin_me_spec s = spec(3, 0xd0, 4096), s2 = spec(3, 0xd2, 4096);
+	struct spin_msg_args a = margs(0, 0, 0xd1);
+	static uint8_t msg[3000];
+	uint8_t nothing[1] = { 0 };
+	struct spin_pt pt;
+	struct evs v;
+	struct fr f, o;
+	uint32_t disabling_id;
+
+	reset();
+	fill(msg, sizeof(msg), 34);
+	spin_pt_free(rt, 3);
+	if (!ASSERT_OK(spin_pt_alloc_flags(rt, 3, SPIN_PT_FLOWCTRL), "alloc with flow control"))
+		return;
+	ASSERT_EQ(spin_pt_alloc_flags(rt, 4, 0x100), -SPIN_EUSAGE, "unknown flags refused");
+	spin_pt_get(rt, 3, &pt);
+	ASSERT_EQ(pt.flags, SPIN_PT_ALLOCATED | SPIN_PT_ENABLED | SPIN_PT_FLOWCTRL, "flags");
+	ASSERT_EQ(pt.owner_pid, (uint32_t)getpid(), "owner_pid");
+	if (me_add(&s) < 0)
+		goto out;
+	a.pt_index = 3;
+	a.flags = SPIN_F_ACK_REQ;
+
+	/* matches: delivered as usual */
+	a.match_bits = 0xd0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "matched put acked");
+	ASSERT_EQ(((struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1], 0, "positive ack");
+	events();
+
+	/* no match: disabled, one event, nacked with PT_DISABLED */
+	a.match_bits = 0xd1;
+	a.msg_id = disabling_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "no match: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
+	spin_pt_get(rt, 3, &pt);
+	ASSERT_EQ(pt.flags, SPIN_PT_ALLOCATED | SPIN_PT_FLOWCTRL, "disabled");
+	ASSERT_EQ(stats().pt_disabled, 1, "pt_disabled counted");
+	ASSERT_EQ(drops(SPIN_DROP_NO_MATCH), 1, "the message is a no_match");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "one event")) {
+		struct spin_event *e = &v.e[0];
+
+		ASSERT_EQ(e->kind, SPIN_EV_PT_DISABLED, "kind");
+		ASSERT_EQ(e->fail, SPIN_FAIL_PT_DISABLED, "fail");
+		ASSERT_EQ(e->pt_index, 3, "pt_index");
+		ASSERT_EQ(e->src_rank, 0, "src_rank");
+		ASSERT_EQ(e->src_pid, 3, "src_pid");
+		ASSERT_EQ(e->match_bits, 0xd1, "match_bits");
+		ASSERT_EQ(e->msg_id, disabling_id, "msg_id");
+		ASSERT_EQ(e->owner_pid, (uint32_t)getpid(), "owner_pid");
+		ASSERT_EQ(e->rlength, 64, "rlength");
+	}
+
+	/* an append does not enable it again */
+	if (me_add(&s2) < 0)
+		goto out;
+	spin_pt_get(rt, 3, &pt);
+	ASSERT_TRUE(!(pt.flags & SPIN_PT_ENABLED), "still disabled after an append");
+
+	/* later messages, even matching ones: PT_DISABLED, no more events */
+	a.match_bits = 0xd0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "disabled: nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
+	{
+		struct spin_msg_args g = margs(0, next_id++, 0xd0);
+
+		g.op = SPIN_OP_GET;
+		g.pt_index = 3;
+		mkpkt(&f, &g, 100, 0, 0, nothing);
+		if (ASSERT_EQ(run(&f, &o), XDP_TX, "disabled: get nacked"))
+			check_nack(&o, SPIN_OP_REPLY, &g, SPIN_FAIL_PT_DISABLED);
+	}
+	ASSERT_EQ(drops(SPIN_DROP_PT_DISABLED), 2, "pt_disabled drops");
+	ASSERT_EQ(events().n, 0, "no second event");
+	ASSERT_EQ(stats().pt_disabled, 1, "disabled once");
+
+	/* enabled again: delivered; the first packet (not packet 0) of a
+	 * multi-packet message without a match disables it again, packet 0
+	 * then sees PT_DISABLED */
+	ASSERT_OK(spin_pt_enable(rt, 3, true), "enable");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "enabled again: acked");
+	ASSERT_EQ(((struct spin_hdr *)(o.b + SPIN_HDR_OFF))->op, SPIN_OP_ACK, "an ack");
+	ASSERT_EQ(((struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1], 0, "positive ack");
+	events();
+	a.match_bits = 0xd9;
+	a.seg_size = 1384;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 3000, 1384, 1384, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 1 first: dropped");
+	spin_pt_get(rt, 3, &pt);
+	ASSERT_TRUE(!(pt.flags & SPIN_PT_ENABLED), "disabled by the multi-packet message");
+	ASSERT_EQ(stats().pt_disabled, 2, "disabled twice");
+	mkpkt(&f, &a, 3000, 0, 1384, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "packet 0 nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event");
+
+	/* an atomic without a match disables it as well */
+	spin_pt_enable(rt, 3, true);
+	a.op = SPIN_OP_ATOMIC;
+	a.seg_size = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "atomic nacked"))
+		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
+	ASSERT_EQ(stats().pt_disabled, 3, "disabled by an atomic");
+	events();
+out:
+	for (int i = 0; i < n_me_list; i++)
+		spin_me_unlink(rt, me_list[i]);
+	n_me_list = 0;
+	ASSERT_OK(spin_pt_free(rt, 3), "free");
+}
+
 static void verifier_rejection(void)
 {
 	char path[1024];
@@ -1648,6 +2168,10 @@ int main(int argc, char **argv)
 	RUN_TEST(message_timeout);
 	RUN_TEST(fuzz_frames);
 	RUN_TEST(rare_drop_reasons);
+	RUN_TEST(xsk_delivery_stamp);
+	RUN_TEST(atomics);
+	RUN_TEST(nacks);
+	RUN_TEST(flow_control);
 	RUN_TEST(verifier_rejection);
 	return t_summary();
 }
