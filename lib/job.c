@@ -413,6 +413,66 @@ int spin_job_peers(struct spin_rt *rt, const struct spin_job *j)
 	return (int)j->nhosts;
 }
 
+int spin_job_rendezvous(struct spin_job *j, const char *dir, struct in_addr my_ip, int timeout_ms)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], ip[INET_ADDRSTRLEN];
+	struct spin_job_host *hosts;
+	uint64_t deadline;
+	uint32_t have = 0;
+	FILE *f;
+
+	if (!j || !dir || !*dir || !j->size || j->rank >= j->size || j->nhosts)
+		return spin_seterr(SPIN_EUSAGE, "spin_job_rendezvous: needs a rank and size and no hostfile");
+	/* publish: write, then rename, so a reader never sees half a line */
+	snprintf(tmp, sizeof(tmp), "%s/.spin-rank-%u.%d", dir, j->rank, (int)getpid());
+	snprintf(path, sizeof(path), "%s/spin-rank-%u", dir, j->rank);
+	f = fopen(tmp, "w");
+	if (!f)
+		return spin_seterr(SPIN_ENOENT, "rendezvous directory %s: %s (SPIN_RENDEZVOUS must be a "
+				   "directory every rank can write)", dir, strerror(errno));
+	fprintf(f, "%s\n", inet_ntop(AF_INET, &my_ip, ip, sizeof(ip)));
+	if (fclose(f) || rename(tmp, path)) {
+		unlink(tmp);
+		return spin_seterr(SPIN_EIO, "rendezvous directory %s: cannot publish rank %u: %s", dir,
+				   j->rank, strerror(errno));
+	}
+	hosts = calloc(j->size, sizeof(*hosts));
+	if (!hosts)
+		return spin_seterr(SPIN_EFAIL, "out of memory");
+	deadline = spin_now_ms() + (uint64_t)timeout_ms;
+	while (have < j->size) {
+		have = 0;
+		for (uint32_t r = 0; r < j->size; r++) {
+			char line[64] = "";
+
+			snprintf(path, sizeof(path), "%s/spin-rank-%u", dir, r);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (fgets(line, sizeof(line), f)) {
+				line[strcspn(line, "\n")] = 0;
+				if (parse_ip(line, &hosts[r].ip)) {
+					hosts[r].rank = r;
+					have++;
+				}
+			}
+			fclose(f);
+		}
+		if (have < j->size) {
+			if (spin_now_ms() > deadline) {
+				free(hosts);
+				return spin_seterr(SPIN_ETIMEDOUT, "rendezvous in %s: %u of %u ranks "
+						   "published their address within %d ms", dir, have,
+						   j->size, timeout_ms);
+			}
+			usleep(2000);
+		}
+	}
+	j->hosts = hosts;
+	j->nhosts = j->size;
+	return 0;
+}
+
 void spin_job_free(struct spin_job *j)
 {
 	if (!j)

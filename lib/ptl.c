@@ -376,6 +376,22 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
 		goto fail;
 	}
+	if (!job.nhosts && job.size > 1 && getenv("SPIN_RENDEZVOUS")) {
+		struct in_addr me = { .s_addr = st.cfg.my_ip };
+
+		err = spin_job_rendezvous(&job, getenv("SPIN_RENDEZVOUS"), me,
+					  (int)env_u64("SPIN_RENDEZVOUS_MS", 30000));
+		if (err) {
+			rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+			goto fail;
+		}
+	}
+	if (!job.nhosts && job.size > 1) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: rank %u of %u but no peer addresses: give a "
+				"hostfile (SPIN_HOSTFILE) or a shared directory (SPIN_RENDEZVOUS)",
+				job.rank, job.size);
+		goto fail;
+	}
 	if (job.nhosts) {
 		err = spin_job_peers(ni->rt, &job);
 		if (err < 0) {

@@ -290,6 +290,11 @@ int spin_job_load(struct spin_job *j, const char *hostfile);
  * (MAC from the hostfile or resolved by spin_peer_add); stops at the first
  * failure.  Returns the number of peers added. */
 int spin_job_peers(struct spin_rt *rt, const struct spin_job *j);
+/* A job with a rank and size but no hostfile (a launcher's environment
+ * only): publish this process's address as <dir>/spin-rank-<rank> and wait
+ * up to timeout_ms until every rank of the job has, then fill j->hosts.
+ * dir is a directory all ranks share (SPIN_RENDEZVOUS for PtlNIInit). */
+int spin_job_rendezvous(struct spin_job *j, const char *dir, struct in_addr my_ip, int timeout_ms);
 void spin_job_free(struct spin_job *j);
 
 #ifdef __cplusplus
