@@ -2045,6 +2045,17 @@ static int cmd_get(int argc, char **argv)
 	}
 	print_msg("reply", &from, &h, rbuf, n);
 	err = 0;
+	{
+		/* a negative reply (wire.h): the target could not deliver */
+		uint64_t f = be64toh(h.user_hdr[1]);
+
+		if (f) {
+			fprintf(stderr, "spinctl: get: the target answered with failure '%s'\n",
+				ev_fail((uint32_t)f));
+			err = (f == SPIN_FAIL_NO_MATCH || f == SPIN_FAIL_PT_DISABLED ||
+			       f == SPIN_FAIL_NO_TARGET) ? SPIN_ENOENT : SPIN_EFAIL;
+		}
+	}
 out:
 	if (s)
 		spin_sock_close(s);
