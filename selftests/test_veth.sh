@@ -572,8 +572,12 @@ t_get() {
 	cat "$LOG/gettrunc.json"
 	grep -q '"len":100,' "$LOG/gettrunc.json" || fail "truncated reply length != 100"
 	grep -q '"user_hdr":\[1000,' "$LOG/gettrunc.json" || fail "requested length not in user_hdr[0]"
-	expect_rc 12 C "$SPINCTL" get to 10.77.1.2 pt 0 bits 10 len 10 rank 0 timeout-ms 300
-	S "$SPINCTL" -j stats veth0 | grep -q '"no_match":1,' || fail "no_match != 1"
+	# ... they answer with a negative reply (wire.h: nacks), not silence
+	expect_rc 8 C "$SPINCTL" get to 10.77.1.2 pt 0 bits 10 len 10 rank 0 timeout-ms 2000
+	grep -q "failure 'no_match'" "$LOG/out" || fail "the negative reply does not name no_match"
+	S "$SPINCTL" -j stats veth0 >"$LOG/getnack.stats"
+	grep -q '"no_match":1,' "$LOG/getnack.stats" || fail "no_match != 1"
+	grep -q '"nacks_sent":1,' "$LOG/getnack.stats" || fail "nacks_sent != 1"
 }
 
 # ------------------------------------------------------------------- main --
