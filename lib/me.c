@@ -126,8 +126,8 @@ int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags)
 
 	if (!rt)
 		return spin_seterr(SPIN_EUSAGE, "spin_pt_alloc: no runtime");
-	if (flags & ~SPIN_PT_FLOWCTRL)
-		return spin_seterr(SPIN_EUSAGE, "portal table entry flags 0x%x: only SPIN_PT_FLOWCTRL (0x%x) may be given",
+	if (flags & ~(SPIN_PT_FLOWCTRL | SPIN_PT_OWNED))
+		return spin_seterr(SPIN_EUSAGE, "portal table entry flags 0x%x: only SPIN_PT_FLOWCTRL (0x%x) and SPIN_PT_OWNED may be given",
 				   flags, SPIN_PT_FLOWCTRL);
 	if ((err = pt_check(pt_index)) || (err = spin_lock(rt)))
 		return err;
@@ -139,9 +139,9 @@ int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags)
 				  pt_index, rt->ifname);
 		goto out;
 	}
-	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED | flags;
+	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED | (flags & SPIN_PT_FLOWCTRL);
 	pt.n_me = 0;	/* seq keeps counting: append order stays monotonic */
-	pt.owner_pid = getpid();
+	pt.owner_pid = (flags & SPIN_PT_OWNED) ? (uint32_t)getpid() : 0;
 	pt.pad = 0;
 	err = pt_write(rt, pt_index, &pt);
 	if (!err)

@@ -199,21 +199,23 @@ static void reclaim_stale(struct ptl_ni *ni)
 	struct spin_handler_info hi[SPIN_MAX_HANDLERS];
 	int n;
 
-	for (uint32_t i = 0; i < SPIN_MAX_ME; i++) {
-		struct spin_me me;
-
-		if (spin_me_get(ni->rt, i, &me) || me.state == SPIN_ME_FREE)
-			continue;
-		if (me.owner_pid && me.owner_pid != (uint32_t)getpid() && !pid_alive(me.owner_pid))
-			spin_me_unlink(ni->rt, i);
-	}
+	/* portal table entries of Portals processes (SPIN_PT_OWNED) whose
+	 * process is gone, with their match entries; what spinctl set up has
+	 * no owner and stays */
 	for (uint32_t p = 0; p < SPIN_MAX_PT; p++) {
 		struct spin_pt pt;
 
-		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED))
+		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED) ||
+		    !pt.owner_pid || pid_alive(pt.owner_pid))
 			continue;
-		if (pt.owner_pid && !pid_alive(pt.owner_pid))
-			spin_pt_free(ni->rt, p);
+		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++) {
+			struct spin_me me;
+			uint32_t i = p * SPIN_MAX_ME_PER_PT + s;
+
+			if (!spin_me_get(ni->rt, i, &me) && me.state != SPIN_ME_FREE)
+				spin_me_unlink(ni->rt, i);
+		}
+		spin_pt_free(ni->rt, p);
 	}
 	n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS);
 	for (int i = 0; i < n; i++) {
@@ -1242,7 +1244,7 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 
 		if (!ni->pt[p].used && !spin_pt_get(ni->rt, p, &sp) &&
 		    !(sp.flags & SPIN_PT_ALLOCATED)) {
-			flags = (options & PTL_PT_FLOWCTRL) ? SPIN_PT_FLOWCTRL : 0;
+			flags = SPIN_PT_OWNED | ((options & PTL_PT_FLOWCTRL) ? SPIN_PT_FLOWCTRL : 0);
 			err = spin_pt_alloc_flags(ni->rt, p, flags);
 			if (!err && !(options & PTL_PT_ALLOC_DISABLED))
 				err = spin_pt_enable(ni->rt, p, true);

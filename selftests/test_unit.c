@@ -1991,7 +1991,7 @@ static void flow_control(void)
 	reset();
 	fill(msg, sizeof(msg), 34);
 	spin_pt_free(rt, 3);
-	if (!ASSERT_OK(spin_pt_alloc_flags(rt, 3, SPIN_PT_FLOWCTRL), "alloc with flow control"))
+	if (!ASSERT_OK(spin_pt_alloc_flags(rt, 3, SPIN_PT_FLOWCTRL | SPIN_PT_OWNED), "alloc with flow control"))
 		return;
 	ASSERT_EQ(spin_pt_alloc_flags(rt, 4, 0x100), -SPIN_EUSAGE, "unknown flags refused");
 	spin_pt_get(rt, 3, &pt);

@@ -108,6 +108,11 @@ int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max
 int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index);
 /* flags: 0 or SPIN_PT_FLOWCTRL (a message that matches no entry disables
  * the portal table entry, wire.h).  Both set owner_pid = getpid(). */
+/* flags: SPIN_PT_FLOWCTRL, and SPIN_PT_OWNED: the entry belongs to this
+ * process (spin_pt.owner_pid): when the process is gone, the next Portals
+ * process on the interface frees it and its match entries.  Without it
+ * (spinctl) the entry stays until it is freed by hand. */
+#define SPIN_PT_OWNED	0x80000000u
 int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags);
 /* Read a portal table entry (flags, n_me, seq, owner_pid). */
 int spin_pt_get(struct spin_rt *rt, uint32_t pt_index, struct spin_pt *out);

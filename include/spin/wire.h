@@ -244,7 +244,8 @@ struct spin_pt {
 	__u32	flags;
 	__u32	n_me;		/* slots in use so far (high-water mark) */
 	__u64	seq;		/* next append sequence number */
-	__u32	owner_pid;	/* OS pid of the process that allocated it (0: spinctl) */
+	__u32	owner_pid;	/* OS pid of the process that owns it (SPIN_PT_OWNED),
+				 * 0: none (spinctl; it stays until freed) */
 	__u32	pad;
 };
 
