@@ -89,6 +89,9 @@ struct np_opts {
 	uint64_t rate_count;
 	int rate_iters;
 	int timeout_ms;		/* no progress for this long: lost */
+	uint64_t budget;	/* max messages per phase of a multi-packet size */
+	int settle_ms;		/* pause before each phase of a multi-packet size */
+	size_t single;		/* largest single-packet message (spin: 1384) */
 	uint16_t ctrl_port;
 	int verbose;
 	/* from the job */
@@ -99,10 +102,11 @@ struct np_opts {
 static struct np_opts np_o = {
 	.min_size = 8, .max_size = 4u << 20, .perturb = 0,
 	.pp_count = 10000, .pp_time = 0.25, .warmup = 20,
-	.st_bytes = 8u << 20, .st_kmin = 2, .st_kmax = 2048, .st_time = 0.3,
+	.st_bytes = 8u << 20, .st_kmin = 2, .st_kmax = 512, .st_time = 0.3,
 	.st_iters = 30, .st_min_iters = 3,
 	.rate = 0, .rate_count = 100000, .rate_iters = 5,
 	.timeout_ms = 1000, .ctrl_port = 7790,
+	.budget = 2048, .settle_ms = 450, .single = 1384,
 };
 
 static void np_die(const char *fmt, ...)
@@ -154,6 +158,7 @@ static size_t np_parse_size(const char *s)
 enum {
 	O_LABEL = 1000, O_CSV, O_RATE_CSV, O_MIN, O_MAX, O_PERTURB, O_PPC, O_PPT, O_WARM,
 	O_STB, O_STKMAX, O_STT, O_STI, O_RATE, O_RATEC, O_RATEI, O_TMO, O_CPORT, O_VERB,
+	O_BUDGET, O_SETTLE,
 	O_TR_BASE = 2000,
 };
 
@@ -177,6 +182,8 @@ static const struct option np_common_opts[] = {
 	{ "timeout-ms", required_argument, 0, O_TMO },
 	{ "ctrl-port", required_argument, 0, O_CPORT },
 	{ "verbose", no_argument, 0, O_VERB },
+	{ "budget", required_argument, 0, O_BUDGET },
+	{ "settle-ms", required_argument, 0, O_SETTLE },
 	{ "help", no_argument, 0, 'h' },
 };
 
@@ -188,10 +195,14 @@ static const struct option np_common_opts[] = {
 "  --min S --max S    sizes S..max in powers of 2 (8, 4m)   --perturb P  also S-P, S+P\n" \
 "  --pp-count N --pp-time T   ping-pong rounds per size: at most N, about T s (10000, 0.25)\n" \
 "  --warmup N         unmeasured round trips per size (20)\n" \
-"  --st-bytes B --st-kmax K   stream: K = clamp(B / S, 2, K) messages (8m, 2048)\n" \
+"  --st-bytes B --st-kmax K   stream: K = clamp(B / S, 2, K) messages (8m, 512)\n" \
 "  --st-time T --st-iters N   stream iterations: about T s, 3..N (0.3, 30)\n" \
 "  --rate --rate-count N --rate-iters R   8-byte rate: R streams of N (100000, 5)\n" \
 "  --timeout-ms T     no message for T ms: lost (1000)\n" \
+"  --budget N --settle-ms T   sizes > 1384 (more than one spin packet): at most N\n" \
+"                     messages per phase (ping-pong, stream) and T ms of quiet before\n" \
+"                     each phase (2048, 450): the runtime keeps a completed multi-packet\n" \
+"                     message in its 4096-entry table for 200 ms + one sweep\n" \
 "  --ctrl-port P      TCP control port on rank 1 (7790)\n" \
 "environment: SPIN_HOSTFILE (rank 0's IP, then rank 1's), SPIN_RANK\n"
 
@@ -228,6 +239,8 @@ static void np_parse(int argc, char **argv, const struct option *tr_opts,
 		case O_TMO: np_o.timeout_ms = atoi(optarg); break;
 		case O_CPORT: np_o.ctrl_port = (uint16_t)atoi(optarg); break;
 		case O_VERB: np_o.verbose = 1; break;
+		case O_BUDGET: np_o.budget = strtoull(optarg, NULL, 0); break;
+		case O_SETTLE: np_o.settle_ms = atoi(optarg); break;
 		case 'h':
 			fputs(usage, stdout);
 			fputs(NP_COMMON_HELP, stdout);
@@ -502,6 +515,12 @@ static void np_measure_size(struct np_transport *t, uint8_t *sbuf, uint8_t *rbuf
 
 	if (!lat)
 		np_die("out of memory");
+	if (len > np_o.single) {
+		/* the whole phase within the budget, warm-up included */
+		if (cap + np_o.warmup > np_o.budget)
+			cap = np_o.budget > np_o.warmup + 10 ? np_o.budget - np_o.warmup : 10;
+		usleep((useconds_t)np_o.settle_ms * 1000);
+	}
 	np_fill(sbuf, len, len);
 	memset(rbuf, 0, len);
 	/* warm up, then check that the echo is the message */
@@ -539,9 +558,18 @@ static void np_measure_size(struct np_transport *t, uint8_t *sbuf, uint8_t *rbuf
 		k = np_o.st_kmin;
 	if (k > np_o.st_kmax)
 		k = np_o.st_kmax;
+	int max_iters = np_o.st_iters;
+
+	if (len > np_o.single) {
+		if (k > np_o.budget)
+			k = np_o.budget;
+		if ((uint64_t)max_iters * k > np_o.budget)
+			max_iters = (int)(np_o.budget / k);
+		usleep((useconds_t)np_o.settle_ms * 1000);
+	}
 	bw = calloc((size_t)np_o.st_iters, sizeof(double));
 	tstart = np_now();
-	for (int it = 0; it < np_o.st_iters; it++) {
+	for (int it = 0; it < max_iters; it++) {
 		double s;
 
 		if (it >= np_o.st_min_iters && np_now() - tstart > np_o.st_time)

@@ -26,8 +26,11 @@
 #   TRANSPORTS="spin udp udp_gso udp_busy xsk"   which, in this order
 #   MIN=8 MAX=4m PERTURB=0        sizes MIN..MAX in powers of 2 (+-PERTURB)
 #   PP_COUNT=10000 PP_TIME=0.25   ping-pong rounds per size: count and time caps
-#   ST_TIME=0.3 ST_ITERS=30 ST_BYTES=8m ST_KMAX=2048   stream caps per size
+#   ST_TIME=0.3 ST_ITERS=30 ST_BYTES=8m ST_KMAX=512   stream caps per size
 #   RATE=1 RATE_COUNT=100000 RATE_ITERS=5              8-byte message rate
+#   BUDGET=2048 SETTLE_MS=450     sizes > 1384 B: at most BUDGET messages per
+#                                 phase, SETTLE_MS of quiet before each phase
+#                                 (the runtime's message table, see README)
 #   RANK0_CPU=1 RANK1_CPU=0       taskset pinning of rank 0 / rank 1 ('' : none)
 #   TR_TIMEOUT=600                seconds before a transport run is killed
 #   OUT=bench/results
@@ -47,10 +50,12 @@ PP_TIME=${PP_TIME:-0.25}
 ST_TIME=${ST_TIME:-0.3}
 ST_ITERS=${ST_ITERS:-30}
 ST_BYTES=${ST_BYTES:-8m}
-ST_KMAX=${ST_KMAX:-2048}
+ST_KMAX=${ST_KMAX:-512}
 RATE=${RATE:-1}
 RATE_COUNT=${RATE_COUNT:-100000}
 RATE_ITERS=${RATE_ITERS:-5}
+BUDGET=${BUDGET:-2048}
+SETTLE_MS=${SETTLE_MS:-450}
 RANK0_CPU=${RANK0_CPU-1}
 RANK1_CPU=${RANK1_CPU-0}
 TR_TIMEOUT=${TR_TIMEOUT:-600}
@@ -108,7 +113,7 @@ log "rank 0 $NS_A/$IF $IP_A (CPU ${RANK0_CPU:-any})  <->  rank 1 $NS_B/$IF $IP_B
 
 COMMON=(--min "$MIN" --max "$MAX" --perturb "$PERTURB" --pp-count "$PP_COUNT"
 	--pp-time "$PP_TIME" --st-time "$ST_TIME" --st-iters "$ST_ITERS" --st-bytes "$ST_BYTES"
-	--st-kmax "$ST_KMAX" --rate-count "$RATE_COUNT" --rate-iters "$RATE_ITERS")
+	--st-kmax "$ST_KMAX" --budget "$BUDGET" --settle-ms "$SETTLE_MS" --rate-count "$RATE_COUNT" --rate-iters "$RATE_ITERS")
 [ "$RATE" = 1 ] && COMMON+=(--rate)
 
 # Interface state per transport: the UDP baselines get what a host stack
