@@ -42,6 +42,8 @@ run_suite() {
 pins_before=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
 run_suite unit selftests/test_unit
 run_suite veth selftests/test_veth.sh
+run_suite ptl selftests/test_ptl.sh
+run_suite ptl_atomic selftests/test_ptl_atomic
 
 # nothing may be left behind
 pins_after=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
@@ -51,7 +53,7 @@ if [ "$pins_before" != "$pins_after" ]; then
 else
 	echo "PASS cleanup/pins"; total_p=$((total_p + 1))
 fi
-if ip netns list | grep -q '^spint'; then
+if ip netns list | grep -qE '^spin[tp]'; then
 	echo "FAIL cleanup/netns"; total_f=$((total_f + 1)); bad=1
 else
 	echo "PASS cleanup/netns"; total_p=$((total_p + 1))

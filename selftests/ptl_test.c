@@ -1,0 +1,2803 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Multi-process integration tests of the Portals 4 API (spin/portals4.h).
+ * One process per network namespace; selftests/test_ptl.sh builds the
+ * namespaces and starts the processes:
+ *
+ *   SPIN_IFACE=veth0 SPIN_HOSTFILE=F SPIN_RANK=k PTL_TEST_DIR=D PTL_TEST_NPROCS=n \
+ *       selftests/ptl_test CASE
+ *
+ * (or PMI_RANK / OMPI_COMM_WORLD_RANK instead of SPIN_RANK).  Processes
+ * synchronise with a file barrier in D (never through the library).  Every
+ * check prints one line on failure ("r<rank> <case>:<line>: ..."); the exit
+ * status is 0 when all checks passed, 1 otherwise, 77 for a skip.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/types.h>
+#include <spin/portals4.h>
+#include "progs/test_handlers.h"
+
+/* ------------------------------------------------------------ harness -- */
+
+static int R = -1, N = 0;		/* this process's rank, processes in the case */
+static const char *DIR_ = "/tmp";
+static const char *CASE = "?";
+static int failed;
+static ptl_handle_ni_t ni = PTL_INVALID_HANDLE;
+static ptl_ni_limits_t lim;
+static int skip_link = 1;		/* eq_next() skips PTL_EVENT_LINK */
+static int physical;			/* the NI uses physical addressing */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
+}
+
+static void msleep(int ms) { usleep(ms * 1000); }
+
+#define LOG(fmt, ...) fprintf(stderr, "r%d %s:%d: " fmt "\n", R, CASE, __LINE__, ##__VA_ARGS__)
+#define FAIL(fmt, ...) do { LOG("FAIL " fmt, ##__VA_ARGS__); failed = 1; } while (0)
+#define CHK(cond, fmt, ...) ({ int __ok = !!(cond); \
+	if (!__ok) { FAIL("%s: " fmt, #cond, ##__VA_ARGS__); } \
+	__ok; })
+#define CHK_EQ(got, want, what) ({ unsigned long long __g = (unsigned long long)(got), \
+	__w = (unsigned long long)(want); int __ok = __g == __w; \
+	if (!__ok) FAIL("%s: expected %llu (0x%llx), got %llu (0x%llx)", what, __w, __w, __g, __g); \
+	__ok; })
+#define DIE(fmt, ...) do { LOG("FATAL " fmt, ##__VA_ARGS__); fflush(stderr); exit(1); } while (0)
+
+static const char *rc_name(int rc)
+{
+	static const char *n[] = { "PTL_OK", "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED",
+		"PTL_EQ_DROPPED", "PTL_EQ_EMPTY", "PTL_FAIL", "PTL_IN_USE", "PTL_INTERRUPTED",
+		"PTL_LIST_TOO_LONG", "PTL_NO_INIT", "PTL_NO_SPACE", "PTL_PID_IN_USE",
+		"PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE", "PTL_IGNORED" };
+	static __thread char b[32];
+
+	if (rc >= 0 && rc < (int)(sizeof(n) / sizeof(n[0])))
+		return n[rc];
+	snprintf(b, sizeof(b), "rc %d", rc);
+	return b;
+}
+
+static const char *ev_name(int t)
+{
+	static const char *n[] = { "GET", "GET_OVERFLOW", "PUT", "PUT_OVERFLOW", "ATOMIC",
+		"ATOMIC_OVERFLOW", "FETCH_ATOMIC", "FETCH_ATOMIC_OVERFLOW", "REPLY", "SEND",
+		"ACK", "PT_DISABLED", "LINK", "AUTO_UNLINK", "AUTO_FREE", "SEARCH" };
+	static __thread char b[32];
+
+	if (t >= 0 && t < (int)(sizeof(n) / sizeof(n[0])))
+		return n[t];
+	snprintf(b, sizeof(b), "type %d", t);
+	return b;
+}
+
+static const char *fail_name(unsigned f)
+{
+	static const char *n[] = { "NI_OK", "NI_UNDELIVERABLE", "NI_DROPPED", "NI_PT_DISABLED",
+		"NI_PERM_VIOLATION", "NI_NO_MATCH", "NI_OP_VIOLATION", "NI_SEGV" };
+	static __thread char b[32];
+
+	if (f < sizeof(n) / sizeof(n[0]))
+		return n[f];
+	snprintf(b, sizeof(b), "fail %u", f);
+	return b;
+}
+
+/* the call must return want */
+#define RC(call, want) ({ int __rc = (call), __w = (want); \
+	if (__rc != __w) FAIL("%s: expected %s, got %s%s%s", #call, rc_name(__w), rc_name(__rc), \
+			      *PtlSpinErrmsg() ? " -- " : "", PtlSpinErrmsg()); \
+	__rc == __w; })
+/* the call must succeed, else the process stops */
+#define OK(call) do { int __rc = (call); \
+	if (__rc != PTL_OK) DIE("%s: %s -- %s", #call, rc_name(__rc), PtlSpinErrmsg()); } while (0)
+
+static void dump_ev(const char *pfx, const ptl_event_t *e)
+{
+	LOG("%s event %s: init %u/%u pt %u mb 0x%llx rlen %llu mlen %llu roff %llu hdr 0x%llx "
+	    "uptr %p start %p list %u fail %s aop %u atype %u", pfx, ev_name(e->type),
+	    e->initiator.phys.nid, e->initiator.phys.pid, e->pt_index,
+	    (unsigned long long)e->match_bits, (unsigned long long)e->rlength,
+	    (unsigned long long)e->mlength, (unsigned long long)e->remote_offset,
+	    (unsigned long long)e->hdr_data, e->user_ptr, e->start, e->ptl_list,
+	    fail_name(e->ni_fail_type), e->atomic_operation, e->atomic_type);
+}
+
+/* ------------------------------------------------------ file barrier -- */
+
+static void touch(const char *name, int rank)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/b.%s.%d", DIR_, name, rank);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	if (fd < 0)
+		DIE("barrier file %s: %s", p, strerror(errno));
+	close(fd);
+}
+
+static int exists(const char *name, int rank)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/b.%s.%d", DIR_, name, rank);
+	return access(p, F_OK) == 0;
+}
+
+/* wait until every rank in 0..N-1 reached barrier `name` (20 s at most) */
+static void barrier(const char *name)
+{
+	uint64_t end = now_ms() + 20000;
+
+	touch(name, R);
+	for (int r = 0; r < N; r++) {
+		while (!exists(name, r)) {
+			if (now_ms() > end)
+				DIE("barrier '%s': rank %d never came", name, r);
+			usleep(500);
+		}
+	}
+}
+
+static void barrierf(const char *fmt, ...)
+{
+	char b[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b, sizeof(b), fmt, ap);
+	va_end(ap);
+	barrier(b);
+}
+
+static void put_file(const char *name, const void *buf, size_t len)
+{
+	char p[512], t[520];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/d.%s", DIR_, name);
+	snprintf(t, sizeof(t), "%s.tmp", p);
+	f = fopen(t, "w");
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f))
+		DIE("write %s", t);
+	rename(t, p);
+}
+
+static size_t get_file(const char *name, void *buf, size_t cap)
+{
+	char p[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(p, sizeof(p), "%s/d.%s", DIR_, name);
+	f = fopen(p, "r");
+	if (!f)
+		DIE("read %s: %s", p, strerror(errno));
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	return n;
+}
+
+/* ------------------------------------------------------------ pattern -- */
+
+static inline uint8_t pat(uint32_t seed, uint64_t i)
+{
+	uint32_t x = seed * 2654435761u + (uint32_t)i * 40503u + (uint32_t)(i >> 9) * 97u;
+
+	return (uint8_t)(x ^ (x >> 11) ^ (x >> 19) ^ seed);
+}
+
+static void fill(void *b, size_t len, uint32_t seed)
+{
+	uint8_t *p = b;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = pat(seed, i);
+}
+
+/* buf must hold bytes off..off+len of the pattern `seed` */
+static int check_pat_off(const char *what, const void *b, size_t len, uint32_t seed, size_t off)
+{
+	const uint8_t *p = b;
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != pat(seed, off + i) && !bad++)
+			first = i;
+	if (bad)
+		FAIL("%s: %zu of %zu bytes differ, first at %zu (got 0x%02x want 0x%02x)", what,
+		     bad, len, first, p[first], pat(seed, off + first));
+	return !bad;
+}
+
+static int check_pat(const char *what, const void *b, size_t len, uint32_t seed)
+{
+	return check_pat_off(what, b, len, seed, 0);
+}
+
+static int check_byte(const char *what, const void *b, size_t len, uint8_t v)
+{
+	const uint8_t *p = b;
+	size_t bad = 0, first = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != v && !bad++)
+			first = i;
+	if (bad)
+		FAIL("%s: %zu of %zu guard bytes changed, first at %zu (0x%02x)", what, bad, len,
+		     first, p[first]);
+	return !bad;
+}
+
+/* --------------------------------------------------------- NI, memory -- */
+
+static int env_rank(void)
+{
+	const char *v[] = { "SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK" };
+
+	for (int i = 0; i < 3; i++)
+		if (getenv(v[i]) && *getenv(v[i]))
+			return atoi(getenv(v[i]));
+	return -1;
+}
+
+static void init_ni(unsigned opts, ptl_pid_t pid)
+{
+	OK(PtlInit());
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | opts, pid, NULL, &lim, &ni));
+	physical = !!(opts & PTL_NI_PHYSICAL);
+}
+
+static void fini_ni(void)
+{
+	RC(PtlNIFini(ni), PTL_OK);
+	PtlFini();
+}
+
+enum { K_WIN, K_MAL };
+static const char *kname[] = { "window", "malloc" };
+
+static void *kbuf(int kind, size_t len)
+{
+	void *p = NULL;
+
+	if (kind == K_WIN) {
+		OK(PtlSpinHostAlloc(ni, len, &p));
+	} else {
+		if (posix_memalign(&p, 4096, len ? len : 1))
+			DIE("out of memory");
+		memset(p, 0, len);
+	}
+	return p;
+}
+
+static ptl_process_t any_proc(void)
+{
+	ptl_process_t p;
+
+	p.phys.nid = PTL_NID_ANY;
+	p.phys.pid = PTL_PID_ANY;
+	return p;
+}
+
+static ptl_process_t rank_proc(ptl_rank_t r)
+{
+	ptl_process_t p;
+
+	memset(&p, 0, sizeof(p));
+	p.rank = r;
+	return p;
+}
+
+static ptl_handle_me_t me_add(ptl_pt_index_t pt, void *start, size_t len, unsigned opts,
+			      ptl_match_bits_t mb, ptl_match_bits_t ign, ptl_handle_ct_t ct,
+			      ptl_list_t list, void *uptr)
+{
+	ptl_me_t me;
+	ptl_handle_me_t h;
+
+	memset(&me, 0, sizeof(me));
+	me.start = start;
+	me.length = len;
+	me.ct_handle = ct;
+	me.uid = PTL_UID_ANY;
+	me.options = opts;
+	me.match_id = any_proc();
+	me.match_bits = mb;
+	me.ignore_bits = ign;
+	OK(PtlMEAppend(ni, pt, &me, list, uptr, &h));
+	return h;
+}
+
+static ptl_handle_eq_t eq_new(ptl_size_t n)
+{
+	ptl_handle_eq_t eq;
+
+	OK(PtlEQAlloc(ni, n, &eq));
+	return eq;
+}
+
+static ptl_handle_ct_t ct_new(void)
+{
+	ptl_handle_ct_t ct;
+
+	OK(PtlCTAlloc(ni, &ct));
+	return ct;
+}
+
+static ptl_pt_index_t pt_new(unsigned opts, ptl_handle_eq_t eq, ptl_pt_index_t want)
+{
+	ptl_pt_index_t pt;
+
+	OK(PtlPTAlloc(ni, opts, eq, want, &pt));
+	if (want != PTL_PT_ANY)
+		CHK_EQ(pt, want, "PtlPTAlloc index");
+	return pt;
+}
+
+static ptl_handle_md_t md_new(void *start, size_t len, unsigned opts, ptl_handle_eq_t eq,
+			      ptl_handle_ct_t ct)
+{
+	ptl_md_t md = { .start = start, .length = len, .options = opts, .eq_handle = eq,
+			.ct_handle = ct };
+	ptl_handle_md_t h;
+
+	OK(PtlMDBind(ni, &md, &h));
+	return h;
+}
+
+/* ------------------------------------------------------------- events -- */
+
+static int nlinks;	/* link events skipped */
+
+/* next event within ms (PTL_EQ_EMPTY on timeout) */
+static int eq_next(ptl_handle_eq_t eq, ptl_event_t *ev, int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	for (;;) {
+		int64_t left = (int64_t)(end - now_ms());
+		unsigned which = 99;
+		int rc;
+
+		if (left < 0)
+			left = 0;
+		memset(ev, 0xa5, sizeof(*ev));
+		rc = PtlEQPoll(&eq, 1, (ptl_time_t)left, ev, &which);
+		if ((rc == PTL_OK || rc == PTL_EQ_DROPPED) && which != 0)
+			FAIL("PtlEQPoll: which %u for one queue", which);
+		if ((rc == PTL_OK || rc == PTL_EQ_DROPPED) && ev->type == PTL_EVENT_LINK && skip_link) {
+			nlinks++;
+			continue;
+		}
+		if (rc != PTL_OK && rc != PTL_EQ_DROPPED && rc != PTL_EQ_EMPTY)
+			FAIL("PtlEQPoll: %s", rc_name(rc));
+		return rc;
+	}
+}
+
+/* an event must come within ms */
+static int want_ev(ptl_handle_eq_t eq, ptl_event_t *ev, int ms, const char *what)
+{
+	int rc = eq_next(eq, ev, ms);
+
+	if (rc == PTL_EQ_EMPTY) {
+		FAIL("%s: no event within %d ms", what, ms);
+		return 0;
+	}
+	if (rc == PTL_EQ_DROPPED)
+		FAIL("%s: PTL_EQ_DROPPED", what);
+	return rc == PTL_OK || rc == PTL_EQ_DROPPED;
+}
+
+/* no event may come within ms */
+static void no_ev(ptl_handle_eq_t eq, int ms, const char *what)
+{
+	ptl_event_t ev;
+
+	while (eq_next(eq, &ev, ms) != PTL_EQ_EMPTY) {
+		FAIL("%s: unexpected event", what);
+		dump_ev("unexpected", &ev);
+		ms = 10;
+	}
+}
+
+/* events in the queue (within ms of the last one) */
+static int drain(ptl_handle_eq_t eq, int ms)
+{
+	ptl_event_t ev;
+	int n = 0;
+
+	while (eq_next(eq, &ev, ms) != PTL_EQ_EMPTY)
+		n++;
+	return n;
+}
+
+enum {
+	F_TYPE = 1 << 0, F_INI = 1 << 1, F_PT = 1 << 2, F_MB = 1 << 3, F_RLEN = 1 << 4,
+	F_MLEN = 1 << 5, F_ROFF = 1 << 6, F_HDR = 1 << 7, F_UPTR = 1 << 8, F_START = 1 << 9,
+	F_LIST = 1 << 10, F_FAIL = 1 << 11, F_AOP = 1 << 12, F_ATYPE = 1 << 13,
+};
+#define TGT_M (F_TYPE | F_INI | F_PT | F_MB | F_RLEN | F_MLEN | F_ROFF | F_HDR | F_UPTR | \
+	       F_START | F_LIST | F_FAIL)
+#define SEND_M (F_TYPE | F_MLEN | F_UPTR | F_FAIL)
+#define ACK_M (F_TYPE | F_MLEN | F_ROFF | F_UPTR | F_FAIL | F_LIST)
+#define REPLY_M (F_TYPE | F_MLEN | F_ROFF | F_UPTR | F_FAIL)
+
+struct xev {
+	unsigned m;		/* F_*: fields to check */
+	int type;
+	ptl_process_t ini;	/* rank, or nid/pid on physical NIs */
+	ptl_pt_index_t pt;
+	uint64_t mb, rlen, mlen, roff, hdr;
+	void *uptr, *start;
+	int list, fail;
+	int aop, atype;
+};
+
+static int check_ev_at(int line, const char *what, const ptl_event_t *e, const struct xev *x)
+{
+	int bad = 0;
+
+#define CK(flag, field, got, want, fmt) \
+	if ((x->m & (flag)) && (got) != (want)) { \
+		LOG("FAIL (line %d) %s: event %s: " field " expected " fmt ", got " fmt, line, what, \
+		    ev_name(e->type), want, got); bad++; }
+	if ((x->m & F_TYPE) && e->type != x->type) {
+		LOG("FAIL (line %d) %s: event type expected %s, got %s", line, what,
+		    ev_name(x->type), ev_name(e->type));
+		bad++;
+	}
+	if (physical) {
+		CK(F_INI, "initiator.phys.nid", e->initiator.phys.nid, x->ini.phys.nid, "%u");
+		CK(F_INI, "initiator.phys.pid", e->initiator.phys.pid, x->ini.phys.pid, "%u");
+	} else {
+		CK(F_INI, "initiator.rank", e->initiator.rank, x->ini.rank, "%u");
+	}
+	CK(F_PT, "pt_index", e->pt_index, x->pt, "%u");
+	CK(F_MB, "match_bits", (unsigned long long)e->match_bits, (unsigned long long)x->mb, "0x%llx");
+	CK(F_RLEN, "rlength", (unsigned long long)e->rlength, (unsigned long long)x->rlen, "%llu");
+	CK(F_MLEN, "mlength", (unsigned long long)e->mlength, (unsigned long long)x->mlen, "%llu");
+	CK(F_ROFF, "remote_offset", (unsigned long long)e->remote_offset,
+	   (unsigned long long)x->roff, "%llu");
+	CK(F_HDR, "hdr_data", (unsigned long long)e->hdr_data, (unsigned long long)x->hdr, "0x%llx");
+	CK(F_UPTR, "user_ptr", e->user_ptr, x->uptr, "%p");
+	CK(F_START, "start", e->start, x->start, "%p");
+	CK(F_LIST, "ptl_list", (int)e->ptl_list, x->list, "%d");
+	if ((x->m & F_FAIL) && e->ni_fail_type != (unsigned)x->fail) {
+		LOG("FAIL (line %d) %s: event %s: ni_fail_type expected %s, got %s", line, what,
+		    ev_name(e->type), fail_name(x->fail), fail_name(e->ni_fail_type));
+		bad++;
+	}
+	CK(F_AOP, "atomic_operation", (int)e->atomic_operation, x->aop, "%d");
+	CK(F_ATYPE, "atomic_type", (int)e->atomic_type, x->atype, "%d");
+#undef CK
+	if (bad) {
+		failed = 1;
+		dump_ev("  the", e);
+	}
+	return !bad;
+}
+#define CHKEV(what, e, ...) check_ev_at(__LINE__, what, e, &(struct xev){ __VA_ARGS__ })
+
+/*
+ * Initiator side: collect the events of one operation, in any order: want[]
+ * lists the types; returns 1 when all came (out[i] matches want[i]).
+ */
+static int collect(ptl_handle_eq_t eq, int ms, int n, const int *want, ptl_event_t *out,
+		   const char *what)
+{
+	int got[8] = { 0 }, have = 0;
+	uint64_t end = now_ms() + ms;
+
+	while (have < n) {
+		ptl_event_t ev;
+		int64_t left = (int64_t)(end - now_ms());
+		int rc = eq_next(eq, &ev, left > 0 ? (int)left : 0), i;
+
+		if (rc == PTL_EQ_EMPTY) {
+			for (i = 0; i < n; i++)
+				if (!got[i])
+					FAIL("%s: no %s event within %d ms", what, ev_name(want[i]), ms);
+			return 0;
+		}
+		if (rc == PTL_EQ_DROPPED)
+			FAIL("%s: PTL_EQ_DROPPED", what);
+		for (i = 0; i < n; i++)
+			if (!got[i] && want[i] == ev.type)
+				break;
+		if (i == n) {
+			FAIL("%s: unexpected event", what);
+			dump_ev("unexpected", &ev);
+			continue;
+		}
+		got[i] = 1;
+		out[i] = ev;
+		have++;
+	}
+	return 1;
+}
+
+static int ct_wait(ptl_handle_ct_t ct, ptl_size_t test, int ms, const char *what)
+{
+	ptl_ct_event_t got;
+	unsigned which = 99;
+	int rc = PtlCTPoll(&ct, &test, 1, ms, &got, &which);
+
+	if (rc != PTL_OK) {
+		ptl_ct_event_t c = { 0, 0 };
+
+		PtlCTGet(ct, &c);
+		FAIL("%s: counter did not reach %llu within %d ms: %s (success %llu failure %llu)",
+		     what, (unsigned long long)test, ms, rc_name(rc),
+		     (unsigned long long)c.success, (unsigned long long)c.failure);
+		return 0;
+	}
+	CHK_EQ(which, 0, "PtlCTPoll which");
+	return 1;
+}
+
+static void ct_is(ptl_handle_ct_t ct, uint64_t succ, uint64_t fail, const char *what)
+{
+	ptl_ct_event_t c = { 99, 99 };
+	char b[160];
+
+	RC(PtlCTGet(ct, &c), PTL_OK);
+	snprintf(b, sizeof(b), "%s: ct success", what);
+	CHK_EQ(c.success, succ, b);
+	snprintf(b, sizeof(b), "%s: ct failure", what);
+	CHK_EQ(c.failure, fail, b);
+}
+
+#define PT_DATA 4		/* the portal index most cases use */
+#define T_EV_MS 15000		/* waiting for an event that must come */
+
+/* ------------------------------------------------------ put and get -- */
+
+static const size_t sizes[] = { 8, 1024, 1384, 65536, 1 << 20, 4 << 20 };
+#define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
+#define BIGBUF ((4 << 20) + 4096)
+static const int ackm[3] = { PTL_ACK_REQ, PTL_CT_ACK_REQ, PTL_NO_ACK_REQ };
+static const char *ackname[] = { "ACK_REQ", "NO_ACK_REQ", "CT_ACK_REQ", "OC_ACK_REQ" };
+
+/* rank 0 puts every size into a window ME and a malloc ME of rank 1, with
+ * every ack request, a local and a remote offset and header data */
+static void c_put(void)
+{
+	char ctx[160];
+	ptl_event_t ev;
+	int i;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *buf[2][NSIZES];
+
+		pt_new(0, eq, PT_DATA);
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++) {
+				size_t len = sizes[s] + 64;
+
+				buf[k][s] = kbuf(k, len + 64);
+				memset(buf[k][s], 0xee, len + 64);
+				me_add(PT_DATA, buf[k][s], len, PTL_ME_OP_PUT, 0x100 + k * 16 + s, 0,
+				       PTL_CT_NONE, PTL_PRIORITY_LIST, (void *)(uintptr_t)(0x1000 + k * 16 + s));
+			}
+		barrier("put.ready");
+		i = 0;
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++)
+				for (int a = 0; a < 3; a++, i++) {
+					size_t size = sizes[s], len = size + 64, roff = a * 24;
+					uint8_t *b = buf[k][s];
+
+					snprintf(ctx, sizeof(ctx), "put %zu B into %s ME, %s", size,
+						 kname[k], ackname[ackm[a]]);
+					if (want_ev(eq, &ev, T_EV_MS, ctx)) {
+						CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+						      .ini = rank_proc(0), .pt = PT_DATA,
+						      .mb = 0x100 + k * 16 + s, .rlen = size, .mlen = size,
+						      .roff = roff, .hdr = ((uint64_t)i << 40) | 0xabcdef,
+						      .uptr = (void *)(uintptr_t)(0x1000 + k * 16 + s),
+						      .start = b + roff, .list = PTL_PRIORITY_LIST);
+						check_byte(ctx, b, roff, 0xee);
+						check_pat(ctx, b + roff, size, i + 1);
+						check_byte(ctx, b + roff + size, len + 64 - roff - size, 0xee);
+					}
+					memset(b, 0xee, len + 64);
+					barrierf("put.%d", i);
+				}
+		no_ev(eq, 50, "put target: no more events");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *src = kbuf(K_MAL, BIGBUF);
+		ptl_handle_md_t md = md_new(src, BIGBUF, PTL_MD_EVENT_CT_ACK, eq, ct);
+		uint64_t nct = 0;
+
+		barrier("put.ready");
+		i = 0;
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++)
+				for (int a = 0; a < 3; a++, i++) {
+					size_t size = sizes[s], roff = a * 24, lo = a * 8 + k * 3;
+					void *uptr = (void *)(uintptr_t)(0x2000 + i);
+					int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+					ptl_event_t evs[2];
+
+					snprintf(ctx, sizeof(ctx), "put %zu B into %s ME, %s", size,
+						 kname[k], ackname[ackm[a]]);
+					fill(src + lo, size, i + 1);
+					RC(PtlPut(md, lo, size, ackm[a], rank_proc(1), PT_DATA,
+						  0x100 + k * 16 + s, roff, uptr,
+						  ((uint64_t)i << 40) | 0xabcdef), PTL_OK);
+					if (collect(eq, T_EV_MS, ackm[a] == PTL_ACK_REQ ? 2 : 1, want, evs, ctx)) {
+						CHKEV(ctx, &evs[0], .m = SEND_M, .type = PTL_EVENT_SEND,
+						      .mlen = size, .uptr = uptr);
+						if (ackm[a] == PTL_ACK_REQ)
+							CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK,
+							      .mlen = size, .roff = roff, .uptr = uptr,
+							      .list = PTL_PRIORITY_LIST);
+					}
+					if (ackm[a] != PTL_NO_ACK_REQ)
+						ct_wait(ct, ++nct, T_EV_MS, ctx);
+					barrierf("put.%d", i);
+					if (ackm[a] != PTL_ACK_REQ)
+						no_ev(eq, 20, ctx);
+					ct_is(ct, nct, 0, ctx);
+				}
+		RC(PtlMDRelease(md), PTL_OK);
+	}
+	fini_ni();
+}
+
+/* rank 0 gets every size from a window ME and a malloc ME of rank 1 */
+static void c_get(void)
+{
+	char ctx[160];
+	ptl_event_t ev;
+	int i;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *buf[2][NSIZES];
+
+		pt_new(0, eq, PT_DATA);
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++) {
+				size_t len = sizes[s] + 64;
+
+				buf[k][s] = kbuf(k, len);
+				fill(buf[k][s], len, 0x77 + k * 16 + s);
+				me_add(PT_DATA, buf[k][s], len, PTL_ME_OP_GET, 0x200 + k * 16 + s, 0,
+				       PTL_CT_NONE, PTL_PRIORITY_LIST, (void *)(uintptr_t)(0x3000 + k * 16 + s));
+			}
+		barrier("get.ready");
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++)
+				for (int v = 0; v < 2; v++) {
+					size_t size = sizes[s], ro = v * 40;
+
+					snprintf(ctx, sizeof(ctx), "get %zu B from %s ME, remote offset %zu",
+						 size, kname[k], ro);
+					if (want_ev(eq, &ev, T_EV_MS, ctx))
+						CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_GET,
+						      .ini = rank_proc(0), .pt = PT_DATA,
+						      .mb = 0x200 + k * 16 + s, .rlen = size, .mlen = size,
+						      .roff = ro, .uptr = (void *)(uintptr_t)(0x3000 + k * 16 + s),
+						      .start = buf[k][s] + ro, .list = PTL_PRIORITY_LIST);
+				}
+		barrier("get.done");
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++)
+				check_pat("get target buffer unchanged", buf[k][s], sizes[s] + 64,
+					  0x77 + k * 16 + s);
+		no_ev(eq, 50, "get target: no more events");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *dst = kbuf(K_MAL, BIGBUF);
+		ptl_handle_md_t md = md_new(dst, BIGBUF, PTL_MD_EVENT_CT_REPLY, eq, ct);
+		uint64_t nct = 0;
+
+		barrier("get.ready");
+		i = 0;
+		for (int k = 0; k < 2; k++)
+			for (int s = 0; s < NSIZES; s++)
+				for (int v = 0; v < 2; v++, i++) {
+					size_t size = sizes[s], ro = v * 40, lo = v * 5 + k;
+					void *uptr = (void *)(uintptr_t)(0x4000 + i);
+
+					snprintf(ctx, sizeof(ctx), "get %zu B from %s ME, remote offset %zu",
+						 size, kname[k], ro);
+					memset(dst, 0x5a, size + 128);
+					RC(PtlGet(md, lo, size, rank_proc(1), PT_DATA, 0x200 + k * 16 + s, ro,
+						  uptr), PTL_OK);
+					if (want_ev(eq, &ev, T_EV_MS, ctx))
+						CHKEV(ctx, &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY,
+						      .mlen = size, .roff = ro, .uptr = uptr);
+					ct_wait(ct, ++nct, T_EV_MS, ctx);
+					check_byte(ctx, dst, lo, 0x5a);
+					check_pat_off(ctx, dst + lo, size, 0x77 + k * 16 + s, ro);
+					check_byte(ctx, dst + lo + size, 64, 0x5a);
+				}
+		barrier("get.done");
+		RC(PtlMDRelease(md), PTL_OK);
+	}
+	fini_ni();
+}
+
+/* ------------------------------------------------------- truncation -- */
+
+#define OUTSIDE_RANK 99	/* a rank outside every map */
+
+/* one put by rank 0 and its initiator events */
+static void put_wait(ptl_handle_md_t md, ptl_handle_eq_t eq, size_t lo, size_t len, int ack,
+		     ptl_rank_t to, ptl_pt_index_t pt, uint64_t mb, size_t roff, void *uptr,
+		     uint64_t hdr, int want_fail, int64_t want_mlen, int list, const char *ctx)
+{
+	int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+	ptl_event_t evs[2];
+
+	RC(PtlPut(md, lo, len, ack, rank_proc(to), pt, mb, roff, uptr, hdr), PTL_OK);
+	if (!collect(eq, T_EV_MS, ack == PTL_ACK_REQ ? 2 : 1, want, evs, ctx))
+		return;
+	/* the SEND fails only when nothing could be sent (a rank outside the map) */
+	CHKEV(ctx, &evs[0], .m = SEND_M & ~(want_fail ? F_MLEN : 0), .type = PTL_EVENT_SEND,
+	      .mlen = len, .uptr = uptr, .fail = to == OUTSIDE_RANK ? PTL_NI_UNDELIVERABLE : 0);
+	if (ack == PTL_ACK_REQ) {
+		if (want_fail)
+			CHKEV(ctx, &evs[1], .m = F_TYPE | F_UPTR | F_FAIL, .type = PTL_EVENT_ACK,
+			      .uptr = uptr, .fail = want_fail);
+		else
+			CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = want_mlen,
+			      .roff = roff, .uptr = uptr, .list = list);
+	}
+}
+
+static void get_wait(ptl_handle_md_t md, ptl_handle_eq_t eq, size_t lo, size_t len, ptl_rank_t to,
+		     ptl_pt_index_t pt, uint64_t mb, size_t roff, void *uptr, int want_fail,
+		     int64_t want_mlen, const char *ctx)
+{
+	ptl_event_t ev;
+
+	RC(PtlGet(md, lo, len, rank_proc(to), pt, mb, roff, uptr), PTL_OK);
+	if (!want_ev(eq, &ev, T_EV_MS, ctx))
+		return;
+	if (want_fail)
+		CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL, .type = PTL_EVENT_REPLY, .uptr = uptr,
+		      .fail = want_fail);
+	else
+		CHKEV(ctx, &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = want_mlen, .roff = roff,
+		      .uptr = uptr);
+}
+
+#define U(x) ((void *)(uintptr_t)(x))
+
+static void c_truncate(void)
+{
+	char ctx[160];
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	for (int k = 0; k < 2; k++) {
+		if (R == 1) {
+			ptl_handle_eq_t eq = eq_new(64);
+			uint8_t *t = kbuf(k, 1064), *nt = kbuf(k, 1064), *f = kbuf(k, 4000);
+			ptl_handle_me_t fh;
+
+			if (k == 0)
+				pt_new(0, eq, PT_DATA);
+			else
+				pt_new(0, eq, PT_DATA + 1);
+			memset(t, 0xee, 1064);
+			memset(nt, 0xee, 1064);
+			fill(t, 1000, 0x99);
+			me_add(PT_DATA + k, t, 1000, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0x300, 0, PTL_CT_NONE,
+			       PTL_PRIORITY_LIST, U(0x30));
+			me_add(PT_DATA + k, nt, 1000, PTL_ME_OP_PUT | PTL_ME_NO_TRUNCATE, 0x310, 0,
+			       PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x31));
+			fh = me_add(PT_DATA + k, f, 4000, PTL_ME_OP_PUT, 0x310, 0, PTL_CT_NONE,
+				    PTL_PRIORITY_LIST, U(0x32));
+			barrierf("tr%d.ready", k);
+
+			snprintf(ctx, sizeof(ctx), "%s: put 3000 B into a 1000 B ME", kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+				      .pt = PT_DATA + k, .mb = 0x300, .rlen = 3000, .mlen = 1000,
+				      .hdr = 1, .uptr = U(0x30), .start = t);
+			check_pat(ctx, t, 1000, 11);
+			check_byte(ctx, t + 1000, 64, 0xee);
+			barrierf("tr%d.1", k);
+
+			snprintf(ctx, sizeof(ctx), "%s: put 1000 B at remote offset 600", kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+				      .pt = PT_DATA + k, .mb = 0x300, .rlen = 1000, .mlen = 400,
+				      .roff = 600, .hdr = 2, .uptr = U(0x30), .start = t + 600);
+			check_pat(ctx, t, 600, 11);
+			check_pat(ctx, t + 600, 400, 12);
+			check_byte(ctx, t + 1000, 64, 0xee);
+			barrierf("tr%d.2", k);
+
+			snprintf(ctx, sizeof(ctx), "%s: get 2000 B at remote offset 200", kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_GET,
+				      .ini = rank_proc(0), .pt = PT_DATA + k, .mb = 0x300, .rlen = 2000,
+				      .mlen = 800, .roff = 200, .uptr = U(0x30), .start = t + 200);
+			barrierf("tr%d.3", k);
+
+			snprintf(ctx, sizeof(ctx), "%s: put 3000 B, NO_TRUNCATE ME skipped", kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+				      .pt = PT_DATA + k, .mb = 0x310, .rlen = 3000, .mlen = 3000,
+				      .hdr = 4, .uptr = U(0x32), .start = f);
+			check_pat(ctx, f, 3000, 14);
+			check_byte(ctx, nt, 1064, 0xee);
+			barrierf("tr%d.4", k);
+
+			snprintf(ctx, sizeof(ctx), "%s: put 800 B into the NO_TRUNCATE ME", kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+				      .pt = PT_DATA + k, .mb = 0x310, .rlen = 800, .mlen = 800,
+				      .hdr = 5, .uptr = U(0x31), .start = nt);
+			check_pat(ctx, nt, 800, 15);
+			check_byte(ctx, nt + 800, 264, 0xee);
+			RC(PtlMEUnlink(fh), PTL_OK);
+			barrierf("tr%d.5", k);
+			barrierf("tr%d.6", k);
+			no_ev(eq, 50, "no event for a message that did not fit the NO_TRUNCATE ME");
+		} else if (R == 0) {
+			ptl_handle_eq_t eq = eq_new(64);
+			uint8_t *src = kbuf(K_MAL, 8192);
+			ptl_handle_md_t md = md_new(src, 8192, 0, eq, PTL_CT_NONE);
+
+			barrierf("tr%d.ready", k);
+			fill(src, 3000, 11);
+			put_wait(md, eq, 0, 3000, PTL_ACK_REQ, 1, PT_DATA + k, 0x300, 0, U(1), 1, 0, 1000,
+				 PTL_PRIORITY_LIST, "truncated put");
+			barrierf("tr%d.1", k);
+			fill(src, 1000, 12);
+			put_wait(md, eq, 0, 1000, PTL_ACK_REQ, 1, PT_DATA + k, 0x300, 600, U(2), 2, 0, 400,
+				 PTL_PRIORITY_LIST, "truncated put at offset");
+			barrierf("tr%d.2", k);
+			memset(src, 0x5a, 8192);
+			get_wait(md, eq, 100, 2000, 1, PT_DATA + k, 0x300, 200, U(3), 0, 800,
+				 "truncated get");
+			check_byte("truncated get", src, 100, 0x5a);
+			check_pat_off("truncated get", src + 100, 400, 11, 200);
+			check_pat_off("truncated get", src + 500, 400, 12, 0);
+			check_byte("truncated get: beyond mlength", src + 900, 2000, 0x5a);
+			barrierf("tr%d.3", k);
+			fill(src, 3000, 14);
+			put_wait(md, eq, 0, 3000, PTL_ACK_REQ, 1, PT_DATA + k, 0x310, 0, U(4), 4, 0, 3000,
+				 PTL_PRIORITY_LIST, "put past NO_TRUNCATE");
+			barrierf("tr%d.4", k);
+			fill(src, 800, 15);
+			put_wait(md, eq, 0, 800, PTL_ACK_REQ, 1, PT_DATA + k, 0x310, 0, U(5), 5, 0, 800,
+				 PTL_PRIORITY_LIST, "put into NO_TRUNCATE");
+			barrierf("tr%d.5", k);
+			fill(src, 3000, 16);
+			put_wait(md, eq, 0, 3000, PTL_ACK_REQ, 1, PT_DATA + k, 0x310, 0, U(6), 6,
+				 PTL_NI_DROPPED, 0, 0, "NO_TRUNCATE, no other ME: dropped");
+			barrierf("tr%d.6", k);
+		}
+	}
+	fini_ni();
+}
+
+/* ------------------------------------------ use once, manage local -- */
+
+static void c_useonce(void)
+{
+	char ctx[160];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *u1 = kbuf(K_WIN, 2000), *v1 = kbuf(K_MAL, 2000);
+		uint8_t *u2 = kbuf(K_MAL, 2000), *v2 = kbuf(K_WIN, 2000);
+		ptl_handle_me_t hu1, hv1, hu2;
+
+		pt_new(0, eq, PT_DATA);
+		hu1 = me_add(PT_DATA, u1, 2000, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x11, 0, PTL_CT_NONE,
+			     PTL_PRIORITY_LIST, U(0xa1));
+		hv1 = me_add(PT_DATA, v1, 2000, PTL_ME_OP_PUT, 0x11, 0, PTL_CT_NONE, PTL_PRIORITY_LIST,
+			     U(0xb1));
+		hu2 = me_add(PT_DATA, u2, 2000, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x12, 0, PTL_CT_NONE,
+			     PTL_PRIORITY_LIST, U(0xa2));
+		me_add(PT_DATA, v2, 2000, PTL_ME_OP_PUT, 0x12, 0, PTL_CT_NONE, PTL_PRIORITY_LIST,
+		       U(0xb2));
+		barrier("uo.ready");
+		barrier("uo.sent");
+		for (int round = 0; round < 2; round++) {
+			int want[3] = { PTL_EVENT_PUT, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_PUT };
+			ptl_event_t evs[3], *e1, *e2;
+			uint64_t mb = 0x11 + round;
+			void *uu = U(0xa1 + round), *uv = U(0xb1 + round);
+			uint8_t *bu = round ? u2 : u1, *bv = round ? v2 : v1;
+
+			snprintf(ctx, sizeof(ctx), "use-once %s ME, then persistent %s ME",
+				 kname[round], kname[!round]);
+			if (!collect(eq, T_EV_MS, 3, want, evs, ctx))
+				continue;
+			e1 = evs[0].hdr_data == (uint64_t)(1 + 2 * round) ? &evs[0] : &evs[2];
+			e2 = e1 == &evs[0] ? &evs[2] : &evs[0];
+			CHKEV(ctx, e1, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = PT_DATA,
+			      .mb = mb, .rlen = 500, .mlen = 500, .hdr = 1 + 2 * round, .uptr = uu,
+			      .start = bu);
+			CHKEV(ctx, &evs[1], .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_AUTO_UNLINK,
+			      .pt = PT_DATA, .uptr = uu);
+			CHKEV(ctx, e2, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = PT_DATA,
+			      .mb = mb, .rlen = 700, .mlen = 700, .hdr = 2 + 2 * round, .uptr = uv,
+			      .start = bv);
+			check_pat(ctx, bu, 500, 1 + 2 * round);
+			check_pat(ctx, bv, 700, 2 + 2 * round);
+		}
+		RC(PtlMEUnlink(hu1), PTL_ARG_INVALID);	/* auto-unlinked: stale */
+		RC(PtlMEUnlink(hu2), PTL_ARG_INVALID);
+		RC(PtlMEUnlink(hv1), PTL_OK);
+		RC(PtlMEUnlink(hv1), PTL_ARG_INVALID);
+		barrier("uo.unlinked");
+		barrier("uo.done");
+		no_ev(eq, 50, "explicit unlink, dropped put: no event");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("uo.ready");
+		for (int round = 0; round < 2; round++) {
+			fill(src, 500, 1 + 2 * round);
+			put_wait(md, eq, 0, 500, PTL_ACK_REQ, 1, PT_DATA, 0x11 + round, 0, U(1), 1 + 2 * round,
+				 0, 500, PTL_PRIORITY_LIST, "use-once: first put");
+			fill(src, 700, 2 + 2 * round);
+			put_wait(md, eq, 0, 700, PTL_ACK_REQ, 1, PT_DATA, 0x11 + round, 0, U(2), 2 + 2 * round,
+				 0, 700, PTL_PRIORITY_LIST, "use-once: second put");
+		}
+		barrier("uo.sent");
+		barrier("uo.unlinked");
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 0x11, 0, U(3), 9, PTL_NI_DROPPED, 0, 0,
+			 "put after unlinking both entries");
+		barrier("uo.done");
+	}
+	fini_ni();
+}
+
+static void c_managelocal(void)
+{
+	char ctx[160];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *m1 = kbuf(K_WIN, 4096), *m2 = kbuf(K_MAL, 4096);
+		int seen[7] = { 0 }, unlinked = 0;
+
+		pt_new(0, eq, PT_DATA);
+		memset(m1, 0xee, 4096);
+		memset(m2, 0xee, 4096);
+		for (int k = 0; k < 2; k++) {
+			ptl_me_t me;
+			ptl_handle_me_t h;
+
+			memset(&me, 0, sizeof(me));
+			me.start = k ? m2 : m1;
+			me.length = 4000;
+			me.ct_handle = PTL_CT_NONE;
+			me.uid = PTL_UID_ANY;
+			me.options = PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL;
+			me.match_id = any_proc();
+			me.match_bits = 0x21;
+			me.min_free = 1000;
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(0xc1 + k), &h));
+		}
+		barrier("ml.ready");
+		barrier("ml.sent");
+		for (int n = 0; n < 8; n++) {
+			ptl_event_t ev;
+
+			if (!want_ev(eq, &ev, T_EV_MS, "manage local: 7 puts, one auto-unlink"))
+				break;
+			if (ev.type == PTL_EVENT_AUTO_UNLINK) {
+				CHKEV("manage local: auto unlink", &ev, .m = F_TYPE | F_PT | F_UPTR | F_FAIL,
+				      .type = PTL_EVENT_AUTO_UNLINK, .pt = PT_DATA, .uptr = U(0xc1));
+				unlinked++;
+				continue;
+			}
+			int i = (int)ev.hdr_data;
+
+			if (i < 0 || i > 6 || seen[i]++) {
+				FAIL("manage local: unexpected event");
+				dump_ev("unexpected", &ev);
+				continue;
+			}
+			snprintf(ctx, sizeof(ctx), "manage local: put %d", i);
+			LOG("manage local: put %d remote_offset %llu", i, (unsigned long long)ev.remote_offset);
+			CHKEV(ctx, &ev, .m = TGT_M & ~F_ROFF, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+			      .pt = PT_DATA, .mb = 0x21, .rlen = 1000, .mlen = 1000, .hdr = i,
+			      .uptr = U(i < 4 ? 0xc1 : 0xc2),
+			      .start = i < 4 ? m1 + 1000 * i : m2 + 1000 * (i - 4));
+		}
+		CHK_EQ(unlinked, 1, "manage local: AUTO_UNLINK events (free space 96 < min_free 1000)");
+		for (int i = 0; i < 7; i++) {
+			snprintf(ctx, sizeof(ctx), "manage local: bytes of put %d", i);
+			check_pat(ctx, i < 4 ? m1 + 1000 * i : m2 + 1000 * (i - 4), 1000, 50 + i);
+		}
+		check_byte("manage local: rest of the first ME", m1 + 4000, 96, 0xee);
+		check_byte("manage local: rest of the second ME", m2 + 3000, 1096, 0xee);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("ml.ready");
+		for (int i = 0; i < 7; i++) {
+			fill(src, 1000, 50 + i);
+			put_wait(md, eq, 0, 1000, PTL_ACK_REQ, 1, PT_DATA, 0x21, 0, U(i + 1), i, 0, 1000,
+				 PTL_PRIORITY_LIST, "manage local put");
+		}
+		barrier("ml.sent");
+	}
+	fini_ni();
+}
+
+/* --------------------------------------------- overflow and search -- */
+
+static ptl_me_t me_spec(void *start, size_t len, unsigned opts, uint64_t mb, uint64_t ign)
+{
+	ptl_me_t me;
+
+	memset(&me, 0, sizeof(me));
+	me.start = start;
+	me.length = len;
+	me.ct_handle = PTL_CT_NONE;
+	me.uid = PTL_UID_ANY;
+	me.options = opts;
+	me.match_id = any_proc();
+	me.match_bits = mb;
+	me.ignore_bits = ign;
+	return me;
+}
+
+static void c_overflow(void)
+{
+	/* bits, length, hdr_data of the unexpected puts; 0x1xx: window overflow
+	 * ME, 0x2xx: malloc overflow ME (both locally managed: back to back) */
+	static const struct { uint64_t mb; size_t len; } m[5] = {
+		{ 0x101, 600 }, { 0x102, 1500 }, { 0x201, 600 }, { 0x202, 1500 }, { 0x203, 100 } };
+	static const size_t at[5] = { 0, 600, 0, 600, 2100 };
+	char ctx[160];
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *ov[2] = { kbuf(K_WIN, 16384), kbuf(K_MAL, 16384) };
+		uint8_t *p1 = kbuf(K_WIN, 4096), *p2 = kbuf(K_MAL, 4096), *p3 = kbuf(K_MAL, 4096);
+		int seen[5] = { 0 };
+		ptl_me_t me;
+
+		pt_new(0, eq, PT_DATA);
+		for (int k = 0; k < 2; k++) {
+			ptl_handle_me_t h;
+
+			me = me_spec(ov[k], 16384, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL, 0x100 * (k + 1), 0xff);
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_OVERFLOW_LIST, U(0xf1 + k), &h));
+		}
+		barrier("ov.ready");
+		barrier("ov.sent");
+		for (int n = 0; n < 5; n++) {
+			int i;
+
+			if (!want_ev(eq, &ev, T_EV_MS, "unexpected puts on the overflow list"))
+				break;
+			i = (int)ev.hdr_data - 1;
+			if (i < 0 || i > 4 || seen[i]++) {
+				FAIL("overflow: unexpected event");
+				dump_ev("unexpected", &ev);
+				continue;
+			}
+			snprintf(ctx, sizeof(ctx), "unexpected put %d (bits 0x%llx) on the overflow ME", i,
+				 (unsigned long long)m[i].mb);
+			CHKEV(ctx, &ev, .m = TGT_M & ~F_ROFF, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+			      .pt = PT_DATA, .mb = m[i].mb, .rlen = m[i].len, .mlen = m[i].len,
+			      .hdr = i + 1, .uptr = U(0xf1 + (i >= 2)), .start = ov[i >= 2] + at[i],
+			      .list = PTL_OVERFLOW_LIST);
+			check_pat(ctx, ov[i >= 2] + at[i], m[i].len, 70 + i);
+		}
+		/* priority entries that match unexpected messages */
+		me_add(PT_DATA, p1, 4096, PTL_ME_OP_PUT, 0x101, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0xe1));
+		snprintf(ctx, sizeof(ctx), "PtlMEAppend (window) matching an unexpected put");
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~(F_ROFF | F_LIST), .type = PTL_EVENT_PUT_OVERFLOW,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x101, .rlen = 600, .mlen = 600,
+			      .hdr = 1, .uptr = U(0xe1), .start = ov[0]);
+		me_add(PT_DATA, p2, 4096, PTL_ME_OP_PUT, 0x201, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0xe2));
+		snprintf(ctx, sizeof(ctx), "PtlMEAppend (malloc) matching an unexpected put");
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~(F_ROFF | F_LIST), .type = PTL_EVENT_PUT_OVERFLOW,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x201, .rlen = 600, .mlen = 600,
+			      .hdr = 3, .uptr = U(0xe2), .start = ov[1]);
+		no_ev(eq, 50, "one PUT_OVERFLOW per unexpected message");
+
+		/* search */
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x202, 0);
+		for (int s = 0; s < 2; s++) {
+			snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_ONLY bits 0x202 (%d)", s);
+			RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_ONLY, U(0xd0 + s)), PTL_OK);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M & ~(F_ROFF | F_LIST), .type = PTL_EVENT_SEARCH,
+				      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x202, .rlen = 1500,
+				      .mlen = 1500, .hdr = 4, .uptr = U(0xd0 + s), .start = ov[1] + 600);
+		}
+		/* Portals 4.1: SEARCH_DELETE reports a match with the overflow
+		 * event (as an append would), SEARCH only when nothing matched */
+		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_DELETE bits 0x202");
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_DELETE, U(0xd2)), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~(F_ROFF | F_LIST), .type = PTL_EVENT_PUT_OVERFLOW,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x202, .rlen = 1500, .mlen = 1500,
+			      .hdr = 4, .uptr = U(0xd2), .start = ov[1] + 600);
+		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_ONLY after SEARCH_DELETE");
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_ONLY, U(0xd3)), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL, .type = PTL_EVENT_SEARCH,
+			      .uptr = U(0xd3), .fail = PTL_NI_NO_MATCH);
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x999, 0);
+		snprintf(ctx, sizeof(ctx), "PtlMESearch of bits never sent");
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_DELETE, U(0xd4)), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL, .type = PTL_EVENT_SEARCH,
+			      .uptr = U(0xd4), .fail = PTL_NI_NO_MATCH);
+		/* wildcard search with ignore bits finds 0x203 (0x202 is gone) */
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x200, 0xf);
+		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_DELETE with ignore bits");
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_DELETE, U(0xd5)), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~(F_ROFF | F_LIST), .type = PTL_EVENT_PUT_OVERFLOW,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x203, .rlen = 100, .mlen = 100,
+			      .hdr = 5, .uptr = U(0xd5), .start = ov[1] + 2100);
+		/* deleted: a new priority ME for 0x202/0x203 sees no overflow event */
+		me_add(PT_DATA, p3, 4096, PTL_ME_OP_PUT, 0x202, 0x1, PTL_CT_NONE, PTL_PRIORITY_LIST,
+		       U(0xe3));
+		no_ev(eq, 100, "append after SEARCH_DELETE");
+		barrier("ov.appended");
+		barrier("ov.sent2");
+		snprintf(ctx, sizeof(ctx), "expected put into the priority ME");
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = PT_DATA,
+			      .mb = 0x101, .rlen = 800, .mlen = 800, .hdr = 6, .uptr = U(0xe1), .start = p1,
+			      .list = PTL_PRIORITY_LIST);
+		check_pat(ctx, p1, 800, 76);
+		no_ev(eq, 50, "overflow: no more events");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("ov.ready");
+		for (int i = 0; i < 5; i++) {
+			fill(src, m[i].len, 70 + i);
+			put_wait(md, eq, 0, m[i].len, PTL_ACK_REQ, 1, PT_DATA, m[i].mb, 0, U(i + 1), i + 1,
+				 0, m[i].len, PTL_OVERFLOW_LIST, "unexpected put");
+		}
+		barrier("ov.sent");
+		barrier("ov.appended");
+		fill(src, 800, 76);
+		put_wait(md, eq, 0, 800, PTL_ACK_REQ, 1, PT_DATA, 0x101, 0, U(6), 6, 0, 800,
+			 PTL_PRIORITY_LIST, "expected put");
+		barrier("ov.sent2");
+	}
+	fini_ni();
+}
+
+/* ----------------------------------------------------- flow control -- */
+
+static void c_flowctl(void)
+{
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *a = kbuf(K_WIN, 4096), *b = kbuf(K_MAL, 4096);
+
+		RC(PtlPTAlloc(ni, PTL_PT_FLOWCTRL, PTL_EQ_NONE, PT_DATA, &(ptl_pt_index_t){ 0 }),
+		   PTL_PT_EQ_NEEDED);
+		pt_new(PTL_PT_FLOWCTRL, eq, PT_DATA);
+		me_add(PT_DATA, a, 4096, PTL_ME_OP_PUT, 1, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x71));
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT, 3, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x73));
+		barrier("fc.ready");
+		barrier("fc.nacked");
+		if (want_ev(eq, &ev, T_EV_MS, "flow control: PT_DISABLED event"))
+			CHKEV("flow control", &ev, .m = F_TYPE | F_PT | F_FAIL, .type = PTL_EVENT_PT_DISABLED,
+			      .pt = PT_DATA, .fail = PTL_NI_PT_DISABLED);
+		no_ev(eq, 100, "flow control: one PT_DISABLED event, nothing delivered");
+		RC(PtlPTEnable(ni, PT_DATA), PTL_OK);
+		barrier("fc.enabled");
+		barrier("fc.sent");
+		for (int k = 0; k < 2; k++) {
+			int w = -1;
+
+			if (!want_ev(eq, &ev, T_EV_MS, "flow control: delivery after PtlPTEnable"))
+				break;
+			w = ev.match_bits == 3;
+			CHKEV("after PtlPTEnable", &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+			      .pt = PT_DATA, .mb = w ? 3 : 1, .rlen = 100, .mlen = 100, .hdr = w ? 4 : 3,
+			      .uptr = U(w ? 0x73 : 0x71), .start = w ? b : a);
+			check_pat("after PtlPTEnable", w ? b : a, 100, w ? 4 : 3);
+		}
+		RC(PtlPTDisable(ni, PT_DATA), PTL_OK);
+		barrier("fc.disabled");
+		barrier("fc.sent2");
+		no_ev(eq, 100, "explicitly disabled portal: nothing delivered");
+		RC(PtlPTEnable(ni, PT_DATA), PTL_OK);
+		barrier("fc.enabled2");
+		barrier("fc.sent3");
+		if (want_ev(eq, &ev, T_EV_MS, "delivery after the second PtlPTEnable"))
+			CHKEV("after the second PtlPTEnable", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 1, .rlen = 100, .mlen = 100,
+			      .hdr = 6, .uptr = U(0x71), .start = a);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("fc.ready");
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 2, 0, U(1), 1, PTL_NI_PT_DISABLED, 0, 0,
+			 "flow control: put without a match");
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(2), 2, PTL_NI_PT_DISABLED, 0, 0,
+			 "flow control: put to a disabled portal");
+		barrier("fc.nacked");
+		barrier("fc.enabled");
+		fill(src, 100, 3);
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(3), 3, 0, 100, PTL_PRIORITY_LIST,
+			 "flow control: put after PtlPTEnable (window ME)");
+		fill(src, 100, 4);
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 3, 0, U(4), 4, 0, 100, PTL_PRIORITY_LIST,
+			 "flow control: put after PtlPTEnable (malloc ME)");
+		barrier("fc.sent");
+		barrier("fc.disabled");
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(5), 5, PTL_NI_PT_DISABLED, 0, 0,
+			 "put to a portal disabled with PtlPTDisable");
+		barrier("fc.sent2");
+		barrier("fc.enabled2");
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(6), 6, 0, 100, PTL_PRIORITY_LIST,
+			 "put after the second PtlPTEnable");
+		barrier("fc.sent3");
+	}
+	fini_ni();
+}
+
+/* --------------------------------------------------------- counters -- */
+
+struct inc_arg { ptl_handle_ct_t ct; int delay_ms; };
+
+static void *inc_later(void *p)
+{
+	struct inc_arg *a = p;
+
+	msleep(a->delay_ms);
+	RC(PtlCTInc(a->ct, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+	return NULL;
+}
+
+static void c_counters(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t c1 = ct_new(), c2 = ct_new(), c3 = ct_new();
+		uint8_t *b1 = kbuf(K_WIN, 4096), *b2 = kbuf(K_MAL, 4096), *b3 = kbuf(K_WIN, 4096);
+		ptl_handle_ct_t cts[2] = { c1, c2 };
+		ptl_size_t tests[2] = { 3, 2000 };
+		ptl_ct_event_t ce;
+		unsigned which = 9;
+
+		pt_new(0, eq, PT_DATA);
+		fill(b3, 4096, 33);
+		me_add(PT_DATA, b1, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 1, 0, c1,
+		       PTL_PRIORITY_LIST, U(1));
+		me_add(PT_DATA, b2, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES, 2,
+		       0, c2, PTL_PRIORITY_LIST, U(2));
+		me_add(PT_DATA, b3, 4096, PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, 3, 0, c3,
+		       PTL_PRIORITY_LIST, U(3));
+		barrier("ct.ready");
+		ct_wait(c1, 3, T_EV_MS, "ME counter (window, CT_COMM): 3 puts");
+		ct_wait(c3, 2, T_EV_MS, "ME counter (window, CT_COMM): 2 gets");
+		RC(PtlCTPoll(cts, tests, 2, T_EV_MS, &ce, &which), PTL_OK);
+		CHK(which <= 1, "PtlCTPoll which %u", which);
+		ct_wait(c2, 2000, T_EV_MS, "ME counter (malloc, CT_BYTES): 2000 bytes");
+		barrier("ct.sent");
+		msleep(50);
+		ct_is(c1, 3, 0, "ME counter, CT_COMM");
+		ct_is(c2, 2000, 0, "ME counter, CT_BYTES");
+		ct_is(c3, 2, 0, "ME counter, gets");
+		CHK_EQ(drain(eq, 200), 7, "counters: full events next to the counters");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(128);
+		ptl_handle_ct_t cs = ct_new(), ca = ct_new(), cr = ct_new(), cl = ct_new();
+		uint8_t *src = kbuf(K_MAL, 8192);
+		ptl_handle_md_t ms = md_new(src, 4096, PTL_MD_EVENT_CT_SEND, PTL_EQ_NONE, cs);
+		ptl_handle_md_t ma = md_new(src, 4096, PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, ca);
+		ptl_handle_md_t mr = md_new(src + 4096, 4096, PTL_MD_EVENT_CT_REPLY, PTL_EQ_NONE, cr);
+		ptl_handle_ct_t cts[2] = { ca, cr };
+		ptl_size_t tests[2] = { 2, 2 };
+		ptl_ct_event_t ce;
+		unsigned which = 9;
+		pthread_t th;
+		struct inc_arg ia = { cl, 100 };
+		uint64_t t0;
+
+		/* local counter operations */
+		ct_is(cl, 0, 0, "new counter");
+		RC(PtlCTSet(cl, (ptl_ct_event_t){ 5, 0 }), PTL_OK);
+		ct_is(cl, 5, 0, "PtlCTSet");
+		RC(PtlCTInc(cl, (ptl_ct_event_t){ 2, 0 }), PTL_OK);
+		ct_is(cl, 7, 0, "PtlCTInc");
+		RC(PtlCTWait(cl, 7, &ce), PTL_OK);
+		CHK_EQ(ce.success, 7, "PtlCTWait event.success");
+		RC(PtlCTPoll(&cl, &(ptl_size_t){ 8 }, 1, 50, &ce, &which), PTL_CT_NONE_REACHED);
+		t0 = now_ms();
+		pthread_create(&th, NULL, inc_later, &ia);
+		RC(PtlCTWait(cl, 8, &ce), PTL_OK);
+		CHK_EQ(ce.success, 8, "PtlCTWait woken by another thread's PtlCTInc");
+		CHK(now_ms() - t0 >= 90, "PtlCTWait returned after %llu ms, before the increment",
+		    (unsigned long long)(now_ms() - t0));
+		pthread_join(th, NULL);
+		RC(PtlCTInc(cl, (ptl_ct_event_t){ 0, 3 }), PTL_OK);
+		ct_is(cl, 8, 3, "PtlCTInc of failure");
+		RC(PtlCTSet(cl, (ptl_ct_event_t){ 0, 0 }), PTL_OK);
+		ct_is(cl, 0, 0, "PtlCTSet to zero");
+
+		barrier("ct.ready");
+		for (int i = 0; i < 3; i++)
+			RC(PtlPut(ms, 0, 100, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+		for (int i = 0; i < 2; i++)
+			RC(PtlPut(ma, 0, 1000, PTL_CT_ACK_REQ, rank_proc(1), PT_DATA, 2, 0, NULL, 0), PTL_OK);
+		for (int i = 0; i < 2; i++)
+			RC(PtlGet(mr, i * 500, 500, rank_proc(1), PT_DATA, 3, i * 500, NULL), PTL_OK);
+		ct_wait(cs, 3, T_EV_MS, "MD counter, CT_SEND");
+		RC(PtlCTPoll(cts, tests, 2, T_EV_MS, &ce, &which), PTL_OK);
+		CHK(which <= 1, "PtlCTPoll which %u", which);
+		ct_wait(ca, 2, T_EV_MS, "MD counter, CT_ACK");
+		ct_wait(cr, 2, T_EV_MS, "MD counter, CT_REPLY");
+		check_pat("gets counted with CT_REPLY", src + 4096, 1000, 33);
+		barrier("ct.sent");
+		msleep(50);
+		ct_is(cs, 3, 0, "MD counter, CT_SEND");
+		ct_is(ca, 2, 0, "MD counter, CT_ACK");
+		ct_is(cr, 2, 0, "MD counter, CT_REPLY");
+		no_ev(eq, 10, "counters: MDs without an EQ");
+		RC(PtlCTFree(cl), PTL_OK);
+	}
+	fini_ni();
+}
+
+/* ---------------------------------------------------------- atomics -- */
+
+/* slots of the target buffer (rank 0); every initiator (ranks 1..N-1)
+ * combines into them concurrently */
+enum {
+	A_SUM32 = 0,	/* int32[4] SUM */
+	A_MIN32 = 32, A_MAX32 = 40, A_BOR64 = 48, A_BAND64 = 56, A_BXOR64 = 64, A_SUM64 = 72,
+	A_DSUM = 80,	/* double SUM */
+	A_U16SUM = 88,	/* uint16 SUM (wraps) */
+	A_FADD = 96,	/* uint64 fetch-add counter */
+	A_SWAP = 104,	/* uint64 SWAP */
+	A_LOCK = 112,	/* uint64 CSWAP 0 -> rank: one winner */
+	A_CSW = 120,	/* rank 1 only: CSWAP success and failure */
+	A_MSW = 128,	/* rank 1 only: MSWAP */
+	A_FMIN = 136,	/* rank 1 only: fetch MIN int32 */
+	A_END = 144,
+};
+#define A_FADD_N 20
+#define A_REP 10
+
+static int aop_at(uint64_t off, int *dt)
+{
+	switch (off) {
+	case A_SUM32: *dt = PTL_INT32_T; return PTL_SUM;
+	case A_MIN32: *dt = PTL_INT32_T; return PTL_MIN;
+	case A_MAX32: *dt = PTL_INT32_T; return PTL_MAX;
+	case A_BOR64: *dt = PTL_UINT64_T; return PTL_BOR;
+	case A_BAND64: *dt = PTL_UINT64_T; return PTL_BAND;
+	case A_BXOR64: *dt = PTL_UINT64_T; return PTL_BXOR;
+	case A_SUM64: *dt = PTL_UINT64_T; return PTL_SUM;
+	case A_DSUM: *dt = PTL_DOUBLE; return PTL_SUM;
+	case A_U16SUM: *dt = PTL_UINT16_T; return PTL_SUM;
+	case A_FADD: *dt = PTL_UINT64_T; return PTL_SUM;
+	case A_SWAP: *dt = PTL_UINT64_T; return PTL_SWAP;
+	case A_LOCK: *dt = PTL_UINT64_T; return PTL_CSWAP;
+	case A_CSW: *dt = PTL_UINT64_T; return PTL_CSWAP;
+	case A_MSW: *dt = PTL_UINT64_T; return PTL_MSWAP;
+	case A_FMIN: *dt = PTL_INT32_T; return PTL_MIN;
+	}
+	return -1;
+}
+
+static void a_init(uint8_t *t)
+{
+	memset(t, 0, A_END);
+	*(int32_t *)(t + A_MIN32) = 1000;
+	*(int32_t *)(t + A_MAX32) = -1000;
+	*(uint64_t *)(t + A_BAND64) = ~0ull;
+	*(uint64_t *)(t + A_BXOR64) = 0x5555;
+	*(uint16_t *)(t + A_U16SUM) = 0xfff0;
+	*(uint64_t *)(t + A_SWAP) = 777;
+	*(uint64_t *)(t + A_CSW) = 5;
+	*(uint64_t *)(t + A_MSW) = 0xaaaa;
+	*(int32_t *)(t + A_FMIN) = 50;
+}
+
+/* initiator: one atomic with an ack, or one fetch/swap, waiting for its events */
+static void a_op(ptl_handle_md_t md, ptl_handle_eq_t eq, size_t lo, size_t len, uint64_t mb,
+		 size_t roff, int op, int dt)
+{
+	char ctx[96];
+	int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+	ptl_event_t evs[2];
+
+	snprintf(ctx, sizeof(ctx), "PtlAtomic op %d type %d at %zu of ME 0x%llx", op, dt, roff,
+		 (unsigned long long)mb);
+	RC(PtlAtomic(md, lo, len, PTL_ACK_REQ, rank_proc(0), PT_DATA, mb, roff, U(roff), 0x5a5a, op,
+		     dt), PTL_OK);
+	if (collect(eq, T_EV_MS, 2, want, evs, ctx)) {
+		CHKEV(ctx, &evs[0], .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = len, .uptr = U(roff));
+		CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = len, .roff = roff,
+		      .uptr = U(roff), .list = PTL_PRIORITY_LIST);
+	}
+}
+
+static void a_fetch(ptl_handle_md_t gmd, size_t glo, ptl_handle_md_t pmd, size_t plo,
+		    ptl_handle_eq_t eq, size_t len, uint64_t mb, size_t roff, int op, int dt,
+		    const void *operand)
+{
+	char ctx[96];
+	int want[2] = { PTL_EVENT_SEND, PTL_EVENT_REPLY };
+	ptl_event_t evs[2];
+
+	snprintf(ctx, sizeof(ctx), "%s op %d type %d at %zu of ME 0x%llx",
+		 operand || op == PTL_SWAP ? "PtlSwap" : "PtlFetchAtomic", op, dt, roff,
+		 (unsigned long long)mb);
+	if (operand || op == PTL_SWAP)
+		RC(PtlSwap(gmd, glo, pmd, plo, len, rank_proc(0), PT_DATA, mb, roff, U(roff + 1), 7,
+			   operand, op, dt), PTL_OK);
+	else
+		RC(PtlFetchAtomic(gmd, glo, pmd, plo, len, rank_proc(0), PT_DATA, mb, roff, U(roff + 1),
+				  7, op, dt), PTL_OK);
+	/* the get MD and the put MD share the EQ here: SEND comes from the
+	 * put MD, REPLY from the get MD */
+	if (collect(eq, T_EV_MS, 2, want, evs, ctx)) {
+		CHKEV(ctx, &evs[0], .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = len, .uptr = U(roff + 1));
+		CHKEV(ctx, &evs[1], .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = len, .roff = roff,
+		      .uptr = U(roff + 1));
+	}
+}
+
+static void c_atomic(void)
+{
+	int ni_ = N - 1;	/* initiators */
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	CHK(lim.max_atomic_size >= 16, "max_atomic_size %llu", (unsigned long long)lim.max_atomic_size);
+	if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(4096);
+		uint8_t *t[2] = { kbuf(K_MAL, 4096), kbuf(K_WIN, 4096) };
+		int natomic = 0, nfetch = 0, seen_ini[8] = { 0 };
+		ptl_event_t ev;
+
+		pt_new(0, eq, PT_DATA);
+		for (int k = 0; k < 2; k++) {
+			a_init(t[k]);
+			me_add(PT_DATA, t[k], A_END, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0xa7 + k, 0, PTL_CT_NONE,
+			       PTL_PRIORITY_LIST, U(0x700 + k));
+		}
+		barrier("at.ready");
+		barrier("at.done");
+		while (eq_next(eq, &ev, 300) != PTL_EQ_EMPTY) {
+			int dt = -1, op = aop_at(ev.remote_offset, &dt), k = ev.match_bits == 0xa8;
+
+			if (ev.type == PTL_EVENT_ATOMIC)
+				natomic++;
+			else if (ev.type == PTL_EVENT_FETCH_ATOMIC)
+				nfetch++;
+			if (ev.initiator.rank < 8)
+				seen_ini[ev.initiator.rank]++;
+			CHK(op >= 0, "atomic event at remote offset %llu", (unsigned long long)ev.remote_offset);
+			CHK(ev.initiator.rank >= 1 && (int)ev.initiator.rank < N, "initiator %u",
+			    ev.initiator.rank);
+			CHKEV("atomic target event", &ev, .m = F_PT | F_UPTR | F_START | F_FAIL | F_AOP |
+			      F_ATYPE | F_LIST | F_HDR, .pt = PT_DATA, .uptr = U(0x700 + k),
+			      .start = t[k] + ev.remote_offset, .aop = op, .atype = dt,
+			      .hdr = ev.type == PTL_EVENT_ATOMIC ? 0x5a5a : 7);
+			CHK(ev.mlength == ev.rlength && ev.mlength > 0 && ev.mlength <= 16,
+			    "atomic mlength %llu rlength %llu", (unsigned long long)ev.mlength,
+			    (unsigned long long)ev.rlength);
+		}
+		/* per initiator and ME: 4*A_REP + A_REP + 2*A_REP + 3 + 3 + A_REP + 4 (atomics),
+		 * A_FADD_N + 1 + 1 (fetches); rank 1 also 2 CSWAP + 1 MSWAP + 1 FMIN */
+		CHK_EQ(natomic, 2 * ni_ * (9 * A_REP + 6 + 4), "ATOMIC events");
+		CHK_EQ(nfetch, 2 * ni_ * (A_FADD_N + 2) + 2 * 4, "FETCH_ATOMIC events");
+		for (int k = 0; k < 2; k++) {
+			uint8_t *b = t[k];
+			int32_t s32[4] = { 0 }, mn = 1000, mx = -1000;
+			uint64_t bor = 0, band = ~0ull, bxor = 0x5555, s64 = 0, sw, lock;
+			uint16_t u16 = 0xfff0;
+			double ds = 0;
+			char ctx[64];
+
+			snprintf(ctx, sizeof(ctx), "atomics on the %s ME", kname[!k]);
+			for (int r = 1; r < N; r++) {
+				for (int i = 0; i < A_REP; i++) {
+					s32[0] += r; s32[1] += 2 * r; s32[2] -= r; s32[3] += 1;
+					if (100 - r * 7 - i < mn) mn = 100 - r * 7 - i;
+					if (r * 5 + i > mx) mx = r * 5 + i;
+					ds += 0.5;
+					u16 += 0x10;
+				}
+				for (int i = 0; i < 3; i++) {
+					bor |= 1ull << (r * 3 + i);
+					band &= ~(1ull << (r * 5 + i));
+				}
+				bxor ^= 1ull << r;
+				for (int i = 0; i < A_REP; i++)
+					s64 += 1000000007ull * r;
+			}
+			for (int i = 0; i < 4; i++)
+				CHK_EQ(((int32_t *)(b + A_SUM32))[i], s32[i], ctx);
+			CHK_EQ(*(int32_t *)(b + A_MIN32), mn, "MIN int32");
+			CHK_EQ(*(int32_t *)(b + A_MAX32), mx, "MAX int32");
+			CHK_EQ(*(uint64_t *)(b + A_BOR64), bor, "BOR uint64");
+			CHK_EQ(*(uint64_t *)(b + A_BAND64), band, "BAND uint64");
+			CHK_EQ(*(uint64_t *)(b + A_BXOR64), bxor, "BXOR uint64");
+			CHK_EQ(*(uint64_t *)(b + A_SUM64), s64, "SUM uint64");
+			CHK(*(double *)(b + A_DSUM) == ds, "SUM double: %g, want %g", *(double *)(b + A_DSUM), ds);
+			CHK_EQ(*(uint16_t *)(b + A_U16SUM), u16, "SUM uint16 (wraps)");
+			CHK_EQ(*(uint64_t *)(b + A_FADD), (uint64_t)ni_ * A_FADD_N, "fetch-add counter");
+			sw = *(uint64_t *)(b + A_SWAP);
+			lock = *(uint64_t *)(b + A_LOCK);
+			CHK(sw >= 1 && sw < (uint64_t)N, "SWAP final value %llu", (unsigned long long)sw);
+			CHK(lock >= 1 && lock < (uint64_t)N, "CSWAP lock holder %llu", (unsigned long long)lock);
+			CHK_EQ(*(uint64_t *)(b + A_CSW), 9, "CSWAP success then failure");
+			CHK_EQ(*(uint64_t *)(b + A_MSW), 0x12aa, "MSWAP");
+			CHK_EQ(*(int32_t *)(b + A_FMIN), 20, "fetch MIN");
+			put_file(k ? "at.final1" : "at.final0", b, A_END);
+		}
+		barrier("at.checked");
+	} else {
+		ptl_handle_eq_t eq = eq_new(256);
+		uint8_t *src = kbuf(K_MAL, 4096), *res = kbuf(K_MAL, 8192);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+		ptl_handle_md_t gmd = md_new(res, 8192, 0, eq, PTL_CT_NONE);
+		uint64_t olds[2][A_FADD_N + 2];
+		int r = R;
+
+		barrier("at.ready");
+		for (int k = 0; k < 2; k++) {
+			uint64_t mb = 0xa7 + k;
+			int32_t *v = (int32_t *)src;
+			uint64_t *u = (uint64_t *)(src + 64);
+
+			for (int i = 0; i < A_REP; i++) {
+				v[0] = r; v[1] = 2 * r; v[2] = -r; v[3] = 1;
+				a_op(md, eq, 0, 16, mb, A_SUM32, PTL_SUM, PTL_INT32_T);
+				v[0] = 100 - r * 7 - i;
+				a_op(md, eq, 0, 4, mb, A_MIN32, PTL_MIN, PTL_INT32_T);
+				v[0] = r * 5 + i;
+				a_op(md, eq, 0, 4, mb, A_MAX32, PTL_MAX, PTL_INT32_T);
+				*(double *)u = 0.5;
+				a_op(md, eq, 64, 8, mb, A_DSUM, PTL_SUM, PTL_DOUBLE);
+				*(uint16_t *)u = 0x10;
+				a_op(md, eq, 64, 2, mb, A_U16SUM, PTL_SUM, PTL_UINT16_T);
+				*u = 1000000007ull * r;
+				a_op(md, eq, 64, 8, mb, A_SUM64, PTL_SUM, PTL_UINT64_T);
+				/* BXOR twice with the same value: no change */
+				*u = 0x1111ull * r + i;
+				a_op(md, eq, 64, 8, mb, A_BXOR64, PTL_BXOR, PTL_UINT64_T);
+				a_op(md, eq, 64, 8, mb, A_BXOR64, PTL_BXOR, PTL_UINT64_T);
+				*u = 0;
+				a_op(md, eq, 64, 8, mb, A_BOR64, PTL_BOR, PTL_UINT64_T);
+			}
+			for (int i = 0; i < 3; i++) {
+				*u = 1ull << (r * 3 + i);
+				a_op(md, eq, 64, 8, mb, A_BOR64, PTL_BOR, PTL_UINT64_T);
+				*u = ~(1ull << (r * 5 + i));
+				a_op(md, eq, 64, 8, mb, A_BAND64, PTL_BAND, PTL_UINT64_T);
+			}
+			*u = 1ull << r;
+			a_op(md, eq, 64, 8, mb, A_BXOR64, PTL_BXOR, PTL_UINT64_T);
+			*u = ~0ull;
+			a_op(md, eq, 64, 8, mb, A_BAND64, PTL_BAND, PTL_UINT64_T);
+			*u = 0;
+			a_op(md, eq, 64, 8, mb, A_BXOR64, PTL_BXOR, PTL_UINT64_T);
+			a_op(md, eq, 64, 8, mb, A_SUM64, PTL_SUM, PTL_UINT64_T);
+			/* fetch-add: every old value is unique over all initiators */
+			for (int i = 0; i < A_FADD_N; i++) {
+				*u = 1;
+				memset(res, 0xcc, 64);
+				a_fetch(gmd, 8, md, 64, eq, 8, mb, A_FADD, PTL_SUM, PTL_UINT64_T, NULL);
+				memcpy(&olds[k][i], res + 8, 8);
+				check_byte("fetch: bytes next to the result", res, 8, 0xcc);
+			}
+			*u = r;
+			a_fetch(gmd, 0, md, 64, eq, 8, mb, A_SWAP, PTL_SWAP, PTL_UINT64_T, NULL);
+			memcpy(&olds[k][A_FADD_N], res, 8);
+			*u = r;
+			a_fetch(gmd, 0, md, 64, eq, 8, mb, A_LOCK, PTL_CSWAP, PTL_UINT64_T, &(uint64_t){ 0 });
+			memcpy(&olds[k][A_FADD_N + 1], res, 8);
+			if (r == 1) {
+				*u = 9;
+				a_fetch(gmd, 0, md, 64, eq, 8, mb, A_CSW, PTL_CSWAP, PTL_UINT64_T,
+					&(uint64_t){ 5 });
+				CHK_EQ(*(uint64_t *)res, 5, "CSWAP that succeeds: old value");
+				*u = 11;
+				a_fetch(gmd, 0, md, 64, eq, 8, mb, A_CSW, PTL_CSWAP, PTL_UINT64_T,
+					&(uint64_t){ 5 });
+				CHK_EQ(*(uint64_t *)res, 9, "CSWAP that fails: old value");
+				*u = 0x1234;
+				a_fetch(gmd, 0, md, 64, eq, 8, mb, A_MSW, PTL_MSWAP, PTL_UINT64_T,
+					&(uint64_t){ 0xff00 });
+				CHK_EQ(*(uint64_t *)res, 0xaaaa, "MSWAP: old value");
+				*(int32_t *)u = 20;
+				a_fetch(gmd, 0, md, 64, eq, 4, mb, A_FMIN, PTL_MIN, PTL_INT32_T, NULL);
+				CHK_EQ(*(int32_t *)res, 50, "fetch MIN: old value");
+			}
+		}
+		put_file(r == 1 ? "at.olds1" : r == 2 ? "at.olds2" : "at.olds3", olds, sizeof(olds));
+		barrier("at.done");
+		barrier("at.checked");
+		if (r == 1) {
+			/* the fetched old values of all initiators */
+			int ni_ = N - 1;
+			uint64_t all[3][2][A_FADD_N + 2];
+
+			for (int i = 1; i < N; i++) {
+				char nm[32];
+
+				snprintf(nm, sizeof(nm), "at.olds%d", i);
+				get_file(nm, all[i - 1], sizeof(all[0]));
+			}
+			for (int k = 0; k < 2; k++) {
+				uint8_t fin[A_END];
+				int hits[64] = { 0 }, zeros = 0;
+				uint64_t sw_seen = 0;
+
+				get_file(k ? "at.final1" : "at.final0", fin, A_END);
+				for (int i = 0; i < ni_; i++)
+					for (int j = 0; j < A_FADD_N; j++) {
+						uint64_t o = all[i][k][j];
+
+						if (o < 64)
+							hits[o]++;
+						else
+							FAIL("fetch-add old value %llu out of range", (unsigned long long)o);
+					}
+				for (int o = 0; o < ni_ * A_FADD_N; o++)
+					if (hits[o] != 1)
+						FAIL("fetch-add: old value %d returned %d times (want once)", o, hits[o]);
+				/* SWAP: old values and the final value are {777, 1..ni} */
+				for (int i = 0; i < ni_; i++)
+					sw_seen |= 1ull << (all[i][k][A_FADD_N] == 777 ? 0 : all[i][k][A_FADD_N]);
+				sw_seen |= 1ull << *(uint64_t *)(fin + A_SWAP);
+				CHK_EQ(sw_seen, (2ull << ni_) - 1, "SWAP chain: old values + final (bit set)");
+				for (int i = 0; i < ni_; i++) {
+					uint64_t o = all[i][k][A_FADD_N + 1];
+
+					if (o == 0)
+						zeros++;
+					else
+						CHK_EQ(o, *(uint64_t *)(fin + A_LOCK), "CSWAP loser sees the winner");
+				}
+				CHK_EQ(zeros, 1, "CSWAP lock: exactly one winner");
+			}
+		}
+	}
+	fini_ni();
+}
+
+/* -------------------------------------------------------- triggered -- */
+
+static void c_triggered(void)
+{
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *b[3] = { kbuf(K_MAL, 4096), kbuf(K_WIN, 4096), kbuf(K_MAL, 4096) };
+		uint8_t *g = kbuf(K_WIN, 4096), *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		pt_new(0, eq, PT_DATA);
+		for (int i = 0; i < 3; i++)
+			me_add(PT_DATA, b[i], 4096, PTL_ME_OP_PUT, i + 1, 0, PTL_CT_NONE, PTL_PRIORITY_LIST,
+			       U(0x80 + i));
+		fill(g, 4096, 44);
+		me_add(PT_DATA, g, 4096, PTL_ME_OP_GET, 4, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x84));
+		barrier("tr.ready");
+		barrier("tr.inc1");
+		no_ev(eq, 300, "triggered put below its threshold");
+		barrier("tr.checked1");
+		if (want_ev(eq, &ev, T_EV_MS, "triggered put at its threshold"))
+			CHKEV("triggered put", &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0),
+			      .pt = PT_DATA, .mb = 1, .rlen = 256, .mlen = 256, .hdr = 11, .uptr = U(0x80),
+			      .start = b[0]);
+		check_pat("triggered put", b[0], 256, 11);
+		if (want_ev(eq, &ev, T_EV_MS, "triggered put chained by PtlTriggeredCTInc"))
+			CHKEV("chained triggered put", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 2, .rlen = 300, .mlen = 300,
+			      .hdr = 12, .uptr = U(0x81), .start = b[1]);
+		check_pat("chained triggered put", b[1], 300, 12);
+		if (want_ev(eq, &ev, T_EV_MS, "triggered get"))
+			CHKEV("triggered get", &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_GET,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 4, .rlen = 1000, .mlen = 1000,
+			      .roff = 8, .uptr = U(0x84), .start = g + 8);
+		barrier("tr.local");
+		/* a put from here makes rank 0's ME counter trigger a put back */
+		fill(src, 64, 5);
+		RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(0), PT_DATA, 5, 0, NULL, 0), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "put triggered by a message's arrival"))
+			CHKEV("remote-triggered put", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 3, .rlen = 128, .mlen = 128,
+			      .hdr = 13, .uptr = U(0x82), .start = b[2]);
+		check_pat("remote-triggered put", b[2], 128, 13);
+		barrier("tr.remote");
+		no_ev(eq, 200, "cancelled triggered put");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t t = ct_new(), t2 = ct_new(), t3 = ct_new(), t4 = ct_new(), rc = ct_new();
+		ptl_handle_ct_t gct = ct_new();
+		uint8_t *src = kbuf(K_MAL, 8192), *dst = kbuf(K_MAL, 4096), *rb = kbuf(K_WIN, 4096);
+		ptl_handle_md_t md = md_new(src, 8192, 0, eq, PTL_CT_NONE);
+		ptl_handle_md_t gmd = md_new(dst, 4096, PTL_MD_EVENT_CT_REPLY, eq, gct);
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, rb, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_SUCCESS_DISABLE,
+		       5, 0, rc, PTL_PRIORITY_LIST, U(0x85));
+		fill(src, 256, 11);
+		fill(src + 1024, 300, 12);
+		fill(src + 2048, 128, 13);
+		barrier("tr.ready");
+		RC(PtlTriggeredPut(md, 0, 256, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, U(1), 11, t, 2),
+		   PTL_OK);
+		RC(PtlTriggeredCTInc(t2, (ptl_ct_event_t){ 1, 0 }, t, 3), PTL_OK);
+		RC(PtlTriggeredPut(md, 1024, 300, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 2, 0, U(2), 12, t2,
+				   1), PTL_OK);
+		RC(PtlTriggeredCTSet(t3, (ptl_ct_event_t){ 10, 0 }, t, 4), PTL_OK);
+		RC(PtlTriggeredGet(gmd, 100, 1000, rank_proc(1), PT_DATA, 4, 8, U(4), t, 5), PTL_OK);
+		RC(PtlCTInc(t, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		no_ev(eq, 100, "nothing triggered at 1 of 2");
+		barrier("tr.inc1");
+		barrier("tr.checked1");
+		RC(PtlCTInc(t, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "SEND of the triggered put"))
+			CHKEV("triggered put", &ev, .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = 256,
+			      .uptr = U(1));
+		ct_is(t2, 0, 0, "chained counter before its trigger");
+		RC(PtlCTInc(t, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		ct_wait(t2, 1, T_EV_MS, "PtlTriggeredCTInc");
+		if (want_ev(eq, &ev, T_EV_MS, "SEND of the chained triggered put"))
+			CHKEV("chained triggered put", &ev, .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = 300,
+			      .uptr = U(2));
+		ct_is(t3, 0, 0, "PtlTriggeredCTSet before its trigger");
+		RC(PtlCTInc(t, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		ct_wait(t3, 10, T_EV_MS, "PtlTriggeredCTSet");
+		memset(dst, 0x5a, 4096);
+		RC(PtlCTInc(t, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "REPLY of the triggered get"))
+			CHKEV("triggered get", &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 1000,
+			      .roff = 8, .uptr = U(4));
+		ct_wait(gct, 1, T_EV_MS, "triggered get: CT_REPLY");
+		check_pat_off("triggered get", dst + 100, 1000, 44, 8);
+		check_byte("triggered get", dst, 100, 0x5a);
+		/* remote trigger: a put arriving on ME 5 counts rc to 1 */
+		RC(PtlTriggeredPut(md, 2048, 128, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 3, 0, U(3), 13, rc,
+				   1), PTL_OK);
+		/* cancelled before its threshold: never fires */
+		RC(PtlTriggeredPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, U(9), 14, t4, 1),
+		   PTL_OK);
+		RC(PtlCTCancelTriggered(t4), PTL_OK);
+		RC(PtlCTInc(t4, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		barrier("tr.local");
+		if (want_ev(eq, &ev, T_EV_MS, "SEND of the remote-triggered put"))
+			CHKEV("remote-triggered put", &ev, .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = 128,
+			      .uptr = U(3));
+		ct_is(rc, 1, 0, "ME counter of the triggering message");
+		barrier("tr.remote");
+		no_ev(eq, 100, "cancelled triggered put: no SEND");
+	}
+	fini_ni();
+}
+
+/* --------------------------------------------- event options, EQ full -- */
+
+static void c_eventopts(void)
+{
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ca = ct_new(), cb = ct_new();
+		uint8_t *b = kbuf(K_WIN, 16384), *m = kbuf(K_MAL, 16384);
+		int links = 0;
+
+		pt_new(0, eq, PT_DATA);
+		skip_link = 0;
+		me_add(PT_DATA, b, 1024, PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM |
+		       PTL_ME_EVENT_LINK_DISABLE, 1, 0, ca, PTL_PRIORITY_LIST, U(0x91));
+		me_add(PT_DATA, m, 1024, PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM |
+		       PTL_ME_EVENT_LINK_DISABLE, 2, 0, cb, PTL_PRIORITY_LIST, U(0x92));
+		me_add(PT_DATA, m + 4096, 1024, PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_EVENT_UNLINK_DISABLE |
+		       PTL_ME_EVENT_LINK_DISABLE, 3, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x93));
+		me_add(PT_DATA, b + 4096, 1024, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 4, 0, PTL_CT_NONE,
+		       PTL_PRIORITY_LIST, U(0x94));
+		no_ev(eq, 50, "PTL_ME_EVENT_LINK_DISABLE: no LINK event");
+		me_add(PT_DATA, b + 8192, 1024, PTL_ME_OP_PUT, 5, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x95));
+		while (eq_next(eq, &ev, 50) != PTL_EQ_EMPTY) {
+			if (ev.type == PTL_EVENT_LINK) {
+				links++;
+				CHKEV("LINK event", &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_PT,
+				      .type = PTL_EVENT_LINK, .pt = PT_DATA, .uptr = U(0x95));
+			} else {
+				FAIL("event after an append");
+				dump_ev("unexpected", &ev);
+			}
+		}
+		LOG("note: PtlMEAppend without LINK_DISABLE gave %d LINK events", links);
+		skip_link = 1;
+		barrier("eo.ready");
+		barrier("eo.sent");
+		/* 3 (twice: the second finds no ME) and 4 give PUT events, 1 and 2 none */
+		for (int i = 0; i < 2; i++) {
+			if (!want_ev(eq, &ev, T_EV_MS, "event options"))
+				break;
+			if (ev.match_bits == 3)
+				CHKEV("USE_ONCE + EVENT_UNLINK_DISABLE", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+				      .ini = rank_proc(0), .pt = PT_DATA, .mb = 3, .rlen = 100, .mlen = 100,
+				      .hdr = 3, .uptr = U(0x93), .start = m + 4096);
+			else
+				CHKEV("plain ME next to them", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+				      .ini = rank_proc(0), .pt = PT_DATA, .mb = 4, .rlen = 100, .mlen = 100,
+				      .hdr = 4, .uptr = U(0x94), .start = b + 4096);
+		}
+		no_ev(eq, 200, "SUCCESS_DISABLE / COMM_DISABLE / UNLINK_DISABLE: no other event");
+		ct_is(ca, 2, 0, "counter of the EVENT_SUCCESS_DISABLE ME");
+		ct_is(cb, 2, 0, "counter of the EVENT_COMM_DISABLE ME");
+		check_pat("EVENT_SUCCESS_DISABLE ME", b, 100, 1);
+		check_pat("EVENT_COMM_DISABLE ME", m, 100, 2);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t c = ct_new();
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+		ptl_handle_md_t mns = md_new(src, 4096, PTL_MD_EVENT_SEND_DISABLE, eq, PTL_CT_NONE);
+		ptl_handle_md_t mnsucc = md_new(src, 4096, PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_ACK,
+						eq, c);
+
+		barrier("eo.ready");
+		for (int i = 1; i <= 4; i++) {
+			fill(src, 100, i);
+			put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, i, 0, U(i), i, 0, 100,
+				 PTL_PRIORITY_LIST, "event options: put");
+		}
+		/* the use-once ME 3 is gone: dropped */
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 3, 0, U(5), 3, PTL_NI_DROPPED, 0, 0,
+			 "put to a consumed USE_ONCE ME");
+		/* SEND_DISABLE: only the ACK */
+		fill(src, 100, 1);
+		RC(PtlPut(mns, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, U(6), 1), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "MD EVENT_SEND_DISABLE: ACK"))
+			CHKEV("MD EVENT_SEND_DISABLE", &ev, .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = 100,
+			      .uptr = U(6));
+		no_ev(eq, 50, "MD EVENT_SEND_DISABLE: no SEND");
+		/* SUCCESS_DISABLE: no SEND or ACK on success, the counter counts */
+		fill(src, 100, 2);
+		RC(PtlPut(mnsucc, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 2, 0, U(7), 2), PTL_OK);
+		ct_wait(c, 1, T_EV_MS, "MD EVENT_SUCCESS_DISABLE: CT_ACK");
+		no_ev(eq, 50, "MD EVENT_SUCCESS_DISABLE: no SEND, no ACK");
+		/* ... but a failure is still an event */
+		RC(PtlPut(mnsucc, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 0x77, 0, U(8), 2), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "MD EVENT_SUCCESS_DISABLE: failed ACK"))
+			CHKEV("MD EVENT_SUCCESS_DISABLE, no match", &ev, .m = F_TYPE | F_UPTR | F_FAIL,
+			      .type = PTL_EVENT_ACK, .uptr = U(8), .fail = PTL_NI_DROPPED);
+		no_ev(eq, 50, "MD EVENT_SUCCESS_DISABLE: one event for the failure");
+		barrier("eo.sent");
+	}
+	fini_ni();
+}
+
+static void c_eqdrop(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(4);
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *b = kbuf(K_MAL, 4096);
+		ptl_event_t ev;
+		int n = 0, dropped = 0, rc;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 1, 0, ct, PTL_PRIORITY_LIST,
+		       U(1));
+		barrier("ed.ready");
+		barrier("ed.sent");
+		ct_wait(ct, 12, T_EV_MS, "the counter counts what the EQ cannot hold");
+		msleep(100);
+		while ((rc = PtlEQGet(eq, &ev)) != PTL_EQ_EMPTY) {
+			if (rc == PTL_EQ_DROPPED)
+				dropped++;
+			else if (rc != PTL_OK) {
+				FAIL("PtlEQGet: %s", rc_name(rc));
+				break;
+			}
+			if (ev.type == PTL_EVENT_LINK)
+				continue;
+			CHKEV("event of a full EQ", &ev, .m = F_TYPE | F_INI | F_PT | F_MB | F_UPTR | F_FAIL,
+			      .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = PT_DATA, .mb = 1, .uptr = U(1));
+			if (++n > 12)
+				break;
+		}
+		CHK(n >= 1 && n <= 4, "events from an EQ of 4 after 12 puts: %d", n);
+		CHK(dropped >= 1, "PTL_EQ_DROPPED returned %d times", dropped);
+		RC(PtlEQGet(eq, &ev), PTL_EQ_EMPTY);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("ed.ready");
+		for (int i = 0; i < 12; i++)
+			put_wait(md, eq, 0, 8, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(i + 1), i, 0, 8,
+				 PTL_PRIORITY_LIST, "put to a full EQ");
+		barrier("ed.sent");
+	}
+	fini_ni();
+}
+
+/* ---------------------------------------------------- bad arguments -- */
+
+static void c_badargs(void)
+{
+	ptl_handle_ni_t h;
+	ptl_handle_eq_t eq, eq2, eqs;
+	ptl_handle_ct_t ct, cts;
+	ptl_handle_md_t md, mds;
+	ptl_handle_me_t me, mes;
+	ptl_pt_index_t pt;
+	ptl_event_t ev;
+	ptl_ct_event_t ce;
+	ptl_me_t mspec;
+	ptl_md_t mdspec;
+	unsigned which;
+	uint8_t *buf = kbuf(K_MAL, 1 << 16);
+	const ptl_handle_any_t bad[2] = { PTL_INVALID_HANDLE, 0x12345678 };
+	ptl_size_t test = 1;
+	ptl_process_t p1 = rank_proc(R ^ 1);
+	int n;
+
+	/* before PtlInit */
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h),
+	   PTL_NO_INIT);
+	RC(PtlEQAlloc(0, 8, &eq), PTL_NO_INIT);
+	RC(PtlCTAlloc(0, &ct), PTL_NO_INIT);
+	RC(PtlPut(0, 0, 8, PTL_NO_ACK_REQ, p1, 0, 0, 0, NULL, 0), PTL_NO_INIT);
+	RC(PtlEQGet(0, &ev), PTL_NO_INIT);
+
+	OK(PtlInit());
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h),
+	   PTL_ARG_INVALID);
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL, PTL_PID_ANY,
+		     NULL, &lim, &h), PTL_ARG_INVALID);
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, NULL),
+	   PTL_ARG_INVALID);
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
+	CHK_EQ(lim.max_pt_index, 15, "max_pt_index");
+	CHK_EQ(lim.max_list_size, 32, "max_list_size");
+	CHK_EQ(lim.max_msg_size, 64ull << 20, "max_msg_size");
+
+	/* bad handles of every type */
+	for (int i = 0; i < 2; i++) {
+		ptl_handle_any_t x = bad[i];
+		ptl_sr_value_t sv;
+		void *vp;
+		ptl_handle_hpu_mem_t hm;
+
+		RC(PtlNIStatus(x, PTL_SR_DROP_COUNT, &sv), PTL_ARG_INVALID);
+		RC(PtlNIHandle(x, &h), PTL_ARG_INVALID);
+		RC(PtlPTAlloc(x, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt), PTL_ARG_INVALID);
+		RC(PtlEQAlloc(x, 8, &eq), PTL_ARG_INVALID);
+		RC(PtlCTAlloc(x, &ct), PTL_ARG_INVALID);
+		mdspec = (ptl_md_t){ buf, 64, 0, PTL_EQ_NONE, PTL_CT_NONE };
+		RC(PtlMDBind(x, &mdspec, &md), PTL_ARG_INVALID);
+		mspec = me_spec(buf, 64, PTL_ME_OP_PUT, 0, 0);
+		RC(PtlMEAppend(x, 0, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+		RC(PtlEQGet(x, &ev), PTL_ARG_INVALID);
+		RC(PtlEQWait(x, &ev), PTL_ARG_INVALID);
+		RC(PtlEQPoll(&x, 1, 10, &ev, &which), PTL_ARG_INVALID);
+		RC(PtlEQFree(x), PTL_ARG_INVALID);
+		RC(PtlCTGet(x, &ce), PTL_ARG_INVALID);
+		RC(PtlCTWait(x, 1, &ce), PTL_ARG_INVALID);
+		RC(PtlCTPoll(&x, &test, 1, 10, &ce, &which), PTL_ARG_INVALID);
+		RC(PtlCTSet(x, (ptl_ct_event_t){ 1, 0 }), PTL_ARG_INVALID);
+		RC(PtlCTInc(x, (ptl_ct_event_t){ 1, 0 }), PTL_ARG_INVALID);
+		RC(PtlCTFree(x), PTL_ARG_INVALID);
+		RC(PtlCTCancelTriggered(x), PTL_ARG_INVALID);
+		RC(PtlMDRelease(x), PTL_ARG_INVALID);
+		RC(PtlMEUnlink(x), PTL_ARG_INVALID);
+		RC(PtlPut(x, 0, 8, PTL_NO_ACK_REQ, p1, 0, 0, 0, NULL, 0), PTL_ARG_INVALID);
+		RC(PtlGet(x, 0, 8, p1, 0, 0, 0, NULL), PTL_ARG_INVALID);
+		RC(PtlAtomic(x, 0, 8, PTL_NO_ACK_REQ, p1, 0, 0, 0, NULL, 0, PTL_SUM, PTL_UINT64_T),
+		   PTL_ARG_INVALID);
+		RC(PtlTriggeredPut(x, 0, 8, PTL_NO_ACK_REQ, p1, 0, 0, 0, NULL, 0, x, 1), PTL_ARG_INVALID);
+		RC(PtlSpinHostAlloc(x, 4096, &vp), PTL_ARG_INVALID);
+		RC(PtlHPUAllocMem(64, x, &hm), PTL_ARG_INVALID);
+		RC(PtlHPUFreeMem(x), PTL_ARG_INVALID);
+		RC(PtlMEReadHPU(x, 0, buf, 8), PTL_ARG_INVALID);
+		RC(PtlSpinHandlerUnload(x), PTL_ARG_INVALID);
+		RC(PtlGetId(x, &p1), PTL_ARG_INVALID);
+		p1 = rank_proc(R ^ 1);
+	}
+	RC(PtlEQFree(PTL_EQ_NONE), PTL_ARG_INVALID);
+	RC(PtlCTFree(PTL_CT_NONE), PTL_ARG_INVALID);
+
+	/* event queues */
+	RC(PtlEQAlloc(ni, 0, &eq), PTL_ARG_INVALID);
+	RC(PtlEQAlloc(ni, 8, NULL), PTL_ARG_INVALID);
+	eq = eq_new(8);
+	RC(PtlEQGet(eq, &ev), PTL_EQ_EMPTY);
+	RC(PtlEQPoll(&eq, 1, 0, &ev, &which), PTL_EQ_EMPTY);
+	RC(PtlEQPoll(&eq, 0, 10, &ev, &which), PTL_ARG_INVALID);
+	RC(PtlNIHandle(eq, &h), PTL_OK);
+	CHK(PtlHandleIsEqual(h, ni), "PtlNIHandle(eq) is the NI");
+	eqs = eq_new(8);
+	RC(PtlEQFree(eqs), PTL_OK);
+	RC(PtlEQFree(eqs), PTL_ARG_INVALID);
+	RC(PtlEQGet(eqs, &ev), PTL_ARG_INVALID);
+	eq2 = eq_new(8);
+	if (!PtlHandleIsEqual(eq2, eqs))
+		RC(PtlEQGet(eqs, &ev), PTL_ARG_INVALID);
+
+	/* counters */
+	ct = ct_new();
+	cts = ct_new();
+	RC(PtlCTFree(cts), PTL_OK);
+	RC(PtlCTFree(cts), PTL_ARG_INVALID);
+	RC(PtlCTGet(cts, &ce), PTL_ARG_INVALID);
+	RC(PtlCTWait(cts, 1, &ce), PTL_ARG_INVALID);
+	RC(PtlCTInc(cts, (ptl_ct_event_t){ 1, 0 }), PTL_ARG_INVALID);
+	RC(PtlCTPoll(&ct, &test, 0, 10, &ce, &which), PTL_ARG_INVALID);
+	RC(PtlCTPoll(&ct, &test, 1, 10, &ce, &which), PTL_CT_NONE_REACHED);
+	/* a handle of the wrong type */
+	RC(PtlEQGet(ct, &ev), PTL_ARG_INVALID);
+	RC(PtlCTGet(eq, &ce), PTL_ARG_INVALID);
+	RC(PtlMDRelease(eq), PTL_ARG_INVALID);
+	RC(PtlMEUnlink(ct), PTL_ARG_INVALID);
+	RC(PtlPut(ct, 0, 8, PTL_NO_ACK_REQ, p1, 0, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlCTFree(eq), PTL_ARG_INVALID);
+	RC(PtlEQFree(ct), PTL_ARG_INVALID);
+	RC(PtlPTAlloc(eq, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt), PTL_ARG_INVALID);
+
+	/* portal table */
+	RC(PtlPTAlloc(ni, 0, eq, 16, &pt), PTL_ARG_INVALID);
+	RC(PtlPTAlloc(ni, 0, eq, 1000, &pt), PTL_ARG_INVALID);
+	RC(PtlPTAlloc(ni, 0, eqs, 3, &pt), PTL_ARG_INVALID);
+	RC(PtlPTAlloc(ni, PTL_PT_FLOWCTRL, PTL_EQ_NONE, 3, &pt), PTL_PT_EQ_NEEDED);
+	RC(PtlPTAlloc(ni, 0, eq, 3, NULL), PTL_ARG_INVALID);
+	RC(PtlPTAlloc(ni, 0, eq, 3, &pt), PTL_OK);
+	CHK_EQ(pt, 3, "PtlPTAlloc index");
+	RC(PtlPTAlloc(ni, 0, eq, 3, &pt), PTL_PT_IN_USE);
+	n = 1;
+	for (int i = 0; i < 20; i++) {
+		int rc = PtlPTAlloc(ni, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt);
+
+		if (rc == PTL_PT_FULL)
+			break;
+		if (!RC(rc, PTL_OK))
+			break;
+		CHK(pt <= 15 && pt != 3, "PTL_PT_ANY gave %u", pt);
+		n++;
+	}
+	CHK_EQ(n, 16, "portal indexes allocated before PTL_PT_FULL");
+	for (ptl_pt_index_t i = 0; i < 16; i++)
+		if (i != 3)
+			RC(PtlPTFree(ni, i), PTL_OK);
+	RC(PtlPTFree(ni, 5), PTL_ARG_INVALID);
+	RC(PtlPTFree(ni, 16), PTL_ARG_INVALID);
+	RC(PtlPTEnable(ni, 16), PTL_ARG_INVALID);
+	RC(PtlPTDisable(ni, 16), PTL_ARG_INVALID);
+	RC(PtlPTEnable(ni, 5), PTL_ARG_INVALID);
+
+	/* match entries */
+	mspec = me_spec(buf, 64, PTL_ME_OP_PUT, 0, 0);
+	RC(PtlMEAppend(ni, 5, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	RC(PtlMEAppend(ni, 16, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	RC(PtlMEAppend(ni, 3, &mspec, 7, NULL, &me), PTL_ARG_INVALID);
+	RC(PtlMEAppend(ni, 3, NULL, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	RC(PtlMESearch(ni, 5, &mspec, PTL_SEARCH_ONLY, NULL), PTL_ARG_INVALID);
+	RC(PtlMESearch(ni, 3, &mspec, 9, NULL), PTL_ARG_INVALID);
+	mspec = me_spec(NULL, 64, PTL_ME_OP_PUT, 0, 0);
+	RC(PtlMEAppend(ni, 3, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	mspec = me_spec(buf, 64, PTL_ME_OP_PUT, 0, 0);
+	mspec.ct_handle = cts;
+	RC(PtlMEAppend(ni, 3, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	mspec = me_spec(buf, 64, PTL_ME_OP_PUT, 0, 0);
+	mspec.handlers = 0x7777;
+	RC(PtlMEAppend(ni, 3, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	mspec = me_spec(buf, 64, PTL_ME_OP_PUT, 0, 0);
+	mes = me_add(3, buf, 64, PTL_ME_OP_PUT, 0x42, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, NULL);
+	RC(PtlPTFree(ni, 3), PTL_PT_IN_USE);
+	RC(PtlMEUnlink(mes), PTL_OK);
+	RC(PtlMEUnlink(mes), PTL_ARG_INVALID);
+	n = 0;
+	for (int i = 0; i < 40; i++) {
+		int rc = PtlMEAppend(ni, 3, &mspec, PTL_PRIORITY_LIST, NULL, &me);
+
+		if (rc != PTL_OK) {
+			CHK(rc == PTL_LIST_TOO_LONG, "append %d: %s", i, rc_name(rc));
+			break;
+		}
+		n++;
+	}
+	CHK_EQ(n, 32, "MEs appended before PTL_LIST_TOO_LONG");
+
+	/* memory descriptors */
+	mdspec = (ptl_md_t){ NULL, 100, 0, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	mdspec = (ptl_md_t){ NULL, 0, 0, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &mdspec, &md), PTL_OK);
+	RC(PtlMDRelease(md), PTL_OK);
+	mdspec = (ptl_md_t){ buf, 64, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	mdspec = (ptl_md_t){ buf, 64, 0, eqs, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	mdspec = (ptl_md_t){ buf, 64, 0, PTL_EQ_NONE, cts };
+	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	RC(PtlMDBind(ni, NULL, &md), PTL_ARG_INVALID);
+	mds = md_new(buf, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+	RC(PtlMDRelease(mds), PTL_OK);
+	RC(PtlMDRelease(mds), PTL_ARG_INVALID);
+	RC(PtlPut(mds, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	md = md_new(buf, 4096, 0, eq, PTL_CT_NONE);
+	RC(PtlPut(md, 4000, 200, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlPut(md, 4097, 0, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlPut(md, ~0ull - 4, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlGet(md, 0, 4097, p1, 3, 0, 0, NULL), PTL_ARG_INVALID);
+	RC(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, p1, 16, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlPut(md, 0, 8, 9, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlGet(md, 0, 8, p1, 16, 0, 0, NULL), PTL_ARG_INVALID);
+	RC(PtlAtomic(md, 0, lim.max_atomic_size + 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_SUM,
+		     PTL_UINT64_T), PTL_ARG_INVALID);
+	RC(PtlAtomic(md, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_OP_LAST, PTL_UINT64_T),
+	   PTL_ARG_INVALID);
+	RC(PtlAtomic(md, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_SUM, PTL_DATATYPE_LAST),
+	   PTL_ARG_INVALID);
+	RC(PtlAtomic(md, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_SWAP, PTL_UINT64_T),
+	   PTL_ARG_INVALID);
+	RC(PtlAtomic(md, 0, 3, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_SUM, PTL_INT32_T),
+	   PTL_ARG_INVALID);
+	RC(PtlAtomic(md, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_BOR, PTL_DOUBLE),
+	   PTL_ARG_INVALID);
+	RC(PtlSwap(md, 0, md, 8, 16, p1, 3, 0, 0, NULL, 0, buf, PTL_CSWAP, PTL_UINT64_T),
+	   PTL_ARG_INVALID);	/* CSWAP: one element */
+	RC(PtlFetchAtomic(md, 0, md, 8, 8, p1, 3, 0, 0, NULL, 0, PTL_SUM, PTL_FLOAT + 100),
+	   PTL_ARG_INVALID);
+	{
+		uint8_t *big = malloc((64u << 20) + 4096);
+		ptl_handle_md_t bmd = md_new(big, (64u << 20) + 4096, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		RC(PtlPut(bmd, 0, (64u << 20) + 1, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+		RC(PtlMDRelease(bmd), PTL_OK);
+		free(big);
+	}
+	no_ev(eq, 50, "rejected operations give no event");
+
+	/* sPIN extension */
+	{
+		ptl_handle_hpu_mem_t hm;
+		ptl_handle_handler_t hh;
+		void *w;
+		char path[600];
+		const char *top = getenv("PTL_TEST_TOP") ? getenv("PTL_TEST_TOP") : ".";
+
+		RC(PtlHPUAllocMem(4097, ni, &hm), PTL_ARG_INVALID);
+		OK(PtlHPUAllocMem(64, ni, &hm));
+		RC(PtlHPUWriteMem(hm, 60, buf, 8), PTL_ARG_INVALID);
+		RC(PtlHPUWriteMem(hm, 0, buf, 64), PTL_OK);
+		RC(PtlHPUFreeMem(hm), PTL_OK);
+		RC(PtlHPUFreeMem(hm), PTL_ARG_INVALID);
+		RC(PtlHPUWriteMem(hm, 0, buf, 8), PTL_ARG_INVALID);
+		CHK(PtlSpinHandlerLoad(ni, "/nonexistent/handler.bpf.o", &hh) != PTL_OK,
+		    "loading a missing object fails");
+		snprintf(path, sizeof(path), "%s/selftests/progs/bad_handler.bpf.o", top);
+		RC(PtlSpinHandlerLoad(ni, path, &hh), PTL_ARG_INVALID);
+		CHK(*PtlSpinErrmsg(), "PtlSpinErrmsg after a verifier rejection");
+		RC(PtlSpinHostFree(ni, buf), PTL_ARG_INVALID);
+		OK(PtlSpinHostAlloc(ni, 4096, &w));
+		RC(PtlSpinHostFree(ni, w), PTL_OK);
+		RC(PtlSpinHostFree(ni, w), PTL_ARG_INVALID);
+		/* the ME buffer of an entry with handlers must be in the window */
+	}
+
+	/* map */
+	{
+		ptl_size_t actual = 0;
+		ptl_process_t map[8], id;
+
+		RC(PtlGetMap(ni, 0, NULL, &actual), PTL_OK);
+		CHK_EQ(actual, N, "PtlGetMap size");
+		RC(PtlGetMap(ni, 8, map, &actual), PTL_OK);
+		for (int r = 0; r < N && r < 8; r++)
+			CHK_EQ(map[r].phys.nid, (10u << 24) | (78u << 16) | (1u << 8) | (r + 1),
+			       "PtlGetMap nid");
+		RC(PtlGetId(ni, &id), PTL_OK);
+		CHK_EQ(id.rank, R, "PtlGetId rank");
+		RC(PtlGetPhysId(ni, &id), PTL_OK);
+		CHK_EQ(id.phys.nid, (10u << 24) | (78u << 16) | (1u << 8) | (R + 1), "PtlGetPhysId nid");
+	}
+
+	/* after PtlNIFini the NI and its objects are gone */
+	RC(PtlNIFini(ni), PTL_OK);
+	RC(PtlEQAlloc(ni, 8, &eq), PTL_ARG_INVALID);
+	RC(PtlEQGet(eq, &ev), PTL_ARG_INVALID);
+	RC(PtlCTGet(ct, &ce), PTL_ARG_INVALID);
+	RC(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlNIFini(ni), PTL_ARG_INVALID);
+	PtlFini();
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h),
+	   PTL_NO_INIT);
+	RC(PtlEQGet(eq, &ev), PTL_NO_INIT);
+	(void)eq2;
+}
+
+/* ------------------------------------------------- unknown targets -- */
+
+/* hostfile of 3 hosts, processes for ranks 0 and 1 only: rank 2 has an
+ * address and no runtime; rank 99 is outside the map */
+static void c_unknown(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(16);
+
+		pt_new(0, eq, PT_DATA);
+		barrier("un.ready");
+		barrier("un.done");
+		no_ev(eq, 50, "no events on a portal without entries");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 8192);
+		ptl_handle_md_t md = md_new(src, 8192, 0, eq, PTL_CT_NONE);
+		uint64_t t0;
+		int tmo = getenv("SPIN_PTL_TIMEOUT_MS") ? atoi(getenv("SPIN_PTL_TIMEOUT_MS")) : 2000;
+
+		barrier("un.ready");
+		t0 = now_ms();
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, OUTSIDE_RANK, PT_DATA, 1, 0, U(1), 1, PTL_NI_UNDELIVERABLE,
+			 0, 0, "acked put to rank 99 (outside the map)");
+		put_wait(md, eq, 0, 3000, PTL_NO_ACK_REQ, OUTSIDE_RANK, PT_DATA, 1, 0, U(2), 2, PTL_NI_UNDELIVERABLE,
+			 0, 0, "put to rank 99 (outside the map)");
+		get_wait(md, eq, 0, 100, OUTSIDE_RANK, PT_DATA, 1, 0, U(3), PTL_NI_UNDELIVERABLE, 0,
+			 "get from rank 99 (outside the map)");
+		CHK(now_ms() - t0 < 1000, "rank outside the map: events after %llu ms",
+		    (unsigned long long)(now_ms() - t0));
+		/* rank 2: in the map, nobody answers */
+		{
+			int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+			ptl_event_t evs[2];
+
+			t0 = now_ms();
+			RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(2), PT_DATA, 1, 0, U(4), 4), PTL_OK);
+			if (collect(eq, tmo + 5000, 2, want, evs, "acked put to rank 2 (no process)")) {
+				LOG("put to rank 2: SEND %s after, ACK %s after %llu ms",
+				    fail_name(evs[0].ni_fail_type), fail_name(evs[1].ni_fail_type),
+				    (unsigned long long)(now_ms() - t0));
+				CHKEV("acked put to rank 2 (no process)", &evs[1], .m = F_TYPE | F_UPTR | F_FAIL,
+				      .type = PTL_EVENT_ACK, .uptr = U(4), .fail = PTL_NI_UNDELIVERABLE);
+				CHK(now_ms() - t0 >= (uint64_t)tmo * 9 / 10,
+				    "ACK failed after %llu ms, before the timeout of %d ms",
+				    (unsigned long long)(now_ms() - t0), tmo);
+			}
+			t0 = now_ms();
+			get_wait(md, eq, 0, 100, 2, PT_DATA, 1, 0, U(5), PTL_NI_UNDELIVERABLE, 0,
+				 "get from rank 2 (no process)");
+			CHK(now_ms() - t0 < (uint64_t)tmo + 3000, "get from rank 2: %llu ms",
+			    (unsigned long long)(now_ms() - t0));
+		}
+		/* rank 1: portal not allocated, and no entry */
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, 14, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
+			 "acked put to an unallocated portal");
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(7), 7, PTL_NI_DROPPED, 0, 0,
+			 "acked put without a matching entry");
+		put_wait(md, eq, 0, 3000, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(8), 8, PTL_NI_DROPPED, 0, 0,
+			 "acked 3-packet put without a matching entry");
+		get_wait(md, eq, 0, 100, 1, PT_DATA, 1, 0, U(9), PTL_NI_DROPPED, 0,
+			 "get without a matching entry");
+		barrier("un.done");
+	}
+	fini_ni();
+}
+
+/* ------------------------------------------------- killed process -- */
+
+#define KBIG (32u << 20)
+
+static void c_kill(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *b = kbuf(K_MAL, KBIG), *w = kbuf(K_WIN, 65536);
+		pid_t me = getpid();
+		ptl_event_t ev;
+
+		pt_new(0, eq, 3);
+		pt_new(0, PTL_EQ_NONE, 5);
+		me_add(3, b, KBIG, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0x51, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(1));
+		me_add(3, w, 65536, PTL_ME_OP_PUT, 0x52, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(2));
+		put_file("kill.pid", &me, sizeof(me));
+		barrier("k.ready");
+		for (;;)	/* until rank 0 kills this process */
+			eq_next(eq, &ev, 1000);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, KBIG);
+		ptl_handle_md_t md = md_new(src, KBIG, 0, eq, PTL_CT_NONE);
+		int tmo = getenv("SPIN_PTL_TIMEOUT_MS") ? atoi(getenv("SPIN_PTL_TIMEOUT_MS")) : 2000;
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+		pid_t victim;
+		uint64_t t0;
+
+		fill(src, KBIG, 0x61);
+		barrier("k.ready");
+		get_file("kill.pid", &victim, sizeof(victim));
+		RC(PtlPut(md, 0, KBIG, PTL_ACK_REQ, rank_proc(1), 3, 0x51, 0, U(1), 1), PTL_OK);
+		msleep(3);
+		CHK(kill(victim, SIGKILL) == 0, "kill %d: %s", victim, strerror(errno));
+		t0 = now_ms();
+		while (kill(victim, 0) == 0 && now_ms() - t0 < 5000)
+			msleep(2);
+		t0 = now_ms();
+		if (collect(eq, tmo + 10000, 2, want, evs, "32 MiB put to a process killed meanwhile"))
+			LOG("put in flight at the kill: SEND %s, ACK %s (mlength %llu) after %llu ms",
+			    fail_name(evs[0].ni_fail_type), fail_name(evs[1].ni_fail_type),
+			    (unsigned long long)evs[1].mlength, (unsigned long long)(now_ms() - t0));
+		t0 = now_ms();
+		put_wait(md, eq, 0, 1000, PTL_ACK_REQ, 1, 3, 0x51, 0, U(2), 2, PTL_NI_UNDELIVERABLE, 0, 0,
+			 "acked put to the dead process's malloc ME");
+		put_wait(md, eq, 0, 100000, PTL_ACK_REQ, 1, 3, 0x51, 0, U(3), 3, PTL_NI_UNDELIVERABLE, 0,
+			 0, "acked 100 KB put to the dead process's malloc ME");
+		get_wait(md, eq, 0, 1000, 1, 3, 0x51, 0, U(4), PTL_NI_UNDELIVERABLE, 0,
+			 "get from the dead process's malloc ME");
+		CHK(now_ms() - t0 < 3ull * tmo + 6000, "failures took %llu ms",
+		    (unsigned long long)(now_ms() - t0));
+		{
+			int w2[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+
+			RC(PtlPut(md, 0, 1000, PTL_ACK_REQ, rank_proc(1), 3, 0x52, 0, U(5), 5), PTL_OK);
+			if (collect(eq, tmo + 5000, 2, w2, evs, "acked put to the dead process's window ME"))
+				LOG("put to the dead process's window ME: ACK %s",
+				    fail_name(evs[1].ni_fail_type));
+		}
+		barrier("k.dead");
+		/* the new rank 1 */
+		barrier("k.ready2");
+		fill(src, 65536, 0x62);
+		put_wait(md, eq, 0, 65536, PTL_ACK_REQ, 1, 3, 0x53, 0, U(6), 6, 0, 65536,
+			 PTL_PRIORITY_LIST, "put to the new rank 1");
+		memset(src, 0, 65536);
+		get_wait(md, eq, 0, 65536, 1, 3, 0x53, 0, U(7), 0, 65536, "get from the new rank 1");
+		check_pat("round trip with the new rank 1", src, 65536, 0x62);
+		barrier("k.done");
+	}
+	fini_ni();
+}
+
+/* the process that replaces the killed rank 1 */
+static void c_kill2(void)
+{
+	char cmd[700], line[4096];
+	const char *top = getenv("PTL_TEST_TOP") ? getenv("PTL_TEST_TOP") : ".";
+	pid_t dead;
+	FILE *f;
+	int n = 0, rc;
+	ptl_event_t ev;
+
+	barrier("k.dead");
+	get_file("kill.pid", &dead, sizeof(dead));
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	snprintf(cmd, sizeof(cmd), "%s/tools/spinctl -j status veth0 >/dev/null", top);
+	rc = system(cmd);
+	CHK_EQ(rc, 0, "spinctl -j status veth0 after the takeover");
+	snprintf(cmd, sizeof(cmd), "%s/tools/spinctl -j me list veth0", top);
+	f = popen(cmd, "r");
+	CHK(f != NULL, "popen %s", cmd);
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = line;
+
+		while ((p = strstr(p, "\"owner_pid\""))) {
+			p = strchr(p, ':');
+			if (!p)
+				break;
+			if (strtoul(p + 1, NULL, 10) == (unsigned long)dead)
+				n++;
+		}
+	}
+	if (f)
+		CHK_EQ(pclose(f), 0, "spinctl -j me list veth0");
+	CHK_EQ(n, 0, "match entries of the killed process left after the takeover");
+	{
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *b = kbuf(K_MAL, 65536);
+		ptl_pt_index_t pt;
+
+		RC(PtlPTAlloc(ni, 0, PTL_EQ_NONE, 5, &pt), PTL_OK);	/* the dead one's */
+		pt_new(0, eq, 3);
+		me_add(3, b, 65536, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0x53, 0, PTL_CT_NONE, PTL_PRIORITY_LIST,
+		       U(3));
+		barrier("k.ready2");
+		if (want_ev(eq, &ev, T_EV_MS, "put to the new process"))
+			CHKEV("put to the new process", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc(0), .pt = 3, .mb = 0x53, .rlen = 65536, .mlen = 65536,
+			      .hdr = 6, .uptr = U(3), .start = b);
+		check_pat("put to the new process", b, 65536, 0x62);
+		if (want_ev(eq, &ev, T_EV_MS, "get from the new process"))
+			CHKEV("get from the new process", &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_GET,
+			      .ini = rank_proc(0), .pt = 3, .mb = 0x53, .rlen = 65536, .mlen = 65536,
+			      .uptr = U(3), .start = b);
+		barrier("k.done");
+	}
+	fini_ni();
+}
+
+/* ----------------------------------------- physical, all to all -- */
+
+static ptl_nid_t nid_of(int r) { return (10u << 24) | (78u << 16) | (1u << 8) | (r + 1); }
+
+static void c_phys(void)
+{
+	ptl_handle_eq_t eq, seq;
+	uint8_t *b[4], *src;
+	ptl_handle_md_t md;
+	ptl_process_t id;
+	int seen[4] = { 0 };
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_PHYSICAL, 100 + R);
+	RC(PtlGetPhysId(ni, &id), PTL_OK);
+	CHK_EQ(id.phys.nid, nid_of(R), "PtlGetPhysId nid");
+	CHK_EQ(id.phys.pid, 100 + R, "PtlGetPhysId pid");
+	RC(PtlGetId(ni, &id), PTL_OK);
+	CHK_EQ(id.phys.nid, nid_of(R), "PtlGetId nid");
+	CHK_EQ(id.phys.pid, 100 + R, "PtlGetId pid");
+	eq = eq_new(64);
+	seq = eq_new(64);
+	pt_new(0, eq, PT_DATA);
+	for (int s = 0; s < N; s++) {
+		ptl_me_t me;
+		ptl_handle_me_t h;
+
+		if (s == R)
+			continue;
+		b[s] = kbuf(s & 1 ? K_WIN : K_MAL, 4096);
+		me = me_spec(b[s], 4096, PTL_ME_OP_PUT, 0xa0, 0);
+		me.match_id.phys.nid = nid_of(s);
+		me.match_id.phys.pid = 100 + s;
+		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(0x600 + s), &h));
+	}
+	src = kbuf(K_MAL, 4 * 4096);
+	md = md_new(src, 4 * 4096, 0, seq, PTL_CT_NONE);
+	barrier("ph.ready");
+	for (int d = 0; d < N; d++) {
+		ptl_process_t to;
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+
+		if (d == R)
+			continue;
+		to.phys.nid = nid_of(d);
+		to.phys.pid = 100 + d;
+		fill(src + d * 4096, 3000, R * 16 + d);
+		RC(PtlPut(md, d * 4096, 3000, PTL_ACK_REQ, to, PT_DATA, 0xa0, 0, U(d), R << 8 | d), PTL_OK);
+		if (collect(seq, T_EV_MS, 2, want, evs, "physical put")) {
+			CHKEV("physical put", &evs[0], .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = 3000,
+			      .uptr = U(d));
+			CHKEV("physical put", &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = 3000,
+			      .uptr = U(d));
+		}
+	}
+	for (int n = 0; n < N - 1; n++) {
+		int s;
+		ptl_process_t from;
+
+		if (!want_ev(eq, &ev, T_EV_MS, "all-to-all: a put from every other rank"))
+			break;
+		s = (int)(ev.hdr_data >> 8);
+		if (s < 0 || s >= N || s == R || seen[s]++) {
+			FAIL("all-to-all: unexpected event");
+			dump_ev("unexpected", &ev);
+			continue;
+		}
+		from.phys.nid = nid_of(s);
+		from.phys.pid = 100 + s;
+		CHKEV("all-to-all put", &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = from, .pt = PT_DATA,
+		      .mb = 0xa0, .rlen = 3000, .mlen = 3000, .hdr = (uint64_t)s << 8 | R,
+		      .uptr = U(0x600 + s), .start = b[s]);
+		check_pat("all-to-all put", b[s], 3000, s * 16 + R);
+	}
+	barrier("ph.done");
+	fini_ni();
+}
+
+/* --------------------------------------- launcher environment, ring -- */
+
+static void c_ring(void)
+{
+	ptl_handle_eq_t eq, seq;
+	uint8_t *b, *src;
+	ptl_handle_md_t md;
+	ptl_process_t id;
+	ptl_size_t actual = 0;
+	ptl_event_t ev;
+	int next = (R + 1) % N, prev = (R + N - 1) % N;
+	const char *sz = getenv("PMI_SIZE") ? getenv("PMI_SIZE") : getenv("OMPI_COMM_WORLD_SIZE");
+
+	CHK(getenv("SPIN_RANK") == NULL, "the launcher case runs without SPIN_RANK");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	RC(PtlGetId(ni, &id), PTL_OK);
+	CHK_EQ(id.rank, R, "PtlGetId rank from the launcher's environment");
+	RC(PtlGetMap(ni, 0, NULL, &actual), PTL_OK);
+	CHK_EQ(actual, sz ? atoi(sz) : -1, "map size = the launcher's size");
+	eq = eq_new(16);
+	pt_new(0, eq, PT_DATA);
+	b = kbuf(R & 1 ? K_WIN : K_MAL, 8192);
+	me_add(PT_DATA, b, 8192, PTL_ME_OP_PUT, 0x33, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x33));
+	src = kbuf(K_MAL, 8192);
+	seq = eq_new(16);
+	md = md_new(src, 8192, 0, seq, PTL_CT_NONE);
+	barrier("ring.ready");
+	fill(src, 5000, 0x40 + R);
+	put_wait(md, seq, 0, 5000, PTL_ACK_REQ, next, PT_DATA, 0x33, 0, U(1), R, 0, 5000,
+		 PTL_PRIORITY_LIST, "ring put");
+	if (want_ev(eq, &ev, T_EV_MS, "ring: put from the previous rank"))
+		CHKEV("ring", &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(prev), .pt = PT_DATA,
+		      .mb = 0x33, .rlen = 5000, .mlen = 5000, .hdr = prev, .uptr = U(0x33), .start = b);
+	check_pat("ring", b, 5000, 0x40 + prev);
+	barrier("ring.done");
+	fini_ni();
+}
+
+/* ------------------------------------------------ sPIN extension -- */
+
+static const char *top_dir(void)
+{
+	return getenv("PTL_TEST_TOP") ? getenv("PTL_TEST_TOP") : ".";
+}
+
+/* the paper's ping-pong: rank 1's payload handler answers every packet of a
+ * ping with a put from the device (to the same portal index, bits 10) */
+static void c_spin_pingpong(void)
+{
+	char path[600];
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_handler_t h;
+		ptl_me_t me;
+		ptl_handle_me_t mh;
+		int rc;
+
+		snprintf(path, sizeof(path), "%s/samples/pingpong/pingpong_stream.bpf.o", top_dir());
+		rc = PtlSpinHandlerLoad(ni, path, &h);
+		if (rc != PTL_OK)
+			DIE("PtlSpinHandlerLoad %s: %s -- %s", path, rc_name(rc), PtlSpinErrmsg());
+		pt_new(0, eq, 7);
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x99, 0);
+		me.handlers = h;
+		OK(PtlMEAppend(ni, 7, &me, PTL_PRIORITY_LIST, U(0x99), &mh));
+		barrier("pp.ready");
+		barrier("pp.done");
+		while (eq_next(eq, &ev, 50) != PTL_EQ_EMPTY)	/* the pings, if reported */
+			CHKEV("ping on the handler ME", &ev, .m = F_TYPE | F_INI | F_PT | F_MB | F_RLEN | F_UPTR,
+			      .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = 7, .mb = 0x99, .rlen = 1000,
+			      .uptr = U(0x99));
+		RC(PtlMEUnlink(mh), PTL_OK);
+		RC(PtlSpinHandlerUnload(h), PTL_OK);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64), seq = eq_new(64);
+		uint8_t *pong[2] = { kbuf(K_WIN, 4096), kbuf(K_MAL, 4096) }, *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, seq, PTL_CT_NONE);
+
+		pt_new(0, eq, 7);
+		barrier("pp.ready");
+		for (int k = 0; k < 2; k++) {
+			char ctx[96];
+			ptl_handle_me_t mh = me_add(7, pong[k], 4096, PTL_ME_OP_PUT, 10, 0, PTL_CT_NONE,
+						    PTL_PRIORITY_LIST, U(0x10 + k));
+
+			snprintf(ctx, sizeof(ctx), "pong from the device into a %s ME", kname[k]);
+			fill(src, 1000, 0x50 + k);
+			put_wait(md, seq, 0, 1000, PTL_NO_ACK_REQ, 1, 7, 0x99, 0, U(k), 0, 0, 0, 0, "ping");
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(1), .pt = 7,
+				      .mb = 10, .rlen = 1000, .mlen = 1000, .hdr = 0, .uptr = U(0x10 + k),
+				      .start = pong[k]);
+			check_pat(ctx, pong[k], 1000, 0x50 + k);
+			RC(PtlMEUnlink(mh), PTL_OK);
+		}
+		barrier("pp.done");
+	}
+	fini_ni();
+}
+
+/* test_handlers.bpf.o with an initial handler-memory image: the payload
+ * handler copies each packet to the ME buffer (T_DMA) and puts 16 bytes of
+ * handler memory to rank 0 (T_PUT_STATE: bits 0x77, hdr_data 5) */
+static void c_spin_hpu(void)
+{
+	char path[600];
+	ptl_event_t ev;
+	uint8_t put_src[16];
+
+	for (int i = 0; i < 16; i++)
+		put_src[i] = 0xc0 + i;
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_handler_t h;
+		ptl_handle_hpu_mem_t hm;
+		struct test_state st;
+		ptl_handle_me_t mh;
+		uint8_t *w = kbuf(K_WIN, 4096);
+		uint64_t end;
+		ptl_me_t me;
+		int rc;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", top_dir());
+		rc = PtlSpinHandlerLoad(ni, path, &h);
+		if (rc != PTL_OK)
+			DIE("PtlSpinHandlerLoad %s: %s -- %s", path, rc_name(rc), PtlSpinErrmsg());
+		OK(PtlHPUAllocMem(sizeof(st), ni, &hm));
+		memset(&st, 0, sizeof(st));
+		st.mode = T_DMA | T_PUT_STATE;
+		st.cas_counter = 12345;
+		memcpy(st.put_src, put_src, 16);
+		RC(PtlHPUWriteMem(hm, 0, &st, sizeof(st)), PTL_OK);
+		pt_new(0, eq, 6);
+		me = me_spec(w, 4096, PTL_ME_OP_PUT, 0x55, 0);
+		me.handlers = h;
+		me.hpu_memory = hm;
+		OK(PtlMEAppend(ni, 6, &me, PTL_PRIORITY_LIST, U(0x55), &mh));
+		memset(&st, 0xff, sizeof(st));
+		RC(PtlMEReadHPU(mh, 0, &st, sizeof(st)), PTL_OK);
+		CHK_EQ(st.cas_counter, 12345, "handler memory starts with the image");
+		CHK_EQ(st.hdr_calls, 0, "no handler ran yet");
+		barrier("hp.ready");
+		end = now_ms() + T_EV_MS;
+		do {
+			RC(PtlMEReadHPU(mh, 0, &st, sizeof(st)), PTL_OK);
+			if (st.cmpl_calls)
+				break;
+			msleep(5);
+		} while (now_ms() < end);
+		CHK_EQ(st.cmpl_calls, 1, "completion handler calls");
+		CHK_EQ(st.hdr_calls, 1, "header handler calls");
+		CHK_EQ(st.pay_calls, 3, "payload handler calls (3000 B: 3 packets)");
+		CHK_EQ(st.pay_bytes, 3000, "payload bytes seen by the handlers");
+		CHK_EQ(st.order_violations, 0, "handler order violations");
+		CHK_EQ(st.dma_errors, 0, "DMA errors");
+		CHK_EQ(st.cas_counter, 12345, "image value kept");
+		CHK_EQ(st.last_len, 3000, "header handler: length");
+		CHK_EQ(st.last_bits, 0x55, "header handler: match bits");
+		CHK_EQ(st.last_src, 0, "header handler: source rank");
+		CHK_EQ(st.last_hdr_data, 0xabc, "header handler: hdr_data");
+		CHK_EQ(st.first_byte_sum, pat(0x66, 0) + pat(0x66, 1384) + pat(0x66, 2768),
+		       "first bytes of the packets");
+		check_pat("payload copied by the handler (DMA to host)", w, 3000, 0x66);
+		st.cas_counter = 999;
+		RC(PtlMEWriteHPU(mh, offsetof(struct test_state, cas_counter), &st.cas_counter, 8), PTL_OK);
+		st.cas_counter = 0;
+		RC(PtlMEReadHPU(mh, offsetof(struct test_state, cas_counter), &st.cas_counter, 8), PTL_OK);
+		CHK_EQ(st.cas_counter, 999, "PtlMEWriteHPU then PtlMEReadHPU");
+		RC(PtlMEReadHPU(mh, 4090, &st, 16), PTL_ARG_INVALID);
+		barrier("hp.done");
+		while (eq_next(eq, &ev, 50) != PTL_EQ_EMPTY)
+			CHKEV("message on the handler ME", &ev, .m = F_TYPE | F_INI | F_PT | F_MB | F_RLEN |
+			      F_UPTR | F_HDR, .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = 6, .mb = 0x55,
+			      .rlen = 3000, .uptr = U(0x55), .hdr = 0xabc);
+		RC(PtlMEUnlink(mh), PTL_OK);
+		RC(PtlHPUFreeMem(hm), PTL_OK);
+		RC(PtlSpinHandlerUnload(h), PTL_OK);
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64), seq = eq_new(64);
+		uint8_t *b = kbuf(K_MAL, 4096), *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, seq, PTL_CT_NONE);
+
+		pt_new(0, eq, 6);
+		me_add(6, b, 4096, PTL_ME_OP_PUT, 0x77, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x77));
+		barrier("hp.ready");
+		fill(src, 3000, 0x66);
+		/* no ack: a packet whose payload handler puts from the device
+		 * becomes that put (the runtime's drop reason ack_lost) */
+		put_wait(md, seq, 0, 3000, PTL_NO_ACK_REQ, 1, 6, 0x55, 0, U(1), 0xabc, 0, 3000,
+			 PTL_PRIORITY_LIST, "put to the handler ME");
+		for (int i = 0; i < 3; i++)
+			if (want_ev(eq, &ev, T_EV_MS, "put from the device (handler memory)")) {
+				CHKEV("put from the device", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+				      .ini = rank_proc(1), .pt = 6, .mb = 0x77, .rlen = 16, .mlen = 16,
+				      .hdr = 5, .uptr = U(0x77), .start = b);
+				CHK(!memcmp(b, put_src, 16), "bytes of the device put = the handler memory image");
+			}
+		barrier("hp.done");
+	}
+	fini_ni();
+}
+
+/* ------------------------------------------------------------- main -- */
+
+static const struct { const char *name; void (*fn)(void); } cases[] = {
+	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
+	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
+	{ "counters", c_counters }, { "atomic", c_atomic }, { "triggered", c_triggered },
+	{ "eventopts", c_eventopts }, { "eqdrop", c_eqdrop }, { "badargs", c_badargs },
+	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
+	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
+};
+
+int main(int argc, char **argv)
+{
+	const char *n = getenv("PTL_TEST_NPROCS");
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	if (argc != 2) {
+		fprintf(stderr, "usage: ptl_test CASE  (env: SPIN_IFACE SPIN_HOSTFILE SPIN_RANK|PMI_RANK|"
+			"OMPI_COMM_WORLD_RANK PTL_TEST_DIR PTL_TEST_NPROCS)\ncases:");
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			fprintf(stderr, " %s", cases[i].name);
+		fprintf(stderr, "\n");
+		return 2;
+	}
+	CASE = argv[1];
+	R = env_rank();
+	N = n ? atoi(n) : 2;
+	if (getenv("PTL_TEST_DIR"))
+		DIR_ = getenv("PTL_TEST_DIR");
+	if (R < 0 || N < 1)
+		DIE("no rank (SPIN_RANK, PMI_RANK or OMPI_COMM_WORLD_RANK) or PTL_TEST_NPROCS");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!strcmp(cases[i].name, CASE)) {
+			cases[i].fn();
+			if (nlinks)
+				LOG("note: %d LINK events skipped", nlinks);
+			LOG("%s", failed ? "FAILED" : "ok");
+			return failed ? 1 : 0;
+		}
+	fprintf(stderr, "ptl_test: unknown case '%s'\n", CASE);
+	return 2;
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Portals 4 API integration tests: one selftests/ptl_test process per network
+# namespace (2..4 namespaces on a bridge, 10.78.1.0/24, nothing leaves them).
+# One PASS/FAIL/SKIP line per case and a closing "N passed, N failed, N skipped".
+#
+#   selftests/test_ptl.sh [-t GLOB] [-v]     -v: show the processes' output always
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+. selftests/lib/ptl_topo.sh
+
+BIN=$TOP/selftests/ptl_test
+TAG=spinp$$
+FILTER= VERBOSE=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-t) FILTER=$2; shift ;;
+	-v) VERBOSE=1 ;;
+	*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
+	esac
+	shift
+done
+PASS=0 FAIL=0 SKIP=0
+WORK=$(mktemp -d /tmp/spin-ptl.XXXXXX)
+chmod 755 "$WORK"
+
+cleanup() {
+	local p
+	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
+	spin_ns_cleanup
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP ptl/all (need root)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
+fi
+if [ ! -x "$BIN" ]; then
+	echo "FAIL ptl/build ($BIN missing: run make)"; echo "0 passed, 1 failed, 0 skipped"; exit 1
+fi
+spin_bpffs_ensure || { echo "FAIL ptl/bpffs"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+if ! ptl_topo_up "$TAG" 4 "$WORK" >"$WORK/topo.log" 2>&1; then
+	echo "FAIL ptl/topology"; sed 's/^/    /' "$WORK/topo.log"
+	echo "0 passed, 1 failed, 0 skipped"; exit 1
+fi
+
+# start CASE on rank K (in its namespace) in the background; $! is its pid
+# start KIND DIR HOSTS NPROCS K CASE [VAR=VALUE...]
+start() {
+	local kind=$1 dir=$2 hosts=$3 n=$4 k=$5 case=$6 renv; shift 6
+	case $kind in
+	spin) renv="SPIN_RANK=$k" ;;
+	ompi) renv="OMPI_COMM_WORLD_RANK=$k OMPI_COMM_WORLD_SIZE=$n" ;;
+	pmi) renv="PMI_RANK=$k PMI_SIZE=$n" ;;
+	esac
+	# shellcheck disable=SC2086
+	nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$hosts" \
+		PTL_TEST_DIR="$dir" PTL_TEST_NPROCS="$n" PTL_TEST_TOP="$TOP" $renv "$@" \
+		timeout -k 2 30 "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
+}
+
+# report NAME DIR NPROCS RC...: one line per case
+report() {
+	local name=$1 dir=$2 n=$3 bad=0 skip=0 k rc; shift 3
+	k=0
+	for rc in "$@"; do
+		if [ "$rc" -eq 77 ]; then skip=1
+		elif [ "$rc" -ne 0 ]; then bad=1; echo "rank $k exit $rc" >>"$dir/rcs"
+		fi
+		k=$((k + 1))
+	done
+	if [ $bad -eq 0 ] && [ $skip -eq 0 ]; then
+		echo "PASS ptl/$name"; PASS=$((PASS + 1))
+	elif [ $bad -eq 0 ]; then
+		echo "SKIP ptl/$name"; SKIP=$((SKIP + 1))
+	else
+		echo "FAIL ptl/$name"; FAIL=$((FAIL + 1))
+		sed 's/^/    /' "$dir/rcs"
+	fi
+	if [ $bad -ne 0 ] || [ "$VERBOSE" = 1 ]; then
+		for k in $(seq 0 $((n - 1))); do
+			[ -s "$dir/out.$k" ] && sed "s/^/    [$k] /" "$dir/out.$k" | tail -60
+		done
+	fi
+}
+
+selected() { [ -z "$FILTER" ] || [[ $1 == $FILTER ]]; }
+
+# run_case NAME CASE NPROCS HOSTS [KIND] [VAR=VALUE...]: CASE on ranks 0..NPROCS-1
+run_case() {
+	local name=$1 case=$2 n=$3 hosts=$4 kind=${5:-spin} dir k pids=() rcs=()
+	shift 4; [ $# -gt 0 ] && shift
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	for k in $(seq 0 $((n - 1))); do
+		start "$kind" "$dir" "$hosts" "$n" "$k" "$case" "$@"
+		pids+=($!)
+	done
+	for k in "${!pids[@]}"; do
+		wait "${pids[$k]}"; rcs+=($?)
+	done
+	report "$name" "$dir" "$n" "${rcs[@]}"
+}
+
+# rank 1 is SIGKILLed by rank 0 while it receives; a new rank 1 takes over
+run_kill() {
+	local name=kill dir p0 p1 p2 r0 r1 r2
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	start spin "$dir" 2 2 0 kill SPIN_PTL_TIMEOUT_MS=1000; p0=$!
+	start spin "$dir" 2 2 1 kill SPIN_PTL_TIMEOUT_MS=1000; p1=$!
+	wait $p1; r1=$?
+	# the killed process: timeout reports 128 + SIGKILL
+	if [ $r1 -eq 137 ]; then r1=0; else echo "killed rank 1 exit $r1 (want 137)" >>"$dir/rcs"; r1=1; fi
+	start spin "$dir" 2 2 1 kill2 SPIN_PTL_TIMEOUT_MS=1000; p2=$!
+	wait $p0; r0=$?
+	wait $p2; r2=$?
+	[ $r1 -eq 0 ] || r2=$r1
+	report "$name" "$dir" 2 $r0 $r2
+}
+
+run_case put put 2 2
+run_case get get 2 2
+run_case truncate truncate 2 2
+run_case useonce useonce 2 2
+run_case managelocal managelocal 2 2
+run_case overflow overflow 2 2
+run_case flowctl flowctl 2 2
+run_case counters counters 2 2
+run_case atomic atomic 4 4
+run_case atomic_2ranks atomic 2 2
+run_case triggered triggered 2 2
+run_case eventopts eventopts 2 2
+run_case eqdrop eqdrop 2 2
+run_case badargs badargs 2 2
+# rank 2 is in the map and has an address, but no runtime and no process
+nsx "$(ptl_ns "$TAG" 2)" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1
+run_case unknown unknown 2 3 spin SPIN_PTL_TIMEOUT_MS=1000
+run_kill
+run_case phys phys 4 4
+run_case launcher_ompi ring 2 2 ompi
+run_case launcher_pmi ring 3 3 pmi
+run_case spin_pingpong spin_pingpong 2 2
+run_case spin_hpu spin_hpu 2 2
+
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" -eq 0 ]
