@@ -24,13 +24,16 @@
 #
 # Knobs (environment):
 #   TRANSPORTS="spin udp udp_gso udp_busy xsk"   which, in this order
+#   REPS=3                        repetitions, transports round-robin; the CSVs
+#                                 hold the per-column medians over them
 #   MIN=8 MAX=4m PERTURB=0        sizes MIN..MAX in powers of 2 (+-PERTURB)
 #   PP_COUNT=10000 PP_TIME=0.25   ping-pong rounds per size: count and time caps
 #   ST_TIME=0.3 ST_ITERS=30 ST_BYTES=8m ST_KMAX=512   stream caps per size
 #   RATE=1 RATE_COUNT=100000 RATE_ITERS=5              8-byte message rate
 #   BUDGET=2048 SETTLE_MS=450     sizes > 1384 B: at most BUDGET messages per
-#                                 phase, SETTLE_MS of quiet before each phase
-#                                 (the runtime's message table, see README)
+#                                 phase (all transports), SETTLE_MS of quiet
+#                                 before each phase (transports on the spin
+#                                 runtime; its message table, see README)
 #   RANK0_CPU=1 RANK1_CPU=0       taskset pinning of rank 0 / rank 1 ('' : none)
 #   TR_TIMEOUT=600                seconds before a transport run is killed
 #   OUT=bench/results
@@ -42,6 +45,7 @@ ROOT=$PWD
 . selftests/lib/netns.sh
 
 TRANSPORTS=${TRANSPORTS:-"spin udp udp_gso udp_busy xsk"}
+REPS=${REPS:-3}
 MIN=${MIN:-8}
 MAX=${MAX:-4m}
 PERTURB=${PERTURB:-0}
@@ -101,7 +105,8 @@ mkdir -p "$OUT" "$OUT/netpipe_logs"
 CSV=$OUT/netpipe.csv
 RCSV=$OUT/netpipe_rate.csv
 SUM=$OUT/netpipe_summary.txt
-rm -f "$CSV" "$RCSV" "$SUM" "$OUT/netpipe.png" "$OUT"/netpipe_logs/*.log
+rm -f "$CSV" "$RCSV" "$SUM" "$OUT/netpipe.png" "$OUT"/netpipe_logs/*.log "$OUT/netpipe_raw.csv" \
+	"$OUT/netpipe_rate_raw.csv"
 TMPD=$(mktemp -d /tmp/netpipe.XXXXXX)
 
 spin_ns_pair "$NS_A" "$IF" "$IP_A" "$NS_B" "$IF" "$IP_B" || die "cannot create the veth pair"
@@ -113,7 +118,7 @@ log "rank 0 $NS_A/$IF $IP_A (CPU ${RANK0_CPU:-any})  <->  rank 1 $NS_B/$IF $IP_B
 
 COMMON=(--min "$MIN" --max "$MAX" --perturb "$PERTURB" --pp-count "$PP_COUNT"
 	--pp-time "$PP_TIME" --st-time "$ST_TIME" --st-iters "$ST_ITERS" --st-bytes "$ST_BYTES"
-	--st-kmax "$ST_KMAX" --budget "$BUDGET" --settle-ms "$SETTLE_MS" --rate-count "$RATE_COUNT" --rate-iters "$RATE_ITERS")
+	--st-kmax "$ST_KMAX" --budget "$BUDGET" --rate-count "$RATE_COUNT" --rate-iters "$RATE_ITERS")
 [ "$RATE" = 1 ] && COMMON+=(--rate)
 
 # Interface state per transport: the UDP baselines get what a host stack
@@ -151,8 +156,8 @@ rank() {
 }
 
 FAILED=
-run_transport() {	# run_transport LABEL
-	local l=$1 cmd rc
+run_transport() {	# run_transport LABEL REP
+	local l=$1 r=$2 cmd rc settle=$SETTLE_MS
 	case $l in
 	spin)		cmd=(bench/netpipe_ptl) ;;
 	spin_md_host)	cmd=(bench/netpipe_ptl --md-host) ;;
@@ -165,34 +170,70 @@ run_transport() {	# run_transport LABEL
 	xsk_busy)	cmd=(bench/netpipe --transport xsk --busy) ;;
 	*)		log "unknown transport $l"; FAILED="$FAILED $l"; return ;;
 	esac
-	case $l in udp*) iface_udp ;; *) iface_spin ;; esac
-	log "$l: ${cmd[*]}"
+	case $l in udp*) iface_udp; settle=0 ;; *) iface_spin ;; esac
+	log "rep $r/$REPS $l: ${cmd[*]}"
 	rank "$NS_B" 1 "$RANK1_CPU" "$ROOT/${cmd[0]}" "${cmd[@]:1}" "${COMMON[@]}" --label "$l" \
-		>"$OUT/netpipe_logs/$l.rank1.log" 2>&1 &
+		--settle-ms "$settle" >"$OUT/netpipe_logs/$l.rep$r.rank1.log" 2>&1 &
 	R1_PID=$!
 	rank "$NS_A" 0 "$RANK0_CPU" "$ROOT/${cmd[0]}" "${cmd[@]:1}" "${COMMON[@]}" --label "$l" \
-		--csv "$CSV" --rate-csv "$RCSV" 2>"$OUT/netpipe_logs/$l.rank0.log"
+		--settle-ms "$settle" --csv "$TMPD/raw.csv" --rate-csv "$TMPD/raw_rate.csv" \
+		2>"$OUT/netpipe_logs/$l.rep$r.rank0.log"
 	rc=$?
 	if [ $rc != 0 ]; then
-		log "$l: rank 0 failed (exit $rc), see $OUT/netpipe_logs/$l.rank0.log"
-		tail -n 5 "$OUT/netpipe_logs/$l.rank0.log" >&2
-		FAILED="$FAILED $l"
+		log "$l: rank 0 failed (exit $rc), see $OUT/netpipe_logs/$l.rep$r.rank0.log"
+		tail -n 5 "$OUT/netpipe_logs/$l.rep$r.rank0.log" >&2
+		FAILED="$FAILED $l/rep$r"
 		kill "$R1_PID" 2>/dev/null
 	fi
 	wait "$R1_PID" 2>/dev/null || [ $rc != 0 ] || {
-		log "$l: rank 1 failed, see $OUT/netpipe_logs/$l.rank1.log"
-		FAILED="$FAILED $l/rank1"
+		log "$l: rank 1 failed, see $OUT/netpipe_logs/$l.rep$r.rank1.log"
+		FAILED="$FAILED $l/rep$r/rank1"
 	}
 	R1_PID=
 	detach_all
 }
 
 T0=$(date +%s)
-for l in $TRANSPORTS; do
-	run_transport "$l"
+for r in $(seq "$REPS"); do
+	for l in $TRANSPORTS; do
+		run_transport "$l" "$r"
+	done
 done
 iface_spin
 T1=$(date +%s)
+
+# medians over the repetitions, per transport and size, column by column
+# (the failures are summed); rows in the order they were first measured
+aggregate() {	# aggregate RAW OUT
+	[ -s "$1" ] || return 0
+	awk -F, 'NR == 1 { print; next } $1 == "transport" { next }
+	{
+		k = $1 FS $2
+		if (!(k in n)) { order[++nk] = k; nf[k] = NF }
+		n[k]++
+		for (c = 3; c <= NF; c++) v[k, c, n[k]] = $c
+	}
+	function med(k, c,   m, i, j, t, a) {
+		m = n[k]
+		for (i = 1; i <= m; i++) a[i] = v[k, c, i] + 0
+		for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+		return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	}
+	END {
+		for (i = 1; i <= nk; i++) {
+			k = order[i]; line = k
+			for (c = 3; c <= nf[k]; c++) {
+				if (c == nf[k]) { s = 0; for (j = 1; j <= n[k]; j++) s += v[k, c, j]; line = line FS s }
+				else line = line FS med(k, c)
+			}
+			print line
+		}
+	}' "$1" >"$2"
+}
+aggregate "$TMPD/raw.csv" "$CSV"
+aggregate "$TMPD/raw_rate.csv" "$RCSV"
+[ -s "$TMPD/raw.csv" ] && cp "$TMPD/raw.csv" "$OUT/netpipe_raw.csv"
+[ -s "$TMPD/raw_rate.csv" ] && cp "$TMPD/raw_rate.csv" "$OUT/netpipe_rate_raw.csv"
 
 # ------------------------------------------------------------ summary --
 
@@ -208,6 +249,7 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 {
 	echo "spin NetPIPE benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(uname -r), $(nproc) CPUs, $((T1 - T0)) s"
 	echo "veth pair between two namespaces (MTU 1500); rank 0 (measures) on CPU ${RANK0_CPU:-any}, rank 1 (echoes) on CPU ${RANK1_CPU:-any} (taskset)"
+	echo "medians over $REPS repetitions (transports round-robin; per-run rows in netpipe_raw.csv)"
 	echo "per size: ping-pong until $PP_COUNT rounds or ${PP_TIME}s (latency = half round trip), stream of K = clamp($ST_BYTES / size, 2, $ST_KMAX) messages until ${ST_TIME}s (3..$ST_ITERS iterations, median MB/s, MB = 10^6 B)"
 	echo
 	if [ -s "$CSV" ]; then
@@ -220,7 +262,7 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 	fi
 	if [ -s "$RCSV" ]; then
 		echo
-		echo "8-byte message rate (streams of $RATE_COUNT, median of $RATE_ITERS):"
+		echo "8-byte message rate (streams of $RATE_COUNT, median of $RATE_ITERS, median over reps):"
 		tail -n +2 "$RCSV" | while IFS=, read -r t _ _ _ med mn mx f; do
 			printf '  %-10s %8.3f M msgs/s  (min %.3f, max %.3f)%s\n' "$t" "$med" "$mn" "$mx" \
 				"$([ "$f" != 0 ] && echo "  $f FAILED streams")"
@@ -259,10 +301,10 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 			fi
 		done
 	else
-		echo "  no spin results (see $OUT/netpipe_logs/spin.rank0.log)"
+		echo "  no spin results (see $OUT/netpipe_logs/spin.rep*.rank0.log)"
 	fi
 	[ -n "$FAILED" ] && { echo; echo "FAILED:$FAILED"; }
-	grep -h "netpipe\[" "$OUT"/netpipe_logs/*.log 2>/dev/null | grep -E "failed|FAIL" | head -20 |
+	grep -h "netpipe\[" "$OUT"/netpipe_logs/*.log 2>/dev/null | grep -E "failed after|failed:|FAIL" | head -20 |
 		sed 's/^/  log: /'
 } | tee "$SUM"
 

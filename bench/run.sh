@@ -12,7 +12,8 @@
 #   spin_stream    the spin runtime + samples/pingpong streaming handler
 #
 # and BPF_PROG_RUN measures the per-packet cost of the XDP programs
-# (empty program, reflector, spin runtime + handler).
+# (empty program, reflector, spin runtime + handler).  The last stage is
+# bench/netpipe.sh (Portals vs UDP vs AF_XDP, NetPIPE-style).
 #
 # Results in bench/results/: latency.csv, latency_summary.csv, progrun.csv,
 # summary.txt (ratios) and *.png plots (gnuplot).
@@ -32,6 +33,7 @@
 #   CLIENT_CPU=0 SERVER_CPU=1         taskset pinning ('' to disable)
 #   OUT=bench/results
 #   TIMEOUT_MS=200   per-pong timeout
+#   NETPIPE=1        0: skip the NetPIPE stage (bench/netpipe.sh, its own knobs)
 #
 # Quick run: COUNT=5000 SIZES=64 FRESH=20000 RUNS=5 bench/run.sh
 
@@ -324,6 +326,17 @@ if command -v gnuplot >/dev/null; then
 	for f in "$OUT"/*.png; do [ -e "$f" ] && log "plot $f"; done
 else
 	log "gnuplot not installed: no plots"
+fi
+
+# ------------------------------------------------------------ netpipe --
+
+# The NetPIPE-style stage (bench/netpipe.sh, its own namespaces): Portals
+# puts against kernel UDP and the raw AF_XDP loop, 8 B .. 4 MiB, results in
+# $OUT/netpipe*.  About 3 minutes; NETPIPE=0 skips it.
+if [ "${NETPIPE:-1}" = 1 ]; then
+	log "netpipe stage: bench/netpipe.sh (NETPIPE=0 skips it)"
+	OUT="$OUT" bench/netpipe.sh || FAILED="$FAILED netpipe"
+	[ -n "$FAILED" ] && log "FAILED:$FAILED"
 fi
 
 [ -z "$FAILED" ]
