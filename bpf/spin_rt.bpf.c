@@ -562,6 +562,7 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 	e->pt_index = bpf_ntohs(sh->pt_index);
 	e->match_bits = bpf_be64_to_cpu(sh->match_bits);
 	e->mlength = bpf_be64_to_cpu(sh->user_hdr[0]);
+	e->list = (__u32)bpf_be64_to_cpu(sh->user_hdr[2]);
 	e->remote_off = bpf_be64_to_cpu(sh->remote_off);
 	e->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
 	e->src_rank = bpf_ntohl(sh->src_rank);

@@ -111,14 +111,14 @@ static void send_event(struct ptl_ni *ni, struct ptl_mdr *md, ptl_size_t loff, p
 
 /* An ack or reply arrived (or never will): the initiator's event. */
 static void pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t fail,
-			  uint64_t mlength)
+			  uint64_t mlength, ptl_list_t list)
 {
 	struct ptl_mdr *md = &ni->md[p->md];
 	ptl_event_t ev = { .start = (uint8_t *)md->md.start + p->loff, .user_ptr = p->user_ptr,
 			   .hdr_data = p->hdr_data, .match_bits = p->bits, .rlength = p->len,
 			   .mlength = mlength, .remote_offset = p->roff, .initiator = p->target,
 			   .pt_index = p->pt, .ni_fail_type = fail, .atomic_operation = p->aop,
-			   .atomic_type = p->adt };
+			   .atomic_type = p->adt, .ptl_list = list };
 
 	if (md->used && md->busy)
 		md->busy--;
@@ -230,7 +230,7 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		send_event(ni, o->md, o->loff, o->len, o->target, o->pt, o->bits, o->roff,
 			   o->user_ptr, o->hdr, fail);
 	if (p && fail != PTL_NI_OK)
-		pend_complete(ni, p, fail, 0);
+		pend_complete(ni, p, fail, 0, PTL_PRIORITY_LIST);
 	return PTL_OK;
 }
 
@@ -426,6 +426,66 @@ static struct ptl_mer *me_of_pkt(struct ptl_ni *ni, const struct spin_hdr *h)
 	return &ni->me[i];
 }
 
+/*
+ * The runtime matched an entry this process has unlinked since (use-once,
+ * min_free or PtlMEUnlink while the packet was on its way): match again
+ * among the entries still linked, in Portals order, claiming a use-once
+ * one in the runtime's table as the runtime would.
+ */
+static struct ptl_mer *me_rematch(struct ptl_ni *ni, const struct spin_hdr *h)
+{
+	uint32_t pt = ntohs(h->pt_index), rank = ntohl(h->src_rank), pid = ntohl(h->src_pid);
+	uint64_t bits = be64toh(h->match_bits), roff = be64toh(h->remote_off);
+	uint64_t len = ntohl(h->msg_len);
+	unsigned int need = h->op == SPIN_OP_GET ? PTL_ME_OP_GET :
+			    h->op == SPIN_OP_FETCH ? PTL_ME_OP_GET | PTL_ME_OP_PUT : PTL_ME_OP_PUT;
+
+	for (int attempt = 0; attempt < 4; attempt++) {
+		struct ptl_mer *best = NULL;
+		uint32_t st = SPIN_ME_ACTIVE;
+
+		for (int i = 0; i < PTL_N_ME; i++) {
+			struct ptl_mer *m = &ni->me[i];
+			unsigned int o = m->me.options, ops = o & (PTL_ME_OP_PUT | PTL_ME_OP_GET);
+			uint64_t off = (o & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
+
+			if (!m->used || m->pt != pt || m->rt < 0 ||
+			    __atomic_load_n(&ni->rt->me[m->rt].state, __ATOMIC_ACQUIRE) != SPIN_ME_ACTIVE)
+				continue;
+			if (!ops)
+				ops = PTL_ME_OP_PUT;
+			if ((ops & need) != need || ((m->me.match_bits ^ bits) & ~m->me.ignore_bits))
+				continue;
+			if ((m->match_rank != SPIN_RANK_ANY && m->match_rank != rank) ||
+			    (!(ni->options & PTL_NI_LOGICAL) && m->me.match_id.phys.pid != PTL_PID_ANY &&
+			     m->me.match_id.phys.pid != pid))
+				continue;
+			if ((o & PTL_ME_NO_TRUNCATE) && (off > m->me.length || len > m->me.length - off))
+				continue;
+			if (!best || m->list < best->list || (m->list == best->list && m->seq < best->seq))
+				best = m;
+		}
+		if (!best)
+			return NULL;
+		if (!(best->me.options & PTL_ME_USE_ONCE) ||
+		    __atomic_compare_exchange_n(&ni->rt->me[best->rt].state, &st, SPIN_ME_CLAIMED,
+						false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			return best;
+	}
+	return NULL;
+}
+
+/* The entry for a packet: the one the runtime matched, or a rematch. */
+static struct ptl_mer *me_for(struct ptl_ni *ni, const struct spin_hdr *h)
+{
+	struct ptl_mer *m = me_of_pkt(ni, h);
+
+	/* the slot may hold a newer entry by now */
+	if (m && !((m->me.match_bits ^ be64toh(h->match_bits)) & ~m->me.ignore_bits))
+		return m;
+	return me_rematch(ni, h);
+}
+
 /* Where a message lands in entry m (the locally managed offset advances). */
 static uint64_t me_place(struct ptl_mer *m, uint64_t roff, uint64_t rlen, uint64_t *mlength)
 {
@@ -501,7 +561,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	uint64_t off, mlength;
 
 	if (pkt_off == 0 && len == msg_len) {
-		m = me_of_pkt(ni, h);
+		m = me_for(ni, h);
 		if (!m) {
 			ni->drops++;
 			if (ntohs(h->flags) & SPIN_F_ACK_REQ)
@@ -520,7 +580,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	r = rx_find(ni, rank, id, false);
 	if (!r) {
 		r = rx_find(ni, rank, id, true);
-		m = me_of_pkt(ni, h);
+		m = me_for(ni, h);
 		if (!r || !m || !seg) {
 			ni->drops++;
 			return;
@@ -563,7 +623,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 
 static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 {
-	struct ptl_mer *m = me_of_pkt(ni, h), snap;
+	struct ptl_mer *m = me_for(ni, h), snap;
 	uint64_t off, mlength;
 	ptl_event_t ev;
 
@@ -589,7 +649,7 @@ static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
 		      uint32_t len, bool fetch)
 {
-	struct ptl_mer *m = me_of_pkt(ni, h), snap;
+	struct ptl_mer *m = me_for(ni, h), snap;
 	ptl_op_t op = (ptl_op_t)be64toh(h->user_hdr[0]);
 	ptl_datatype_t dt = (ptl_datatype_t)be64toh(h->user_hdr[1]);
 	uint64_t operand = be64toh(h->user_hdr[2]), off, mlength;
@@ -648,7 +708,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		return;
 	}
 	if (fail) {
-		pend_complete(ni, p, ptl_fail_of(fail), 0);
+		pend_complete(ni, p, ptl_fail_of(fail), 0, (ptl_list_t)be64toh(h->user_hdr[2]));
 		return;
 	}
 	md = &ni->md[p->md];
@@ -657,7 +717,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		if (p->npkts > 1) {
 			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
 			if (!p->bitmap) {
-				pend_complete(ni, p, PTL_NI_DROPPED, 0);
+				pend_complete(ni, p, PTL_NI_DROPPED, 0, PTL_PRIORITY_LIST);
 				return;
 			}
 		}
@@ -675,7 +735,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		       p->len - pkt_off < len ? p->len - pkt_off : len);
 	p->deadline_ms = spin_now_ms() + ni->timeout_ms;
 	if (++p->got == p->npkts)
-		pend_complete(ni, p, PTL_NI_OK, msg_len);
+		pend_complete(ni, p, PTL_NI_OK, msg_len, (ptl_list_t)be64toh(h->user_hdr[2]));
 }
 
 static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
@@ -734,7 +794,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 	case SPIN_EV_ACK:
 		p = pend_find(ni, e->msg_id);
 		if (p && p->kind == PEND_ACK && p->rank == e->src_rank)
-			pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength);
+			pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength, (ptl_list_t)e->list);
 		else
 			ni->drops++;
 		break;
@@ -778,12 +838,35 @@ static int on_event(void *ctx, const struct spin_event *e)
 		}
 		break;
 	case SPIN_EV_MSG_TIMEOUT: {
+		/* a message that never completed: its entry gets the event,
+		 * with the failure, and a use-once entry is used up */
 		struct ptl_rx *r = rx_find(ni, e->src_rank, e->msg_id, false);
+		ptl_event_t ev = {
+			.type = PTL_EVENT_PUT, .match_bits = e->match_bits, .rlength = e->rlength,
+			.mlength = 0, .ni_fail_type = PTL_NI_DROPPED,
+		};
+		ptl_handle_me_t meh;
 
 		if (r) {
+			struct ptl_rx dead = *r;
+
+			r->bitmap = NULL;
 			rx_free(r);
-			ni->drops++;
+			ev.start = (uint8_t *)dead.me.me.start + dead.off;
+			ev.hdr_data = be64toh(dead.h.hdr_data);
+			ev.remote_offset = be64toh(dead.h.remote_off);
+			ptl_target_done(ni, &dead.me, &ev, e->src_rank, ntohl(dead.h.src_pid));
+			me_after(ni, dead.meh);
+			free(dead.bitmap);
+		} else if ((m = me_of_ev(ni, e))) {
+			ev.start = ni->win + e->start;
+			meh = ptl_me_handle(ni, m);
+			ptl_target_done(ni, m, &ev, e->src_rank, e->src_pid);
+			/* the runtime freed a use-once window entry already */
+			if ((m = ptl_me_get(ni, meh)) && (m->me.options & PTL_ME_USE_ONCE))
+				ptl_me_auto_unlink(ni, m, false);
 		}
+		ni->drops++;
 		break;
 	}
 	}
@@ -804,7 +887,7 @@ static void tick(struct ptl_ni *ni)
 			struct ptl_pending *p = &ni->pend[i];
 
 			if (p->msg_id && now > p->deadline_ms)
-				pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0);
+				pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
 		}
 	for (int i = 0; i < PTL_N_RX; i++) {
 		struct ptl_rx *r = &ni->rx[i];

@@ -145,6 +145,8 @@ static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __
 	e->owner_pid = me ? me->owner_pid : 0;
 	e->dropped_bytes = c->dropped;
 	e->flow_control = 0;
+	e->list = me ? me->list : 0;
+	e->pad = 0;
 	e->timestamp_ns = bpf_ktime_get_ns();
 	__builtin_memset(&e->put, 0, sizeof(e->put));
 }

@@ -461,6 +461,8 @@ struct spin_event {
 	__u32	owner_pid;
 	__u32	dropped_bytes;
 	__u32	flow_control;
+	__u32	list;		/* enum spin_me_list of the entry (ACK: the target's) */
+	__u32	pad;
 	__u64	timestamp_ns;
 	struct spin_put_req put;	/* SPIN_EV_PUT_FROM_HOST, SPIN_EV_GET_FROM_HOST */
 };
