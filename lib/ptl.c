@@ -350,8 +350,17 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		};
 
 		err = spin_attach(&ao, &ni->rt);
-		if (err == -SPIN_EEXIST)	/* another process attached it first */
-			err = spin_open(ni->ifname, &ni->rt);
+		if (err == -SPIN_EEXIST) {
+			/* another process attached it first, or another XDP
+			 * program is on the interface (then say that) */
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", spin_errmsg());
+			if (spin_open(ni->ifname, &ni->rt))
+				spin_seterr(SPIN_EEXIST, "%s", why);
+			else
+				err = 0;
+		}
 	}
 	if (err) {
 		rc = ptl_seterr(err == -SPIN_ENODEV || err == -SPIN_EUSAGE ? PTL_ARG_INVALID : PTL_FAIL,

@@ -964,8 +964,10 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 		}
 	}
 	if (spinning) {
+		/* the progress thread resumes after the grace period */
 		ni->spinners--;
 		ni->last_spin_us = now_us();
+		pthread_cond_broadcast(&ni->bg_cv);
 	}
 	return rc;
 }
