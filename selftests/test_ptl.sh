@@ -123,6 +123,37 @@ run_kill() {
 	report "$name" "$dir" 2 $r0 $r2
 }
 
+# Open MPI's mpirun starts 4 ranks, each in its own namespace (a wrapper
+# enters the namespace of OMPI_COMM_WORLD_RANK); there is no hostfile: the
+# ranks find each other through a shared directory (SPIN_RENDEZVOUS)
+run_mpirun() {
+	local name=mpirun dir rc k
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	if ! command -v mpirun >/dev/null; then
+		echo "mpirun not found (openmpi-bin: ./run deps installs it)" >"$dir/rcs"
+		report "$name" "$dir" 0 1
+		return
+	fi
+	mkdir "$dir/rv"
+	cat >"$dir/wrap" <<EOW
+#!/bin/sh
+exec nsenter --net=/var/run/netns/$TAG-r\$OMPI_COMM_WORLD_RANK -- "\$@"
+EOW
+	chmod +x "$dir/wrap"
+	timeout -k 2 60 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+		--output-filename "$dir/mpi" \
+		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
+		-x PTL_TEST_NPROCS=4 -x PTL_TEST_TOP="$TOP" \
+		"$dir/wrap" "$BIN" ring >"$dir/out.0" 2>&1
+	rc=$?
+	for k in 0 1 2 3; do
+		cat "$dir"/mpi/1/rank.$k/std* >>"$dir/out.$k" 2>/dev/null
+	done
+	[ "$(ls "$dir/rv" | wc -l)" -eq 4 ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
+	report "$name" "$dir" 4 $rc
+}
+
 run_case put put 2 2
 run_case get get 2 2
 run_case truncate truncate 2 2
@@ -144,6 +175,7 @@ run_kill
 run_case phys phys 4 4
 run_case launcher_ompi ring 2 2 ompi
 run_case launcher_pmi ring 3 3 pmi
+run_mpirun
 run_case spin_pingpong spin_pingpong 2 2
 run_case spin_hpu spin_hpu 2 2
 
