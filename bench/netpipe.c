@@ -583,20 +583,15 @@ static void xsk_setup(struct np_transport *t)
 	t->report = xsk_report;
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	exit(130);	/* runs the atexit clean-up */
-}
-
 int main(int argc, char **argv)
 {
 	struct np_transport t = { 0 };
 
 	np_parse(argc, argv, tr_opts, tr_opt, usage);
 	np_job();
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	/* SIGINT/SIGTERM: the default action.  No clean-up from a signal
+	 * handler (it could wait for a lock the interrupted code holds);
+	 * netpipe.sh detaches the runtime and removes the namespaces. */
 	if (!strcmp(transport, "udp"))
 		udp_setup(&t);
 	else if (!strcmp(transport, "xsk"))

@@ -147,12 +147,13 @@ detach_all() {
 }
 
 # rank NS RANK CPU CMD...: the command in NS with the job's environment
+# (timeout --foreground: stays in our process group, so Ctrl-C reaches it)
 rank() {
 	local ns=$1 r=$2 cpu=$3; shift 3
 	local pin=()
 	[ -n "$cpu" ] && pin=(taskset -c "$cpu")
 	nsenter --net="/var/run/netns/$ns" -- env SPIN_IFACE="$IF" SPIN_HOSTFILE="$HOSTS" \
-		SPIN_RANK="$r" timeout -k 5 "$TR_TIMEOUT" "${pin[@]}" "$@"
+		SPIN_RANK="$r" timeout --foreground -k 5 "$TR_TIMEOUT" "${pin[@]}" "$@"
 }
 
 FAILED=

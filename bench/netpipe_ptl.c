@@ -227,12 +227,6 @@ static void ptl_cleanup(void)
 	pc.ct_me = pc.ct_md = PTL_INVALID_HANDLE;
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	exit(130);	/* runs the atexit clean-up */
-}
-
 int main(int argc, char **argv)
 {
 	struct np_transport t = {
@@ -244,8 +238,9 @@ int main(int argc, char **argv)
 
 	np_parse(argc, argv, tr_opts, tr_opt, usage);
 	np_job();
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	/* SIGINT/SIGTERM: the default action.  No clean-up from a signal
+	 * handler (it could wait for a lock the interrupted code holds);
+	 * netpipe.sh detaches the runtime and removes the namespaces. */
 	ptl_check(PtlInit(), "PtlInit");
 	pc.inited = 1;
 	atexit(ptl_cleanup);
