@@ -187,10 +187,11 @@ static int udp_send(void *p, const void *buf, size_t len)
 	return 0;
 }
 
-/* One datagram's data is at `at`; it belongs at h->off.  Returns 1 when it
- * completes a message. */
+/* One datagram's data is at `at`; it belongs at h->off (copied there from
+ * the GRO buffer, moved there if it was received in the wrong place).
+ * Returns 1 when it completes a message. */
 static int udp_account(struct udp_ctx *c, const struct udp_hdr *h, const uint8_t *at,
-		       size_t dlen)
+		       size_t dlen, int gro)
 {
 	int i, fr = -1;
 
@@ -198,7 +199,9 @@ static int udp_account(struct udp_ctx *c, const struct udp_hdr *h, const uint8_t
 		c->stale++;
 		return 0;
 	}
-	if (at != c->rbuf + h->off) {
+	if (gro) {
+		memcpy(c->rbuf + h->off, at, dlen);
+	} else if (at != c->rbuf + h->off) {
 		memmove(c->rbuf + h->off, at, dlen);
 		c->ooo++;
 	}
@@ -308,7 +311,7 @@ static uint64_t udp_recv(void *p, size_t len, uint64_t n, int timeout_ms)
 					memcpy(&h, b + o, UDP_HDRLEN);
 					c->rx_dgrams++;
 					got += (uint64_t)udp_account(c, &h, b + o + UDP_HDRLEN,
-								     dl - UDP_HDRLEN);
+								     dl - UDP_HDRLEN, 1);
 				}
 				continue;
 			}
@@ -318,7 +321,7 @@ static uint64_t udp_recv(void *p, size_t len, uint64_t n, int timeout_ms)
 			}
 			c->rx_dgrams++;
 			got += (uint64_t)udp_account(c, &c->rh[i], c->riov[i][1].iov_base,
-						     ml - UDP_HDRLEN);
+						     ml - UDP_HDRLEN, 0);
 		}
 	}
 	return got;

@@ -13,6 +13,8 @@
 #   udp       bench/netpipe --transport udp: 1472-byte datagrams,
 #             sendmmsg/recvmmsg, blocking receives
 #   udp_gso   the same sent with UDP GSO (UDP_SEGMENT)
+#   udp_gso_gro  GSO sender, UDP_GRO receiver (whole super-datagrams
+#             cross the veth and reach the socket unsegmented)
 #   udp_busy  udp with busy-polling receivers
 #   xsk       bench/netpipe --transport xsk: libspin's raw AF_XDP path
 #             (spin_xsk_send / spin_xsk_recv_msg on an SPIN_ME_XSK entry)
@@ -23,7 +25,7 @@
 # netpipe_logs/ (each rank's stderr).  See bench/README.md, "NetPIPE".
 #
 # Knobs (environment):
-#   TRANSPORTS="spin udp udp_gso udp_busy xsk"   which, in this order
+#   TRANSPORTS="spin udp udp_gso udp_gso_gro udp_busy xsk"   which, in this order
 #   REPS=3                        repetitions, transports round-robin; the CSVs
 #                                 hold the per-column medians over them
 #   MIN=8 MAX=4m PERTURB=0        sizes MIN..MAX in powers of 2 (+-PERTURB)
@@ -44,7 +46,7 @@ cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 . selftests/lib/netns.sh
 
-TRANSPORTS=${TRANSPORTS:-"spin udp udp_gso udp_busy xsk"}
+TRANSPORTS=${TRANSPORTS:-"spin udp udp_gso udp_gso_gro udp_busy xsk"}
 REPS=${REPS:-3}
 MIN=${MIN:-8}
 MAX=${MAX:-4m}
@@ -255,6 +257,7 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 
 {
 	echo "spin NetPIPE benchmark, $(date -u +%Y-%m-%dT%H:%M:%SZ), kernel $(uname -r), $(nproc) CPUs, $((T1 - T0)) s"
+	echo "library: lib/ at $(git log -1 --format='%h %s' -- lib/ 2>/dev/null | cut -c1-70)$(git diff --quiet HEAD -- lib/ include/ 2>/dev/null || echo ' + uncommitted changes')"
 	echo "veth pair between two namespaces (MTU 1500); rank 0 (measures) on CPU ${RANK0_CPU:-any}, rank 1 (echoes) on CPU ${RANK1_CPU:-any} (taskset)"
 	echo "medians over $REPS repetitions (transports round-robin; per-run rows in netpipe_raw.csv)"
 	echo "per size: ping-pong until $PP_COUNT rounds or ${PP_TIME}s (latency = half round trip), stream of K = clamp($ST_BYTES / size, 2, $ST_KMAX) messages until ${ST_TIME}s (3..$ST_ITERS iterations, median MB/s, MB = 10^6 B)"
@@ -278,7 +281,7 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 	echo
 	echo "Ratios (spin = the Portals library; all measured in this run):"
 	if have spin; then
-		for base in udp udp_gso udp_busy xsk xsk_busy; do
+		for base in udp udp_gso udp_gso_gro udp_gro udp_busy xsk xsk_busy; do
 			have "$base" || continue
 			echo "  spin vs $base:"
 			l8=$(ratio "$(v spin 8 3)" "$(v "$base" 8 3)")
