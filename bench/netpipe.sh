@@ -263,10 +263,10 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 	echo "per size: ping-pong until $PP_COUNT rounds or ${PP_TIME}s (latency = half round trip), stream of K = clamp($ST_BYTES / size, 2, $ST_KMAX) messages until ${ST_TIME}s (3..$ST_ITERS iterations, median MB/s, MB = 10^6 B)"
 	echo
 	if [ -s "$CSV" ]; then
-		printf '%-10s %8s %10s %10s %10s %10s %11s  %s\n' transport size p50_us mean_us \
+		printf '%-12s %8s %10s %10s %10s %10s %11s  %s\n' transport size p50_us mean_us \
 			min_us bw_MBps bw_max_MBps failed
 		tail -n +2 "$CSV" | while IFS=, read -r t s p50 mean bw mn _ _ bmax _ _ _ f; do
-			printf '%-10s %8s %10.2f %10.2f %10.2f %10.1f %11.1f  %s\n' "$t" "$s" "$p50" \
+			printf '%-12s %8s %10.2f %10.2f %10.2f %10.1f %11.1f  %s\n' "$t" "$s" "$p50" \
 				"$mean" "$mn" "$bw" "$bmax" "$f"
 		done
 	fi
@@ -274,7 +274,7 @@ have() { [ -s "$CSV" ] && awk -F, -v t="$1" 'NR > 1 && $1 == t { f = 1 } END { e
 		echo
 		echo "8-byte message rate (streams of $RATE_COUNT, median of $RATE_ITERS, median over reps):"
 		tail -n +2 "$RCSV" | while IFS=, read -r t _ _ _ med mn mx f; do
-			printf '  %-10s %8.3f M msgs/s  (min %.3f, max %.3f)%s\n' "$t" "$med" "$mn" "$mx" \
+			printf '  %-12s %8.3f M msgs/s  (min %.3f, max %.3f)%s\n' "$t" "$med" "$mn" "$mx" \
 				"$([ "$f" != 0 ] && echo "  $f FAILED streams")"
 		done
 	fi
