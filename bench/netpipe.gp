@@ -14,8 +14,8 @@ set datafile separator ','
 set logscale xy 2
 set logscale y 10
 set grid xtics ytics mxtics mytics
-set format x '%.0s%cB'
-set xtics 4
+set xtics ('8 B' 8, '64 B' 64, '512 B' 512, '4 KiB' 4096, '32 KiB' 32768, \
+	   '256 KiB' 262144, '2 MiB' 2097152)
 set key top left
 transports = system("tail -n +2 ".csv." | cut -d, -f1 | awk '!seen[$0]++'")
 sel(t) = sprintf("< awk -F, 'NR > 1 && $1 == \"%s\"' %s", t, csv)
