@@ -220,7 +220,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 				e->user_ptr = me->user_ptr;
 				e->owner_pid = me->owner_pid;
 			}
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, spin_rb_flags());
 		} else {
 			spin_drop_count(g->st, SPIN_DROP_HOST_QUEUE_FULL);
 		}
@@ -377,7 +377,7 @@ static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt 
 	e->owner_pid = pt->owner_pid;
 	e->flow_control = 1;
 	e->timestamp_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, spin_rb_flags());
 	if (st)
 		st->events++;
 }
@@ -478,10 +478,8 @@ __noinline int spin_default(struct xdp_md *xdp)
 		long act;
 
 		spin_account(c, m);
-		if (c->done && m) {
-			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
-			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-		}
+		if (c->done && m)	/* every packet is in: ids catch late duplicates */
+			bpf_map_delete_elem(&spin_msgs, &c->key);
 		if ((void *)(sh + 1) > spin_xdp_end(xdp))
 			return spin_drop(st, SPIN_DROP_MALFORMED);
 		sh->dst_rank = bpf_htonl(c->me);
@@ -569,7 +567,7 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 	e->src_pid = bpf_ntohl(sh->src_pid);
 	e->msg_id = bpf_ntohl(sh->msg_id);
 	e->timestamp_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, spin_rb_flags());
 	st->acks_received++;
 	st->events++;
 	return XDP_DROP;
@@ -992,10 +990,8 @@ existing:
 		c->msg_dropped = 1;
 		c->phases = 0;
 		spin_account(c, m);
-		if (c->done) {
-			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
-			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-		}
+		if (c->done)
+			bpf_map_delete_elem(&spin_msgs, &c->key);
 		if (m->flags & SPIN_MSGF_NOMATCH)	/* nack if this is packet 0 */
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_MATCH);
 		return spin_drop(st, SPIN_DROP_MSG_DROPPED);

@@ -498,6 +498,7 @@ static void ni_destroy(struct ptl_ni *ni)
 		if (ni->hd[i].used)
 			spin_handler_unload(ni->rt, ni->hd[i].name);
 	ptl_data_fini(ni);
+	__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < PTL_N_EQ; i++)
 		free(ni->eq[i].ring);
 	for (int i = 0; i < PTL_N_HPU; i++)
@@ -902,8 +903,10 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 static void trig_cancel(struct ptl_ni *ni, uint32_t ct)
 {
 	for (int i = 0; i < PTL_N_TRIG; i++)
-		if (ni->trig[i].used && ni->trig[i].ct == ct)
+		if (ni->trig[i].used && ni->trig[i].ct == ct) {
 			ni->trig[i].used = false;
+			ni->n_trig--;
+		}
 }
 
 int PtlCTFree(ptl_handle_ct_t cth)
@@ -1077,7 +1080,7 @@ int PtlCTInc(ptl_handle_ct_t cth, ptl_ct_event_t v)
  * first (one may change the counter again). */
 void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct)
 {
-	for (int guard = 0; guard < PTL_N_TRIG; guard++) {
+	for (int guard = 0; guard < PTL_N_TRIG && ni->n_trig > 0; guard++) {
 		struct ptl_ct *c = &ni->ct[ct];
 		struct ptl_trig t, *best = NULL;
 
@@ -1094,6 +1097,7 @@ void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct)
 			break;
 		t = *best;
 		best->used = false;
+		ni->n_trig--;
 		switch (t.kind) {
 		case TRIG_PUT:
 			ptl_put_locked(ni, t.md, t.loff, t.len, t.ack_req, t.target, t.pt, t.bits,
@@ -1134,6 +1138,7 @@ static int trig_add(struct ptl_ni *ni, const struct ptl_trig *t, ptl_handle_ct_t
 			continue;
 		ni->trig[i] = *t;
 		ni->trig[i].used = true;
+		ni->n_trig++;
 		ni->trig[i].ct = (uint32_t)(c - ni->ct);
 		ni->trig[i].seq = ++ni->seq;
 		ptl_ct_changed(ni, ni->trig[i].ct);	/* may already be reached */

@@ -30,6 +30,15 @@
 #include "ptl_internal.h"
 #include "ptl_atomic.h"
 
+static inline void spin_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 static uint64_t now_us(void)
 {
 	struct timespec ts;
@@ -139,15 +148,10 @@ static void pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_
 /* The rank of a target, or -1 if it is not in the map. */
 static int64_t target_rank(struct ptl_ni *ni, ptl_process_t t)
 {
-	struct spin_peer peer;
-
-	if (ni->options & PTL_NI_LOGICAL) {
-		if (t.rank >= ni->map_size || t.rank >= SPIN_MAX_PEERS)
-			return -1;
-		if (spin_peer_get(ni->rt, t.rank, &peer) || !peer.valid)
-			return -1;
-		return t.rank;
-	}
+	/* a rank in the map whose peer is missing fails in spin_xsk_send
+	 * (it caches the peer table, no system call per message) */
+	if (ni->options & PTL_NI_LOGICAL)
+		return t.rank < ni->map_size && t.rank < SPIN_MAX_PEERS ? (int64_t)t.rank : -1;
 	for (size_t r = 0; r < ni->map_size; r++)
 		if (ni->map[r].phys.nid == t.phys.nid)
 			return (int64_t)r;
@@ -921,9 +925,12 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 	uint64_t start = now_us(), deadline = timeout_ms == PTL_TIME_FOREVER ? UINT64_MAX :
 					      start + (uint64_t)timeout_ms * 1000;
 	bool spinning = true;
+	unsigned int spins = 0;
 	int rc;
 
 	ni->spinners++;
+	if (!(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
+		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 	for (;;) {
 		uint64_t t;
 
@@ -943,7 +950,10 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 		}
 		if (spinning && t - start < ni->spin_us) {
 			ptl_unlock(ni);
-			sched_yield();	/* softirq work or a thread of ours may need this CPU */
+			if (++spins % 128 == 0)
+				sched_yield();	/* another thread may need this CPU */
+			else
+				spin_cpu_relax();
 			ptl_lock(ni);
 			continue;
 		}
@@ -964,10 +974,10 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 		}
 	}
 	if (spinning) {
-		/* the progress thread resumes after the grace period */
+		/* the progress thread resumes after the grace period (it
+		 * checks at least every 10 ms: no wake-up on this fast path) */
 		ni->spinners--;
 		ni->last_spin_us = now_us();
-		pthread_cond_broadcast(&ni->bg_cv);
 	}
 	return rc;
 }
@@ -991,7 +1001,11 @@ void *ptl_progress_thread(void *arg)
 			if (ni->stop)
 				break;
 			if (ni->spinners > 0) {
-				pthread_cond_wait(&ni->bg_cv, &ni->mu);
+				uint64_t u = t + 10000;
+
+				ts.tv_sec = u / 1000000;
+				ts.tv_nsec = (u % 1000000) * 1000;
+				pthread_cond_timedwait(&ni->bg_cv, &ni->mu, &ts);
 				continue;
 			}
 			if (!ni->last_spin_us || t >= until)
@@ -1002,6 +1016,10 @@ void *ptl_progress_thread(void *arg)
 		}
 		if (ni->stop)
 			break;
+		/* the runtime wakes the ring's readers again, then whatever it
+		 * posted quietly meanwhile is taken before sleeping */
+		__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
+		ptl_progress(ni);
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 		if (spin_events_fd(ni->rt) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };

@@ -206,6 +206,7 @@ struct ptl_ni {
 	struct ptl_handler hd[PTL_N_HANDLER];
 	struct ptl_hpu *hpu[PTL_N_HPU];
 	struct ptl_trig trig[PTL_N_TRIG];
+	int n_trig;		/* armed triggered operations */
 	struct ptl_pending pend[PTL_N_PENDING];
 	struct ptl_rx rx[PTL_N_RX];
 	/* host window allocations: page ranges [off, off + len) */

@@ -1048,6 +1048,8 @@ int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeou
 	rt->ev_ctx = ctx;
 	rt->ev_count = 0;
 	rt->ev_stop = 0;
+	if (timeout_ms != 0)	/* we sleep: the runtime must wake us */
+		__atomic_and_fetch(&rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 	err = ring_buffer__poll(rt->rb, timeout_ms);
 	if (err < 0 && !(err == EV_STOP && rt->ev_stop) && err != -EINTR)
 		return spin_seterr(SPIN_EIO, "polling spin_events failed: %s", strerror(-err));

@@ -306,4 +306,13 @@ static __always_inline int spin_host_to_bounce(__u64 off, __u32 len, __u8 *bounc
 	return spin_host_bounce(off, bounce, len, 0);
 }
 
+/* Flags for bpf_ringbuf_submit: no wake-up while the reader busy-polls
+ * (SPIN_CFG_F_RB_QUIET); a wake-up is an interrupt, a VM exit on a VM. */
+static __always_inline __u64 spin_rb_flags(void)
+{
+	struct spin_cfg *cfg = spin_cfg_get();
+
+	return cfg && (cfg->flags & SPIN_CFG_F_RB_QUIET) ? BPF_RB_NO_WAKEUP : 0;
+}
+
 #endif /* SPIN_MAPS_BPF_H */

@@ -174,7 +174,7 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 	}
 	if (put)
 		e->put = *put;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, spin_rb_flags());
 	if (st)
 		st->events++;
 }
@@ -377,14 +377,10 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
 			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
 	}
-	if (c->done && c->multi) {
-		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
-
-		if (m) {
-			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
-			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-		}
-	}
+	/* the message is complete: its state goes now (a late duplicate
+	 * packet is caught by the per-source id window when it arrives) */
+	if (c->done && c->multi)
+		bpf_map_delete_elem(&spin_msgs, &c->key);
 	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped) {
 		if (c->done && spin_ack_requested(xdp))
 			spin_drop_count(st, SPIN_DROP_ACK_LOST);

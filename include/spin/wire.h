@@ -138,7 +138,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MAX_DMA		SPIN_PAGE /* bytes per DMA call */
 #define SPIN_MAX_PUTS		1	/* device puts per handler invocation */
 #define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
-#define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* completed message */
+#define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* late duplicate of an expired id */
 #define SPIN_HDR_WAIT_LOOPS	(1 << 16) /* spins waiting for a header handler */
 #define SPIN_GC_MIN_NS		(10ull * 1000 * 1000)	/* sweep period bounds */
 #define SPIN_GC_MAX_NS		(250ull * 1000 * 1000)
@@ -219,6 +219,8 @@ struct spin_stats {
 /* spin_cfg.flags */
 #define SPIN_CFG_F_GENERIC	0x1	/* attached in XDP generic (skb) mode */
 #define SPIN_CFG_F_NO_DEDUP	0x2	/* no duplicate window for whole messages */
+#define SPIN_CFG_F_RB_QUIET	0x4	/* the event reader busy-polls: submit events
+					 * without a wake-up (set and cleared by it) */
 
 /* Configuration of a runtime instance (spin_cfg, one element, mmap-able). */
 struct spin_cfg {
