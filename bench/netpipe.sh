@@ -112,6 +112,15 @@ rm -f "$CSV" "$RCSV" "$SUM" "$OUT/netpipe.png" "$OUT"/netpipe_logs/*.log "$OUT/n
 TMPD=$(mktemp -d /tmp/netpipe.XXXXXX)
 
 spin_ns_pair "$NS_A" "$IF" "$IP_A" "$NS_B" "$IF" "$IP_B" || die "cannot create the veth pair"
+if [ "${NAPI_THREADED:-0}" = 1 ]; then
+	# receive processing in a kernel thread (on whichever CPU is free), as
+	# on a NIC whose interrupts land on another core, instead of in the
+	# sender's softirq; the same for every transport
+	for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" sh -c "echo 1 > /sys/class/net/$IF/threaded" ||
+			die "cannot switch $ns/$IF to threaded NAPI"
+	done
+fi
 MAC_A=$(spin_ns_mac "$NS_A" "$IF")
 MAC_B=$(spin_ns_mac "$NS_B" "$IF")
 HOSTS=$TMPD/hostfile

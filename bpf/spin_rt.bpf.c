@@ -409,11 +409,14 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 		fail = SPIN_FAIL_PT_DISABLED;
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
+	else if (reason == SPIN_DROP_HOST_QUEUE_FULL)
+		fail = SPIN_FAIL_QUEUE_FULL;
 	else
 		return XDP_DROP;
 	if ((void *)(sh + 1) > end)
 		return XDP_DROP;
-	if (fc && reason == SPIN_DROP_NO_MATCH && (fc->flags & SPIN_PT_FLOWCTRL)) {
+	if (fc && (reason == SPIN_DROP_NO_MATCH || reason == SPIN_DROP_HOST_QUEUE_FULL) &&
+	    (fc->flags & SPIN_PT_FLOWCTRL)) {
 		spin_flowctrl(st, fc, sh);
 		fail = SPIN_FAIL_PT_DISABLED;
 	}
@@ -629,6 +632,8 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 
 	if (spin_dedup_seen(cfg, rank, msg_id))
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	if (spin_events_full())
+		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 	mi = spin_match(pt, &q, c, SPIN_OP_GET);
 	if (mi < 0)
 		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
@@ -889,6 +894,8 @@ int spin_rx(struct xdp_md *xdp)
 		/* the whole message in one packet: no message state */
 		if (spin_dedup_seen(cfg, rank, msg_id))
 			return spin_drop(st, SPIN_DROP_DUPLICATE);
+		if (spin_events_full())
+			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0)
 			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
@@ -944,6 +951,12 @@ int spin_rx(struct xdp_md *xdp)
 		}
 		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
 		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
+		if (spin_events_full()) {
+			/* refused: the rest of its packets are dropped too */
+			m->flags |= SPIN_MSGF_NOMATCH;
+			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
+			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
+		}
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0) {
 			m->flags |= SPIN_MSGF_NOMATCH;

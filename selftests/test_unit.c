@@ -1608,6 +1608,77 @@ static void check_nack(const struct fr *o, uint8_t op, const struct spin_msg_arg
 	ASSERT_MEM(o->b, PEER_MAC, 6, "nack: to the peer's MAC");
 }
 
+static int count_puts_cb(void *ctx, const struct spin_event *ev)
+{
+	if (ev->kind == SPIN_EV_PUT)
+		++*(int *)ctx;
+	return 0;
+}
+
+/* Nobody reads the event ring: once it is nearly full, puts are refused
+ * before matching and nacked QUEUE_FULL (never accepted with the completion
+ * lost); every accepted put has its event; a flow-controlled portal table
+ * entry disables itself; after the ring is read, puts are accepted again. */
+static void event_ring_admission(void)
+{
+	struct spin_me_spec s = spec(0, 0xa0, 64), sf = spec(6, 0xa1, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa0);
+	static uint8_t msg[8];
+	int accepted = 0, refused = 0, got = 0, first_refused = -1, rc;
+	struct spin_pt pt;
+	struct fr f, o;
+
+	reset();
+	spin_pt_free(rt, 6);
+	if (me_add(&s) < 0 || !ASSERT_OK(spin_pt_alloc_flags(rt, 6, SPIN_PT_FLOWCTRL), "pt 6") ||
+	    me_add(&sf) < 0)
+		return;
+	a.flags = SPIN_F_ACK_REQ;
+	for (int i = 0; i < 20000 && refused < 10; i++) {
+		a.msg_id = 0x500000 + i;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		rc = run(&f, &o);
+		if (!ASSERT_EQ(rc, XDP_TX, "acked or nacked"))
+			return;
+		if (((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1]) {
+			if (first_refused < 0) {
+				first_refused = i;
+				check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+			}
+			refused++;
+		} else {
+			if (!ASSERT_EQ(refused, 0, "accepted after a refusal, with nobody reading"))
+				return;
+			accepted++;
+		}
+	}
+	T_MSG("%d puts accepted, then refused", accepted);
+	ASSERT_EQ(refused, 10, "refused once the ring is nearly full");
+	ASSERT_TRUE(accepted > 1000, "a ring's worth accepted first");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), (uint64_t)refused, "counted as host_queue_full");
+	/* a flow-controlled portal table entry disables itself instead */
+	a.pt_index = 6;
+	a.match_bits = 0xa1;
+	a.msg_id = 0x5fffff;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "nacked");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
+	spin_pt_get(rt, 6, &pt);
+	ASSERT_EQ(pt.flags & SPIN_PT_ENABLED, 0, "flow control disabled the entry");
+	/* every accepted put has its completion */
+	spin_events_poll(rt, count_puts_cb, &got, 0);
+	ASSERT_EQ(got, accepted, "one event per accepted put");
+	a.pt_index = 0;
+	a.match_bits = 0xa0;
+	a.msg_id = 0x5ffffe;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "acked");
+	ASSERT_EQ(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1], 0,
+		  "accepted again once the ring was read");
+	spin_events_poll(rt, drain_cb, NULL, 0);
+	spin_pt_free(rt, 6);
+}
+
 /* An AF_XDP socket on queue 0 of the runtime's interface, registered in
  * spin_xsks (BPF_PROG_RUN runs on queue 0), or NULL. */
 static struct spin_xsk *xsk_on_queue0(void)
@@ -2172,6 +2243,7 @@ int main(int argc, char **argv)
 	RUN_TEST(atomics);
 	RUN_TEST(nacks);
 	RUN_TEST(flow_control);
+	RUN_TEST(event_ring_admission);
 	RUN_TEST(verifier_rejection);
 	return t_summary();
 }

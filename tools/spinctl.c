@@ -1519,6 +1519,7 @@ static const char *ev_fail(uint32_t f)
 	case SPIN_FAIL_NO_MATCH: return "no_match";
 	case SPIN_FAIL_NO_TARGET: return "no_target";
 	case SPIN_FAIL_OP_VIOLATION: return "op_violation";
+	case SPIN_FAIL_QUEUE_FULL: return "queue_full";
 	default: return "unknown";
 	}
 }

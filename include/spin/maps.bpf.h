@@ -106,9 +106,11 @@ struct {
 	__type(value, struct spin_gc);
 } spin_gc SEC(".maps");
 
+#define SPIN_EVENTS_SIZE	(1 << 20)
+#define SPIN_EVENTS_RESERVE	(64 << 10)	/* kept for acks, unlinks, timeouts */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, SPIN_EVENTS_SIZE);
 } spin_events SEC(".maps");
 
 /* AF_XDP sockets of processes, by receive queue (SPIN_ME_XSK entries). */
@@ -313,6 +315,13 @@ static __always_inline __u64 spin_rb_flags(void)
 	struct spin_cfg *cfg = spin_cfg_get();
 
 	return cfg && (cfg->flags & SPIN_CFG_F_RB_QUIET) ? BPF_RB_NO_WAKEUP : 0;
+}
+
+/* The event ring is nearly full: its reader fell behind (admission). */
+static __always_inline bool spin_events_full(void)
+{
+	return bpf_ringbuf_query(&spin_events, BPF_RB_AVAIL_DATA) >
+	       SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE;
 }
 
 #endif /* SPIN_MAPS_BPF_H */

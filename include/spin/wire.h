@@ -81,8 +81,14 @@ enum spin_op {
  * user_hdr[1] is the failure (enum spin_fail) and user_hdr[0] 0, so the
  * initiator sees an event instead of waiting forever.
  *
+ * Admission: a put or get that arrives while the event ring is nearly full
+ * (less than SPIN_EVENTS_RESERVE free: the process that reads it fell
+ * behind) is refused before it is matched, counted as host_queue_full and
+ * nacked with SPIN_FAIL_QUEUE_FULL, so no completion is ever lost silently.
+ *
  * Flow control (SPIN_PT_FLOWCTRL on the portal table entry): a message that
- * matches no entry of such an entry disables it (SPIN_PT_ENABLED cleared
+ * matches no entry of such an entry, or is refused for a full event ring
+ * (Portals' resource exhaustion), disables it (SPIN_PT_ENABLED cleared
  * with compare-and-swap), posts SPIN_EV_PT_DISABLED once, and is nacked with
  * SPIN_FAIL_PT_DISABLED; so is every later message until the host
  * re-enables it.
@@ -444,6 +450,7 @@ enum spin_fail {
 	SPIN_FAIL_NO_MATCH,	/* nack: no such portal index, or no entry matched */
 	SPIN_FAIL_NO_TARGET,	/* nack: the owning process is gone (no AF_XDP socket) */
 	SPIN_FAIL_OP_VIOLATION,	/* the entry does not allow the operation */
+	SPIN_FAIL_QUEUE_FULL,	/* nack: the target's event ring is (nearly) full */
 };
 struct spin_event {
 	__u32	kind;		/* enum spin_event_kind */
