@@ -84,7 +84,7 @@ samples/%: samples/%.c $(LIBSPIN) $(HDRS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
 
-bench/%: bench/%.c $(LIBSPIN) $(HDRS)
+bench/%: bench/%.c $(LIBSPIN) $(HDRS) $(wildcard bench/*.h)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -lm -o $@
 

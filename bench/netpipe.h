@@ -107,7 +107,7 @@ static struct np_opts np_o = {
 	.st_iters = 30, .st_min_iters = 3,
 	.rate = 0, .rate_count = 100000, .rate_iters = 5,
 	.timeout_ms = 1000, .ctrl_port = 7790,
-	.budget = 2048, .settle_ms = 450, .single = 1384,
+	.budget = 1000000, .settle_ms = 0, .single = 1384,
 };
 
 static void np_die(const char *fmt, ...)
@@ -202,8 +202,7 @@ static const struct option np_common_opts[] = {
 "  --timeout-ms T     no message for T ms: lost (1000)\n" \
 "  --budget N --settle-ms T   sizes > 1384 (more than one spin packet): at most N\n" \
 "                     messages per phase (ping-pong, stream) and T ms of quiet before\n" \
-"                     each phase (2048, 450): the runtime keeps a completed multi-packet\n" \
-"                     message in its 4096-entry table for 200 ms + one sweep\n" \
+"                     each phase (1000000, 0)\n" \
 "  --ctrl-port P      TCP control port on rank 1 (7790)\n" \
 "environment: SPIN_HOSTFILE (rank 0's IP, then rank 1's), SPIN_RANK\n"
 

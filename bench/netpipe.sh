@@ -32,10 +32,14 @@
 #   PP_COUNT=10000 PP_TIME=0.25   ping-pong rounds per size: count and time caps
 #   ST_TIME=0.3 ST_ITERS=30 ST_BYTES=8m ST_KMAX=512   stream caps per size
 #   RATE=1 RATE_COUNT=100000 RATE_ITERS=5              8-byte message rate
-#   BUDGET=2048 SETTLE_MS=450     sizes > 1384 B: at most BUDGET messages per
+#   BUDGET=1000000 SETTLE_MS=0    sizes > 1384 B: at most BUDGET messages per
 #                                 phase (all transports), SETTLE_MS of quiet
 #                                 before each phase (transports on the spin
-#                                 runtime; its message table, see README)
+#                                 runtime); not needed since the runtime frees
+#                                 a completed message at once (bench/README.md)
+#   NAPI_THREADED=0               1: threaded NAPI on both veth ends (receive
+#                                 work in a kernel thread, as on a NIC whose
+#                                 interrupts land on another core)
 #   RANK0_CPU=1 RANK1_CPU=0       taskset pinning of rank 0 / rank 1 ('' : none)
 #   TR_TIMEOUT=600                seconds before a transport run is killed
 #   OUT=bench/results
@@ -60,8 +64,8 @@ ST_KMAX=${ST_KMAX:-512}
 RATE=${RATE:-1}
 RATE_COUNT=${RATE_COUNT:-100000}
 RATE_ITERS=${RATE_ITERS:-5}
-BUDGET=${BUDGET:-2048}
-SETTLE_MS=${SETTLE_MS:-450}
+BUDGET=${BUDGET:-1000000}
+SETTLE_MS=${SETTLE_MS:-0}
 RANK0_CPU=${RANK0_CPU-1}
 RANK1_CPU=${RANK1_CPU-0}
 TR_TIMEOUT=${TR_TIMEOUT:-600}
