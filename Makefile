@@ -42,12 +42,14 @@ HDRS := $(wildcard include/spin/*.h)
 
 # Sample handlers: samples/<name>/<name>.bpf.c, with optional per-variant
 # defines in samples/<name>/variants (lines "suffix -DFOO=1").
-SAMPLE_DIRS := $(wildcard samples/*)
-SAMPLE_BPF  := $(foreach d,$(SAMPLE_DIRS),$(d)/$(notdir $(d))_stream.bpf.o $(d)/$(notdir $(d))_store.bpf.o)
+# Sample handlers: every samples/<name>/*.bpf.c becomes a .bpf.o; the
+# ping-pong is built twice (streaming and store-and-forward, -DSTREAMING).
+SAMPLE_BPF  := $(patsubst %.bpf.c,%.bpf.o,$(filter-out samples/pingpong/%,$(wildcard samples/*/*.bpf.c))) \
+	samples/pingpong/pingpong_stream.bpf.o samples/pingpong/pingpong_store.bpf.o
 
 # Userspace programs: tools/*.c, samples/*/*_host.c, bench/*.c, selftests/*.c
 TOOLS      := tools/spinctl
-HOST_SRCS  := $(filter-out %.bpf.c,$(wildcard samples/*/*_host.c bench/*.c selftests/*.c))
+HOST_SRCS  := $(filter-out %.bpf.c,$(wildcard samples/*/*.c bench/*.c selftests/*.c))
 HOST_BINS  := $(HOST_SRCS:.c=)
 
 all: $(LIBSPIN) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
@@ -80,9 +82,13 @@ tools/%: tools/%.c $(LIBSPIN) $(HDRS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
 
-samples/%: samples/%.c $(LIBSPIN) $(HDRS)
+samples/%.bpf.o: samples/%.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+samples/%: samples/%.c $(LIBSPIN) $(HDRS) $(wildcard samples/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -lm -o $@
 
 bench/%: bench/%.c $(LIBSPIN) $(HDRS) $(wildcard bench/*.h)
 	$(call msg,CC,$@)

@@ -123,6 +123,10 @@ if [ "${NAPI_THREADED:-0}" = 1 ]; then
 	for ns in "$NS_A" "$NS_B"; do
 		ip netns exec "$ns" sh -c "echo 1 > /sys/class/net/$IF/threaded" ||
 			die "cannot switch $ns/$IF to threaded NAPI"
+		# a queue, so a full veth ring stops the sender instead of
+		# dropping (veth is noqueue by default)
+		[ -n "${VETH_QDISC:-}" ] && ip -n "$ns" link set dev "$IF" txqueuelen 1000 &&
+			tc -n "$ns" qdisc replace dev "$IF" root "$VETH_QDISC"
 	done
 fi
 MAC_A=$(spin_ns_mac "$NS_A" "$IF")

@@ -336,7 +336,25 @@ fi
 if [ "${NETPIPE:-1}" = 1 ]; then
 	log "netpipe stage: bench/netpipe.sh (NETPIPE=0 skips it)"
 	OUT="$OUT" bench/netpipe.sh || FAILED="$FAILED netpipe"
-	[ -n "$FAILED" ] && log "FAILED:$FAILED"
+	# the same with the receive work in a kernel thread (threaded NAPI) and
+	# a queue on the veth (so a full ring pushes back instead of dropping):
+	# closer to a NIC, whose receive work runs on the core its interrupt
+	# lands on, not in the sender's system call
+	log "netpipe stage, threaded NAPI: results in $OUT/netpipe_threaded"
+	NAPI_THREADED=1 VETH_QDISC=pfifo OUT="$OUT/netpipe_threaded" bench/netpipe.sh ||
+		FAILED="$FAILED netpipe_threaded"
 fi
 
+# ------------------------------------------------------------ samples --
+# Every sample's benchmark against its host-only version (samples/*/bench.sh,
+# results in $OUT/<sample>*); SAMPLES=0 skips them.
+if [ "${SAMPLES:-1}" = 1 ]; then
+	for b in samples/*/bench.sh; do
+		[ -e "$b" ] || continue
+		log "sample stage: $b"
+		OUT="$OUT" "$b" || FAILED="$FAILED $(basename "$(dirname "$b")")"
+	done
+fi
+
+[ -n "$FAILED" ] && log "FAILED:$FAILED"
 [ -z "$FAILED" ]

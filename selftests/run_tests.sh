@@ -44,6 +44,11 @@ run_suite unit selftests/test_unit
 run_suite veth selftests/test_veth.sh
 run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
+# every sample with an integration test (samples/<name>/test.sh)
+for t in samples/*/test.sh; do
+	[ -e "$t" ] || continue
+	run_suite "sample-$(basename "$(dirname "$t")")" "$t"
+done
 
 # nothing may be left behind
 pins_after=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the sample host programs share (samples/<name>/*.c): Portals set-up,
+ * an error check, time, percentiles and a barrier between the ranks of a
+ * job.  Header-only so each sample stays one file; logic that belongs to
+ * the product goes into libspin instead.
+ *
+ * Environment (as for every spin program): SPIN_IFACE, SPIN_HOSTFILE and
+ * SPIN_RANK (or PMI_RANK, OMPI_COMM_WORLD_RANK); SAMPLE_DIR names a
+ * directory all ranks share, for the barrier.
+ */
+#ifndef SPIN_SAMPLE_H
+#define SPIN_SAMPLE_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <spin/portals4.h>
+
+/* Die with the call, its Portals return code and the library's reason. */
+#define PTL_CHECK(call)								\
+	do {									\
+		int _rc = (call);						\
+		if (_rc != PTL_OK) {						\
+			fprintf(stderr, "%s:%d: %s = %d (%s)\n", __FILE__, __LINE__, \
+				#call, _rc, PtlSpinErrmsg());			\
+			exit(1);						\
+		}								\
+	} while (0)
+
+static inline uint64_t sample_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int sample_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The p-th percentile (0..100) of n values; sorts v. */
+static inline uint64_t sample_percentile(uint64_t *v, size_t n, double p)
+{
+	size_t i;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), sample_cmp_u64);
+	i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
+}
+
+/*
+ * Wait until all `size` ranks reached barrier `name` (a file per rank in
+ * $SAMPLE_DIR; up to timeout_ms).  Exits on timeout: a sample that cannot
+ * synchronise cannot produce a result.
+ */
+static inline void sample_barrier(const char *name, uint32_t rank, uint32_t size, int timeout_ms)
+{
+	const char *dir = getenv("SAMPLE_DIR");
+	char p[512];
+	FILE *f;
+
+	if (!dir || !*dir) {
+		fprintf(stderr, "sample: SAMPLE_DIR (a directory all ranks share) is not set\n");
+		exit(1);
+	}
+	snprintf(p, sizeof(p), "%s/barrier.%s.%u", dir, name, rank);
+	f = fopen(p, "w");
+	if (!f || fclose(f)) {
+		fprintf(stderr, "sample: %s: %s\n", p, strerror(errno));
+		exit(1);
+	}
+	for (int t = 0; t < timeout_ms; t++) {
+		uint32_t n = 0;
+
+		for (uint32_t r = 0; r < size; r++) {
+			snprintf(p, sizeof(p), "%s/barrier.%s.%u", dir, name, r);
+			n += access(p, F_OK) == 0;
+		}
+		if (n == size)
+			return;
+		usleep(1000);
+	}
+	fprintf(stderr, "sample: rank %u: barrier '%s' timed out after %d ms\n", rank, name,
+		timeout_ms);
+	exit(1);
+}
+
+/* The usual start: a logical matching NI, its rank and size, an event queue
+ * and a portal table entry. */
+struct sample_ni {
+	ptl_handle_ni_t ni;
+	ptl_handle_eq_t eq;
+	ptl_pt_index_t pt;
+	uint32_t rank, size;
+};
+
+static inline void sample_ni_init(struct sample_ni *s, ptl_pt_index_t pt, ptl_size_t eq_count)
+{
+	ptl_process_t id;
+	ptl_size_t n;
+
+	PTL_CHECK(PtlInit());
+	PTL_CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL,
+			    NULL, &s->ni));
+	PTL_CHECK(PtlGetId(s->ni, &id));
+	PTL_CHECK(PtlGetMap(s->ni, 0, NULL, &n));
+	s->rank = id.rank;
+	s->size = (uint32_t)n;
+	PTL_CHECK(PtlEQAlloc(s->ni, eq_count, &s->eq));
+	PTL_CHECK(PtlPTAlloc(s->ni, 0, s->eq, pt, &s->pt));
+}
+
+static inline void sample_ni_fini(struct sample_ni *s)
+{
+	PtlNIFini(s->ni);
+	PtlFini();
+}
+
+#endif /* SPIN_SAMPLE_H */
