@@ -23,13 +23,16 @@
  *
  *   datatypes [mode spin,portals,udp] [size N] [block B[,B...]] [gap G]
  *             [reps N] [warmup N] [order inorder|reverse|shuffle]
- *             [csv FILE] [quiet]
+ *             [maxlost N] [csv FILE] [quiet]
  *
  *   gap G    bytes between blocks (stride = block + G); default: block
  *   order    spin mode only: the sender sends with spin_sock_send and this
  *            packet permutation instead of PtlPut (out-of-order delivery)
- *   csv      the receiver appends mode,size,block,stride,reps,median_us,
- *            min_us,p90_us,mbps lines
+ *   maxlost  udp mode: up to N messages per block size may lose a packet
+ *            (UDP has no retransmission; default 0); they are counted,
+ *            not timed
+ *   csv      the receiver appends mode,size,block,stride,n,median_us,
+ *            min_us,p90_us,mbps,lost lines
  * Exit status 0 only if every message arrived intact.
  */
 #include <arpa/inet.h>
@@ -46,6 +49,7 @@
 #define TAIL		4096		/* bytes after the extent that must stay untouched */
 #define MAX_BLOCKS	16
 #define TIMEOUT_MS	5000
+#define UDP_TIMEOUT_MS	1000		/* then a UDP message lost a packet */
 
 enum { M_SPIN, M_PORTALS, M_UDP, M_N };
 static const char *mode_name[M_N] = { "spin", "portals", "udp" };
@@ -57,7 +61,7 @@ typedef struct {	/* the handler memory: datatypes.bpf.c's vector_t */
 static struct {
 	int modes[M_N], nmodes;
 	uint64_t size, blocks[MAX_BLOCKS], gap;
-	int nblocks, gap_set, reps, warmup, quiet;
+	int nblocks, gap_set, reps, warmup, quiet, maxlost;
 	const char *order, *csv;
 } o = { .size = 4 << 20, .reps = 5, .warmup = 1, .order = "inorder" };
 
@@ -138,6 +142,8 @@ static int parse(int argc, char **argv)
 			o.reps = atoi(v);
 		else if (!strcmp(a, "warmup"))
 			o.warmup = atoi(v);
+		else if (!strcmp(a, "maxlost"))
+			o.maxlost = atoi(v);
 		else if (!strcmp(a, "order"))
 			o.order = v;
 		else if (!strcmp(a, "csv"))
@@ -160,7 +166,8 @@ static int parse(int argc, char **argv)
 bad:
 	fprintf(stderr,
 		"usage: datatypes [mode spin,portals,udp] [size N] [block B[,B...]] [gap G]\n"
-		"                 [reps N] [warmup N] [order inorder|reverse|shuffle] [csv FILE] [quiet]\n");
+		"                 [reps N] [warmup N] [order inorder|reverse|shuffle] [maxlost N]\n"
+		"                 [csv FILE] [quiet]\n");
 	return -1;
 }
 
@@ -390,7 +397,7 @@ static int receiver(void)
 			uint64_t ext = extent(o.size, block, stride), p50, p90, pmin;
 			ptl_handle_hpu_mem_t hm;
 			ptl_handle_me_t meh;
-			int have_me = 0, n = 0;
+			int have_me = 0, n = 0, lost = 0;
 
 			if (m != M_UDP) {
 				ptl_me_t me = {
@@ -430,8 +437,12 @@ static int receiver(void)
 				if (m == M_UDP) {
 					struct spin_hdr h;
 					int got = spin_sock_recv_msg(r.sk, &h, r.udp_buf, o.size, NULL,
-								     TIMEOUT_MS);
+								     UDP_TIMEOUT_MS);
 
+					if (got == -SPIN_ETIMEDOUT && lost < o.maxlost) {
+						lost++;		/* a packet lost: not timed */
+						goto next;
+					}
 					if (got != (int)o.size) {
 						fprintf(stderr, "datatypes: udp receive: %d (%s)\n", got,
 							got < 0 ? spin_errmsg() : "short");
@@ -453,6 +464,7 @@ static int receiver(void)
 					bad = 1;
 				else if (rep >= o.warmup)
 					lat[n++] = t1 - t0;
+next:
 				snprintf(name, sizeof(name), "done.%s.%d.%d", mode_name[m], b, rep);
 				sample_barrier(name, 1, 2, 30000);
 			}
@@ -461,22 +473,30 @@ static int receiver(void)
 				if (m == M_SPIN)
 					PTL_CHECK(PtlHPUFreeMem(hm));
 			}
-			if (bad || !n)
+			if (bad || !n) {
+				if (!bad)
+					fprintf(stderr, "datatypes: %s block %llu: every message lost a packet\n",
+						mode_name[m], (unsigned long long)block);
+				bad = 1;
 				break;
+			}
 			pmin = sample_percentile(lat, n, 0);
 			p50 = sample_percentile(lat, n, 50);
 			p90 = sample_percentile(lat, n, 90);
 			if (!o.quiet)
 				printf("%-8s size %8llu block %6llu stride %6llu: %d msgs intact, median %9.1f us "
-				       "(min %9.1f, p90 %9.1f), %8.1f MB/s\n", mode_name[m],
+				       "(min %9.1f, p90 %9.1f), %8.1f MB/s%s\n", mode_name[m],
 				       (unsigned long long)o.size, (unsigned long long)block,
 				       (unsigned long long)stride, n, p50 / 1e3, pmin / 1e3, p90 / 1e3,
-				       o.size * 1e3 / p50);
+				       o.size * 1e3 / p50, lost ? ", some lost" : "");
+			if (lost)
+				printf("%-8s block %6llu: %d messages lost a packet\n", mode_name[m],
+				       (unsigned long long)block, lost);
 			if (csv)
-				fprintf(csv, "%s,%llu,%llu,%llu,%d,%.2f,%.2f,%.2f,%.2f\n", mode_name[m],
+				fprintf(csv, "%s,%llu,%llu,%llu,%d,%.2f,%.2f,%.2f,%.2f,%d\n", mode_name[m],
 					(unsigned long long)o.size, (unsigned long long)block,
 					(unsigned long long)stride, n, p50 / 1e3, pmin / 1e3, p90 / 1e3,
-					o.size * 1e3 / p50);
+					o.size * 1e3 / p50, lost);
 		}
 	}
 	if (csv)

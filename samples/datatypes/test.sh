@@ -11,9 +11,8 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
+. samples/datatypes/lib.sh
 
-BIN=$TOP/samples/datatypes/datatypes
-NS0=spins$$-dt-r0 NS1=spins$$-dt-r1
 FILTER= VERBOSE=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -40,35 +39,24 @@ trap 'exit 130' INT TERM
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP sample-datatypes/all (need root)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
 fi
-if [ ! -x "$BIN" ] || [ ! -f "$BIN.bpf.o" ]; then
-	echo "FAIL sample-datatypes/build ($BIN missing: run make)"
+if [ ! -x "$DT_BIN" ] || [ ! -f "$DT_BIN.bpf.o" ]; then
+	echo "FAIL sample-datatypes/build ($DT_BIN missing: run make)"
 	echo "0 passed, 1 failed, 0 skipped"; exit 1
 fi
 spin_bpffs_ensure || { echo "FAIL sample-datatypes/bpffs"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
-# the processes attach the runtime to both ends (PtlNIInit)
-if ! spin_ns_pair $NS0 veth0 10.79.21.1 $NS1 veth0 10.79.21.2 >"$WORK/topo.log" 2>&1; then
+if ! dt_up >"$WORK/topo.log" 2>&1; then
 	echo "FAIL sample-datatypes/topology"; sed 's/^/    /' "$WORK/topo.log"
 	echo "0 passed, 1 failed, 0 skipped"; exit 1
 fi
-printf '10.79.21.1\n10.79.21.2\n' >"$WORK/hosts"
 
-# run_case NAME ARGS...: sender (rank 0) and receiver (rank 1) with the same
-# arguments; the case passes if both exit 0.  A failing receiver ends the
-# sender (which would wait at the next barrier).
+# run_case NAME ARGS...: sender and receiver with the same arguments; the
+# case passes if both exit 0
 run_case() {
-	local name=$1 dir p0 p1 r0 r1; shift
+	local name=$1 dir r0 r1; shift
 	[ -z "$FILTER" ] || [[ $name == $FILTER ]] || return 0
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	for k in 1 0; do
-		nsenter --net=/var/run/netns/$([ $k = 0 ] && echo $NS0 || echo $NS1) -- \
-			env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts" SPIN_RANK=$k SAMPLE_DIR="$dir" \
-			timeout -k 2 40 "$BIN" "$@" >"$dir/out.$k" 2>&1 &
-		eval p$k=$!
-	done
-	wait "$p1"; r1=$?
-	if [ $r1 -ne 0 ]; then kill "$p0" 2>/dev/null; fi
-	wait "$p0"; r0=$?
-	[ $r1 -ne 0 ] && r0=0	# killed because the receiver failed; r1 tells
+	dt_run "$dir" "$@"
+	r0=$DT_R0 r1=$DT_R1
 	if [ $r0 -eq 0 ] && [ $r1 -eq 0 ]; then
 		echo "PASS sample-datatypes/$name"; PASS=$((PASS + 1))
 	else

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Bandwidth of the vector-datatype receive against block size: 4 MiB
+# messages (SIZE) put by rank 0 and wanted in a strided layout (stride =
+# 2 x block) by rank 1, end to end (sender's first send to data in place):
+#
+#   spin     the payload handler scatters every packet (datatypes.bpf.o)
+#   portals  Portals put into a contiguous entry, then host unpack (memcpy per block)
+#   udp      kernel UDP socket receive, then host unpack (the host-only version)
+#
+# The three are measured one after the other for each block size, in the
+# same process pair; medians of REPS messages.  Every message is checked
+# byte for byte.  Results: $OUT/datatypes.csv (medians and ratios),
+# $OUT/datatypes_raw.csv (the receiver's lines), $OUT/datatypes.png,
+# $OUT/datatypes_summary.txt.
+#
+# Two veth set-ups, each with its own files: "default" (the receiver's XDP
+# program, hence the handler, runs in the sender's softirq, on the sender's
+# CPU) and "threaded" ($OUT/datatypes_threaded*: threaded NAPI on both veth
+# ends, so receive processing runs in a kernel thread on whichever CPU is
+# free, as on a NIC whose interrupts land on another core; and a pfifo
+# queue on veth0, so a full veth ring stops the sender instead of dropping).
+# UDP messages that lose a packet (no retransmission) are counted in the
+# lost column and left out of the medians.
+#
+# Knobs: BLOCKS="8 16 64 256 512 1024 4096 16384 65536" SIZE=4194304 REPS=11
+#        WARMUP=2 RANK0_CPU=1 RANK1_CPU=0 (taskset; '' for none)
+#        SETUPS="default threaded" OUT=bench/results
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+. samples/datatypes/lib.sh
+
+BLOCKS=${BLOCKS:-"8 16 64 256 512 1024 4096 16384 65536"}
+SIZE=${SIZE:-4194304}
+REPS=${REPS:-11}
+WARMUP=${WARMUP:-2}
+RANK0_CPU=${RANK0_CPU-1}
+RANK1_CPU=${RANK1_CPU-0}
+OUT=${OUT:-bench/results}
+DT_TIMEOUT=${DT_TIMEOUT:-300}
+SETUPS=${SETUPS:-"default threaded"}
+command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ] || { RANK0_CPU=; RANK1_CPU=; }
+
+log() { echo "datatypes bench: $*" >&2; }
+[ "$(id -u)" = 0 ] || { log "run as root"; exit 3; }
+[ -x "$DT_BIN" ] || { log "$DT_BIN missing: run make"; exit 1; }
+mkdir -p "$OUT" || exit 1
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d /tmp/spin-dtb.XXXXXX)
+chmod 755 "$WORK"
+cleanup() {
+	local p
+	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	spin_ns_cleanup
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+spin_bpffs_ensure || { log "no bpffs"; exit 4; }
+dt_up >"$WORK/topo.log" 2>&1 || { cat "$WORK/topo.log" >&2; exit 1; }
+
+# bench_setup NAME: one set-up; files $OUT/datatypes${suffix}*
+bench_setup() {
+	local setup=$1 sfx= b dir thr=0 ns INSNS
+	[ "$setup" = threaded ] && sfx=_threaded thr=1
+	for ns in "$DT_NS0" "$DT_NS1"; do
+		ip netns exec "$ns" sh -c "echo $thr > /sys/class/net/veth0/threaded" ||
+			{ log "cannot set threaded NAPI to $thr in $ns"; return 1; }
+		# with a queue, a full veth ring stops the sender instead of
+		# dropping (veth is noqueue by default); UDP has no retransmission
+		if [ $thr = 1 ]; then
+			ip -n "$ns" link set dev veth0 txqueuelen 1000 &&
+				tc -n "$ns" qdisc replace dev veth0 root pfifo ||
+				{ log "cannot give veth0 a queue in $ns"; return 1; }
+		fi
+	done
+	RAW=$OUT/datatypes${sfx}_raw.csv CSV=$OUT/datatypes$sfx.csv SUM=$OUT/datatypes${sfx}_summary.txt
+	PNG=$OUT/datatypes$sfx.png
+	echo "mode,size,block,stride,n,median_us,min_us,p90_us,mbps,lost" >"$RAW"
+	log "$setup veth: size $SIZE, blocks $BLOCKS, $REPS messages (+$WARMUP warm-up) per mode and block; sender CPU ${RANK0_CPU:-any}, receiver CPU ${RANK1_CPU:-any}"
+	for b in $BLOCKS; do
+		dir=$(mktemp -d "$WORK/b$b.XXXX")
+		dt_run "$dir" mode spin,portals,udp size "$SIZE" block "$b" reps "$REPS" warmup "$WARMUP" \
+			csv "$RAW" maxlost "$REPS" quiet
+		if [ "$DT_R0" -ne 0 ] || [ "$DT_R1" -ne 0 ]; then
+			log "block $b failed (sender $DT_R0, receiver $DT_R1)"
+			sed 's/^/    /' "$dir/out.0" "$dir/out.1" >&2
+			return 1
+		fi
+		grep ",$b," "$RAW" | tail -3 | awk -F, '{ printf "  %-8s block %6d: median %9.1f us, %7.1f MB/s\n", $1, $3, $6, $9 }' >&2
+	done
+
+	# the handler's size: load the object next to the runtime the runs attached
+	# (spinctl handler list reports the xlated instruction count)
+	INSNS=$(nsx "$DT_NS1" "$TOP/tools/spinctl" handler load veth0 "$TOP/samples/datatypes/datatypes.bpf.o" \
+		name dtcount >/dev/null 2>&1 && nsx "$DT_NS1" "$TOP/tools/spinctl" -j handler list veth0 |
+		python3 -c 'import json,sys
+d=json.load(sys.stdin); d=d.get("handlers",d) if isinstance(d,dict) else d
+print(next((str(h.get("insns", h.get("xlated_insns",""))) for h in d if h.get("name")=="dtcount"),""))' 2>/dev/null)
+	nsx "$DT_NS1" "$TOP/tools/spinctl" handler unload veth0 dtcount >/dev/null 2>&1
+
+	awk -F, 'NR > 1 { t[$3, $1] = $6; m[$3, $1] = $9; l[$3, $1] = $10; if (!($3 in seen)) { seen[$3] = 1; bl[++n] = $3 } }
+	END {
+		print "block,stride,spin_mbps,portals_mbps,udp_mbps,spin_us,portals_us,udp_us,spin_vs_portals,spin_vs_udp,udp_lost"
+		for (i = 1; i <= n; i++) { b = bl[i]
+			printf "%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%d\n", b, 2 * b, m[b, "spin"], m[b, "portals"],
+				m[b, "udp"], t[b, "spin"], t[b, "portals"], t[b, "udp"],
+				t[b, "portals"] / t[b, "spin"], t[b, "udp"] / t[b, "spin"], l[b, "udp"] }
+	}' "$RAW" >"$CSV"
+	{
+		echo "vector datatype receive, $SIZE-byte messages, stride = 2 x block, veth between two namespaces ($setup NAPI), $(date -u +%FT%TZ)"
+		echo "sender on CPU ${RANK0_CPU:-any}, receiver on CPU ${RANK1_CPU:-any}; library at $(git -C "$TOP" log -1 --format=%h -- lib bpf include 2>/dev/null)"
+		echo "end to end (first send to data in the strided layout), median of $REPS messages each; ratio > 1: spin faster"
+		echo "handler: ${INSNS:-?} xlated eBPF instructions (spinctl handler list; the paper: 54)"
+		echo
+		printf "%8s %12s %12s %12s %16s %12s %9s\n" block "spin MB/s" "portals MB/s" "udp MB/s" "spin/portals" "spin/udp" "udp lost"
+		awk -F, 'NR > 1 { printf "%8d %12.1f %12.1f %12.1f %15.2fx %11.2fx %9d\n", $1, $3, $4, $5, $9, $10, $11 }' "$CSV"
+	} >"$SUM"
+	cat "$SUM"
+
+	if command -v gnuplot >/dev/null; then
+		gnuplot <<-EOG 2>&1 | grep -v '^$' >&2
+	set terminal pngcairo size 900,560 noenhanced
+	set output '$PNG'
+	set datafile separator ','
+	set key top left
+	set logscale x 2
+	set grid
+	set title 'Vector datatype receive, $SIZE-byte messages (stride = 2 x block), $setup veth NAPI, medians of $REPS'
+	set xlabel 'block size (bytes)'
+	set ylabel 'MB/s, end to end'
+	set format x '%.0s%cB'
+	plot '$CSV' skip 1 using 1:3 with linespoints lw 2 title 'spin: payload handler scatters', \
+	     '' skip 1 using 1:4 with linespoints lw 2 title 'Portals receive + host unpack', \
+	     '' skip 1 using 1:5 with linespoints lw 2 title 'UDP socket receive + host unpack'
+	EOG
+	else
+		log "gnuplot not installed: no plot"
+	fi
+	return 0
+}
+
+for setup in $SETUPS; do
+	bench_setup "$setup" || exit 1
+done
