@@ -1015,3 +1015,120 @@ existing:
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
 	return spin_dispatch(xdp, c, me, st);
 }
+
+/* ------------------------------------------------------------ fan-out -- */
+
+#ifndef TC_ACT_OK
+#define TC_ACT_OK		0
+#define TC_ACT_SHOT		2
+#endif
+
+/* The headers of a frame as spin_do_put built them. */
+struct spin_l2l4 {
+	struct ethhdr	eth;
+	struct iphdr	ip;
+	struct udphdr	udp;
+	struct spin_hdr	sh;
+} __attribute__((packed));
+
+/*
+ * spin_tc, at TC ingress (tcx) of the runtime's interface: the second half
+ * of a fan-out (spin_fanout in rt_common.bpf.h).  A frame that the runtime
+ * passed with fan-out metadata is put 0, built; it is sent to target 0 with
+ * bpf_clone_redirect, then its headers are rewritten for each further
+ * target in turn (bpf_skb_store_bytes unshares the head from the clone in
+ * flight) and sent again; the last copy is the frame itself (bpf_redirect).
+ * Every other frame goes on to the stack untouched.
+ */
+SEC("tc")
+int spin_tc(struct __sk_buff *skb)
+{
+	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
+	const struct spin_fanout_meta *pm = meta;
+	struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1];
+	struct spin_stats *st;
+	struct spin_cfg *cfg;
+	struct spin_l2l4 h;
+	struct iphdr ip0;
+	__u32 n, id0, ifindex0;
+	__be16 tot_len;
+
+	if (meta + offsetof(struct spin_fanout_meta, tgt) > data || pm->magic != SPIN_FANOUT_MAGIC)
+		return TC_ACT_OK;
+	cfg = spin_cfg_get();
+	if (!cfg || pm->my_rank != cfg->my_rank)
+		return TC_ACT_OK;
+	st = spin_stats_get();
+	n = pm->n;
+	ifindex0 = pm->ifindex0;
+	if (n > SPIN_MAX_PUTS - 1)
+		n = SPIN_MAX_PUTS - 1;
+	for (__u32 i = 0; i < SPIN_MAX_PUTS - 1; i++) {
+		const struct spin_fanout_tgt *t = &pm->tgt[i];
+
+		if (i >= n)
+			break;
+		if ((void *)(t + 1) > data) {
+			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+			return TC_ACT_SHOT;
+		}
+		__builtin_memcpy(&tgt[i], t, sizeof(*t));
+	}
+	if (bpf_skb_load_bytes(skb, 0, &h, sizeof(h))) {
+		spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+		return TC_ACT_SHOT;
+	}
+	id0 = bpf_ntohl(h.sh.msg_id);
+	tot_len = h.ip.tot_len;
+	__builtin_memcpy(&ip0, &h.ip, sizeof(ip0));
+
+	/* put 0: the frame as it is */
+	if (n == 0)
+		return bpf_redirect(ifindex0, 0);
+	if (bpf_clone_redirect(skb, ifindex0, 0))
+		spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+	else if (st)
+		st->fanout_copies++;
+
+	for (__u32 i = 0; i < SPIN_MAX_PUTS - 1; i++) {
+		struct spin_peer *peer;
+		__u32 rank, ifindex;
+
+		if (i >= n)
+			break;
+		rank = tgt[i].rank;
+		peer = bpf_map_lookup_elem(&spin_peers, &rank);
+		if (!peer || !peer->valid) {
+			spin_drop_count(st, SPIN_DROP_NO_PEER);
+			continue;
+		}
+		h.ip.check = spin_ip_csum(&ip0, tot_len, peer->src_ip, peer->ip);
+		__builtin_memcpy(h.eth.h_dest, peer->mac, 6);
+		__builtin_memcpy(h.eth.h_source, peer->src_mac, 6);
+		h.ip.saddr = peer->src_ip;
+		h.ip.daddr = peer->ip;
+		h.udp.dest = peer->port;
+		h.sh.dst_rank = bpf_htonl(rank);
+		/* the ids after put 0's, in put 0's per-CPU id space */
+		h.sh.msg_id = bpf_htonl((id0 & 0xff000000u) | ((id0 + i + 1) & 0xffffffu));
+		h.sh.match_bits = bpf_cpu_to_be64(tgt[i].match_bits);
+		h.sh.remote_off = bpf_cpu_to_be64(tgt[i].remote_off);
+		h.sh.hdr_data = bpf_cpu_to_be64(tgt[i].hdr_data);
+		if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0)) {
+			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+			return TC_ACT_SHOT;
+		}
+		ifindex = peer->ifindex ? peer->ifindex : skb->ifindex;
+		if (i + 1 < n && bpf_clone_redirect(skb, ifindex, 0)) {
+			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+			continue;
+		}
+		if (st) {
+			st->tx_device++;
+			st->fanout_copies++;
+		}
+		if (i + 1 == n)
+			return bpf_redirect(ifindex, 0);
+	}
+	return TC_ACT_SHOT;
+}

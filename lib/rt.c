@@ -326,7 +326,13 @@ static int if_mac(const char *ifname, uint8_t mac[6])
 
 /* ---------------------------------------------------------- attach -- */
 
+/* The fan-out program at TC ingress (tcx; attach type numbers of Linux
+ * >= 6.6, spelled out for older headers). */
+#define SPIN_PIN_PROG_TC	"prog_tc"
+#define SPIN_TCX_INGRESS	46
+
 struct attach_state {
+	bool tc_attached;	/* spin_tc (pinned as prog_tc) */
 	struct bpf_object *obj;
 	char *log;
 	char pin_dir[PATH_MAX];
@@ -339,6 +345,19 @@ struct attach_state {
 
 static void attach_rollback(struct attach_state *s)
 {
+	if (s->tc_attached) {
+		char p[PATH_MAX + 64];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/%s", s->pin_dir, SPIN_PIN_PROG_TC);
+		fd = bpf_obj_get(p);
+		if (fd < 0 || bpf_prog_detach2(fd, s->ifindex,
+					       (enum bpf_attach_type)SPIN_TCX_INGRESS))
+			spin_warn("rollback: cannot detach spin_tc from ifindex %d: %s",
+				  s->ifindex, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
 	if (s->attached && bpf_xdp_detach(s->ifindex, s->xdp_flags, NULL))
 		spin_warn("rollback: cannot detach XDP from ifindex %d: %s", s->ifindex,
 			  strerror(errno));
@@ -354,7 +373,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct attach_state s = { .ifindex = 0 };
-	struct bpf_program *prx;
+	struct bpf_program *prx, *ptc;
 	struct bpf_map *map;
 	struct spin_cfg cfg = {};
 	char obj_path[PATH_MAX], p[PATH_MAX + 64];
@@ -523,6 +542,26 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	if (bpf_program__pin(prx, p)) {
 		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
 		goto out;
+	}
+	/* fan-out (several device puts per invocation): spin_tc at TC
+	 * ingress.  Without it the runtime sends the first put only. */
+	ptc = bpf_object__find_program_by_name(s.obj, "spin_tc");
+	if (ptc) {
+		snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_PIN_PROG_TC);
+		if (bpf_program__pin(ptc, p)) {
+			err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p,
+					  strerror(errno));
+			goto out;
+		}
+		if (bpf_prog_attach_opts(bpf_program__fd(ptc), s.ifindex,
+					 (enum bpf_attach_type)SPIN_TCX_INGRESS, NULL)) {
+			spin_warn("cannot attach the fan-out program at TC ingress of '%s': %s; "
+				  "handlers can send one device put per invocation", ifname,
+				  strerror(errno));
+		} else {
+			s.tc_attached = true;
+			cfg.flags |= SPIN_CFG_F_FANOUT;
+		}
 	}
 	k = 0;
 	if (bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_cfg")),
@@ -743,6 +782,15 @@ int spin_detach(const char *ifname)
 	fd = bpf_obj_get(p);
 	if (fd >= 0) {
 		rx_id = spin_prog_id(fd);
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "%s/%s", dir, SPIN_PIN_PROG_TC);
+	fd = ifindex ? bpf_obj_get(p) : -1;
+	if (fd >= 0) {
+		if (bpf_prog_detach2(fd, ifindex, (enum bpf_attach_type)SPIN_TCX_INGRESS) &&
+		    errno != ENOENT)
+			spin_warn("cannot detach the fan-out program from '%s': %s", ifname,
+				  strerror(errno));
 		close(fd);
 	}
 	if (!ifindex) {

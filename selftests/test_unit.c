@@ -963,12 +963,13 @@ static void puts_unknown_peer_and_overflow(void)
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put to unknown peer dropped");
 	ASSERT_EQ(drops(SPIN_DROP_NO_PEER), 1, "no_peer");
 
+	/* a second put of the same bytes is a fan-out (test fanout) */
 	init.mode = T_PUT_TWICE;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, 64, 0, 64, msg);
-	ASSERT_EQ(run(&f, NULL), XDP_TX, "first put sent");
-	ASSERT_EQ(drops(SPIN_DROP_PUT_OVERFLOW), 1, "second put counted as put_overflow");
+	ASSERT_EQ(run(&f, NULL), XDP_PASS, "two puts: handed to the fan-out program");
+	ASSERT_EQ(drops(SPIN_DROP_PUT_OVERFLOW), 0, "second put is no put_overflow");
 
 	/* put of handler memory (not the packet) */
 	init.mode = T_PUT_STATE;
@@ -983,6 +984,225 @@ static void puts_unknown_peer_and_overflow(void)
 	ASSERT_EQ(be64toh(h->match_bits), 0x77, "match bits");
 	ASSERT_EQ(be64toh(h->hdr_data), 5, "hdr_data");
 	ASSERT_MEM(o.b + SPIN_PAY_OFF, "0123456789abcdef", 16, "payload from handler memory");
+}
+
+/*
+ * Fan-out: n device puts of the packet from one invocation.  The runtime
+ * builds put 0 in the frame and hands the other targets to spin_tc in the
+ * XDP metadata (checked through BPF_PROG_RUN); then the same frame sent
+ * into the veth pair must come out once per target, each rewritten for its
+ * peer (checked on the wire with a packet socket).
+ */
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <time.h>
+
+static uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+#define FAN_PEER_MAC(r) { 0x02, 0, 0, 0, 1, (uint8_t)(r) }
+
+static int fan_peers(int n)
+{
+	for (int r = 2; r < 2 + n; r++) {
+		struct spin_peer_spec p = { .rank = r, .pid = 3, .port = 7000 + r,
+					    .mac = FAN_PEER_MAC(r) };
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "10.77.9.%d", 100 + r);
+		inet_pton(AF_INET, ip, &p.ip);
+		if (spin_peer_add(rt, &p) < 0) {
+			T_MSG("peer %d: %s", r, spin_errmsg());
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void check_fan_frame(const uint8_t *b, int len, uint32_t rank, int i, const uint8_t *pay,
+			    int plen)
+{
+	const struct iphdr *ip = (const void *)(b + 14);
+	const struct udphdr *udp = (const void *)(ip + 1);
+	const struct spin_hdr *h = (const void *)(udp + 1);
+	uint8_t mac[6] = FAN_PEER_MAC(rank);
+	uint32_t want_ip = htonl((10u << 24) | (77u << 16) | (9u << 8) | (100 + rank));
+	uint32_t sum = 0;
+
+	ASSERT_EQ(len, SPIN_PAY_OFF + plen, "fan-out frame length");
+	if (rank == 0)
+		ASSERT_MEM(b, PEER_MAC, 6, "target 0: destination MAC");
+	else
+		ASSERT_MEM(b, mac, 6, "destination MAC");
+	if (rank)
+		ASSERT_EQ(ip->daddr, want_ip, "destination IP");
+	ASSERT_EQ(ntohs(udp->dest), rank ? 7000 + rank : 7000, "destination port");
+	for (int k = 0; k < 10; k++)
+		sum += ((const uint16_t *)ip)[k];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ASSERT_EQ(sum, 0xffff, "IPv4 checksum");
+	ASSERT_EQ(ntohl(h->dst_rank), rank, "dst_rank");
+	ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "src_rank");
+	ASSERT_EQ(be64toh(h->match_bits), 0x100 + i, "match bits");
+	ASSERT_EQ(be64toh(h->remote_off), 8 * i, "remote offset");
+	ASSERT_EQ(be64toh(h->hdr_data), 1000 + i, "hdr_data");
+	ASSERT_EQ(ntohl(h->msg_len), plen, "message length");
+	ASSERT_MEM(b + SPIN_PAY_OFF, pay, plen, "payload");
+}
+
+static void fanout(void)
+{
+	struct spin_me_spec s = spec(0, 0x46, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x46);
+	struct test_state init = { .mode = T_PUT_FAN };
+	const struct spin_fanout_meta *m;
+	uint8_t msg[1000];
+	struct spin_stats st;
+	struct fr f, o;
+	uint32_t ids[8];
+	int idx, ml, sock, ifb, got = 0, seen[8] = { 0 };
+
+	reset();
+	fill(msg, sizeof(msg), 77);
+	if (fan_peers(7))
+		return;
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+
+	/* 8 targets: rank 0 and 2..8 */
+	init.fan_n = 8;
+	init.fan_rank[0] = 0;
+	for (int i = 1; i < 8; i++)
+		init.fan_rank[i] = i + 1;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "8 puts: frame passed to the fan-out program");
+	ml = o.len - (SPIN_PAY_OFF + (int)sizeof(msg));
+	ASSERT_EQ(ml, 16 + 7 * 28, "metadata in front of the frame");
+	if (ml != 16 + 7 * 28)
+		return;
+	m = (const void *)o.b;
+	ASSERT_EQ(m->magic, SPIN_FANOUT_MAGIC, "metadata magic");
+	ASSERT_EQ(m->my_rank, MY_RANK, "metadata rank");
+	/* target 0 leaves by the receiving interface (lo in a test run) */
+	ASSERT_EQ(m->ifindex0, 1, "target 0: the receiving interface");
+	ASSERT_EQ(m->n, 7, "7 further targets");
+	for (int i = 0; i < 7; i++) {
+		ASSERT_EQ(m->tgt[i].rank, i + 2, "target rank");
+		ASSERT_EQ(m->tgt[i].match_bits, 0x101 + i, "target match bits");
+		ASSERT_EQ(m->tgt[i].remote_off, 8 * (i + 1), "target remote offset");
+		ASSERT_EQ(m->tgt[i].hdr_data, 1001 + i, "target hdr_data");
+	}
+	check_fan_frame(o.b + ml, o.len - ml, 0, 0, msg, sizeof(msg));
+	st = stats();
+	ASSERT_EQ(st.fanout, 1, "fanout counted");
+	ASSERT_EQ(st.drops[SPIN_DROP_PUT_OVERFLOW] + st.drops[SPIN_DROP_PUT_FAILED], 0, "no put refused");
+
+	/* 9 puts: the ninth is put_overflow, 8 go out */
+	init.fan_n = 9;
+	init.fan_rank[8] = 0;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "9 puts: fan-out");
+	ASSERT_EQ(drops(SPIN_DROP_PUT_OVERFLOW), 1, "ninth put counted as put_overflow");
+
+	/* a further put of other bytes is refused; the others go out */
+	spin_stats_reset(rt);
+	init.mode = T_PUT_FAN | T_PUT_FAN_OTHER;
+	init.fan_n = 1;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "one put + one of other bytes: the first is sent");
+	ASSERT_EQ(drops(SPIN_DROP_PUT_FAILED), 1, "put of other bytes refused (put_failed)");
+	check_fan_frame(o.b, o.len, 0, 0, msg, sizeof(msg));
+
+	/* on the wire: into IFA through its peer, out again once per target */
+	init.mode = T_PUT_FAN;
+	init.fan_n = 8;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	spin_stats_reset(rt);
+	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	ifb = if_nametoindex(IFB);
+	if (sock < 0 || !ifb) {
+		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
+		t_failed_now = 1;
+		if (sock >= 0)
+			close(sock);
+		return;
+	}
+	{
+		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+					  .sll_ifindex = ifb };
+		uint64_t t0;
+
+		bind(sock, (void *)&sl, sizeof(sl));
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		/* the frame must reach IFA's MAC */
+		{
+			struct ifreq ifr = { 0 };
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+			if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+				memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
+			if (fd >= 0)
+				close(fd);
+		}
+		sl.sll_halen = 6;
+		memcpy(sl.sll_addr, f.b, 6);
+		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
+		t0 = t_now_ns();
+		while (got < 8 && t_now_ns() - t0 < 1000000000ull) {
+			struct sockaddr_ll from;
+			socklen_t fl = sizeof(from);
+			struct pollfd pf = { .fd = sock, .events = POLLIN };
+			int n;
+
+			poll(&pf, 1, 50);
+			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
+			if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING || n < SPIN_PAY_OFF)
+				continue;
+			{
+				const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+				uint32_t r = ntohl(h->dst_rank), i = r ? r - 1 : 0;
+
+				if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK || i >= 8)
+					continue;
+				seen[i]++;
+				ids[i] = ntohl(h->msg_id);
+				check_fan_frame(o.b, n, r, i, msg, sizeof(msg));
+				got++;
+			}
+		}
+	}
+	close(sock);
+	ASSERT_EQ(got, 8, "8 frames on the wire");
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(seen[i], 1, "one frame per target");
+	for (int i = 1; i < 8 && got == 8; i++)
+		ASSERT_EQ(ids[i], ids[0] + i, "message ids follow put 0's");
+	st = stats();
+	ASSERT_EQ(st.fanout, 1, "one fan-out");
+	ASSERT_EQ(st.fanout_copies, 8, "8 copies sent by spin_tc");
+	ASSERT_EQ(st.tx_device, 8, "8 device puts");
+	for (int r = 2; r < 9; r++)
+		spin_peer_del(rt, r);
 }
 
 /* Packets of the same messages on two CPUs at once: the header handler runs
@@ -2233,6 +2453,7 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
+	RUN_TEST(fanout);
 	RUN_TEST(acks);
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);

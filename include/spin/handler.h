@@ -208,12 +208,18 @@ static __always_inline ptl_process_t __spin_proc_rank(__u64 r)
 /* A target may be a ptl_process_t or a plain integer rank. */
 #define __spin_proc(t) _Generic((t), ptl_process_t: __spin_proc_id, default: __spin_proc_rank)(t)
 
-static __always_inline struct spin_put_req *__spin_put_slot(struct spin_ctx *c)
+/*
+ * The next put slot.  One put of any kind per invocation; further puts
+ * (fan-out, up to SPIN_MAX_PUTS) only from the device and only after a put
+ * from the device: they send the same bytes to other targets.
+ */
+static __always_inline struct spin_put_req *__spin_put_slot(struct spin_ctx *c, __u32 kind)
 {
 	struct spin_stats *st;
 	__u32 n = c->n_puts;
 
-	if (n < SPIN_MAX_PUTS) {
+	if (n == 0 || (n < SPIN_MAX_PUTS && kind == SPIN_PUT_DEVICE &&
+		       c->put[0].kind == SPIN_PUT_DEVICE)) {
 		c->n_puts = n + 1;
 		return &c->put[n & (SPIN_MAX_PUTS - 1)];
 	}
@@ -253,12 +259,30 @@ static __always_inline int __spin_put_device(const void *local, ptl_size_t len, 
 		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
 		return -1;
 	}
-	r = __spin_put_slot(c);
+	a = __spin_addr(c, local);
+	if (c->n_puts) {
+		/* fan-out: the same bytes again, to another target */
+		struct spin_put_req *r0 = &c->put[0];
+
+		if (a != c->put_addr || len != r0->len) {
+			spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
+			return -1;
+		}
+		r = __spin_put_slot(c, SPIN_PUT_DEVICE);
+		if (!r)
+			return -1;
+		__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+		r->kind = SPIN_PUT_DEVICE;
+		r->src = r0->src;
+		r->src_off = r0->src_off;
+		return 0;
+	}
+	r = __spin_put_slot(c, SPIN_PUT_DEVICE);
 	if (!r)
 		return -1;
 	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
 	r->kind = SPIN_PUT_DEVICE;
-	a = __spin_addr(c, local);
+	c->put_addr = a;
 	if (a >= c->data_addr + c->pay_off && a + len <= c->data_addr + c->pay_off + c->pay_len) {
 		/* from the packet itself: no copy, the runtime sends in place */
 		r->src = SPIN_SRC_PACKET;
@@ -292,7 +316,7 @@ static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, pt
 		c->fail = 1;
 		return -1;
 	}
-	r = __spin_put_slot(c);
+	r = __spin_put_slot(c, SPIN_PUT_HOST);
 	if (!r)
 		return -1;
 	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);

@@ -325,6 +325,65 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	return bpf_redirect(peer->ifindex, 0);
 }
 
+/*
+ * Fan-out (more than one device put of the same bytes): the frame has been
+ * built for put 0 by spin_do_put (verdict: XDP_TX or a redirect); the
+ * other targets go into the XDP metadata and the frame to the stack, where
+ * spin_tc (TC ingress) sends a copy to every target.  Without spin_tc, or
+ * without room for the metadata, only put 0 goes out and the others count
+ * as put_failed.
+ */
+static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
+				       struct spin_cfg *cfg, struct spin_stats *st, int verdict)
+{
+	struct spin_fanout_meta *m;
+	void *data;
+	__u32 n = c->n_puts - 1, ifindex0;
+
+	if (n > SPIN_MAX_PUTS - 1)
+		n = SPIN_MAX_PUTS - 1;
+	ifindex0 = xdp->ingress_ifindex;
+	if (verdict == XDP_REDIRECT) {
+		__u32 rank = c->put[0].target_rank;
+		struct spin_peer *peer = bpf_map_lookup_elem(&spin_peers, &rank);
+
+		if (peer && peer->ifindex)
+			ifindex0 = peer->ifindex;
+	}
+	if (!(cfg->flags & SPIN_CFG_F_FANOUT) ||
+	    bpf_xdp_adjust_meta(xdp, -(int)(sizeof(*m) - (SPIN_MAX_PUTS - 1 - n) *
+					    sizeof(struct spin_fanout_tgt))))
+		goto fail;
+	m = (void *)(long)xdp->data_meta;
+	data = spin_xdp_data(xdp);
+	if ((void *)m + sizeof(*m) - (SPIN_MAX_PUTS - 1) * sizeof(struct spin_fanout_tgt) > data)
+		goto fail;
+	m->magic = SPIN_FANOUT_MAGIC;
+	m->my_rank = cfg->my_rank;
+	m->ifindex0 = ifindex0;
+	m->n = n;
+	m->pad = 0;
+	for (__u32 i = 0; i < SPIN_MAX_PUTS - 1; i++) {
+		struct spin_fanout_tgt *t = &m->tgt[i];
+		struct spin_put_req *r = &c->put[(i + 1) & (SPIN_MAX_PUTS - 1)];
+
+		if (i >= n || (void *)(t + 1) > data)
+			break;
+		t->rank = r->target_rank;
+		t->match_bits = r->match_bits;
+		t->remote_off = r->remote_off;
+		t->hdr_data = r->hdr_data;
+	}
+	/* message ids of the other puts: the ones after put 0's */
+	c->seq += n;
+	if (st)
+		st->fanout++;
+	return XDP_PASS;
+fail:
+	spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+	return verdict;
+}
+
 /* The frame's sender asked for an acknowledgement. */
 static __always_inline bool spin_ack_requested(struct xdp_md *xdp)
 {
@@ -385,6 +444,8 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if (c->done && spin_ack_requested(xdp))
 			spin_drop_count(st, SPIN_DROP_ACK_LOST);
 		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
+		if (c->n_puts > 1 && verdict != XDP_DROP)
+			verdict = spin_fanout(xdp, c, cfg, st, verdict);
 	} else if (c->done && !c->msg_dropped && me && spin_ack_requested(xdp)) {
 		/* the completing packet becomes the acknowledgement */
 		struct spin_put_req *r = &c->put[0];

@@ -142,7 +142,8 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_HOST_CHUNK		16384	/* spin_host map element (4 pages) */
 #define SPIN_DEF_HOST_PAGES	4096	/* default host window: 16 MiB */
 #define SPIN_MAX_DMA		SPIN_PAGE /* bytes per DMA call */
-#define SPIN_MAX_PUTS		1	/* device puts per handler invocation */
+#define SPIN_MAX_PUTS		8	/* device puts per handler invocation (power of 2);
+					 * more than one: fan-out, see below */
 #define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
 #define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* late duplicate of an expired id */
 #define SPIN_HDR_WAIT_LOOPS	(1 << 16) /* spins waiting for a header handler */
@@ -218,6 +219,9 @@ struct spin_stats {
 	__u64	replies_received; /* get replies received (initiator side) */
 	__u64	nacks_sent;	/* negative acks/replies sent (target side) */
 	__u64	pt_disabled;	/* portal table entries disabled by flow control */
+	__u64	fanout;		/* invocations whose puts went out by fan-out */
+	__u64	fanout_copies;	/* frames sent by the fan-out program (tx_device
+				 * counts them too) */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -225,6 +229,9 @@ struct spin_stats {
 /* spin_cfg.flags */
 #define SPIN_CFG_F_GENERIC	0x1	/* attached in XDP generic (skb) mode */
 #define SPIN_CFG_F_NO_DEDUP	0x2	/* no duplicate window for whole messages */
+#define SPIN_CFG_F_FANOUT	0x8	/* the fan-out program (spin_tc) is attached
+					 * at TC ingress: several device puts per
+					 * invocation can be sent */
 #define SPIN_CFG_F_RB_QUIET	0x4	/* the event reader busy-polls: submit events
 					 * without a wake-up (set and cleared by it) */
 
@@ -418,6 +425,9 @@ struct spin_ctx {
 	__u32	drop_reason;	/* 1 + enum spin_drop, or 0 */
 	__u32	msg_dropped;	/* header handler dropped the message */
 	__u32	seq;		/* per-CPU sequence of device message ids */
+	__u32	pad2;
+	__u64	put_addr;	/* address of the first device put's bytes
+				 * (later puts must send the same bytes) */
 	__u64	data_addr;	/* address of the frame (for put from device) */
 	__u64	addr_tmp;
 	struct spin_put_req put[SPIN_MAX_PUTS];
@@ -428,6 +438,36 @@ struct spin_ctx {
 #define SPIN_PH_PAYLOAD		0x2
 #define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */
 #define SPIN_PH_XSK		0x10	/* hand the packet to an AF_XDP socket */
+
+/*
+ * Fan-out: an invocation with n > 1 device puts (all of the same bytes).
+ * The runtime turns the frame into put 0 (as for one put), stores the other
+ * targets in the XDP metadata in front of the frame and returns XDP_PASS;
+ * spin_tc, attached at TC ingress of the same interface, finds the
+ * metadata, sends the frame to target 0 with bpf_clone_redirect, rewrites
+ * the headers for each further target and sends a clone of it again (the
+ * last one without a clone: bpf_redirect).  See docs/design.md, "Fan-out".
+ * The metadata must fit in the frame's headroom in front of the data
+ * (256 bytes minus struct xdp_frame): 16 + 7 * 28 = 212 bytes.
+ */
+#define SPIN_FANOUT_MAGIC	0x5350464fu	/* "SPFO" */
+struct spin_fanout_tgt {
+	__u32	rank;
+	__u64	match_bits;
+	__u64	remote_off;
+	__u64	hdr_data;
+} __attribute__((packed, aligned(4)));
+struct spin_fanout_meta {
+	__u32	magic;		/* SPIN_FANOUT_MAGIC */
+	__u32	my_rank;	/* the sending runtime's rank (stale metadata
+				 * of another node never matches) */
+	__u32	ifindex0;	/* egress of target 0 (the frame as built) */
+	__u16	n;		/* further targets below */
+	__u16	pad;
+	struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1];
+} __attribute__((packed, aligned(4)));
+_Static_assert(sizeof(struct spin_fanout_tgt) == 28, "fan-out target is 28 bytes");
+_Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits the XDP headroom");
 
 /* Events posted to the host (spin_events ring buffer). */
 enum spin_event_kind {

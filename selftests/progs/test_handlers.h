@@ -17,6 +17,8 @@
 #define T_DMA_HHOST	0x800
 #define T_TRACK		0x1000	/* per-message order tracking */
 #define T_PUT_BIG	0x2000	/* a device put longer than a packet */
+#define T_PUT_FAN	0x4000	/* fan_n device puts of the packet to fan_rank[] */
+#define T_PUT_FAN_OTHER	0x8000	/* ... then one of other bytes (refused) */
 
 struct test_state {
 	__u64 mode;
@@ -39,6 +41,10 @@ struct test_state {
 	/* T_TRACK, indexed by message id % 256 */
 	__u8 hdr_seen[256];
 	__u32 pay_count[256];
+	/* T_PUT_FAN */
+	__u32 fan_n;
+	__u32 fan_rank[10];
+	__s32 fan_rc[10];
 };
 
 #endif
