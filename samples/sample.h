@@ -97,6 +97,32 @@ static inline void sample_barrier(const char *name, uint32_t rank, uint32_t size
 	exit(1);
 }
 
+/* The path of a file that sits next to this program's binary (a sample's
+ * handler object, e.g. "reduce.bpf.o"), or of the file in $SPIN_SAMPLE_DIR. */
+static inline const char *sample_obj_path(const char *file, char *buf, size_t len)
+{
+	const char *env = getenv("SPIN_SAMPLE_DIR");
+	char dir[512];
+	ssize_t n;
+	char *p;
+
+	if (env) {
+		snprintf(buf, len, "%s/%s", env, file);
+		return buf;
+	}
+	n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+	if (n < 0) {
+		snprintf(buf, len, "%s", file);
+		return buf;
+	}
+	dir[n] = 0;
+	p = strrchr(dir, '/');
+	if (p)
+		*p = 0;
+	snprintf(buf, len, "%s/%s", dir, file);
+	return buf;
+}
+
 /* The usual start: a logical matching NI, its rank and size, an event queue
  * and a portal table entry. */
 struct sample_ni {

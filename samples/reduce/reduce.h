@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Handler memory of one reduce match entry; shared by handler and host. */
+#ifndef REDUCE_H
+#define REDUCE_H
+
+#define REDUCE_MAX		508	/* elements per entry: 32 + 508 * 8 = 4096 */
+#define REDUCE_PKT_ELEMS	173	/* 1384-byte packet payload / 8 */
+
+typedef struct {
+	__u64 arrived;		/* contributions of this round so far */
+	__u64 expected;		/* contributions per round (P - 1) */
+	__u64 nelem;		/* elements of this entry's chunk */
+	__u64 round;		/* rounds completed */
+	__s64 sum[REDUCE_MAX];
+} reduce_state_t;
+
+#endif

@@ -1,0 +1,46 @@
+# shellcheck shell=bash
+# What the sample scripts (samples/<name>/test.sh, bench.sh) share: N network
+# namespaces <tag>-r0 .. r<N-1> on a bridge (namespace <tag>-br), rank K at
+# 10.79.<net>.(K+1)/24 on veth0, and a hostfile.  Like
+# selftests/lib/ptl_topo.sh, but each sample has its own subnet, so sample
+# suites never collide with each other or with the selftests.  Source after
+# selftests/lib/netns.sh: everything made here is registered with
+# spin_ns_add, so spin_ns_cleanup removes it.
+#
+#   sample_topo_up TAG N NET HOSTFILE   build it, write the hostfile
+#   sample_ns TAG K                     the namespace of rank K
+#   sample_run TAG K HOSTFILE CMD...    run CMD as rank K inside its namespace
+
+sample_ns() { echo "$1-r$2"; }
+
+sample_topo_up() {
+	local tag=$1 n=$2 net=$3 hosts=$4 k ns br=$1-br
+	spin_ns_add "$br" || return 1
+	ip -n "$br" link add br0 type bridge || return 1
+	ip -n "$br" link set br0 up
+	: >"$hosts"
+	for k in $(seq 0 $((n - 1))); do
+		ns=$(sample_ns "$tag" "$k")
+		spin_ns_add "$ns" || return 1
+		ip link add veth0 netns "$ns" type veth peer name "p$k" netns "$br" || return 1
+		ip -n "$ns" addr add "10.79.$net.$((k + 1))/24" dev veth0
+		ip -n "$ns" link set veth0 up
+		ip -n "$br" link set "p$k" master br0
+		ip -n "$br" link set "p$k" up
+		nsx "$ns" ethtool -K veth0 gro on tx off >/dev/null 2>&1
+		nsx "$br" ethtool -K "p$k" gro on tx off >/dev/null 2>&1
+		# frames the runtime sends with XDP_TX arrive on the bridge port
+		spin_ns_xdp_pass "$br" "p$k" || return 1
+		echo "10.79.$net.$((k + 1))" >>"$hosts"
+	done
+	# resolve every neighbour once, so the first round measures no ARP
+	for k in $(seq 1 $((n - 1))); do
+		nsx "$(sample_ns "$tag" 0)" ping -c1 -W1 "10.79.$net.$((k + 1))" >/dev/null 2>&1
+	done
+	return 0
+}
+
+sample_run() {
+	local tag=$1 k=$2 hosts=$3; shift 3
+	nsx "$(sample_ns "$tag" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$hosts" SPIN_RANK="$k" "$@"
+}
