@@ -9,11 +9,12 @@
 #   portals  Portals put into a contiguous entry, then host unpack (memcpy per block)
 #   udp      kernel UDP socket receive, then host unpack (the host-only version)
 #
-# The three are measured one after the other for each block size, in the
-# same process pair; medians of REPS messages.  Every message is checked
-# byte for byte.  Results: $OUT/datatypes.csv (medians and ratios),
-# $OUT/datatypes_raw.csv (the receiver's lines), $OUT/datatypes.png,
-# $OUT/datatypes_summary.txt.
+# The three take turns message by message (spin, portals, udp, spin, ...)
+# in one process pair per block size, so load elsewhere on the machine hits
+# them alike; medians of REPS messages, and the ratios are medians of the
+# per-round ratios.  Every message is checked byte for byte.  Results:
+# $OUT/datatypes.csv (medians and ratios), $OUT/datatypes_raw.csv (the
+# receiver's lines), $OUT/datatypes.png, $OUT/datatypes_summary.txt.
 #
 # Two veth set-ups, each with its own files: "default" (the receiver's XDP
 # program, hence the handler, runs in the sender's softirq, on the sender's
@@ -65,7 +66,7 @@ dt_up >"$WORK/topo.log" 2>&1 || { cat "$WORK/topo.log" >&2; exit 1; }
 
 # bench_setup NAME: one set-up; files $OUT/datatypes${suffix}*
 bench_setup() {
-	local setup=$1 sfx= b dir thr=0 ns INSNS
+	local setup=$1 sfx= b dir thr=0 ns INSNS PIECE pin
 	[ "$setup" = threaded ] && sfx=_threaded thr=1
 	for ns in "$DT_NS0" "$DT_NS1"; do
 		ip netns exec "$ns" sh -c "echo $thr > /sys/class/net/veth0/threaded" ||
@@ -80,7 +81,7 @@ bench_setup() {
 	done
 	RAW=$OUT/datatypes${sfx}_raw.csv CSV=$OUT/datatypes$sfx.csv SUM=$OUT/datatypes${sfx}_summary.txt
 	PNG=$OUT/datatypes$sfx.png
-	echo "mode,size,block,stride,n,median_us,min_us,p90_us,mbps,lost" >"$RAW"
+	echo "mode,size,block,stride,n,median_us,min_us,p90_us,mbps,lost,unpack_us,time_vs_spin" >"$RAW"
 	log "$setup veth: size $SIZE, blocks $BLOCKS, $REPS messages (+$WARMUP warm-up) per mode and block; sender CPU ${RANK0_CPU:-any}, receiver CPU ${RANK1_CPU:-any}"
 	for b in $BLOCKS; do
 		dir=$(mktemp -d "$WORK/b$b.XXXX")
@@ -94,31 +95,40 @@ bench_setup() {
 		grep ",$b," "$RAW" | tail -3 | awk -F, '{ printf "  %-8s block %6d: median %9.1f us, %7.1f MB/s\n", $1, $3, $6, $9 }' >&2
 	done
 
-	# the handler's size: load the object next to the runtime the runs attached
-	# (spinctl handler list reports the xlated instruction count)
+	# the handler's size: load the object next to the runtime the runs attached;
+	# spinctl reports the xlated instructions of the whole entry program
+	# (SPIN_HANDLERS glue + payload handler + the library calls inlined),
+	# bpftool those of the bpf_loop callback (one block piece) alone
 	INSNS=$(nsx "$DT_NS1" "$TOP/tools/spinctl" handler load veth0 "$TOP/samples/datatypes/datatypes.bpf.o" \
-		name dtcount >/dev/null 2>&1 && nsx "$DT_NS1" "$TOP/tools/spinctl" -j handler list veth0 |
-		python3 -c 'import json,sys
-d=json.load(sys.stdin); d=d.get("handlers",d) if isinstance(d,dict) else d
-print(next((str(h.get("insns", h.get("xlated_insns",""))) for h in d if h.get("name")=="dtcount"),""))' 2>/dev/null)
+		name dtcount 2>/dev/null | sed -n 's/.*, \([0-9]*\) insns).*/\1/p')
+	PIECE=
+	pin=$(find /sys/fs/bpf/spin -path "*/veth0/handlers/dtcount" 2>/dev/null | head -1)
+	if [ -n "$pin" ] && command -v bpftool >/dev/null; then
+		PIECE=$(bpftool prog dump xlated pinned "$pin" 2>/dev/null |
+			awk '/^[a-z].*\):$/ { f = /vector_piece/ } f && /^ *[0-9]+:/ { n++ } END { print n }')
+	fi
 	nsx "$DT_NS1" "$TOP/tools/spinctl" handler unload veth0 dtcount >/dev/null 2>&1
 
-	awk -F, 'NR > 1 { t[$3, $1] = $6; m[$3, $1] = $9; l[$3, $1] = $10; if (!($3 in seen)) { seen[$3] = 1; bl[++n] = $3 } }
+	awk -F, 'NR > 1 { t[$3, $1] = $6; m[$3, $1] = $9; l[$3, $1] = $10; u[$3, $1] = $11; r[$3, $1] = $12; if (!($3 in seen)) { seen[$3] = 1; bl[++n] = $3 } }
 	END {
-		print "block,stride,spin_mbps,portals_mbps,udp_mbps,spin_us,portals_us,udp_us,spin_vs_portals,spin_vs_udp,udp_lost"
+		print "block,stride,spin_mbps,portals_mbps,udp_mbps,spin_us,portals_us,udp_us,spin_vs_portals,spin_vs_udp,udp_lost,portals_unpack_us,udp_unpack_us"
 		for (i = 1; i <= n; i++) { b = bl[i]
-			printf "%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%d\n", b, 2 * b, m[b, "spin"], m[b, "portals"],
+			printf "%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%d,%.1f,%.1f\n", b, 2 * b, m[b, "spin"], m[b, "portals"],
 				m[b, "udp"], t[b, "spin"], t[b, "portals"], t[b, "udp"],
-				t[b, "portals"] / t[b, "spin"], t[b, "udp"] / t[b, "spin"], l[b, "udp"] }
+				r[b, "portals"], r[b, "udp"], l[b, "udp"], u[b, "portals"], u[b, "udp"] }
 	}' "$RAW" >"$CSV"
 	{
 		echo "vector datatype receive, $SIZE-byte messages, stride = 2 x block, veth between two namespaces ($setup NAPI), $(date -u +%FT%TZ)"
 		echo "sender on CPU ${RANK0_CPU:-any}, receiver on CPU ${RANK1_CPU:-any}; library at $(git -C "$TOP" log -1 --format=%h -- lib bpf include 2>/dev/null)"
-		echo "end to end (first send to data in the strided layout), median of $REPS messages each; ratio > 1: spin faster"
-		echo "handler: ${INSNS:-?} xlated eBPF instructions (spinctl handler list; the paper: 54)"
+		echo "end to end (first send to data in the strided layout), median of $REPS messages each; the modes take turns message by message"
+		echo "ratio = median over the $REPS rounds of (baseline time / spin time) in the same round; > 1: spin faster"
+		echo "handler program: ${INSNS:-?} xlated eBPF instructions (spinctl; entry glue + handler + inlined library calls),"
+		echo "  of which ${PIECE:-?} in the per-block-piece bpf_loop callback (bpftool); the paper's datatype handler: 54"
 		echo
-		printf "%8s %12s %12s %12s %16s %12s %9s\n" block "spin MB/s" "portals MB/s" "udp MB/s" "spin/portals" "spin/udp" "udp lost"
-		awk -F, 'NR > 1 { printf "%8d %12.1f %12.1f %12.1f %15.2fx %11.2fx %9d\n", $1, $3, $4, $5, $9, $10, $11 }' "$CSV"
+		printf "%8s %10s %10s %10s %13s %9s %15s %9s\n" block "spin" "portals" "udp" "gain/portals" \
+			"gain/udp" "unpack us (p)" "udp lost"
+		printf "%8s %10s %10s %10s\n" "" "MB/s" "MB/s" "MB/s"
+		awk -F, 'NR > 1 { printf "%8d %10.1f %10.1f %10.1f %12.2fx %8.2fx %15.1f %9d\n", $1, $3, $4, $5, $9, $10, $12, $11 }' "$CSV"
 	} >"$SUM"
 	cat "$SUM"
 

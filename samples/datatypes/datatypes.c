@@ -32,7 +32,13 @@
  *            (UDP has no retransmission; default 0); they are counted,
  *            not timed
  *   csv      the receiver appends mode,size,block,stride,n,median_us,
- *            min_us,p90_us,mbps,lost lines
+ *            min_us,p90_us,mbps,lost,unpack_us,time_vs_spin lines
+ *            (unpack_us: median time of the host unpack, 0 for spin;
+ *            time_vs_spin: median over the repetitions of this mode's
+ *            time / spin's time in the same repetition, 0 without spin)
+ *
+ * Order: block sizes, repetitions, then the modes one after the other, so
+ * a burst of load elsewhere on the machine hits every mode alike.
  * Exit status 0 only if every message arrived intact.
  */
 #include <arpa/inet.h>
@@ -229,15 +235,16 @@ static int sender(void)
 			order[i] = !strcmp(o.order, "reverse") ? npk - 1 - i : i;
 		srand(7);
 	}
-	for (int mi = 0; mi < o.nmodes; mi++) {
-		int m = o.modes[mi];
-
-		for (int b = 0; b < o.nblocks; b++)
-			for (int rep = 0; rep < o.warmup + o.reps; rep++) {
+	/* the same order as the receiver: blocks, repetitions, then the modes
+	 * one after the other (so a burst of load elsewhere hits all of them) */
+	for (int b = 0; b < o.nblocks; b++)
+		for (int rep = 0; rep < o.warmup + o.reps; rep++) {
+			pattern(buf, o.size, (uint32_t)rep);
+			for (int mi = 0; mi < o.nmodes; mi++) {
+				int m = o.modes[mi];
 				uint64_t t0;
 				int rc;
 
-				pattern(buf, o.size, (uint32_t)rep);
 				if (!strcmp(o.order, "shuffle"))
 					for (uint32_t i = npk - 1; i > 0; i--) {
 						uint32_t j = (uint32_t)rand() % (i + 1), t = order[i];
@@ -348,10 +355,80 @@ static int check(const struct rx *r, uint64_t ext, const char *what, int rep)
 	return -1;
 }
 
+/* Times of mode m, repetition i (0 when not measured). */
+static uint64_t *lat, *unp;
+#define LAT(m, i) lat[(m) * o.reps + (i)]
+#define UNP(m, i) unp[(m) * o.reps + (i)]
+
+static uint64_t median_of(uint64_t *v, int n)
+{
+	uint64_t *c = malloc(sizeof(*c) * (n ? n : 1)), x;
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (v[i])
+			c[k++] = v[i];
+	x = sample_percentile(c, k, 50);
+	free(c);
+	return x;
+}
+
+/*
+ * One mode's line: medians over the repetitions, and the median over the
+ * repetitions of this mode's time / spin's time of the same repetition
+ * (paired: both messages were sent back to back, under the same load).
+ */
+static int report(FILE *csv, int m, uint64_t block, uint64_t stride, int lost)
+{
+	uint64_t v[o.reps], p50, p90, pmin, u50;
+	double ratios[o.reps], vs_spin = 0;
+	int n = 0, nr = 0;
+
+	for (int i = 0; i < o.reps; i++)
+		if (LAT(m, i)) {
+			v[n++] = LAT(m, i);
+			if (LAT(M_SPIN, i))
+				ratios[nr++] = (double)LAT(m, i) / (double)LAT(M_SPIN, i);
+		}
+	if (!n) {
+		fprintf(stderr, "datatypes: %s block %llu: every message lost a packet\n", mode_name[m],
+			(unsigned long long)block);
+		return -1;
+	}
+	pmin = sample_percentile(v, n, 0);
+	p50 = sample_percentile(v, n, 50);
+	p90 = sample_percentile(v, n, 90);
+	u50 = median_of(&UNP(m, 0), o.reps);
+	if (nr) {	/* median of the paired ratios */
+		for (int i = 1; i < nr; i++)
+			for (int j = i; j > 0 && ratios[j - 1] > ratios[j]; j--) {
+				double t = ratios[j];
+
+				ratios[j] = ratios[j - 1];
+				ratios[j - 1] = t;
+			}
+		vs_spin = ratios[(nr - 1) / 2];
+	}
+	if (!o.quiet)
+		printf("%-8s size %8llu block %6llu stride %6llu: %d msgs intact, median %9.1f us "
+		       "(min %9.1f, p90 %9.1f, unpack %7.1f), %8.1f MB/s, time/spin %.2f%s\n",
+		       mode_name[m], (unsigned long long)o.size, (unsigned long long)block,
+		       (unsigned long long)stride, n, p50 / 1e3, pmin / 1e3, p90 / 1e3, u50 / 1e3,
+		       o.size * 1e3 / p50, vs_spin, lost ? ", some lost" : "");
+	if (lost)
+		printf("%-8s block %6llu: %d messages lost a packet\n", mode_name[m],
+		       (unsigned long long)block, lost);
+	if (csv)
+		fprintf(csv, "%s,%llu,%llu,%llu,%d,%.2f,%.2f,%.2f,%.2f,%d,%.2f,%.3f\n", mode_name[m],
+			(unsigned long long)o.size, (unsigned long long)block, (unsigned long long)stride,
+			n, p50 / 1e3, pmin / 1e3, p90 / 1e3, o.size * 1e3 / p50, lost, u50 / 1e3, vs_spin);
+	return 0;
+}
+
 static int receiver(void)
 {
 	struct rx r = { 0 };
-	uint64_t *lat = calloc(o.reps, sizeof(*lat)), maxext = 0;
+	uint64_t maxext = 0;
 	int bad = 0, need_plain = 0, need_udp = 0;
 	FILE *csv = NULL;
 	char name[96];
@@ -379,7 +456,9 @@ static int receiver(void)
 	}
 	r.want = malloc(r.cap);
 	r.src = malloc(o.size);
-	if (!lat || !r.want || !r.src || (need_udp && !r.udp_buf))
+	lat = calloc((size_t)M_N * o.reps, sizeof(*lat));
+	unp = calloc((size_t)M_N * o.reps, sizeof(*unp));
+	if (!lat || !unp || !r.want || !r.src || (need_udp && !r.udp_buf))
 		return 1;
 	if (PtlSpinHandlerLoad(r.s.ni, obj_path(), &r.h) != PTL_OK) {
 		fprintf(stderr, "datatypes: PtlSpinHandlerLoad %s: %s\n", obj_path(), PtlSpinErrmsg());
@@ -389,46 +468,49 @@ static int receiver(void)
 		perror(o.csv);
 		return 1;
 	}
-	for (int mi = 0; mi < o.nmodes && !bad; mi++) {
-		int m = o.modes[mi];
+	for (int b = 0; b < o.nblocks && !bad; b++) {
+		uint64_t block = o.blocks[b], stride = stride_of(block);
+		uint64_t ext = extent(o.size, block, stride);
+		ptl_handle_hpu_mem_t hm;
+		ptl_handle_me_t meh[M_N];
+		int have_me[M_N] = { 0 }, n[M_N] = { 0 }, lost[M_N] = { 0 };
 
-		for (int b = 0; b < o.nblocks && !bad; b++) {
-			uint64_t block = o.blocks[b], stride = stride_of(block);
-			uint64_t ext = extent(o.size, block, stride), p50, p90, pmin;
-			ptl_handle_hpu_mem_t hm;
-			ptl_handle_me_t meh;
-			int have_me = 0, n = 0, lost = 0;
+		memset(lat, 0, sizeof(*lat) * M_N * o.reps);
+		for (int mi = 0; mi < o.nmodes; mi++) {
+			int m = o.modes[mi];
+			ptl_me_t me = {
+				.options = PTL_ME_OP_PUT, .ct_handle = PTL_CT_NONE,
+				.uid = PTL_UID_ANY, .match_id.rank = PTL_RANK_ANY,
+			};
 
-			if (m != M_UDP) {
-				ptl_me_t me = {
-					.options = PTL_ME_OP_PUT, .ct_handle = PTL_CT_NONE,
-					.uid = PTL_UID_ANY, .match_id.rank = PTL_RANK_ANY,
-				};
+			if (m == M_UDP)
+				continue;
+			if (m == M_SPIN) {
+				vector_t v = { .blocklen = block, .stride = stride };
 
-				if (m == M_SPIN) {
-					vector_t v = { .blocklen = block, .stride = stride };
-
-					PTL_CHECK(PtlHPUAllocMem(sizeof(v), r.s.ni, &hm));
-					PTL_CHECK(PtlHPUWriteMem(hm, 0, &v, sizeof(v)));
-					me.start = r.strided;
-					me.length = ext;
-					me.match_bits = BITS_SPIN;
-					me.handlers = r.h;
-					me.hpu_memory = hm;
-				} else {
-					me.start = r.contig;
-					me.length = o.size;
-					me.match_bits = BITS_PLAIN;
-				}
-				PTL_CHECK(PtlMEAppend(r.s.ni, r.s.pt, &me, PTL_PRIORITY_LIST, NULL, &meh));
-				have_me = 1;
+				PTL_CHECK(PtlHPUAllocMem(sizeof(v), r.s.ni, &hm));
+				PTL_CHECK(PtlHPUWriteMem(hm, 0, &v, sizeof(v)));
+				me.start = r.strided;
+				me.length = ext;
+				me.match_bits = BITS_SPIN;
+				me.handlers = r.h;
+				me.hpu_memory = hm;
+			} else {
+				me.start = r.contig;
+				me.length = o.size;
+				me.match_bits = BITS_PLAIN;
 			}
-			for (int rep = 0; rep < o.warmup + o.reps && !bad; rep++) {
-				uint64_t t0 = 0, t1;
+			PTL_CHECK(PtlMEAppend(r.s.ni, r.s.pt, &me, PTL_PRIORITY_LIST, NULL, &meh[m]));
+			have_me[m] = 1;
+		}
+		for (int rep = 0; rep < o.warmup + o.reps && !bad; rep++) {
+			pattern(r.src, o.size, (uint32_t)rep);
+			memset(r.want, CANARY, r.cap);
+			unpack(r.want, r.src, o.size, block, stride);
+			for (int mi = 0; mi < o.nmodes && !bad; mi++) {
+				int m = o.modes[mi];
+				uint64_t t0 = 0, t1, tu = 0;	/* tu: data arrived, unpack starts */
 
-				pattern(r.src, o.size, (uint32_t)rep);
-				memset(r.want, CANARY, r.cap);
-				unpack(r.want, r.src, o.size, block, stride);
 				memset(r.strided, CANARY, r.cap);
 				if (r.contig)
 					memset(r.contig, 0, o.size);
@@ -439,8 +521,8 @@ static int receiver(void)
 					int got = spin_sock_recv_msg(r.sk, &h, r.udp_buf, o.size, NULL,
 								     UDP_TIMEOUT_MS);
 
-					if (got == -SPIN_ETIMEDOUT && lost < o.maxlost) {
-						lost++;		/* a packet lost: not timed */
+					if (got == -SPIN_ETIMEDOUT && lost[m] < o.maxlost) {
+						lost[m]++;	/* a packet lost: not timed */
 						goto next;
 					}
 					if (got != (int)o.size) {
@@ -449,6 +531,7 @@ static int receiver(void)
 						bad = 1;
 						break;
 					}
+					tu = sample_now_ns();
 					unpack(r.strided, r.udp_buf, o.size, block, stride);
 					t1 = sample_now_ns();
 					t0 = be64toh(h.hdr_data);
@@ -456,48 +539,31 @@ static int receiver(void)
 					bad = 1;
 					break;
 				} else {
+					tu = sample_now_ns();
 					if (m == M_PORTALS)
 						unpack(r.strided, r.contig, o.size, block, stride);
 					t1 = sample_now_ns();
 				}
 				if (check(&r, ext, mode_name[m], rep))
 					bad = 1;
-				else if (rep >= o.warmup)
-					lat[n++] = t1 - t0;
+				else if (rep >= o.warmup) {
+					LAT(m, rep - o.warmup) = t1 - t0;
+					UNP(m, rep - o.warmup) = t1 - tu;
+					n[m]++;
+				}
 next:
 				snprintf(name, sizeof(name), "done.%s.%d.%d", mode_name[m], b, rep);
 				sample_barrier(name, 1, 2, 30000);
 			}
-			if (have_me) {
-				PTL_CHECK(PtlMEUnlink(meh));
-				if (m == M_SPIN)
-					PTL_CHECK(PtlHPUFreeMem(hm));
-			}
-			if (bad || !n) {
-				if (!bad)
-					fprintf(stderr, "datatypes: %s block %llu: every message lost a packet\n",
-						mode_name[m], (unsigned long long)block);
-				bad = 1;
-				break;
-			}
-			pmin = sample_percentile(lat, n, 0);
-			p50 = sample_percentile(lat, n, 50);
-			p90 = sample_percentile(lat, n, 90);
-			if (!o.quiet)
-				printf("%-8s size %8llu block %6llu stride %6llu: %d msgs intact, median %9.1f us "
-				       "(min %9.1f, p90 %9.1f), %8.1f MB/s%s\n", mode_name[m],
-				       (unsigned long long)o.size, (unsigned long long)block,
-				       (unsigned long long)stride, n, p50 / 1e3, pmin / 1e3, p90 / 1e3,
-				       o.size * 1e3 / p50, lost ? ", some lost" : "");
-			if (lost)
-				printf("%-8s block %6llu: %d messages lost a packet\n", mode_name[m],
-				       (unsigned long long)block, lost);
-			if (csv)
-				fprintf(csv, "%s,%llu,%llu,%llu,%d,%.2f,%.2f,%.2f,%.2f,%d\n", mode_name[m],
-					(unsigned long long)o.size, (unsigned long long)block,
-					(unsigned long long)stride, n, p50 / 1e3, pmin / 1e3, p90 / 1e3,
-					o.size * 1e3 / p50, lost);
 		}
+		for (int m = 0; m < M_N; m++)
+			if (have_me[m])
+				PTL_CHECK(PtlMEUnlink(meh[m]));
+		if (have_me[M_SPIN])
+			PTL_CHECK(PtlHPUFreeMem(hm));
+		for (int mi = 0; mi < o.nmodes && !bad; mi++)
+			if (report(csv, o.modes[mi], block, stride, lost[o.modes[mi]]))
+				bad = 1;
 	}
 	if (csv)
 		fclose(csv);
@@ -505,6 +571,8 @@ next:
 		spin_sock_close(r.sk);
 	PtlSpinHandlerUnload(r.h);
 	sample_ni_fini(&r.s);
+	free(lat);
+	free(unp);
 	if (bad)
 		fprintf(stderr, "datatypes: FAILED\n");
 	return bad;
