@@ -249,21 +249,6 @@ static int udp_socket(uint32_t ip, uint16_t port)
 	return fd;
 }
 
-static const char *obj_dir(void)
-{
-	static char dir[512];
-	ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-	char *p;
-
-	if (n < 0)
-		return ".";
-	dir[n] = 0;
-	p = strrchr(dir, '/');
-	if (p)
-		*p = 0;
-	return dir;
-}
-
 /* --------------------------------------------------------- spin server -- */
 
 struct srv {
@@ -363,7 +348,7 @@ static int server(int argc, char **argv)
 	s.q.fd = udp_socket(INADDR_ANY, 0);
 	if (s.q.fd < 0)
 		return perror("kvstore: socket"), 1;
-	snprintf(obj, sizeof(obj), "%s/kvstore.bpf.o", obj_dir());
+	sample_obj_path("kvstore.bpf.o", obj, sizeof(obj));
 	rc = spin_handler_load(s.rt, obj, "kvstore");
 	if (rc < 0) {
 		fprintf(stderr, "kvstore: %s\n%s", spin_errmsg(), spin_verifier_log());
@@ -823,7 +808,7 @@ static int client(int argc, char **argv)
 		       p50 / 1e3, p99 / 1e3);
 	}
 	close(fd);
-	return cs.bad || cs.lost ? 1 : 0;
+	return cs.bad ? 1 : cs.lost ? 4 : 0;	/* 4: replies lost, none wrong */
 }
 
 int main(int argc, char **argv)

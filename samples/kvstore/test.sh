@@ -10,7 +10,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
-. samples/kvstore/topo.sh
+. samples/sample_topo.sh
 
 KV=$TOP/samples/kvstore/kvstore SPINCTL=$TOP/tools/spinctl
 TAG=spins$$-kv SRV=spins$$-kv-r0 C1=spins$$-kv-r1 C2=spins$$-kv-r2
@@ -38,7 +38,7 @@ client() { local ns=$1; shift; timeout 30 nsenter --net=/var/run/netns/"$ns" -- 
 field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" "$2" | head -1; }
 
 # 1. server up: runtime attached, handlers accepted by the verifier, keys loaded
-if kv_topo_up "$TAG" 3 "$D/hosts" && nsx "$SRV" "$SPINCTL" attach veth0 rank 0 >/dev/null; then
+if sample_topo_up "$TAG" 3 23 "$D/hosts" && nsx "$SRV" "$SPINCTL" attach veth0 rank 0 >/dev/null; then
 	# 256 slots for 2000 keys: most keys have no slot, so GETs both hit and miss
 	SPIN_HOSTFILE=$D/hosts SPIN_RANK=0 nsenter --net=/var/run/netns/"$SRV" -- \
 		"$KV" server veth0 keys $KEYS slot-bits 8 seconds 50 >"$D/srv" 2>&1 &

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Key-value store benchmark: the spin server (GETs answered by the handler,
+# SETs and misses by the host process) against the host-only server on a
+# kernel UDP socket (recvmmsg/sendmmsg), same client, same run.  YCSB-like
+# load: Zipf(0.99) keys, 95/5 and 50/50 GET/SET.
+#   throughput: one client with WINDOW requests outstanding
+#   latency:    one client, one request at a time (p50/p99)
+# Results: $OUT/kvstore_raw.csv (every run), $OUT/kvstore.csv (medians and
+# spin/host ratios), $OUT/kvstore.png.
+#
+# Knobs: REPS=3 SECONDS_RUN=2 WARMUP=0.3 KEYS=50000 SLOT_BITS=16 WINDOW=32
+#        MIXES="95 50" SERVER_CPU=1 CLIENT_CPU=0 ('' : no pinning)
+#        NAPI_THREADED=0  1: receive work of the server's interface in a kernel
+#                         thread pinned to SERVER_CPU (the server's "NIC CPU"),
+#                         for both servers (on this VM it stalls the UDP path:
+#                         p99 over 100 ms); 0: in the sender's softirq, i.e.
+#                         the XDP handlers run on the client's CPU
+#        OUT=bench/results
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+. samples/sample_topo.sh
+
+REPS=${REPS:-3} SECONDS_RUN=${SECONDS_RUN:-2} WARMUP=${WARMUP:-0.3} KEYS=${KEYS:-50000}
+SLOT_BITS=${SLOT_BITS:-16} WINDOW=${WINDOW:-32} MIXES=${MIXES:-95 50}
+SERVER_CPU=${SERVER_CPU-1} CLIENT_CPU=${CLIENT_CPU-0} NAPI_THREADED=${NAPI_THREADED:-0}
+OUT=${OUT:-bench/results}
+KV=$TOP/samples/kvstore/kvstore SPINCTL=$TOP/tools/spinctl
+TAG=spins$$-kv SRV=spins$$-kv-r0 CLI=spins$$-kv-r1 IP0=10.79.23.1
+D=$(mktemp -d /tmp/kvbench.XXXXXX)
+mkdir -p "$OUT"
+
+cleanup() {
+	[ -n "${srv:-}" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null
+	nsx "$SRV" "$SPINCTL" detach veth0 >/dev/null 2>&1
+	spin_ns_cleanup
+	rm -rf "$D"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+die() { echo "kvstore bench: $*" >&2; exit 1; }
+pin() { [ -n "$1" ] && echo "taskset -c $1"; }
+
+[ "$(id -u)" = 0 ] || die "run as root"
+spin_bpffs_ensure || die "no bpffs"
+[ -x "$KV" ] || die "run make first"
+sample_topo_up "$TAG" 2 23 "$D/hosts" || die "cannot build the namespaces"
+if [ "$NAPI_THREADED" = 1 ]; then
+	before=$(pgrep -d ' ' '^napi/')
+	ip netns exec "$SRV" sh -c 'echo 1 > /sys/class/net/veth0/threaded' || die "no threaded NAPI"
+	sleep 0.2
+	for p in $(pgrep '^napi/'); do
+		case " $before " in *" $p "*) ;; *) [ -n "$SERVER_CPU" ] && taskset -pc "$SERVER_CPU" "$p" >/dev/null ;; esac
+	done
+fi
+nsx "$SRV" "$SPINCTL" attach veth0 rank 0 >/dev/null || die "cannot attach the runtime"
+
+start_server() {	# spin|host
+	: >"$D/srv"
+	if [ "$1" = spin ]; then
+		SPIN_HOSTFILE=$D/hosts SPIN_RANK=0 nsenter --net=/var/run/netns/"$SRV" -- \
+			$(pin "$SERVER_CPU") "$KV" server veth0 keys "$KEYS" slot-bits "$SLOT_BITS" >"$D/srv" 2>&1 &
+	else
+		nsenter --net=/var/run/netns/"$SRV" -- \
+			$(pin "$SERVER_CPU") "$KV" udp-server "$IP0" keys "$KEYS" >"$D/srv" 2>&1 &
+	fi
+	srv=$!
+	for _ in $(seq 200); do grep -q ready "$D/srv" && return 0; kill -0 $srv 2>/dev/null || break; sleep 0.05; done
+	die "server ($1) did not start: $(cat "$D/srv")"
+}
+stop_server() { kill "$srv"; wait "$srv" || die "server reported bad requests: $(tail -2 "$D/srv")"; srv=; }
+
+field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" "$2" | head -1; }
+echo "rep,server,mix,kind,window,rps,get_rps,p50_us,p99_us,dev_replies,host_replies,lost" >"$OUT/kvstore_raw.csv"
+for rep in $(seq "$REPS"); do
+	for mode in host spin; do
+		start_server $mode
+		port=7717; [ $mode = host ] && port=7718
+		for mix in $MIXES; do
+			for kind in throughput latency; do
+				w=$WINDOW; [ $kind = latency ] && w=1
+				nsenter --net=/var/run/netns/"$CLI" -- $(pin "$CLIENT_CPU") "$KV" client "$IP0" \
+					port $port rank 1 clients 1 keys "$KEYS" get-pct "$mix" window $w \
+					seconds "$SECONDS_RUN" warmup "$WARMUP" >"$D/cli" 2>&1
+				rc=$?	# 4: some replies lost (reported), none wrong
+				[ $rc = 0 ] || [ $rc = 4 ] || die "client failed ($mode $mix $kind): $(cat "$D/cli")"
+				echo "$rep,$mode,$mix/$((100 - mix)),$kind,$w,$(field rps "$D/cli"),$(field get_rps "$D/cli"),$(field p50_us "$D/cli"),$(field p99_us "$D/cli"),$(field dev "$D/cli"),$(field host "$D/cli"),$(field lost "$D/cli")" >>"$OUT/kvstore_raw.csv"
+				tail -1 "$OUT/kvstore_raw.csv"
+			done
+		done
+		stop_server
+		[ $mode = spin ] && tail -1 "$D/srv"
+	done
+done
+nsx "$SRV" "$SPINCTL" handler list veth0 >/dev/null
+# medians per (server, mix, kind) and spin/host ratios
+python3 - "$OUT/kvstore_raw.csv" "$OUT/kvstore.csv" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+med = {}
+for r in rows:
+    med.setdefault((r['server'], r['mix'], r['kind']), []).append(r)
+out = open(sys.argv[2], 'w')
+out.write("mix,kind,host_rps,spin_rps,rps_ratio,host_get_rps,spin_get_rps,get_rps_ratio,host_p50_us,spin_p50_us,host_p99_us,spin_p99_us,p99_ratio,spin_handler_share\n")
+mixes = sorted({r['mix'] for r in rows}, reverse=True)
+for mix in mixes:
+    for kind in ('throughput', 'latency'):
+        m = {}
+        for s in ('host', 'spin'):
+            rs = med.get((s, mix, kind), [])
+            m[s] = {k: statistics.median(float(r[k]) for r in rs) for k in ('rps', 'get_rps', 'p50_us', 'p99_us', 'dev_replies', 'host_replies')}
+        h, p = m['host'], m['spin']
+        share = p['dev_replies'] / max(1, p['dev_replies'] + p['host_replies'])
+        out.write(f"{mix},{kind},{h['rps']:.0f},{p['rps']:.0f},{p['rps']/h['rps']:.2f},{h['get_rps']:.0f},{p['get_rps']:.0f},"
+                  f"{p['get_rps']/h['get_rps']:.2f},{h['p50_us']:.1f},{p['p50_us']:.1f},{h['p99_us']:.1f},{p['p99_us']:.1f},"
+                  f"{p['p99_us']/h['p99_us']:.2f},{share:.3f}\n")
+PY
+cat "$OUT/kvstore.csv"
+gnuplot <<EOF2 2>/dev/null || echo "kvstore bench: gnuplot failed (csv written)"
+set terminal pngcairo size 1000,420
+set output "$OUT/kvstore.png"
+set datafile separator ","
+set multiplot layout 1,2 title "key-value store, Zipf 0.99, $KEYS keys (median of $REPS)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top right
+set title "GET throughput, window $WINDOW (requests/s)"
+set yrange [0:*]
+plot "< grep throughput $OUT/kvstore.csv" using 6:xtic(1) title "host (UDP)", '' using 7 title "spin"
+set title "p99 latency, one at a time (us)"
+plot "< grep latency $OUT/kvstore.csv" using 11:xtic(1) title "host (UDP)", '' using 12 title "spin"
+unset multiplot
+EOF2
