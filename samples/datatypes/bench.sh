@@ -22,8 +22,9 @@
 # ends, so receive processing runs in a kernel thread on whichever CPU is
 # free, as on a NIC whose interrupts land on another core; and a pfifo
 # queue on veth0, so a full veth ring stops the sender instead of dropping).
-# UDP messages that lose a packet (no retransmission) are counted in the
-# lost column and left out of the medians.
+# Messages lost (UDP: a packet missing, no retransmission) or failed (a
+# put whose event reports a failure) are counted in the lost columns and
+# left out of the medians (at most REPS of each).
 #
 # Knobs: BLOCKS="8 16 64 256 512 1024 4096 16384 65536" SIZE=4194304 REPS=11
 #        WARMUP=2 RANK0_CPU=1 RANK1_CPU=0 (taskset; '' for none)
@@ -111,11 +112,11 @@ bench_setup() {
 
 	awk -F, 'NR > 1 { t[$3, $1] = $6; m[$3, $1] = $9; l[$3, $1] = $10; u[$3, $1] = $11; r[$3, $1] = $12; if (!($3 in seen)) { seen[$3] = 1; bl[++n] = $3 } }
 	END {
-		print "block,stride,spin_mbps,portals_mbps,udp_mbps,spin_us,portals_us,udp_us,spin_vs_portals,spin_vs_udp,udp_lost,portals_unpack_us,udp_unpack_us"
+		print "block,stride,spin_mbps,portals_mbps,udp_mbps,spin_us,portals_us,udp_us,spin_vs_portals,spin_vs_udp,udp_lost,portals_unpack_us,udp_unpack_us,spin_lost,portals_lost"
 		for (i = 1; i <= n; i++) { b = bl[i]
-			printf "%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%d,%.1f,%.1f\n", b, 2 * b, m[b, "spin"], m[b, "portals"],
+			printf "%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%d,%.1f,%.1f,%d,%d\n", b, 2 * b, m[b, "spin"], m[b, "portals"],
 				m[b, "udp"], t[b, "spin"], t[b, "portals"], t[b, "udp"],
-				r[b, "portals"], r[b, "udp"], l[b, "udp"], u[b, "portals"], u[b, "udp"] }
+				r[b, "portals"], r[b, "udp"], l[b, "udp"], u[b, "portals"], u[b, "udp"], l[b, "spin"], l[b, "portals"] }
 	}' "$RAW" >"$CSV"
 	{
 		echo "vector datatype receive, $SIZE-byte messages, stride = 2 x block, veth between two namespaces ($setup NAPI), $(date -u +%FT%TZ)"
@@ -126,9 +127,9 @@ bench_setup() {
 		echo "  of which ${PIECE:-?} in the per-block-piece bpf_loop callback (bpftool); the paper's datatype handler: 54"
 		echo
 		printf "%8s %10s %10s %10s %13s %9s %15s %9s\n" block "spin" "portals" "udp" "gain/portals" \
-			"gain/udp" "unpack us (p)" "udp lost"
+			"gain/udp" "unpack us (p)" "lost s/p/u"
 		printf "%8s %10s %10s %10s\n" "" "MB/s" "MB/s" "MB/s"
-		awk -F, 'NR > 1 { printf "%8d %10.1f %10.1f %10.1f %12.2fx %8.2fx %15.1f %9d\n", $1, $3, $4, $5, $9, $10, $12, $11 }' "$CSV"
+		awk -F, 'NR > 1 { printf "%8d %10.1f %10.1f %10.1f %12.2fx %8.2fx %15.1f %5d/%d/%d\n", $1, $3, $4, $5, $9, $10, $12, $14, $15, $11 }' "$CSV"
 	} >"$SUM"
 	cat "$SUM"
 
