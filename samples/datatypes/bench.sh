@@ -29,6 +29,7 @@
 # Knobs: BLOCKS="8 16 64 256 512 1024 4096 16384 65536" SIZE=4194304 REPS=11
 #        WARMUP=2 RANK0_CPU=1 RANK1_CPU=0 (taskset; '' for none)
 #        SETUPS="default threaded" OUT=bench/results
+#        REPLOT=1: only redraw the PNGs from the CSV files in $OUT
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
@@ -62,8 +63,32 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-spin_bpffs_ensure || { log "no bpffs"; exit 4; }
-dt_up >"$WORK/topo.log" 2>&1 || { cat "$WORK/topo.log" >&2; exit 1; }
+
+# plot_setup SETUP CSV PNG: MB/s against block size for the three modes
+plot_setup() {
+	local setup=$1 CSV=$2 PNG=$3 REPS
+	REPS=$(awk -F, 'NR == 2 { print $5 }' "${CSV%.csv}_raw.csv" 2>/dev/null)
+	if command -v gnuplot >/dev/null; then
+		gnuplot <<-EOG 2>&1 | grep -v '^$' >&2
+	set terminal pngcairo size 900,560 noenhanced
+	set output '$PNG'
+	set datafile separator ','
+	set key bottom right
+	set yrange [0:*]
+	set logscale x 2
+	set grid
+	set title 'Vector datatype receive, $SIZE-byte messages (stride = 2 x block), $setup veth NAPI, medians of $REPS'
+	set xlabel 'block size (bytes)'
+	set ylabel 'MB/s, end to end'
+	set format x '%.0b %BB'
+	plot '$CSV' skip 1 using 1:3 with linespoints lw 2 title 'spin: payload handler scatters', \
+	     '' skip 1 using 1:4 with linespoints lw 2 title 'Portals receive + host unpack', \
+	     '' skip 1 using 1:5 with linespoints lw 2 title 'UDP socket receive + host unpack'
+	EOG
+	else
+		log "gnuplot not installed: no plot"
+	fi
+}
 
 # bench_setup NAME: one set-up; files $OUT/datatypes${suffix}*
 bench_setup() {
@@ -133,28 +158,19 @@ bench_setup() {
 	} >"$SUM"
 	cat "$SUM"
 
-	if command -v gnuplot >/dev/null; then
-		gnuplot <<-EOG 2>&1 | grep -v '^$' >&2
-	set terminal pngcairo size 900,560 noenhanced
-	set output '$PNG'
-	set datafile separator ','
-	set key top left
-	set logscale x 2
-	set grid
-	set title 'Vector datatype receive, $SIZE-byte messages (stride = 2 x block), $setup veth NAPI, medians of $REPS'
-	set xlabel 'block size (bytes)'
-	set ylabel 'MB/s, end to end'
-	set format x '%.0s%cB'
-	plot '$CSV' skip 1 using 1:3 with linespoints lw 2 title 'spin: payload handler scatters', \
-	     '' skip 1 using 1:4 with linespoints lw 2 title 'Portals receive + host unpack', \
-	     '' skip 1 using 1:5 with linespoints lw 2 title 'UDP socket receive + host unpack'
-	EOG
-	else
-		log "gnuplot not installed: no plot"
-	fi
+	plot_setup "$setup" "$CSV" "$PNG"
 	return 0
 }
 
+if [ "${REPLOT:-0}" = 1 ]; then	# only redraw the plots from the CSV files
+	for setup in $SETUPS; do
+		sfx=; [ "$setup" = threaded ] && sfx=_threaded
+		plot_setup "$setup" "$OUT/datatypes$sfx.csv" "$OUT/datatypes$sfx.png"
+	done
+	exit 0
+fi
+spin_bpffs_ensure || { log "no bpffs"; exit 4; }
+dt_up >"$WORK/topo.log" 2>&1 || { cat "$WORK/topo.log" >&2; exit 1; }
 for setup in $SETUPS; do
 	bench_setup "$setup" || exit 1
 done

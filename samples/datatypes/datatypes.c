@@ -289,7 +289,7 @@ static int sender(void)
 				snprintf(name, sizeof(name), "done.%s.%d.%d", mode_name[m], b, rep);
 				sample_barrier(name, 0, 2, 30000);
 			}
-	}
+		}
 	if (sk)
 		spin_sock_close(sk);
 	if (need_ptl) {
