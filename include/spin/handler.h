@@ -102,6 +102,27 @@ static __always_inline __u32 spin_msg_id(void)
 	return c ? c->key.msg_id : 0;
 }
 
+static __always_inline struct spin_me *__spin_me(struct spin_ctx *c);
+
+/*
+ * spin extension: the remote offset of the message being handled (the
+ * header's `offset`), for a payload handler that places or forwards a
+ * packet at its place in the target buffer: the packet's bytes belong at
+ * spin_msg_offset() + p.offset.  (A header handler sees it as h.offset, but
+ * handler memory is shared by the messages in flight.)
+ */
+static __always_inline ptl_size_t spin_msg_offset(void)
+{
+	__u32 k = 0;
+	struct spin_ctx *c = bpf_map_lookup_elem(&spin_ctx, &k);
+	struct spin_me *me;
+
+	if (!c)
+		return 0;
+	me = __spin_me(c);
+	return me ? c->start - me->host_off : 0;
+}
+
 /* Launder a pointer of any kind into a plain address (needs CAP_BPF +
  * CAP_PERFMON, which loading XDP programs implies). */
 static __always_inline __u64 __spin_addr(struct spin_ctx *c, const void *p)
