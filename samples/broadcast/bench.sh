@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# Broadcast latency, binomial tree, NIC-side forwarding (spin: handlers +
+# runtime fan-out) vs host forwarding (processes on kernel UDP sockets), on
+# 8 and 16 namespaces connected by one bridge (10.79.26.0/24).  Latency of
+# one broadcast: root's first send -> every other rank has the whole message
+# (gather at the root, see broadcast.c).  Both modes run in the same
+# invocation, alternating, REPS times; medians over repetitions.
+#
+#   samples/broadcast/bench.sh         (root; OUT=bench/results)
+#
+# Knobs: RANKS="8 16" SIZES="8,65536" ITERS=200 WARMUP=20 REPS=3
+#        BC_CPUS=""  (taskset the ranks round-robin over these CPUs)
+# Output: $OUT/broadcast.csv (every repetition), $OUT/broadcast_summary.csv
+#         (medians, spin/host ratio), $OUT/broadcast.png
+set -u
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+. samples/broadcast/lib.sh
+
+RANKS=${RANKS:-"8 16"}
+SIZES=${SIZES:-"8,65536"}
+ITERS=${ITERS:-200}
+WARMUP=${WARMUP:-20}
+REPS=${REPS:-3}
+OUT=${OUT:-bench/results}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d /tmp/spin-bcb.XXXXXX)
+chmod 755 "$WORK"
+CSV=$OUT/broadcast.csv
+SUM=$OUT/broadcast_summary.csv
+
+cleanup() {
+	local p
+	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	spin_ns_cleanup
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+log() { echo "bench: $*" >&2; }
+
+[ "$(id -u)" = 0 ] || { echo "bench: need root" >&2; exit 1; }
+[ -x "$BC_BIN" ] || { echo "bench: $BC_BIN missing: run make" >&2; exit 1; }
+spin_bpffs_ensure || exit 1
+max=0
+for n in $RANKS; do [ "$n" -gt "$max" ] && max=$n; done
+bc_up "$max" >"$WORK/topo.log" 2>&1 || { cat "$WORK/topo.log" >&2; exit 1; }
+for n in $RANKS; do bc_up "$n" >/dev/null 2>&1; done
+
+echo "label,mode,ranks,size,iters,p50_ns,p99_ns,mean_ns,max_ns" >"$CSV"
+FAILED=
+for rep in $(seq 1 "$REPS"); do
+	for n in $RANKS; do
+		for mode in spin host; do
+			dir=$(mktemp -d "$WORK/run.XXXX")
+			log "rep $rep: P=$n $mode"
+			bc_run "$n" "$dir" mode "$mode" size "$SIZES" iters "$ITERS" warmup "$WARMUP" \
+				csv "$CSV" label "rep$rep"
+			if [ "$BC_RC" != 0 ]; then
+				FAILED="$FAILED $mode/P$n/rep$rep"
+				tail -3 "$dir"/out.* >&2
+			fi
+			grep -h "P=" "$dir/out.0" >&2
+		done
+	done
+done
+
+# medians over repetitions, and spin/host
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+col() {	# col MODE RANKS SIZE COLUMN
+	awk -F, -v m="$1" -v n="$2" -v s="$3" -v c="$4" \
+		'NR > 1 && $2 == m && $3 == n && $4 == s { print $c }' "$CSV" | median
+}
+echo "ranks,size,spin_p50_ns,spin_p99_ns,host_p50_ns,host_p99_ns,ratio_p50,ratio_p99" >"$SUM"
+for n in $RANKS; do
+	for s in ${SIZES//,/ }; do
+		sp50=$(col spin "$n" "$s" 6) sp99=$(col spin "$n" "$s" 7)
+		hp50=$(col host "$n" "$s" 6) hp99=$(col host "$n" "$s" 7)
+		[ -n "$sp50" ] && [ -n "$hp50" ] || continue
+		echo "$n,$s,$sp50,$sp99,$hp50,$hp99,$(awk -v a="$sp50" -v b="$hp50" 'BEGIN { printf "%.3f", a / b }'),$(awk -v a="$sp99" -v b="$hp99" 'BEGIN { printf "%.3f", a / b }')" >>"$SUM"
+	done
+done
+column -t -s, "$SUM" >&2
+
+if command -v gnuplot >/dev/null; then
+	awk -F, 'NR > 1 { printf "\"P=%s %s B\" %s %s %s %s\n", $1, $2, $3 / 1e3, $5 / 1e3, $4 / 1e3, $6 / 1e3 }' \
+		"$SUM" >"$WORK/plot.dat"
+	gnuplot <<-GP 2>/dev/null && log "plot $OUT/broadcast.png"
+		set terminal png size 900,500
+		set output "$OUT/broadcast.png"
+		set title "Broadcast latency (binomial tree, one bridge): NIC-side vs host forwarding"
+		set ylabel "latency [us] (bar: p50, whisker: p99)"
+		set logscale y
+		set style data histograms
+		set style histogram errorbars gap 1 lw 1
+		set style fill solid 0.6 border -1
+		set key top left
+		set xtics rotate by -20
+		plot "$WORK/plot.dat" using 2:2:4:xtic(1) title "spin (NIC forwarding)", \
+		     "" using 3:3:5 title "host (UDP forwarding)"
+	GP
+fi
+[ -z "$FAILED" ] || { echo "bench: failed:$FAILED" >&2; exit 1; }

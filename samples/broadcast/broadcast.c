@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Broadcast by binomial tree (sPIN paper, SC17, section 4), one process per
+ * rank; every rank runs the same command:
+ *
+ *   broadcast [mode spin|host] [size S[,S...]] [iters N] [warmup W]
+ *             [order inorder|reverse|shuffle] [csv FILE] [label L]
+ *             [busy 0|1] [timeout-ms T]
+ *
+ * mode spin  rank 0 (the root) PtlPut's the message to its children; every
+ *            other rank has a match entry with broadcast.bpf.o's payload
+ *            handler, which forwards each packet to the node's children
+ *            from the NIC (PtlHandlerPutFromDevice, fan-out) and copies it
+ *            into the entry's buffer.  The host only waits for its counter
+ *            (PTL_ME_EVENT_CT_BYTES) to reach the message length.
+ *            order reverse|shuffle: the root sends with spin_sock_send in
+ *            that packet order instead (out-of-order arrival).
+ * mode host  the baseline: the same tree with processes on kernel UDP
+ *            sockets; a node receives the whole message, then sends it to
+ *            each of its children.
+ *
+ * Waiting ranks sleep (poll(), and SPIN_PTL_SPIN_US=0 for the Portals
+ * library) unless busy 1: with more processes than CPUs, busy-polling
+ * measures the scheduler.
+ *
+ * Every rank checks every message byte for byte against the pattern the
+ * root sent.  Latency of one broadcast (measured at the root): from its
+ * first send until every other rank has the whole message:
+ *   spin  the handler's completion notice from each rank's NIC (a put to
+ *         the root's "done" entry, counted by a PTL_CT; the root busy-polls)
+ *   host  a "done" datagram from each rank's process, sent as soon as it
+ *         has received the whole message (before it forwards; the root
+ *         busy-polls).
+ * Then (not measured) the root waits for a "checked" datagram from every
+ * rank before it starts the next broadcast.  Messages alternate between two
+ * halves of the buffer.
+ *
+ * Environment: SPIN_IFACE, SPIN_HOSTFILE, SPIN_RANK (as every spin program),
+ * SAMPLE_DIR (shared directory: barriers and arrival times).
+ * Output (root): one line per size "mode P size iters p50 p99 mean max"; with
+ * csv, a line label,mode,P,size,iters,p50_ns,p99_ns,mean_ns,max_ns per size.
+ * Exit status 0 only if every rank got every message intact.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <spin/spin.h>
+#include "../sample.h"
+
+#define PT_INDEX	0
+#define BCAST_BITS	0xbc
+#define DONE_BITS	0xd0	/* completion notices to the root */
+#define HOST_PORT	7790	/* baseline: message datagrams */
+#define DONE_PORT	7791	/* "done" datagrams to the root */
+#define SEG		SPIN_MAX_SEG
+#define MAX_SIZES	8
+#define MAX_RANKS	256
+
+typedef struct {
+	uint32_t rank, size, root, pad;
+	ptl_match_bits_t bits;
+	ptl_match_bits_t done_bits;
+	uint64_t msg_size;
+	uint64_t got;
+} bcast_info_t;	/* broadcast.bpf.c's handler memory */
+
+struct opts {
+	int spin;
+	uint32_t sizes[MAX_SIZES], nsizes;
+	uint32_t iters, warmup;
+	const char *order, *csv, *label;
+	int timeout_ms;
+};
+
+struct wire_hdr {	/* baseline datagram header */
+	uint32_t iter;
+	uint32_t off;
+};
+struct done_msg {
+	uint32_t iter;
+	uint32_t rank;
+	uint32_t kind;	/* DONE_* */
+};
+
+/* The children of rank in the binomial tree of size ranks rooted at root,
+ * larger subtrees first (the handler's order). */
+static uint32_t children(uint32_t rank, uint32_t size, uint32_t root, uint32_t *out)
+{
+	uint32_t r = (rank + size - root) % size, m = r ? r & -r : 1u << 8, n = 0;
+
+	while (m >>= 1)
+		if (r + m < size)
+			out[n++] = (r + m + root) % size;
+	return n;
+}
+
+/* Every packet of a message differs, and so does every message. */
+static void pattern(uint8_t *b, uint32_t len, uint32_t it)
+{
+	for (uint32_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(it * 31 + i * 7 + (i / SEG) * 57 + 1);
+}
+
+static int udp_socket(uint16_t port, int rcvbuf)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd < 0)
+		return -1;
+	if (rcvbuf) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &rcvbuf, sizeof(rcvbuf));
+	}
+	if (port && bind(fd, (void *)&a, sizeof(a))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct sockaddr_in addr_of(const struct spin_job *j, uint32_t rank, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	for (uint32_t i = 0; i < j->size; i++)
+		if (j->hosts[i].rank == rank)
+			a.sin_addr = j->hosts[i].ip;
+	return a;
+}
+
+static int busy;	/* busy-poll instead of sleeping (option busy 1) */
+
+/* Wait for a datagram, up to timeout_ms: sleeping in poll(), or
+ * busy-polling with non-blocking receives (busy). */
+static ssize_t recv_wait(int fd, void *buf, size_t len, int timeout_ms, int busy)
+{
+	uint64_t now = sample_now_ns(), end = now + (uint64_t)timeout_ms * 1000000ull;
+	ssize_t n;
+
+	do {
+		n = recv(fd, buf, len, MSG_DONTWAIT);
+		if (n >= 0)
+			return n;
+		if (errno != EAGAIN && errno != EINTR)
+			return -1;
+		if (!busy) {
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+			poll(&pf, 1, (int)((end - now) / 1000000ull) + 1);
+		}
+		now = sample_now_ns();
+	} while (now < end);
+	return -1;
+}
+
+static ssize_t recv_spin(int fd, void *buf, size_t len, int timeout_ms)
+{
+	return recv_wait(fd, buf, len, timeout_ms, busy);
+}
+
+/* The baseline's send of a whole message to one rank. */
+static int host_send(int fd, const struct sockaddr_in *dst, const uint8_t *msg, uint32_t len,
+		     uint32_t it)
+{
+	uint8_t pkt[sizeof(struct wire_hdr) + SEG];
+	uint32_t off = 0;
+
+	do {
+		uint32_t n = len - off < SEG ? len - off : SEG;
+		struct wire_hdr h = { .iter = it, .off = off };
+
+		memcpy(pkt, &h, sizeof(h));
+		memcpy(pkt + sizeof(h), msg + off, n);
+		while (sendto(fd, pkt, sizeof(h) + n, 0, (const void *)dst, sizeof(*dst)) < 0)
+			if (errno != ENOBUFS && errno != EAGAIN && errno != EINTR)
+				return -1;
+		off += n;
+	} while (off < len);
+	return 0;
+}
+
+/* The baseline's receive of message it (datagrams of other messages are
+ * stale and ignored). */
+static int host_recv(int fd, uint8_t *msg, uint32_t len, uint32_t it, int timeout_ms)
+{
+	uint8_t pkt[sizeof(struct wire_hdr) + SEG + 64];
+	uint32_t got = 0;
+
+	while (got < len || (len == 0 && got == 0)) {
+		struct wire_hdr h;
+		ssize_t n = recv_spin(fd, pkt, sizeof(pkt), timeout_ms);
+
+		if (n < (ssize_t)sizeof(h))
+			return -1;
+		memcpy(&h, pkt, sizeof(h));
+		n -= sizeof(h);
+		if (h.iter != it || h.off + n > len)
+			continue;
+		memcpy(msg + h.off, pkt + sizeof(h), n);
+		got += n;
+		if (len == 0)
+			break;
+	}
+	return 0;
+}
+
+enum { DONE_ARRIVED = 0, DONE_CHECKED = 1 };
+
+static void done_send(int fd, const struct sockaddr_in *root, uint32_t it, uint32_t rank,
+		      uint32_t kind)
+{
+	struct done_msg dm = { .iter = it, .rank = rank, .kind = kind };
+
+	sendto(fd, &dm, sizeof(dm), 0, (const void *)root, sizeof(*root));
+}
+
+/* The root: wait until every other rank sent `kind` for message it (a
+ * datagram of the other kind is remembered for the next call). */
+static int gather(int fd, uint32_t it, uint32_t kind, uint32_t P, int timeout_ms)
+{
+	static uint8_t mark[2][MAX_RANKS];
+	static uint32_t seen[2], cur = UINT32_MAX;
+
+	if (cur != it) {
+		memset(mark, 0, sizeof(mark));
+		seen[0] = seen[1] = 0;
+		cur = it;
+	}
+	while (seen[kind] < P - 1) {
+		struct done_msg dm;
+
+		if (recv_wait(fd, &dm, sizeof(dm), timeout_ms, kind == DONE_ARRIVED || busy) !=
+		    sizeof(dm)) {
+			fprintf(stderr, "broadcast: root: message %u: %u of %u ranks %s\n", it,
+				seen[kind], P - 1, kind == DONE_ARRIVED ? "have it" : "checked it");
+			return -1;
+		}
+		if (dm.iter == it && dm.rank < P && dm.kind < 2 && !mark[dm.kind][dm.rank]) {
+			mark[dm.kind][dm.rank] = 1;
+			seen[dm.kind]++;
+		}
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: broadcast [mode spin|host] [size S[,S...]] [iters N] [warmup W]\n"
+			"                 [order inorder|reverse|shuffle] [csv FILE] [label L]\n"
+			"                 [busy 0|1] [timeout-ms T]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .spin = 1, .sizes = { 8 }, .nsizes = 1, .iters = 100, .warmup = 10,
+			  .order = "inorder", .label = "broadcast", .timeout_ms = 3000 };
+	uint32_t kids[16], nkids, rank, P, maxsz = 0, npk_max, *order = NULL;
+	struct sample_ni s = { 0 };
+	struct spin_sock *sk = NULL;
+	struct spin_job job;
+	ptl_handle_handler_t h = PTL_HANDLER_NONE;
+	ptl_handle_hpu_mem_t hm = 0;
+	ptl_handle_ct_t ct = PTL_CT_NONE;
+	ptl_handle_md_t md = 0;
+	ptl_handle_me_t meh = 0;
+	ptl_size_t ct_total = 0;
+	struct spin_rt *srt = NULL;
+	struct spin_stats st0, st1;
+	uint64_t want_puts = 0, want_fanout = 0;
+	uint8_t *buf = NULL, *ref;
+	uint64_t *lat;
+	ptl_handle_ct_t done_ct = PTL_CT_NONE;
+	ptl_handle_me_t done_meh = 0;
+	ptl_size_t done_total = 0;
+	void *done_buf = NULL;
+	int data_fd = -1, done_fd, bad = 0;
+	char path[600], name[64];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "mode") && v) {
+			o.spin = !strcmp(v, "spin");
+			if (!o.spin && strcmp(v, "host"))
+				usage();
+		} else if (!strcmp(a, "size") && v) {
+			char *p = (char *)v;
+
+			o.nsizes = 0;
+			while (*p && o.nsizes < MAX_SIZES) {
+				o.sizes[o.nsizes++] = strtoul(p, &p, 0);
+				if (*p == ',')
+					p++;
+			}
+		} else if (!strcmp(a, "iters") && v) {
+			o.iters = strtoul(v, NULL, 0);
+		} else if (!strcmp(a, "warmup") && v) {
+			o.warmup = strtoul(v, NULL, 0);
+		} else if (!strcmp(a, "order") && v) {
+			o.order = v;
+		} else if (!strcmp(a, "csv") && v) {
+			o.csv = v;
+		} else if (!strcmp(a, "label") && v) {
+			o.label = v;
+		} else if (!strcmp(a, "busy") && v) {
+			busy = atoi(v);
+		} else if (!strcmp(a, "timeout-ms") && v) {
+			o.timeout_ms = atoi(v);
+		} else {
+			usage();
+		}
+		i++;
+	}
+	if (spin_job_load(&job, NULL) < 0) {
+		fprintf(stderr, "broadcast: hostfile: %s\n", spin_errmsg());
+		return 1;
+	}
+	/* the Portals library busy-polls in waits for $SPIN_PTL_SPIN_US: with
+	 * more processes than CPUs, the other ranks sleep as the baseline's
+	 * do; the root busy-polls for the measured gather in both modes */
+	if (job.rank == 0)
+		setenv("SPIN_PTL_SPIN_US", "200000", 0);
+	else if (!busy)
+		setenv("SPIN_PTL_SPIN_US", "0", 0);
+	rank = job.rank;
+	P = job.size;
+	if (P < 2 || P > MAX_RANKS) {
+		fprintf(stderr, "broadcast: %u ranks (2..%u)\n", P, MAX_RANKS);
+		return 1;
+	}
+	for (uint32_t i = 0; i < o.nsizes; i++) {
+		if (o.sizes[i] == 0 || o.sizes[i] > (4u << 20)) {
+			fprintf(stderr, "broadcast: size %u (1..4 MiB)\n", o.sizes[i]);
+			return 2;
+		}
+		if (o.sizes[i] > maxsz)
+			maxsz = o.sizes[i];
+	}
+	maxsz = (maxsz + 4095) & ~4095u;
+	npk_max = (maxsz + SEG - 1) / SEG;
+	nkids = children(rank, P, 0, kids);
+	ref = malloc(maxsz);
+	lat = calloc(o.warmup + o.iters, sizeof(*lat));
+	if (!ref || !lat)
+		return 1;
+
+	done_fd = udp_socket(rank == 0 ? DONE_PORT : 0, 0);
+	if (done_fd < 0) {
+		perror("broadcast: done socket");
+		return 1;
+	}
+	if (o.spin) {
+		sample_ni_init(&s, PT_INDEX, 1024);
+		if (s.rank != rank || s.size != P) {
+			fprintf(stderr, "broadcast: NI rank %u/%u, job %u/%u\n", s.rank, s.size, rank, P);
+			return 1;
+		}
+		PTL_CHECK(PtlSpinHostAlloc(s.ni, 2 * (ptl_size_t)maxsz, (void **)&buf));
+		if (rank == 0) {
+			ptl_md_t d = { .start = buf, .length = 2 * (ptl_size_t)maxsz,
+				       .options = PTL_MD_EVENT_SEND_DISABLE | PTL_MD_EVENT_SUCCESS_DISABLE,
+				       .eq_handle = s.eq, .ct_handle = PTL_CT_NONE };
+
+			ptl_me_t dme = {
+				.length = 4096, .options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM |
+							   PTL_ME_EVENT_SUCCESS_DISABLE,
+				.uid = PTL_UID_ANY, .match_id.rank = PTL_RANK_ANY,
+				.match_bits = DONE_BITS,
+			};
+
+			PTL_CHECK(PtlMDBind(s.ni, &d, &md));
+			/* completion notices from the other ranks' NICs: counted */
+			PTL_CHECK(PtlSpinHostAlloc(s.ni, 4096, &done_buf));
+			PTL_CHECK(PtlCTAlloc(s.ni, &done_ct));
+			dme.start = done_buf;
+			dme.ct_handle = done_ct;
+			PTL_CHECK(PtlMEAppend(s.ni, s.pt, &dme, PTL_PRIORITY_LIST, NULL, &done_meh));
+			if (strcmp(o.order, "inorder")) {
+				if (spin_sock_open(NULL, 0, &sk) < 0) {
+					fprintf(stderr, "broadcast: socket: %s\n", spin_errmsg());
+					return 1;
+				}
+				order = malloc(sizeof(*order) * npk_max);
+				if (!order)
+					return 1;
+				srand(11);
+			}
+		} else {
+			bcast_info_t info = { .rank = rank, .size = P, .root = 0, .bits = BCAST_BITS,
+					      .done_bits = DONE_BITS };
+			ptl_me_t me = {
+				.start = buf, .length = 2 * (ptl_size_t)maxsz,
+				.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES |
+					   PTL_ME_EVENT_SUCCESS_DISABLE,
+				.uid = PTL_UID_ANY, .match_id.rank = PTL_RANK_ANY,
+				.match_bits = BCAST_BITS,
+			};
+
+			sample_obj_path("broadcast.bpf.o", path, sizeof(path));
+			if (PtlSpinHandlerLoad(s.ni, path, &h) != PTL_OK) {
+				fprintf(stderr, "broadcast: PtlSpinHandlerLoad %s: %s\n", path,
+					PtlSpinErrmsg());
+				return 1;
+			}
+			PTL_CHECK(PtlHPUAllocMem(sizeof(info), s.ni, &hm));
+			PTL_CHECK(PtlHPUWriteMem(hm, 0, &info, sizeof(info)));
+			PTL_CHECK(PtlCTAlloc(s.ni, &ct));
+			me.ct_handle = ct;
+			me.handlers = h;
+			me.hpu_memory = hm;
+			PTL_CHECK(PtlMEAppend(s.ni, s.pt, &me, PTL_PRIORITY_LIST, NULL, &meh));
+			/* the runtime's counters: the forwarding must be the NIC's */
+			if (spin_open(getenv("SPIN_IFACE"), &srt) < 0 || spin_stats_read(srt, &st0) < 0) {
+				fprintf(stderr, "broadcast: runtime stats: %s\n", spin_errmsg());
+				return 1;
+			}
+		}
+	} else {
+		buf = malloc(2 * (size_t)maxsz);
+		data_fd = udp_socket(HOST_PORT, 16 << 20);
+		if (!buf || data_fd < 0) {
+			perror("broadcast: data socket");
+			return 1;
+		}
+	}
+
+	for (uint32_t si = 0; si < o.nsizes && !bad; si++) {
+		uint32_t size = o.sizes[si], N = o.warmup + o.iters;
+		uint32_t npk = (size + SEG - 1) / SEG;
+		struct sockaddr_in root_done = addr_of(&job, 0, DONE_PORT);
+
+		if (o.spin && rank) {
+			/* device puts: per packet one per child, per message one
+			 * notice; a fan-out where a packet has two or more */
+			want_puts += (uint64_t)N * (nkids * npk + 1);
+			want_fanout += (uint64_t)N * (nkids >= 2 ? npk : nkids == 1 ? 1 : 0);
+		}
+		if (o.spin && rank) {
+			/* the completion notice fires every `size` bytes */
+			uint64_t v[2] = { size, 0 };
+
+			PTL_CHECK(PtlMEWriteHPU(meh, offsetof(bcast_info_t, msg_size), v, sizeof(v)));
+		}
+		snprintf(name, sizeof(name), "start.%s.%u.%u", o.label, o.spin, size);
+		sample_barrier(name, rank, P, 60000);
+		for (uint32_t it = 0; it < N && !bad; it++) {
+			uint8_t *half = buf + (size_t)(it & 1) * maxsz;
+
+			pattern(ref, size, it);
+			if (rank == 0) {
+				uint64_t t0;
+
+				if (o.spin)
+					memcpy(half, ref, size);
+				t0 = sample_now_ns();
+				for (uint32_t k = 0; k < nkids; k++) {
+					if (!o.spin) {
+						struct sockaddr_in d = addr_of(&job, kids[k], HOST_PORT);
+
+						if (host_send(data_fd, &d, ref, size, it))
+							bad = 1;
+					} else if (!sk) {
+						PTL_CHECK(PtlPut(md, (ptl_size_t)(it & 1) * maxsz, size,
+								 PTL_NO_ACK_REQ,
+								 (ptl_process_t){ .rank = kids[k] }, PT_INDEX,
+								 BCAST_BITS, (ptl_size_t)(it & 1) * maxsz,
+								 NULL, 0));
+					} else {
+						struct sockaddr_in d = addr_of(&job, kids[k], SPIN_DEFAULT_PORT);
+						struct spin_msg_args a = {
+							.op = SPIN_OP_PUT, .pt_index = PT_INDEX,
+							.src_rank = 0, .dst_rank = kids[k],
+							.match_bits = BCAST_BITS, .seg_size = SEG,
+							.remote_off = (uint64_t)(it & 1) * maxsz,
+						};
+
+						for (uint32_t i = 0; i < npk; i++)
+							order[i] = !strcmp(o.order, "reverse") ? npk - 1 - i : i;
+						if (!strcmp(o.order, "shuffle"))
+							for (uint32_t i = npk - 1; i > 0; i--) {
+								uint32_t j = (uint32_t)rand() % (i + 1), t = order[i];
+
+								order[i] = order[j];
+								order[j] = t;
+							}
+						if (spin_sock_send(sk, &d, &a, ref, size, order) < 0) {
+							fprintf(stderr, "broadcast: send: %s\n", spin_errmsg());
+							bad = 1;
+						}
+					}
+				}
+				/* measured: every other rank has the whole message */
+				if (o.spin) {
+					ptl_ct_event_t ce;
+					unsigned int which;
+					ptl_size_t test = done_total + P - 1;
+					int rc = PtlCTPoll(&done_ct, &test, 1, o.timeout_ms, &ce, &which);
+
+					if (rc != PTL_OK || ce.failure) {
+						fprintf(stderr, "broadcast: root: message %u of %u B: %llu of %u ranks done (rc %d)\n",
+							it, size, (unsigned long long)(ce.success - done_total),
+							P - 1, rc);
+						bad = 1;
+					}
+					done_total = test;
+				} else if (gather(done_fd, it, DONE_ARRIVED, P, o.timeout_ms)) {
+					bad = 1;
+				}
+				lat[it] = sample_now_ns() - t0;
+				/* not measured: every rank has checked it */
+				if (!bad && gather(done_fd, it, DONE_CHECKED, P, o.timeout_ms))
+					bad = 1;
+				continue;
+			}
+			/* a non-root rank: wait for the whole message */
+			if (o.spin) {
+				ptl_ct_event_t ce;
+				unsigned int which;
+				ptl_size_t test = ct_total + size;
+				int rc = PtlCTPoll(&ct, &test, 1, o.timeout_ms, &ce, &which);
+
+				if (rc != PTL_OK || ce.failure) {
+					fprintf(stderr, "broadcast: rank %u: message %u of %u B: %llu of %llu bytes (rc %d, %llu failures)\n",
+						rank, it, size, (unsigned long long)(ce.success - ct_total),
+						(unsigned long long)size, rc, (unsigned long long)ce.failure);
+					bad = 1;
+					break;
+				}
+				ct_total = test;
+				if (ce.success != test) {
+					fprintf(stderr, "broadcast: rank %u: message %u: counter %llu, expected %llu\n",
+						rank, it, (unsigned long long)ce.success, (unsigned long long)test);
+					bad = 1;
+				}
+			} else {
+				if (host_recv(data_fd, half, size, it, o.timeout_ms)) {
+					fprintf(stderr, "broadcast: rank %u: message %u of %u B lost\n", rank, it, size);
+					bad = 1;
+					break;
+				}
+				done_send(done_fd, &root_done, it, rank, DONE_ARRIVED);
+				for (uint32_t k = 0; k < nkids; k++) {
+					struct sockaddr_in d = addr_of(&job, kids[k], HOST_PORT);
+
+					if (host_send(data_fd, &d, half, size, it))
+						bad = 1;
+				}
+			}
+			if (memcmp(half, ref, size)) {
+				uint32_t i = 0;
+
+				while (half[i] == ref[i])
+					i++;
+				fprintf(stderr, "broadcast: rank %u: message %u of %u B differs at byte %u (%u, expected %u)\n",
+					rank, it, size, i, half[i], ref[i]);
+				bad = 1;
+			}
+			if (!bad)
+				done_send(done_fd, &root_done, it, rank, DONE_CHECKED);
+		}
+		if (rank == 0 && !bad) {
+			uint64_t sum = 0, mx = 0, p50, p99;
+
+			for (uint32_t it = o.warmup; it < N; it++) {
+				sum += lat[it];
+				if (lat[it] > mx)
+					mx = lat[it];
+			}
+			p50 = sample_percentile(lat + o.warmup, o.iters, 50);
+			p99 = sample_percentile(lat + o.warmup, o.iters, 99);
+			printf("%s P=%u size=%u iters=%u p50=%.1fus p99=%.1fus mean=%.1fus max=%.1fus\n",
+			       o.spin ? "spin" : "host", P, size, o.iters, p50 / 1e3, p99 / 1e3,
+			       o.iters ? sum / 1e3 / o.iters : 0, mx / 1e3);
+			if (o.csv) {
+				FILE *f = fopen(o.csv, "a");
+
+				if (f) {
+					fprintf(f, "%s,%s,%u,%u,%u,%llu,%llu,%llu,%llu\n", o.label,
+						o.spin ? "spin" : "host", P, size, o.iters,
+						(unsigned long long)p50, (unsigned long long)p99,
+						(unsigned long long)(o.iters ? sum / o.iters : 0),
+						(unsigned long long)mx);
+					fclose(f);
+				}
+			}
+		}
+	}
+	if (o.spin) {
+		if (rank) {
+			ptl_ct_event_t ce = { 0 };
+
+			PtlCTGet(ct, &ce);
+			if (!bad && ce.success != ct_total) {
+				fprintf(stderr, "broadcast: rank %u: %llu bytes counted, %llu expected (extra deliveries)\n",
+					rank, (unsigned long long)ce.success, (unsigned long long)ct_total);
+				bad = 1;
+			}
+			if (!bad && spin_stats_read(srt, &st1) == 0) {
+				uint64_t puts = st1.tx_device - st0.tx_device, fo = st1.fanout - st0.fanout;
+				uint64_t failed = st1.drops[SPIN_DROP_PUT_FAILED] - st0.drops[SPIN_DROP_PUT_FAILED] +
+						  st1.drops[SPIN_DROP_PUT_OVERFLOW] - st0.drops[SPIN_DROP_PUT_OVERFLOW];
+
+				printf("rank %u: %u children, device puts %llu (fan-outs %llu, copies %llu), refused %llu\n",
+				       rank, nkids, (unsigned long long)puts, (unsigned long long)fo,
+				       (unsigned long long)(st1.fanout_copies - st0.fanout_copies),
+				       (unsigned long long)failed);
+				if (puts != want_puts || fo != want_fanout || failed) {
+					fprintf(stderr, "broadcast: rank %u: %llu device puts in %llu fan-outs, expected %llu in %llu\n",
+						rank, (unsigned long long)puts, (unsigned long long)fo,
+						(unsigned long long)want_puts, (unsigned long long)want_fanout);
+					bad = 1;
+				}
+			}
+			spin_close(srt);
+			PtlMEUnlink(meh);
+			PtlCTFree(ct);
+			PtlHPUFreeMem(hm);
+			PtlSpinHandlerUnload(h);
+		} else {
+			PtlMEUnlink(done_meh);
+			PtlCTFree(done_ct);
+			PtlMDRelease(md);
+		}
+		if (sk)
+			spin_sock_close(sk);
+		sample_ni_fini(&s);
+	} else {
+		free(buf);
+		close(data_fd);
+	}
+	close(done_fd);
+	spin_job_free(&job);
+	return bad;
+}
