@@ -1817,6 +1817,11 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 				   PTL_ME_NO_TRUNCATE);
 	if (!(s.options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET)))
 		s.options |= SPIN_ME_OP_PUT;
+	/* the runtime need not post successful completions the library would
+	 * only discard: no event wanted, nothing counted, no unexpected list */
+	if ((me->options & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE)) &&
+	    !(me->options & PTL_ME_EVENT_CT_COMM) && list == PTL_PRIORITY_LIST)
+		s.options |= me->options & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE);
 	s.handler = hd ? hd->name : NULL;
 	s.host_len = me->length;
 	if (m->window) {

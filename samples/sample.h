@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What the sample host programs share (samples/<name>/*.c): Portals set-up,
+ * What the sample host programs share (samples/NAME/ programs): Portals set-up,
  * an error check, time, percentiles and a barrier between the ranks of a
  * job.  Header-only so each sample stays one file; logic that belongs to
  * the product goes into libspin instead.
