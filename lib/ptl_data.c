@@ -962,6 +962,11 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 			spinning = false;
 			ni->spinners--;
 			ni->last_spin_us = 0;
+			/* the progress thread may already sleep in poll(): the
+			 * runtime must wake it again */
+			if (!ni->spinners)
+				__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET,
+						   __ATOMIC_SEQ_CST);
 			pthread_cond_broadcast(&ni->bg_cv);
 		}
 		{
