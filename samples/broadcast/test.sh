@@ -13,42 +13,13 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
+. samples/sample_test.sh
 . samples/broadcast/lib.sh
 
-FILTER= VERBOSE=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	-t) FILTER=$2; shift ;;
-	-v) VERBOSE=1 ;;
-	*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
-	esac
-	shift
-done
-PASS=0 FAIL=0 SKIP=0
-WORK=$(mktemp -d /tmp/spin-bc.XXXXXX)
-chmod 755 "$WORK"
-
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	spin_ns_cleanup
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP sample-broadcast/all (need root)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
-fi
-if [ ! -x "$BC_BIN" ] || [ ! -f "$BC_BIN.bpf.o" ]; then
-	echo "FAIL sample-broadcast/build ($BC_BIN missing: run make)"
-	echo "0 passed, 1 failed, 0 skipped"; exit 1
-fi
-spin_bpffs_ensure || { echo "FAIL sample-broadcast/bpffs"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+sample_test_begin broadcast "$@"
+sample_test_need "$BC_BIN" "$BC_BIN.bpf.o"
 if ! bc_up 16 >"$WORK/topo.log" 2>&1; then
-	echo "FAIL sample-broadcast/topology"; sed 's/^/    /' "$WORK/topo.log"
-	echo "0 passed, 1 failed, 0 skipped"; exit 1
+	sample_test_abort topology "$WORK/topo.log"
 fi
 bc_up 8 >/dev/null 2>&1	# hostfile of the first 8 ranks
 

@@ -11,42 +11,13 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
+. samples/sample_test.sh
 . samples/datatypes/lib.sh
 
-FILTER= VERBOSE=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	-t) FILTER=$2; shift ;;
-	-v) VERBOSE=1 ;;
-	*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
-	esac
-	shift
-done
-PASS=0 FAIL=0 SKIP=0
-WORK=$(mktemp -d /tmp/spin-dt.XXXXXX)
-chmod 755 "$WORK"
-
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	spin_ns_cleanup
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP sample-datatypes/all (need root)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
-fi
-if [ ! -x "$DT_BIN" ] || [ ! -f "$DT_BIN.bpf.o" ]; then
-	echo "FAIL sample-datatypes/build ($DT_BIN missing: run make)"
-	echo "0 passed, 1 failed, 0 skipped"; exit 1
-fi
-spin_bpffs_ensure || { echo "FAIL sample-datatypes/bpffs"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+sample_test_begin datatypes "$@"
+sample_test_need "$DT_BIN" "$DT_BIN.bpf.o"
 if ! dt_up >"$WORK/topo.log" 2>&1; then
-	echo "FAIL sample-datatypes/topology"; sed 's/^/    /' "$WORK/topo.log"
-	echo "0 passed, 1 failed, 0 skipped"; exit 1
+	sample_test_abort topology "$WORK/topo.log"
 fi
 
 # run_case NAME ARGS...: sender and receiver with the same arguments; the

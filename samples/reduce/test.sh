@@ -10,33 +10,15 @@ set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
+. samples/sample_test.sh
 . samples/sample_topo.sh
 
 TAG=spins$$-red
 BIN=$TOP/samples/reduce/reduce_host
-PASS=0 FAIL=0 SKIP=0
-WORK=$(mktemp -d /tmp/spin-reduce.XXXXXX)
-
-cleanup() {
-	local p
-	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	spin_ns_cleanup
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP sample-reduce/all (need root)"; echo "0 passed, 0 failed, 1 skipped"; exit 0
-fi
-if [ ! -x "$BIN" ] || [ ! -f "$TOP/samples/reduce/reduce.bpf.o" ]; then
-	echo "FAIL sample-reduce/build (run make)"; echo "0 passed, 1 failed, 0 skipped"; exit 1
-fi
-spin_bpffs_ensure || { echo "FAIL sample-reduce/bpffs"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+sample_test_begin reduce "$@"
+sample_test_need "$BIN" "$TOP/samples/reduce/reduce.bpf.o"
 if ! sample_topo_up "$TAG" 8 24 "$WORK/hosts8" >"$WORK/topo.log" 2>&1; then
-	echo "FAIL sample-reduce/topology"; sed 's/^/    /' "$WORK/topo.log"
-	echo "0 passed, 1 failed, 0 skipped"; exit 1
+	sample_test_abort topology "$WORK/topo.log"
 fi
 head -4 "$WORK/hosts8" >"$WORK/hosts4"
 
