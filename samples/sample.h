@@ -20,7 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <spin/portals4.h>
+#include <spin/spin.h>
 
 /* Die with the call, its Portals return code and the library's reason. */
 #define PTL_CHECK(call)								\
@@ -121,6 +126,45 @@ static inline const char *sample_obj_path(const char *file, char *buf, size_t le
 		*p = 0;
 	snprintf(buf, len, "%s/%s", dir, file);
 	return buf;
+}
+
+/*
+ * A UDP socket for a sample's host-only baseline: bound to ip:port (ip in
+ * network order, INADDR_ANY for any; port 0 for any), with receive and send
+ * buffers of bufsize bytes (0: the defaults); force uses SO_*BUFFORCE (root
+ * may exceed net.core.[rw]mem_max).  -1 on failure (errno set).
+ */
+static inline int sample_udp_socket(uint32_t ip, uint16_t port, int bufsize, int force)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+
+	a.sin_addr.s_addr = ip;
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bufsize) {
+		setsockopt(fd, SOL_SOCKET, force ? SO_RCVBUFFORCE : SO_RCVBUF, &bufsize, sizeof(bufsize));
+		setsockopt(fd, SOL_SOCKET, force ? SO_SNDBUFFORCE : SO_SNDBUF, &bufsize, sizeof(bufsize));
+	}
+	if ((ip != INADDR_ANY || port) && bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* The address of rank r's host in the job, at a UDP port. */
+static inline struct sockaddr_in sample_rank_addr(const struct spin_job *j, uint32_t r,
+						  uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	a.sin_addr = j->hosts[r].ip;
+	return a;
 }
 
 /* The usual start: a logical matching NI, its rank and size, an event queue

@@ -105,20 +105,7 @@ static void pattern(uint8_t *b, uint32_t len, uint32_t it)
 
 static int udp_socket(uint16_t port, int rcvbuf)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	if (fd < 0)
-		return -1;
-	if (rcvbuf) {
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &rcvbuf, sizeof(rcvbuf));
-	}
-	if (port && bind(fd, (void *)&a, sizeof(a))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return sample_udp_socket(INADDR_ANY, port, rcvbuf, 1);
 }
 
 static struct sockaddr_in addr_of(const struct spin_job *j, uint32_t rank, uint16_t port)

@@ -56,22 +56,17 @@ static uint8_t data_byte(uint64_t i)
 
 static struct sockaddr_in rank_addr(uint32_t r, uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	a.sin_addr = job.hosts[r].ip;
-	return a;
+	return sample_rank_addr(&job, r, port);
 }
 
 static int udp_socket(uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), big = 4 << 20;
+	int fd = sample_udp_socket(INADDR_ANY, port, 4 << 20, 0);
 
-	if (fd < 0 || (port && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)) {
+	if (fd < 0) {
 		perror("condread_host: udp socket");
 		exit(1);
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	return fd;
 }
 

@@ -234,19 +234,7 @@ static void reply_add(struct replies *q, const struct sockaddr_in *to, uint32_t 
 
 static int udp_socket(uint32_t ip, uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = ip, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1, big = 8 << 20;
-
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return sample_udp_socket(ip, port, 8 << 20, 0);
 }
 
 /* --------------------------------------------------------- spin server -- */

@@ -112,16 +112,13 @@ static void read_hosts(void)
 
 static int udp_socket(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(UDP_PORT) };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0), sz = 8 << 20;
+	int fd = sample_udp_socket(INADDR_ANY, UDP_PORT, 8 << 20, 0);
 	struct timeval tv = { .tv_usec = 100000 };
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+	if (fd < 0) {
 		perror("raid: udp socket");
 		exit(1);
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
 }
