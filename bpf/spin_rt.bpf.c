@@ -686,24 +686,11 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	r->ack_list = me->list;
 	r->pad = 0;
 	if (c->mlength <= SPIN_MAX_SEG) {
-		/* make room for the payload first, at the tail or else at the
-		 * head (skb-backed frames, as on veth, have little tailroom
-		 * but at least XDP_PACKET_HEADROOM in front: the headers move
-		 * there); a frame with room for neither takes the host path
-		 * below instead of failing */
-		int delta;
-
-		data = spin_xdp_data(xdp);
-		end = spin_xdp_end(xdp);
-		delta = (int)(SPIN_PAY_OFF + c->mlength) - (int)(end - data);
-		if (delta <= 0 || !bpf_xdp_adjust_tail(xdp, delta))
+		/* make room for the payload first (spin_frame_fit); a frame
+		 * with room at neither end takes the host path below instead
+		 * of failing */
+		if (!spin_frame_fit(xdp, c, c->mlength))
 			return spin_do_put(xdp, c, cfg, st, r);
-		if (!bpf_xdp_load_bytes(xdp, 0, c->scratch, SPIN_PAY_OFF) &&
-		    !bpf_xdp_adjust_head(xdp, -delta)) {
-			if (!bpf_xdp_store_bytes(xdp, 0, c->scratch, SPIN_PAY_OFF))
-				return spin_do_put(xdp, c, cfg, st, r);
-			return spin_drop(st, SPIN_DROP_PUT_FAILED);
-		}
 	}
 	spin_post(xdp, st, SPIN_EV_GET_FROM_HOST, SPIN_FAIL_OK, c, me, r);
 	st->tx_host_queued++;

@@ -197,11 +197,33 @@ static __always_inline __u16 spin_ip_csum(const struct iphdr *ip, __be16 tot_len
 }
 
 /*
+ * Resize the frame to headers + len payload bytes: at the tail, or else
+ * (growing only) at the head.  Frames backed by an skb, as on veth or with
+ * generic XDP, often have no tailroom but always XDP_PACKET_HEADROOM in
+ * front; the headers (kept: the rewrite below leaves some fields as they
+ * were) move there through the bounce buffer, and the payload area is
+ * filled afterwards.  Not for a payload that stays in place in the frame.
+ */
+static __always_inline int spin_frame_fit(struct xdp_md *xdp, struct spin_ctx *c, __u32 len)
+{
+	int delta = (int)(SPIN_PAY_OFF + len) -
+		    (int)(spin_xdp_end(xdp) - spin_xdp_data(xdp));
+
+	if (!delta || !bpf_xdp_adjust_tail(xdp, delta))
+		return 0;
+	if (delta < 0 || bpf_xdp_load_bytes(xdp, 0, c->bounce, SPIN_PAY_OFF) ||
+	    bpf_xdp_adjust_head(xdp, -delta))
+		return -1;
+	return bpf_xdp_store_bytes(xdp, 0, c->bounce, SPIN_PAY_OFF) ? -1 : 0;
+}
+
+/*
  * Turn this frame into the message a handler put (or an ACK, or a get's
  * REPLY, or a negative ACK/REPLY, counted as nacks_sent): resize it, fill the payload, rewrite Ethernet/IPv4/UDP/sPIN for
  * the target peer and send it with XDP_TX (same interface) or redirect.  A
- * put from host longer than one packet is handed to the host instead (a
- * longer REPLY never comes here: spin_rx_get hands it to the host).
+ * put from host longer than one packet, or longer than this frame can grow,
+ * is handed to the host instead (a longer REPLY never comes here:
+ * spin_rx_get hands it to the host).
  */
 static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 				       struct spin_cfg *cfg, struct spin_stats *st,
@@ -237,11 +259,21 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			return spin_drop(st, SPIN_DROP_PUT_FAILED);
 		src = SPIN_SRC_SCRATCH;
 	}
-	data = spin_xdp_data(xdp);
-	end = spin_xdp_end(xdp);
-	delta = (int)(SPIN_PAY_OFF + len) - (int)(end - data);
-	if (delta && bpf_xdp_adjust_tail(xdp, delta))
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	if (src == SPIN_SRC_PACKET) {
+		/* the payload stays where it is: only the tail may change */
+		delta = (int)(SPIN_PAY_OFF + len) -
+			(int)(spin_xdp_end(xdp) - spin_xdp_data(xdp));
+		if (delta && bpf_xdp_adjust_tail(xdp, delta))
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	} else if (spin_frame_fit(xdp, c, len)) {
+		if (r->kind != SPIN_PUT_HOST)
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+		/* no room in this frame: the host sends it, as a long one */
+		spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
+		if (st)
+			st->tx_host_queued++;
+		return XDP_DROP;
+	}
 	if (src == SPIN_SRC_SCRATCH && len &&
 	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);

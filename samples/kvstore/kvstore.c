@@ -686,11 +686,8 @@ static int client(int argc, char **argv)
 				len = sizeof(rec);
 				memcpy(out[nb] + sizeof(struct spin_hdr), &rec, len);
 			} else {
-				/* padded to the reply's size: the runtime builds the
-				 * reply in this frame and cannot always grow it */
-				a.match_bits = KV_OP_GET | q->key;
-				len = sizeof(rec);
-				memset(out[nb] + sizeof(struct spin_hdr), 0, len);
+				a.match_bits = KV_OP_GET | q->key;	/* no payload */
+				len = 0;
 			}
 			spin_hdr_build((struct spin_hdr *)out[nb], &a, len, 0);
 			oiov[nb].iov_len = sizeof(struct spin_hdr) + len;
