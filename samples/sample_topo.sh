@@ -15,9 +15,7 @@ sample_ns() { echo "$1-r$2"; }
 
 sample_topo_up() {
 	local tag=$1 n=$2 net=$3 hosts=$4 k ns br=$1-br
-	spin_ns_add "$br" || return 1
-	ip -n "$br" link add br0 type bridge || return 1
-	ip -n "$br" link set br0 up
+	spin_ns_bridge "$br" || return 1
 	: >"$hosts"
 	for k in $(seq 0 $((n - 1))); do
 		ns=$(sample_ns "$tag" "$k")
@@ -43,4 +41,15 @@ sample_topo_up() {
 sample_run() {
 	local tag=$1 k=$2 hosts=$3; shift 3
 	nsx "$(sample_ns "$tag" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$hosts" SPIN_RANK="$k" "$@"
+}
+
+# CPU accounting for the benchmarks: sample_cpu_ticks CPU prints "busy total"
+# jiffies of one CPU from /proc/stat (busy: user, nice, system, irq,
+# softirq; total adds idle, iowait and steal); sample_cpu_util A B prints
+# the busy share (0..1) between two such readings.
+sample_cpu_ticks() {
+	awk -v c="cpu$1" '$1 == c { b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6 + $9 }' /proc/stat
+}
+sample_cpu_util() {	# "busy0 total0" "busy1 total1"
+	echo "$1 $2" | awk '{ t = $4 - $2; printf "%.3f\n", (t > 0 ? ($3 - $1) / t : 0) }'
 }

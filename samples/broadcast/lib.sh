@@ -22,13 +22,7 @@ bc_ns() { echo "$BC_TAG-r$1"; }
 bc_up() {
 	local n=$1 k ns br=$BC_TAG-br
 	if [ "$BC_UP" = 0 ]; then
-		spin_ns_add "$br" || return 1
-		ip -n "$br" link add br0 type bridge || return 1
-		ip -n "$br" link set br0 up
-		# a plain switch: no netfilter on bridged frames (both modes)
-		for t in iptables ip6tables arptables; do
-			nsx "$br" sysctl -qw "net.bridge.bridge-nf-call-$t=0" 2>/dev/null
-		done
+		spin_ns_bridge "$br" || return 1
 	fi
 	for k in $(seq "$BC_UP" $((n - 1))); do
 		ns=$(bc_ns "$k")

@@ -126,12 +126,22 @@ struct cache {
 	uint64_t shift, mask;
 };
 
-/* Seqlock write: odd, the record, even.  The handler reads seq, the record,
- * seq again, and uses the copy only if both were the same even number. */
-static void cache_put(struct cache *c, const struct kv_rec *r)
+/*
+ * Seqlock write: odd, the record, even.  The handler reads seq, the record,
+ * seq again, and uses the copy only if both were the same even number.
+ *
+ * Replacement: a slot holds the key the host last answered a miss for
+ * (install); loads and SETs fill an empty slot or update the key already
+ * there but never evict another key, so a cold key's SET does not push a
+ * hot key out of the table.
+ */
+static void cache_put(struct cache *c, const struct kv_rec *r, bool install)
 {
 	struct kv_rec *s = &c->slot[kv_slot_of(r->key, c->shift) & c->mask];
 	uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+
+	if (!install && s->key && s->key != r->key)
+		return;
 
 	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);	/* odd before the data */
@@ -157,7 +167,7 @@ static void store_load(struct store *s, struct cache *c, uint64_t nkeys)
 		r->vlen = KV_VAL_LEN;
 		value_fill(r->value, key, 0);
 		if (c)
-			cache_put(c, r);
+			cache_put(c, r, false);
 	}
 }
 
@@ -177,7 +187,7 @@ static struct kv_rec *store_set(struct store *s, struct cache *c, const struct k
 	r->vlen = KV_VAL_LEN;
 	memcpy(r->value, in->value, KV_VAL_LEN);
 	if (c)
-		cache_put(c, r);
+		cache_put(c, r, false);
 	return r;
 }
 
@@ -265,6 +275,8 @@ static int srv_event(void *ctx, const struct spin_event *ev)
 	if ((int)ev->me == s->get_me && ev->fail == SPIN_FAIL_HANDLER) {
 		/* the handler could not answer: the host does */
 		r = store_find(&s->st, key, false);
+		if (r)
+			cache_put(&s->c, r, true);	/* the next GET hits */
 		s->host_gets++;
 	} else if ((int)ev->me == s->set_me && ev->fail == SPIN_FAIL_OK &&
 		   ev->mlength == sizeof(struct kv_rec) && ev->start + sizeof(struct kv_rec) <= s->win_len) {

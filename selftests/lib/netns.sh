@@ -48,6 +48,20 @@ spin_ns_pair() {
 	return 0
 }
 
+# spin_ns_bridge NS: a new namespace NS with bridge br0 up, a plain switch:
+# no netfilter on bridged frames (br_netfilter, when loaded on the host,
+# would send every frame through iptables).
+spin_ns_bridge() {
+	local t
+	spin_ns_add "$1" || return 1
+	ip -n "$1" link add br0 type bridge || return 1
+	ip -n "$1" link set br0 up
+	for t in iptables ip6tables arptables; do
+		nsx "$1" sysctl -qw "net.bridge.bridge-nf-call-$t=0" 2>/dev/null
+	done
+	return 0
+}
+
 # spin_ns_xdp_pass NS IF: attach an XDP_PASS program to IF in NS.  A veth
 # end that receives frames sent with XDP_TX/redirect needs an XDP program
 # (with GRO only, delivery is delayed by hundreds of milliseconds here).

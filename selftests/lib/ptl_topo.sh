@@ -11,9 +11,7 @@ ptl_ns() { echo "$1-r$2"; }
 
 ptl_topo_up() {
 	local tag=$1 n=$2 dir=$3 k ns br=$1-br
-	spin_ns_add "$br" || return 1
-	ip -n "$br" link add br0 type bridge || return 1
-	ip -n "$br" link set br0 up
+	spin_ns_bridge "$br" || return 1
 	for k in $(seq 0 $((n - 1))); do
 		ns=$(ptl_ns "$tag" "$k")
 		spin_ns_add "$ns" || return 1
