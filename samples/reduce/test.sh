@@ -16,7 +16,50 @@ cd "$TOP" || exit 1
 TAG=spins$$-red
 BIN=$TOP/samples/reduce/reduce_host
 sample_test_begin reduce "$@"
-sample_test_need "$BIN" "$TOP/samples/reduce/reduce.bpf.o"
+sample_test_need "$BIN" "$TOP/samples/reduce/reduce.bpf.o" "$TOP/samples/reduce/reduce_stress" \
+	"$TOP/samples/reduce/reduce_nonatomic.bpf.o"
+
+# Payload handlers at the same moment on two CPUs (reduce_stress, BPF_PROG_RUN
+# from threads pinned to CPU 0 and 1): the atomic handlers must be exact, the
+# negative control (plain `+=`) must lose updates in the same run, which
+# proves that the handlers overlapped; on one CPU the control must be exact.
+# stress_wrong OUT atomic|control: W of its line "... W of 173 elements wrong"
+stress_wrong() {
+	sed -n "s/^$2 (.* \([0-9]*\) of [0-9]* elements wrong$/\1/p" "$1"
+}
+# stress_result NAME OK OUT: one line; OUT is shown on failure (and with -v)
+stress_result() {
+	if [ "$2" = 1 ]; then
+		echo "PASS sample-reduce/$1"; PASS=$((PASS + 1))
+		[ "$VERBOSE" = 1 ] && sed 's/^/    /' "$WORK/$3"
+	else
+		echo "FAIL sample-reduce/$1"; FAIL=$((FAIL + 1))
+		sed 's/^/    /' "$WORK/$3"
+	fi
+}
+STRESS="$TOP/samples/reduce/reduce_stress"
+STRESS_OBJS="$TOP/samples/reduce/reduce.bpf.o $TOP/samples/reduce/reduce_nonatomic.bpf.o"
+# shellcheck disable=SC2086
+timeout -k 2 30 "$STRESS" $STRESS_OBJS >"$WORK/stress2" 2>&1
+rc=$?
+if [ $rc -eq 3 ]; then
+	echo "SKIP sample-reduce/stress-2cpu-atomic (needs two CPUs)"
+	echo "SKIP sample-reduce/stress-2cpu-nonatomic-loses (needs two CPUs)"
+	SKIP=$((SKIP + 2))
+else
+	[ $rc -eq 0 ] && [ "$(stress_wrong "$WORK/stress2" atomic)" = 0 ]
+	stress_result stress-2cpu-atomic $((! $?)) stress2
+	w=$(stress_wrong "$WORK/stress2" control)
+	[ $rc -eq 0 ] && [ "${w:-0}" -gt 0 ]
+	stress_result stress-2cpu-nonatomic-loses $((! $?)) stress2
+fi
+# shellcheck disable=SC2086
+timeout -k 2 30 "$STRESS" -1 $STRESS_OBJS >"$WORK/stress1" 2>&1
+rc=$?
+[ $rc -eq 0 ] && [ "$(stress_wrong "$WORK/stress1" atomic)" = 0 ] &&
+	[ "$(stress_wrong "$WORK/stress1" control)" = 0 ]
+stress_result stress-1cpu-nonatomic-exact $((! $?)) stress1
+
 if ! sample_topo_up "$TAG" 8 24 "$WORK/hosts8" >"$WORK/topo.log" 2>&1; then
 	sample_test_abort topology "$WORK/topo.log"
 fi
