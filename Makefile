@@ -23,6 +23,8 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 INCLUDES  := -Iinclude -Ivmlinux/$(ARCH)
+# every object also writes <target>.d, the headers and sources it includes
+DEPS = -MMD -MP -MF $@.d
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(INCLUDES) \
 	-Wall -Wno-unused-function -Wno-unused-variable
 CFLAGS	?= -g -O2
@@ -40,8 +42,6 @@ BPF_OBJS := $(BPF_SRCS:.c=.o)
 
 HDRS := $(wildcard include/spin/*.h)
 
-# Sample handlers: samples/<name>/<name>.bpf.c, with optional per-variant
-# defines in samples/<name>/variants (lines "suffix -DFOO=1").
 # Sample handlers: every samples/<name>/*.bpf.c becomes a .bpf.o; the
 # ping-pong is built twice (streaming and store-and-forward, -DSTREAMING).
 SAMPLE_BPF  := $(patsubst %.bpf.c,%.bpf.o,$(filter-out samples/pingpong/%,$(wildcard samples/*/*.bpf.c))) \
@@ -60,19 +60,19 @@ vmlinux/$(ARCH)/vmlinux.h:
 
 %.bpf.o: %.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -c $< -o $@
 
 samples/pingpong/pingpong_stream.bpf.o: samples/pingpong/pingpong.bpf.c $(HDRS)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -DSTREAMING=1 -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -DSTREAMING=1 -c $< -o $@
 
 samples/pingpong/pingpong_store.bpf.o: samples/pingpong/pingpong.bpf.c $(HDRS)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -DSTREAMING=0 -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -DSTREAMING=0 -c $< -o $@
 
 lib/%.o: lib/%.c $(HDRS) $(wildcard lib/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPS) -fPIC -c $< -o $@
 
 $(LIBSPIN): $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -80,23 +80,23 @@ $(LIBSPIN): $(LIB_OBJS)
 
 tools/%: tools/%.c $(LIBSPIN) $(HDRS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPS) $< $(LIBSPIN) $(LDLIBS) -o $@
 
 samples/%.bpf.o: samples/%.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -c $< -o $@
 
 samples/%: samples/%.c $(LIBSPIN) $(HDRS) $(wildcard samples/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -lm -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPS) $< $(LIBSPIN) $(LDLIBS) -lm -o $@
 
 bench/%: bench/%.c $(LIBSPIN) $(HDRS) $(wildcard bench/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -lm -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPS) $< $(LIBSPIN) $(LDLIBS) -lm -o $@
 
 selftests/%: selftests/%.c $(LIBSPIN) $(HDRS) $(wildcard selftests/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPS) $< $(LIBSPIN) $(LDLIBS) -o $@
 
 deps:
 	$(Q)./run deps
@@ -121,6 +121,10 @@ install: all
 
 clean:
 	$(Q)rm -f lib/*.o $(LIBSPIN) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
+	$(Q)rm -f $(DEPFILES)
+
+DEPFILES := $(wildcard lib/*.d tools/*.d bpf/*.d bench/*.d selftests/*.d selftests/progs/*.d samples/*/*.d)
+-include $(DEPFILES)
 
 .PHONY: all deps test demo bench install clean
 .DELETE_ON_ERROR:
