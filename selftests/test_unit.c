@@ -818,6 +818,66 @@ static void handler_dma(void)
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
 }
 
+/*
+ * DMAs from host memory into three distinct stack variables, then one DMA
+ * to host of them (selftests/progs/dma_handler.bpf.c).  The verifier must
+ * accept the handler, and the bytes must be the ones at the offsets read:
+ * one read in the direct path, one near an element's end (bounce buffer),
+ * one across an element boundary (two pieces).
+ */
+static void dma_from_host_stack_vars(void)
+{
+	static uint8_t msg[1];
+	struct spin_me_spec s = spec(0, 0x46, 5 * SPIN_PAGE);
+	struct spin_msg_args a = margs(0, 0, 0x46);
+	struct dma_state init = { 0 }, t;
+	struct spin_stats st;
+	struct spin_me me;
+	uint8_t want[36];
+	char path[1024];
+	uint64_t cross;
+	int rc, idx;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/dma_handler.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "dma");
+	if (!ASSERT_OK(rc, "verifier accepts DMAs from host into distinct stack variables")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	s.handler = "dma";
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	fill(host + me.host_off, 5 * SPIN_PAGE, 11);
+	/* 5 pages from a page boundary always hold an element boundary */
+	cross = SPIN_HOST_CHUNK - me.host_off % SPIN_HOST_CHUNK - 5;
+	init.off[0] = 8;
+	init.off[1] = cross;		/* 24 bytes, 5 before the boundary */
+	init.off[2] = cross - 40;	/* 4 bytes, in the element's last page */
+	init.out_off = 100;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	memcpy(want, host + me.host_off + init.off[0], 8);
+	memcpy(want + 8, host + me.host_off + init.off[1], 24);
+	memcpy(want + 32, host + me.host_off + init.off[2], 4);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	memset(&t, 0, sizeof(t));
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.calls, 1, "header handler ran");
+	ASSERT_EQ(t.errors, 0, "no DMA errors");
+	ASSERT_MEM(host + me.host_off + init.out_off, want, sizeof(want),
+		   "the bytes read from host came back at out_off");
+	st = stats();
+	ASSERT_EQ(st.dma_from_host_bytes, 36, "bytes from host counted");
+	ASSERT_EQ(st.dma_to_host_bytes, 36, "bytes to host counted");
+	spin_me_unlink(rt, idx);
+	n_me_list--;
+out:
+	ASSERT_OK(spin_handler_unload(rt, "dma"), "unload");
+}
+
 static void pingpong_stream(void)
 {
 	static uint8_t msg[3000];
@@ -2450,6 +2510,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_order_and_counts);
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
+	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);

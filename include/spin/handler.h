@@ -159,11 +159,13 @@ static __always_inline __s64 __spin_host_off(struct spin_ctx *c, ptl_size_t off,
 }
 
 /*
- * DMA between handler-local memory and host memory.  To host, the bytes go
- * through a per-CPU bounce buffer, so `local` may be any handler pointer
- * (packet, handler memory, stack).  From host, `local` must be memory the
- * verifier can prove `len` bytes for (stack or handler memory with a
- * constant or bounded len); the bytes also pass through the bounce buffer.
+ * DMA between handler-local memory and host memory.  To host, `local` may
+ * be any handler pointer (packet, handler memory, stack).  From host,
+ * `local` must be memory the verifier can prove `len` bytes for (stack or
+ * handler memory with a constant or bounded len).  Either way it is one
+ * copy, or two through the per-CPU bounce buffer when the host range is
+ * near the end of a spin_host element (maps.bpf.h).  No dynptr is left on
+ * the stack, so any later stack variable may be a DMA target.
  */
 static __always_inline int __spin_dma_done(struct spin_ctx *c, int rc, ptl_size_t len, int to_host)
 {
@@ -204,7 +206,6 @@ static __always_inline int __spin_dma_from(void *local, ptl_size_t offset, ptl_s
 					   unsigned int options)
 {
 	struct spin_ctx *c = spin_ctx_get();
-	struct bpf_dynptr d;
 	__s64 off;
 	int rc = -1;
 
@@ -213,9 +214,8 @@ static __always_inline int __spin_dma_from(void *local, ptl_size_t offset, ptl_s
 	if (len == 0)
 		return 0;
 	off = __spin_host_off(c, offset, len, options);
-	if (off >= 0 && len <= SPIN_MAX_DMA && !spin_host_to_bounce(off, len, c->bounce) &&
-	    !bpf_dynptr_from_mem(c->bounce, SPIN_MAX_DMA, 0, &d))
-		rc = bpf_dynptr_read(local, len, &d, 0, 0) ? -1 : 0;
+	if (off >= 0 && len <= SPIN_MAX_DMA)
+		rc = spin_host_to_ptr(local, off, len, c->bounce);
 	return __spin_dma_done(c, rc, len, 0);
 }
 

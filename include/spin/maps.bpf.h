@@ -209,35 +209,50 @@ static __always_inline __u8 *spin_host_at(__u64 off, __u32 *in)
 	return p ? p->b : (__u8 *)0;
 }
 
-/* Window [off, off+len) <-> bounce[0, len) through dynptrs, in up to two
- * element-sized pieces. */
+/*
+ * Overwrite a dynptr that is no longer used.  Everything here is inlined
+ * into the handler, so the compiler may give the dynptr's stack slot to a
+ * later variable of the handler; the verifier still sees a dynptr in that
+ * slot and rejects a helper writing there ("potential write to dynptr").
+ * A store to the slot makes it plain stack again (it destroys both halves
+ * of the dynptr); volatile keeps it, as the dynptr is dead by then.
+ */
+static __always_inline void spin_dynptr_kill(struct bpf_dynptr *d)
+{
+	*(volatile __u64 *)d = 0;
+}
+
+/* Window [off+done, off+done+n) <-> bounce[done, done+n), within one
+ * element; hd is set up over that element. */
+static __always_inline int spin_host_piece(struct bpf_dynptr *bd, struct bpf_dynptr *hd,
+					   __u64 off, __u32 done, __u32 n, int to_host)
+{
+	__u32 in;
+	__u8 *b = spin_host_at(off + done, &in);
+
+	if (!b || bpf_dynptr_from_mem(b, SPIN_HOST_CHUNK, 0, hd))
+		return -1;
+	return to_host ? bpf_dynptr_copy(hd, in, bd, done, n) : bpf_dynptr_copy(bd, done, hd, in, n);
+}
+
+/* Window [off, off+len) <-> bounce[0, len) through dynptrs: len is at most
+ * SPIN_MAX_DMA, so the range spans one element or two.  Leaves no dynptr
+ * behind on the stack. */
 static __always_inline int spin_host_bounce(__u64 off, __u8 *bounce, __u32 len, int to_host)
 {
-	struct bpf_dynptr bd;
-	__u32 done = 0;
+	struct bpf_dynptr bd, hd;
+	__u32 n = SPIN_HOST_CHUNK - off % SPIN_HOST_CHUNK;
+	int rc = -1;
 
-	if (len > SPIN_MAX_DMA || bpf_dynptr_from_mem(bounce, SPIN_MAX_DMA, 0, &bd))
-		return -1;
-#pragma unroll
-	for (int i = 0; i < 2; i++) {
-		struct bpf_dynptr hd;
-		__u32 in, n;
-		__u8 *b;
-
-		if (done >= len)
-			break;
-		b = spin_host_at(off + done, &in);
-		if (!b || bpf_dynptr_from_mem(b, SPIN_HOST_CHUNK, 0, &hd))
-			return -1;
-		n = SPIN_HOST_CHUNK - in;
-		if (n > len - done)
-			n = len - done;
-		if (to_host ? bpf_dynptr_copy(&hd, in, &bd, done, n)
-			    : bpf_dynptr_copy(&bd, done, &hd, in, n))
-			return -1;
-		done += n;
-	}
-	return done == len ? 0 : -1;
+	if (n > len)
+		n = len;
+	if (len <= SPIN_MAX_DMA && !bpf_dynptr_from_mem(bounce, SPIN_MAX_DMA, 0, &bd) &&
+	    !spin_host_piece(&bd, &hd, off, 0, n, to_host) &&
+	    (n == len || !spin_host_piece(&bd, &hd, off, n, len - n, to_host)))
+		rc = 0;
+	spin_dynptr_kill(&bd);
+	spin_dynptr_kill(&hd);
+	return rc;
 }
 
 /* Frame bytes at foff -> window. */
@@ -293,8 +308,10 @@ static __always_inline int spin_ptr_to_host(const void *src, __u64 off, __u32 le
 	return spin_host_bounce(off, bounce, len, 1);
 }
 
-/* Window -> bounce[0, len). */
-static __always_inline int spin_host_to_bounce(__u64 off, __u32 len, __u8 *bounce)
+/* Window -> any kernel pointer the verifier can prove len bytes for
+ * (stack, map value): directly, or through the bounce buffer near an
+ * element's end. */
+static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u8 *bounce)
 {
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
@@ -304,8 +321,10 @@ static __always_inline int spin_host_to_bounce(__u64 off, __u32 len, __u8 *bounc
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
 	if (in <= SPIN_HOST_FAST)
-		return bpf_probe_read_kernel(bounce, len, b + in) ? -1 : 0;
-	return spin_host_bounce(off, bounce, len, 0);
+		return bpf_probe_read_kernel(dst, len, b + in) ? -1 : 0;
+	if (spin_host_bounce(off, bounce, len, 0))
+		return -1;
+	return bpf_probe_read_kernel(dst, len, bounce) ? -1 : 0;
 }
 
 /* Flags for bpf_ringbuf_submit: no wake-up while the reader busy-polls

@@ -27,23 +27,23 @@ __handler int kv_get_header_handler(const ptl_header_t h, void *state) {
    __u32 cpu = bpf_get_smp_processor_id() & (KV_MAX_CPUS - 1);
    __u64 key = h.match_bits & KV_KEY_MASK;
    __u64 off = (kv_slot_of(key, s->shift) & s->slot_mask) * KV_SLOT;
-   /* one object for the three reads: seq, record, seq again */
-   struct { __u64 seq; struct kv_rec rec; __u64 seq2; } b = { .seq = 1 };
+   struct kv_rec rec;
+   __u64 seq, seq2;
 
    s->miss[cpu] = 1;
-   if (PtlHandlerDMAFromHostB(off, &b.seq, sizeof(b.seq), PTL_HANDLER_HOST_MEM) || (b.seq & 1))
+   if (PtlHandlerDMAFromHostB(off, &seq, sizeof(seq), PTL_HANDLER_HOST_MEM) || (seq & 1))
       goto fall_through;
-   if (PtlHandlerDMAFromHostB(off, &b.rec, sizeof(b.rec), PTL_HANDLER_HOST_MEM))
+   if (PtlHandlerDMAFromHostB(off, &rec, sizeof(rec), PTL_HANDLER_HOST_MEM))
       goto fall_through;
-   if (PtlHandlerDMAFromHostB(off, &b.seq2, sizeof(b.seq2), PTL_HANDLER_HOST_MEM))
+   if (PtlHandlerDMAFromHostB(off, &seq2, sizeof(seq2), PTL_HANDLER_HOST_MEM))
       goto fall_through;
-   if (b.seq2 != b.seq || b.rec.seq != b.seq) {
+   if (seq2 != seq || rec.seq != seq) {
       PtlHandlerFAdd(&s->retries, NULL, 1);   /* the host wrote it meanwhile */
       goto fall_through;
    }
-   if (b.rec.key != key)
+   if (rec.key != key)
       goto fall_through;
-   if (PtlHandlerPutFromDevice(&b.rec, sizeof(b.rec), 0, 0, h.source_id, KV_OP_REPLY_DEV | key, 0,
+   if (PtlHandlerPutFromDevice(&rec, sizeof(rec), 0, 0, h.source_id, KV_OP_REPLY_DEV | key, 0,
                                NULL, h.hdr_data))
       goto fall_through;
    s->miss[cpu] = 0;

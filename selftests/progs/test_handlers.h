@@ -47,4 +47,14 @@ struct test_state {
 	__s32 fan_rc[10];
 };
 
+/* dma_handler.bpf.c: reads from the entry's host memory at off[0..2] into
+ * three stack variables of 8, 24 and 4 bytes, writes them back together
+ * (36 bytes) at out_off.  errors counts failed DMA calls. */
+struct dma_state {
+	__u64 off[3];
+	__u64 out_off;
+	__u64 calls;
+	__u64 errors;
+};
+
 #endif
