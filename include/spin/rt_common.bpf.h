@@ -427,7 +427,7 @@ static __always_inline bool spin_ack_requested(struct xdp_md *xdp)
 
 /*
  * Everything after the handlers: counters, the completion event, use-once
- * unlink, the message's tombstone, and the put.  Shared by handler programs and
+ * unlink, freeing the message state, and the put.  Shared by handler programs and
  * by spin_rx for entries without handlers.
  */
 static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,
