@@ -53,3 +53,24 @@ sample_cpu_ticks() {
 sample_cpu_util() {	# "busy0 total0" "busy1 total1"
 	echo "$1 $2" | awk '{ t = $4 - $2; printf "%.3f\n", (t > 0 ? ($3 - $1) / t : 0) }'
 }
+
+# Where a veth end's receive work runs, for the benchmarks.
+#   sample_napi_threaded NS DEV 0|1 [CPU]  0: in the sender's softirq (veth's
+#       default); 1: in a NAPI kernel thread, pinned to CPU if given
+#   sample_fifo NS DEV [LIMIT]  a pfifo qdisc on DEV: when the peer's NAPI
+#       thread lags, a full ring stops the sender instead of dropping
+#       (veth is noqueue)
+sample_napi_threaded() {
+	local before p
+	before=" $(pgrep -d ' ' '^napi/') "
+	ip netns exec "$1" sh -c "echo $3 > /sys/class/net/$2/threaded" || return 1
+	[ "$3" = 1 ] && [ -n "${4:-}" ] || return 0
+	sleep 0.1
+	for p in $(pgrep '^napi/'); do
+		case "$before" in *" $p "*) ;; *) taskset -pc "$4" "$p" >/dev/null ;; esac
+	done
+}
+sample_fifo() {
+	ip -n "$1" link set dev "$2" txqueuelen 1000 &&
+		tc -n "$1" qdisc replace dev "$2" root pfifo ${3:+limit "$3"}
+}

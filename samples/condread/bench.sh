@@ -86,7 +86,7 @@ for napi in $NAPI_MODES; do
 	# softirq, on the sender's CPU; threaded: in a NAPI kernel thread that
 	# the scheduler puts on the idle CPU, as a NIC has its own processor
 	PFX=condread; [ "$napi" = threaded ] && PFX=condread_threaded
-	ip netns exec "$(sample_ns "$TAG" 0)" sh -c "echo $([ "$napi" = threaded ] && echo 1 || echo 0) > /sys/class/net/veth0/threaded" ||
+	sample_napi_threaded "$(sample_ns "$TAG" 0)" veth0 "$([ "$napi" = threaded ] && echo 1 || echo 0)" ||
 		{ log "cannot set NAPI mode $napi"; FAILED=1; continue; }
 	log "NAPI $napi"
 	RAW=$OUT/${PFX}_raw.csv

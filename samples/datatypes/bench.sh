@@ -35,6 +35,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
 . samples/datatypes/lib.sh
+. samples/sample_topo.sh
 
 BLOCKS=${BLOCKS:-"8 16 64 256 512 1024 4096 16384 65536"}
 SIZE=${SIZE:-4194304}
@@ -95,13 +96,12 @@ bench_setup() {
 	local setup=$1 sfx= b dir thr=0 ns INSNS PIECE pin
 	[ "$setup" = threaded ] && sfx=_threaded thr=1
 	for ns in "$DT_NS0" "$DT_NS1"; do
-		ip netns exec "$ns" sh -c "echo $thr > /sys/class/net/veth0/threaded" ||
+		sample_napi_threaded "$ns" veth0 $thr ||
 			{ log "cannot set threaded NAPI to $thr in $ns"; return 1; }
 		# with a queue, a full veth ring stops the sender instead of
 		# dropping (veth is noqueue by default); UDP has no retransmission
 		if [ $thr = 1 ]; then
-			ip -n "$ns" link set dev veth0 txqueuelen 1000 &&
-				tc -n "$ns" qdisc replace dev veth0 root pfifo ||
+			sample_fifo "$ns" veth0 ||
 				{ log "cannot give veth0 a queue in $ns"; return 1; }
 		fi
 	done

@@ -55,22 +55,8 @@ pin() { [ -n "$1" ] && echo "taskset -c $1"; }
 [ "$(id -u)" = 0 ] || die "run as root"
 spin_bpffs_ensure || die "no bpffs"
 [ -x "$KV" ] || die "run make first"
-# napi_thread NS DEV CPU: DEV's receive work in a NAPI kernel thread on CPU
-napi_thread() {
-	local before p
-	before=" $(pgrep -d ' ' '^napi/') "
-	ip netns exec "$1" sh -c "echo 1 > /sys/class/net/$2/threaded" || die "no threaded NAPI on $1/$2"
-	sleep 0.1
-	for p in $(pgrep '^napi/'); do
-		case "$before" in *" $p "*) ;; *) [ -n "$3" ] && taskset -pc "$3" "$p" >/dev/null ;; esac
-	done
-}
-# fifo NS DEV: frames DEV sends wait in a qdisc when the peer's NAPI thread
-# lags, instead of being dropped (veth is noqueue)
-fifo() {
-	ip -n "$1" link set dev "$2" txqueuelen 1000
-	tc -n "$1" qdisc replace dev "$2" root pfifo || die "no pfifo qdisc on $1/$2"
-}
+napi_thread() { sample_napi_threaded "$1" "$2" 1 "$3" || die "no threaded NAPI on $1/$2"; }
+fifo() { sample_fifo "$1" "$2" || die "no pfifo qdisc on $1/$2"; }
 setup() {	# threaded|softirq|all
 	sample_topo_up "$TAG" 2 23 "$D/hosts" || die "cannot build the namespaces"
 	if [ "$1" != softirq ]; then

@@ -96,12 +96,12 @@ for napi in $NAPI_MODES; do
 	# softirq, on the sender's CPU; threaded: in a NAPI kernel thread that
 	# the scheduler puts on the idle CPU, as a NIC has its own processor
 	PFX=reduce; [ "$napi" = threaded ] && PFX=reduce_threaded
-	ip netns exec "$(sample_ns "$TAG" 0)" sh -c "echo $([ "$napi" = threaded ] && echo 1 || echo 0) > /sys/class/net/veth0/threaded" ||
+	sample_napi_threaded "$(sample_ns "$TAG" 0)" veth0 "$([ "$napi" = threaded ] && echo 1 || echo 0)" ||
 		{ log "cannot set NAPI mode $napi"; FAILED=1; continue; }
 	# threaded: a full veth ring pushes back on the sender (a qdisc on
 	# the root's bridge port) instead of dropping, as in bench/netpipe.sh
 	if [ "$napi" = threaded ]; then
-		tc -n "$TAG-br" qdisc replace dev p0 root pfifo limit 10000
+		sample_fifo "$TAG-br" p0 10000
 	else
 		tc -n "$TAG-br" qdisc del dev p0 root 2>/dev/null
 	fi
