@@ -223,10 +223,11 @@ static void set_policy(struct client *C, uint64_t lo, uint64_t hi, uint64_t minv
  * payload handler discards the padding.
  */
 static uint8_t pad[2 * CR_MAX_REPLY];
+static int pad_requests = 1;	/* CONDREAD_PAD=0: unpadded (the runtime's host fallback) */
 
 static void send_req(struct client *C, uint32_t id, uint64_t off, uint32_t len, uint32_t ver)
 {
-	uint32_t plen = len < sizeof(pad) ? len : sizeof(pad);
+	uint32_t plen = !pad_requests ? 0 : len < sizeof(pad) ? len : sizeof(pad);
 
 	if (C->mode == 0) {
 		struct spin_msg_args a = {
@@ -510,9 +511,12 @@ static int client_bench(struct client *C, int argc, char **argv)
 static int client(int argc, char **argv)
 {
 	struct client C = { .mode = !strcmp(argv[0], "sock") ? 0 : !strcmp(argv[0], "ptl") ? 1 : 2 };
+	const char *padenv = getenv("CONDREAD_PAD");
 	struct ctl_msg q = { .op = CTL_QUIT };
 	int rc;
 
+	if (padenv && !strcmp(padenv, "0"))
+		pad_requests = 0;
 	if (argc < 2 || (strcmp(argv[1], "test") && strcmp(argv[1], "bench")))
 		return 2;
 	C.ctl = udp_socket(0);
