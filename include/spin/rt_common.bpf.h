@@ -241,12 +241,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	__u16 csum;
 	int delta;
 
-	if (r->kind == SPIN_PUT_HOST && len > SPIN_MAX_SEG) {
-		spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
-		if (st)
-			st->tx_host_queued++;
-		return XDP_DROP;
-	}
+	if (r->kind == SPIN_PUT_HOST && len > SPIN_MAX_SEG)
+		goto to_host;
 	if (len > SPIN_MAX_SEG)
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	peer = bpf_map_lookup_elem(&spin_peers, &rank);
@@ -266,13 +262,10 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		if (delta && bpf_xdp_adjust_tail(xdp, delta))
 			return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	} else if (spin_frame_fit(xdp, c, len)) {
-		if (r->kind != SPIN_PUT_HOST)
-			return spin_drop(st, SPIN_DROP_PUT_FAILED);
-		/* no room in this frame: the host sends it, as a long one */
-		spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
-		if (st)
-			st->tx_host_queued++;
-		return XDP_DROP;
+		/* no room in this frame: a put from host goes as a long one */
+		if (r->kind == SPIN_PUT_HOST)
+			goto to_host;
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	}
 	if (src == SPIN_SRC_SCRATCH && len &&
 	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
@@ -355,6 +348,12 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	if (!peer->ifindex || peer->ifindex == xdp->ingress_ifindex)
 		return XDP_TX;
 	return bpf_redirect(peer->ifindex, 0);
+to_host:
+	/* the owning process sends it (SPIN_EV_PUT_FROM_HOST) */
+	spin_post(xdp, st, SPIN_EV_PUT_FROM_HOST, 0, c, NULL, r);
+	if (st)
+		st->tx_host_queued++;
+	return XDP_DROP;
 }
 
 /*
