@@ -521,7 +521,7 @@ static int peer_lookup(struct spin_xsk *x, uint32_t rank, struct spin_peer *out)
  * only for a header-only GET, whose msg_len is the requested length) */
 static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		    const void *buf, uint32_t len, uint32_t msg_len, const uint32_t *order,
-		    uint32_t *msg_id)
+		    uint32_t *msg_id, bool post_only)
 {
 	static const uint8_t zero[6];
 	struct spin_cfg *cfg;
@@ -624,16 +624,28 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 			batch = 0;
 		}
 	}
-	if ((err = tx_drain(x)))
-		return err;
 	x->st.tx_msgs++;
-	return 0;
+	/* posted: the frames hold copies, buf may be reused already */
+	return post_only ? 0 : tx_drain(x);
 }
 
 int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id)
 {
-	return xsk_send(x, dst_rank, a, buf, len, len, order, msg_id);
+	return xsk_send(x, dst_rank, a, buf, len, len, order, msg_id, false);
+}
+
+int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		  const void *buf, uint32_t len, uint32_t *msg_id)
+{
+	return xsk_send(x, dst_rank, a, buf, len, len, NULL, msg_id, true);
+}
+
+int spin_xsk_flush(struct spin_xsk *x)
+{
+	if (!x)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_flush: NULL socket");
+	return tx_drain(x);
 }
 
 int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
@@ -649,7 +661,7 @@ int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_m
 	g = *a;
 	g.op = SPIN_OP_GET;
 	g.seg_size = 0;
-	return xsk_send(x, dst_rank, &g, NULL, 0, length, NULL, msg_id);
+	return xsk_send(x, dst_rank, &g, NULL, 0, length, NULL, msg_id, false);
 }
 
 /* ------------------------------------------------------------- receive -- */

@@ -75,6 +75,18 @@ int spin_xsk_fd(struct spin_xsk *x);
 int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id);
 
+/*
+ * Many small messages: spin_xsk_post() builds a message like
+ * spin_xsk_send() (buf may be reused on return) but only queues its packets
+ * on the TX ring; spin_xsk_flush() hands everything queued to the kernel
+ * and returns when the ring is drained.  One system call per batch instead
+ * of one per message (copy mode needs a sendto() for every kick).  A post
+ * that finds the ring or UMEM full flushes what is queued itself.
+ */
+int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		  const void *buf, uint32_t len, uint32_t *msg_id);
+int spin_xsk_flush(struct spin_xsk *x);
+
 /* Send a Portals get (one header-only SPIN_OP_GET packet asking for
  * `length` bytes; a->op, seg_size ignored) like spin_xsk_send(). */
 int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
