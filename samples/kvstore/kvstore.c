@@ -14,13 +14,18 @@
  *       the same store on a kernel UDP socket (recvmmsg/sendmmsg batches).
  *   kvstore client SERVER_IP [port P] [rank R] [clients C] [keys N]
  *       [get-pct G] [window W] [seconds S] [warmup S] [count N] [theta T]
- *       [hot] [seed X] [timeout-ms T]
+ *       [hot] [seed X] [timeout-ms T] [xsk DEV]
  *       YCSB-like load: Zipf(theta) keys, G% GETs, up to W outstanding.
  *       Client R of C only SETs the keys i with i % C == R - 1, so it knows
  *       what each of them must hold; every reply is checked: key, value
  *       bytes = f(key, version), the writer in the version, and for its own
  *       keys the version against the SETs it sent and had acknowledged.
  *       Prints one line of results; exit 0 only if every reply was right.
+ *       Requests go out on a kernel UDP socket, or with xsk DEV on
+ *       libspin's AF_XDP path (the runtime attached to DEV with this
+ *       client's rank, the server rank 0 of $SPIN_HOSTFILE; port P then
+ *       replaces rank 0's port): the load generator whose own cost per
+ *       request is small enough not to be the limit.
  *
  * Both servers reply to the client's address on the sPIN port (7717), with
  * the same messages, so the client code is the same for both.
@@ -34,11 +39,12 @@
 #include <sys/socket.h>
 #include <linux/types.h>
 #include <spin/spin.h>
+#include <spin/xsk.h>
 #include "../sample.h"
 #include "kvstore.h"
 
 #define BATCH		64
-#define MAX_WINDOW	64
+#define MAX_WINDOW	256
 #define MAX_CLIENTS	16
 #define UDP_PORT	7718
 #define PKT_MAX		(sizeof(struct spin_hdr) + sizeof(struct kv_rec))
@@ -556,27 +562,242 @@ struct cstats {
 	uint64_t cap;
 };
 
+/* The client's view of its requests, whatever carries them. */
+struct cli {
+	uint32_t rank, nclients, window;
+	uint64_t epoch, now;
+	uint64_t *committed, *latest;
+	struct req req[MAX_WINDOW];
+	struct cstats cs;
+	uint32_t busy;
+};
+
+/* One reply: h as received (network order), len payload bytes (< 0: not a
+ * sPIN packet).  Checks it against the request it answers. */
+static void cli_reply(struct cli *c, const struct spin_hdr *h, const void *payload, int len)
+{
+	uint64_t tag = be64toh(h->hdr_data), bits = be64toh(h->match_bits);
+	uint32_t w = tag >> 32;
+	struct kv_rec r;
+	struct req *q;
+	bool ok;
+
+	if (len != sizeof(r) || w >= c->window || !c->req[w].busy || c->req[w].seq != (uint32_t)tag) {
+		/* a late reply of a request given up on, or garbage */
+		if (len < 0 || w >= c->window)
+			c->cs.bad++;
+		return;
+	}
+	q = &c->req[w];
+	memcpy(&r, payload, sizeof(r));
+	ok = (bits & KV_KEY_MASK) == q->key && r.key == q->key && value_ok(&r);
+	if (q->set) {
+		ok = ok && r.version == q->version;
+		if (ok && r.version > c->committed[q->idx])
+			c->committed[q->idx] = r.version;
+	} else if (q->idx % c->nclients == c->rank - 1) {
+		/* our key: at least what was acknowledged when we asked, at
+		 * most what we have sent */
+		if (r.version >> 32 == c->epoch)
+			ok = ok && r.version >= q->committed && r.version <= c->latest[q->idx] &&
+			     (r.version & 0xff) == c->rank;
+		else	/* an earlier client's: only before our first acked SET */
+			ok = ok && !q->committed && (r.version == 0 || (r.version & 0xff) == c->rank);
+	} else {
+		ok = ok && (r.version == 0 || (r.version & 0xff) == q->idx % c->nclients + 1);
+	}
+	if (!ok) {
+		if (c->cs.bad < 5)
+			fprintf(stderr, "kvstore: client %u: bad %s reply for item %llu: key %llx/%llx version %llx (committed %llx latest %llx)\n",
+				c->rank, q->set ? "SET" : "GET", (unsigned long long)q->idx,
+				(unsigned long long)r.key, (unsigned long long)q->key,
+				(unsigned long long)r.version, (unsigned long long)q->committed,
+				(unsigned long long)c->latest[q->idx]);
+		c->cs.bad++;
+	}
+	if ((bits & KV_OP_MASK) == KV_OP_REPLY_DEV)
+		c->cs.dev++;
+	else
+		c->cs.host++;
+	if (q->set)
+		c->cs.sets++;
+	else
+		c->cs.gets++;
+	if (c->cs.nlat < c->cs.cap)
+		c->cs.lat[c->cs.nlat++] = c->now - q->t0;
+	q->busy = false;
+	c->busy--;
+}
+
+/*
+ * How requests leave and replies arrive.
+ *   udp  a kernel UDP socket bound to the sPIN port: sendmmsg, recvmmsg.
+ *   xsk  libspin's AF_XDP path on DEV, where the spin runtime is attached
+ *        with this client's rank: requests are posted to rank 0 of
+ *        $SPIN_HOSTFILE (spin_xsk_post, one kick per batch), replies reach
+ *        the socket through a match entry with SPIN_ME_XSK.  The cheap
+ *        load generator: no socket layer on either path.
+ */
+struct cli_net {
+	int fd;
+	struct sockaddr_in dst;
+	struct iovec oiov[BATCH], iiov[BATCH];
+	struct mmsghdr omsg[BATCH], imsg[BATCH];
+	uint8_t out[BATCH][PKT_MAX], in[BATCH][2048];
+	uint32_t nb;
+	struct spin_rt *rt;
+	struct spin_xsk *x;
+	int me;
+};
+
+static int net_open_xsk(struct cli_net *n, const char *dev, uint16_t port, uint32_t rank)
+{
+	struct spin_me_spec s = {
+		.pt_index = KV_PT, .list = SPIN_LIST_PRIORITY, .ignore_bits = ~0ull,
+		.match_rank = SPIN_RANK_ANY, .match_pid = SPIN_PID_ANY,
+		.options = SPIN_ME_OP_PUT | SPIN_ME_XSK,
+	};
+	struct spin_job job;
+	struct spin_peer p;
+
+	n->me = -1;
+	if (spin_open(dev, &n->rt) < 0 || spin_job_load(&job, NULL) < 0)
+		return -1;
+	if (job.nhosts < 1 || job.hosts[0].ip.s_addr != n->dst.sin_addr.s_addr || job.rank != rank) {
+		spin_job_free(&job);
+		fprintf(stderr, "kvstore: client xsk: the server must be rank 0 of the hostfile and "
+			"the client's rank (%u) its job rank ($SPIN_RANK, %u)\n", rank, job.rank);
+		return -2;
+	}
+	if (spin_job_peers(n->rt, &job) < 0) {
+		spin_job_free(&job);
+		return -1;
+	}
+	if (port && port != SPIN_DEFAULT_PORT) {
+		/* the UDP server listens on its own port */
+		struct spin_peer_spec ps = { .rank = 0, .ip = job.hosts[0].ip, .port = port };
+
+		if (job.hosts[0].has_mac)
+			memcpy(ps.mac, job.hosts[0].mac, 6);
+		if (spin_peer_add(n->rt, &ps) < 0) {
+			spin_job_free(&job);
+			return -1;
+		}
+	}
+	spin_job_free(&job);
+	if (spin_peer_get(n->rt, 0, &p) < 0 || spin_pt_alloc(n->rt, KV_PT) < 0)
+		return -1;
+	n->me = spin_me_append(n->rt, &s);
+	if (n->me < 0 || spin_xsk_open(n->rt, NULL, &n->x) < 0)
+		return -1;
+	return 0;
+}
+
+static void net_close(struct cli_net *n)
+{
+	if (n->x)
+		spin_xsk_close(n->x);
+	if (n->rt) {
+		if (n->me >= 0)
+			spin_me_unlink(n->rt, n->me);
+		spin_pt_free(n->rt, KV_PT);
+		spin_close(n->rt);
+	}
+	if (n->fd >= 0)
+		close(n->fd);
+}
+
+/* Queue one request (args and payload) for net_flush. */
+static int net_add(struct cli_net *n, const struct spin_msg_args *a, const void *pay, uint32_t len)
+{
+	if (n->x)
+		return spin_xsk_post(n->x, 0, a, pay, len, NULL);
+	memcpy(n->out[n->nb] + sizeof(struct spin_hdr), pay, len);
+	spin_hdr_build((struct spin_hdr *)n->out[n->nb], a, len, 0);
+	n->oiov[n->nb].iov_len = sizeof(struct spin_hdr) + len;
+	n->nb++;
+	return 0;
+}
+
+static int net_flush(struct cli_net *n)
+{
+	if (n->x)
+		return spin_xsk_flush(n->x);
+	for (uint32_t done = 0; done < n->nb; ) {
+		int k = sendmmsg(n->fd, n->omsg + done, n->nb - done, 0);
+
+		if (k < 0 && errno != EINTR && errno != EAGAIN && errno != ENOBUFS)
+			return perror("kvstore: sendmmsg"), -1;
+		done += k > 0 ? k : 0;
+	}
+	n->nb = 0;
+	return 0;
+}
+
+static int xsk_reply(void *ctx, const struct spin_hdr *h, const void *payload, uint32_t len)
+{
+	cli_reply(ctx, h, payload, (int)len);
+	return 0;
+}
+
+/* Wait up to 20 ms for replies and check each of them. */
+static int net_recv(struct cli_net *n, struct cli *c)
+{
+	int k;
+
+	if (n->x) {
+		struct pollfd p = { .fd = spin_xsk_fd(n->x), .events = POLLIN };
+
+		c->now = sample_now_ns();	/* replies already waiting */
+		k = spin_xsk_recv(n->x, xsk_reply, c, 0);
+		if (k < 0)
+			fprintf(stderr, "kvstore: receive: %s\n", spin_errmsg());
+		if (k)
+			return k;
+		(void)poll(&p, 1, 20);	/* EINTR: look again */
+		c->now = sample_now_ns();
+		k = spin_xsk_recv(n->x, xsk_reply, c, 0);
+		if (k < 0)
+			fprintf(stderr, "kvstore: receive: %s\n", spin_errmsg());
+		return k;
+	}
+	for (int i = 0; i < BATCH; i++) {
+		n->iiov[i] = (struct iovec){ n->in[i], sizeof(n->in[i]) };
+		n->imsg[i].msg_hdr = (struct msghdr){ .msg_iov = &n->iiov[i], .msg_iovlen = 1 };
+	}
+	k = recvmmsg(n->fd, n->imsg, BATCH, MSG_WAITFORONE, NULL);
+	c->now = sample_now_ns();
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;	/* SO_RCVTIMEO: nothing for 20 ms */
+	if (k < 0)
+		return perror("kvstore: recvmmsg"), -1;
+	for (int i = 0; i < k; i++) {
+		struct spin_hdr h;
+		int len = spin_hdr_parse(n->in[i], n->imsg[i].msg_len, &h);
+
+		cli_reply(c, &h, n->in[i] + sizeof(struct spin_hdr), len);
+	}
+	return k;
+}
+
 static int client(int argc, char **argv)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(SPIN_DEFAULT_PORT) };
-	uint32_t rank = 1, nclients = 1, window = 1, get_pct = 95, timeout_ms = 1000;
+	static struct cli_net net = { .fd = -1 };
+	static struct cli c = { .rank = 1, .nclients = 1, .window = 1 };
+	uint32_t get_pct = 95, timeout_ms = 1000, seq = 0;
 	uint64_t nkeys = 10000, count = 0, sent = 0, seed = 1;
 	double seconds = 2, warmup = 0.5, theta = 0.99;
 	bool hot = false, measuring;
-	static struct req req[MAX_WINDOW];
-	static uint8_t out[BATCH][PKT_MAX], in[BATCH][2048];
-	struct iovec oiov[BATCH], iiov[BATCH];
-	struct mmsghdr omsg[BATCH], imsg[BATCH];
-	uint64_t *committed, *latest, *nset, t_start, t_meas = 0, t_end = 0, t_stop;
-	struct cstats cs = { 0 };
-	uint32_t busy = 0, seq = 0;
+	uint64_t *nset, t_start, t_meas = 0, t_end = 0, t_stop;
+	const char *xdev = NULL;
 	struct timeval tv = { 0, 20000 };
-	struct zipf z;
-	uint64_t epoch;
 	struct timespec ts;
-	int fd;
+	uint16_t port = 0;
+	struct zipf z;
+	int rc;
 
-	if (inet_pton(AF_INET, argv[0], &dst.sin_addr) != 1)
+	net.dst = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(SPIN_DEFAULT_PORT) };
+	if (inet_pton(AF_INET, argv[0], &net.dst.sin_addr) != 1)
 		return fprintf(stderr, "kvstore: bad address '%s'\n", argv[0]), 2;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -591,17 +812,17 @@ static int client(int argc, char **argv)
 		}
 		i++;
 		if (!strcmp(a, "port"))
-			dst.sin_port = htons(strtoul(v, NULL, 0));
+			port = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "rank"))
-			rank = strtoul(v, NULL, 0);
+			c.rank = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "clients"))
-			nclients = strtoul(v, NULL, 0);
+			c.nclients = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "keys"))
 			nkeys = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "get-pct"))
 			get_pct = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "window"))
-			window = strtoul(v, NULL, 0);
+			c.window = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "seconds"))
 			seconds = atof(v);
 		else if (!strcmp(a, "warmup"))
@@ -614,36 +835,50 @@ static int client(int argc, char **argv)
 			seed = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "timeout-ms"))
 			timeout_ms = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "xsk"))
+			xdev = v;
 		else {
 			fprintf(stderr, "kvstore: unknown client argument '%s'\n", a);
 			return 2;
 		}
 	}
-	if (!window || window > MAX_WINDOW || !rank || rank > nclients || nclients > MAX_CLIENTS ||
-	    get_pct > 100 || !nkeys || theta <= 0 || theta >= 1)
+	if (!c.window || c.window > MAX_WINDOW || !c.rank || c.rank > c.nclients ||
+	    c.nclients > MAX_CLIENTS || get_pct > 100 || !nkeys || theta <= 0 || theta >= 1)
 		return fprintf(stderr, "kvstore: bad client arguments\n"), 2;
-	fd = udp_socket(INADDR_ANY, SPIN_DEFAULT_PORT);
-	if (fd < 0)
-		return perror("kvstore: client socket"), 1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (port)
+		net.dst.sin_port = htons(port);
+	if (xdev) {
+		rc = net_open_xsk(&net, xdev, port, c.rank);
+		if (rc < 0) {
+			if (rc == -1)
+				fprintf(stderr, "kvstore: client on %s: %s\n", xdev, spin_errmsg());
+			net_close(&net);
+			return 1;
+		}
+	} else {
+		net.fd = udp_socket(INADDR_ANY, SPIN_DEFAULT_PORT);
+		if (net.fd < 0)
+			return perror("kvstore: client socket"), 1;
+		setsockopt(net.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		for (int i = 0; i < BATCH; i++) {
+			net.oiov[i] = (struct iovec){ net.out[i], 0 };
+			net.omsg[i].msg_hdr = (struct msghdr){ .msg_name = &net.dst, .msg_namelen = sizeof(net.dst),
+							       .msg_iov = &net.oiov[i], .msg_iovlen = 1 };
+		}
+	}
 	/* versions of this run: (epoch << 32) | (n-th SET of the key << 8) |
 	 * rank, the epoch in ms, so a later run's versions are larger */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	epoch = ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) & 0xffffff;
-	rng_state = seed * 0x1000193ull + rank;
+	c.epoch = ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) & 0xffffff;
+	rng_state = seed * 0x1000193ull + c.rank;
 	zipf_init(&z, nkeys, theta);
-	committed = calloc(nkeys, 8);
-	latest = calloc(nkeys, 8);
+	c.committed = calloc(nkeys, 8);
+	c.latest = calloc(nkeys, 8);
 	nset = calloc(nkeys, 8);
-	cs.cap = count ? count + 16 : (uint64_t)(seconds * 2e6) + 16;
-	cs.lat = malloc(cs.cap * 8);
-	if (!committed || !latest || !nset || !cs.lat)
+	c.cs.cap = count ? count + 16 : (uint64_t)(seconds * 4e6) + 16;
+	c.cs.lat = malloc(c.cs.cap * 8);
+	if (!c.committed || !c.latest || !nset || !c.cs.lat)
 		return fprintf(stderr, "kvstore: out of memory\n"), 1;
-	for (int i = 0; i < BATCH; i++) {
-		oiov[i] = (struct iovec){ out[i], 0 };
-		omsg[i].msg_hdr = (struct msghdr){ .msg_name = &dst, .msg_namelen = sizeof(dst),
-						   .msg_iov = &oiov[i], .msg_iovlen = 1 };
-	}
 	t_start = sample_now_ns();
 	measuring = warmup <= 0;
 	if (measuring)
@@ -653,20 +888,19 @@ static int client(int argc, char **argv)
 		uint64_t now = sample_now_ns();
 		bool sending = count ? sent < count : now < t_stop;
 		uint32_t nb = 0;
-		int n;
 
 		if (!measuring && now >= t_start + (uint64_t)(warmup * 1e9)) {
 			measuring = true;
 			t_meas = now;
-			memset(&cs, 0, offsetof(struct cstats, lat));
+			memset(&c.cs, 0, offsetof(struct cstats, lat));
 		}
-		if (!sending && !busy)
+		if (!sending && !c.busy)
 			break;
 		/* fill the window */
-		for (uint32_t w = 0; sending && w < window && nb < BATCH; w++) {
-			struct req *q = &req[w];
+		for (uint32_t w = 0; sending && w < c.window && nb < BATCH; w++) {
+			struct req *q = &c.req[w];
 			struct spin_msg_args a = {
-				.op = SPIN_OP_PUT, .pt_index = KV_PT, .src_rank = rank, .dst_rank = 0,
+				.op = SPIN_OP_PUT, .pt_index = KV_PT, .src_rank = c.rank, .dst_rank = 0,
 				.msg_id = spin_next_msg_id(),
 			};
 			struct kv_rec rec;
@@ -676,136 +910,84 @@ static int client(int argc, char **argv)
 				continue;
 			q->idx = hot ? 0 : (mix64(zipf_next(&z)) % nkeys);
 			q->set = rng() % 100 >= get_pct;
-			if (q->set && q->idx % nclients != rank - 1) {
+			if (q->set && q->idx % c.nclients != c.rank - 1) {
 				/* SET only our own keys: the next one of ours */
-				q->idx = q->idx - q->idx % nclients + rank - 1;
+				q->idx = q->idx - q->idx % c.nclients + c.rank - 1;
 				if (q->idx >= nkeys)
-					q->idx = rank - 1;
+					q->idx = c.rank - 1;
 				if (q->idx >= nkeys)
 					q->set = false, q->idx = 0;
 			}
 			q->key = key_of(q->idx);
 			q->seq = ++seq;
-			q->committed = committed[q->idx];
+			q->committed = c.committed[q->idx];
+			q->t0 = now;
 			a.hdr_data = (uint64_t)w << 32 | q->seq;
 			if (q->set) {
-				q->version = epoch << 32 | (++nset[q->idx] & 0xffffff) << 8 | rank;
-				latest[q->idx] = q->version;
+				q->version = c.epoch << 32 | (++nset[q->idx] & 0xffffff) << 8 | c.rank;
+				c.latest[q->idx] = q->version;
 				rec = (struct kv_rec){ .key = q->key, .version = q->version, .vlen = KV_VAL_LEN };
 				value_fill(rec.value, q->key, q->version);
 				a.match_bits = KV_OP_SET | q->key;
-				a.remote_off = ((uint64_t)(rank - 1) * MAX_WINDOW + w) * KV_SLOT;
+				a.remote_off = ((uint64_t)(c.rank - 1) * MAX_WINDOW + w) * KV_SLOT;
 				len = sizeof(rec);
-				memcpy(out[nb] + sizeof(struct spin_hdr), &rec, len);
 			} else {
 				a.match_bits = KV_OP_GET | q->key;	/* no payload */
-				len = 0;
 			}
-			spin_hdr_build((struct spin_hdr *)out[nb], &a, len, 0);
-			oiov[nb].iov_len = sizeof(struct spin_hdr) + len;
+			if (net_add(&net, &a, &rec, len) < 0) {
+				fprintf(stderr, "kvstore: send: %s\n", spin_errmsg());
+				net_close(&net);
+				return 1;
+			}
 			q->busy = true;
-			busy++;
+			c.busy++;
 			sent++;
 			nb++;
 		}
-		if (nb) {
-			uint64_t t0 = sample_now_ns();
-
-			for (uint32_t w = 0, k = 0; w < window && k < nb; w++)
-				if (req[w].busy && req[w].seq > seq - nb)
-					req[w].t0 = t0, k++;
-			for (uint32_t done = 0; done < nb; ) {
-				n = sendmmsg(fd, omsg + done, nb - done, 0);
-				if (n < 0 && errno != EINTR && errno != EAGAIN && errno != ENOBUFS)
-					return perror("kvstore: sendmmsg"), 1;
-				done += n > 0 ? n : 0;
-			}
+		if (nb && net_flush(&net) < 0) {
+			if (net.x)
+				fprintf(stderr, "kvstore: send: %s\n", spin_errmsg());
+			net_close(&net);
+			return 1;
 		}
-		for (int i = 0; i < BATCH; i++) {
-			iiov[i] = (struct iovec){ in[i], sizeof(in[i]) };
-			imsg[i].msg_hdr = (struct msghdr){ .msg_iov = &iiov[i], .msg_iovlen = 1 };
+		if (net_recv(&net, &c) < 0) {
+			net_close(&net);
+			return 1;
 		}
-		n = recvmmsg(fd, imsg, BATCH, MSG_WAITFORONE, NULL);
-		now = sample_now_ns();
-		for (int i = 0; i < n; i++) {
-			struct spin_hdr h;
-			int len = spin_hdr_parse(in[i], imsg[i].msg_len, &h);
-			uint64_t tag = be64toh(h.hdr_data), bits = be64toh(h.match_bits);
-			uint32_t w = tag >> 32;
-			struct kv_rec r;
-			struct req *q;
-			bool ok;
-
-			if (len != sizeof(r) || w >= window || !req[w].busy || req[w].seq != (uint32_t)tag) {
-				/* a late reply of a request given up on, or garbage */
-				if (len < 0 || w >= window)
-					cs.bad++;
-				continue;
-			}
-			q = &req[w];
-			memcpy(&r, in[i] + sizeof(struct spin_hdr), sizeof(r));
-			ok = (bits & KV_KEY_MASK) == q->key && r.key == q->key && value_ok(&r);
-			if (q->set) {
-				ok = ok && r.version == q->version;
-				if (ok && r.version > committed[q->idx])
-					committed[q->idx] = r.version;
-			} else if (q->idx % nclients == rank - 1) {
-				/* our key: at least what was acknowledged when we
-				 * asked, at most what we have sent */
-				if (r.version >> 32 == epoch)
-					ok = ok && r.version >= q->committed && r.version <= latest[q->idx] &&
-					     (r.version & 0xff) == rank;
-				else	/* an earlier client's: only before our first acked SET */
-					ok = ok && !q->committed && (r.version == 0 || (r.version & 0xff) == rank);
-			} else {
-				ok = ok && (r.version == 0 || (r.version & 0xff) == q->idx % nclients + 1);
-			}
-			if (!ok) {
-				if (cs.bad < 5)
-					fprintf(stderr, "kvstore: client %u: bad %s reply for item %llu: key %llx/%llx version %llx (committed %llx latest %llx)\n",
-						rank, q->set ? "SET" : "GET", (unsigned long long)q->idx,
-						(unsigned long long)r.key, (unsigned long long)q->key,
-						(unsigned long long)r.version, (unsigned long long)q->committed,
-						(unsigned long long)latest[q->idx]);
-				cs.bad++;
-			}
-			if ((bits & KV_OP_MASK) == KV_OP_REPLY_DEV)
-				cs.dev++;
-			else
-				cs.host++;
-			if (q->set)
-				cs.sets++;
-			else
-				cs.gets++;
-			if (cs.nlat < cs.cap)
-				cs.lat[cs.nlat++] = now - q->t0;
-			q->busy = false;
-			busy--;
-		}
-		for (uint32_t w = 0; w < window; w++)
-			if (req[w].busy && now - req[w].t0 > timeout_ms * 1000000ull) {
-				req[w].busy = false;
-				busy--;
-				cs.lost++;
+		now = c.now = sample_now_ns();
+		for (uint32_t w = 0; w < c.window; w++)
+			if (c.req[w].busy && now - c.req[w].t0 > timeout_ms * 1000000ull) {
+				c.req[w].busy = false;
+				c.busy--;
+				c.cs.lost++;
 			}
 		if (!t_end && !(count ? sent < count : now < t_stop))
 			t_end = now;
 	}
 	{
 		double el = (double)((t_end ? t_end : sample_now_ns()) - t_meas) / 1e9;
-		uint64_t ops = cs.gets + cs.sets, nl = cs.nlat;
-		uint64_t p50 = sample_percentile(cs.lat, nl, 50), p99 = sample_percentile(cs.lat, nl, 99);
+		uint64_t ops = c.cs.gets + c.cs.sets, nl = c.cs.nlat;
+		uint64_t p50 = sample_percentile(c.cs.lat, nl, 50), p99 = sample_percentile(c.cs.lat, nl, 99);
 
 		printf("client %u: ops %llu gets %llu sets %llu dev %llu host %llu lost %llu bad %llu "
 		       "seconds %.3f rps %.0f get_rps %.0f p50_us %.2f p99_us %.2f\n",
-		       rank, (unsigned long long)ops, (unsigned long long)cs.gets,
-		       (unsigned long long)cs.sets, (unsigned long long)cs.dev,
-		       (unsigned long long)cs.host, (unsigned long long)cs.lost,
-		       (unsigned long long)cs.bad, el, el > 0 ? ops / el : 0, el > 0 ? cs.gets / el : 0,
+		       c.rank, (unsigned long long)ops, (unsigned long long)c.cs.gets,
+		       (unsigned long long)c.cs.sets, (unsigned long long)c.cs.dev,
+		       (unsigned long long)c.cs.host, (unsigned long long)c.cs.lost,
+		       (unsigned long long)c.cs.bad, el, el > 0 ? ops / el : 0, el > 0 ? c.cs.gets / el : 0,
 		       p50 / 1e3, p99 / 1e3);
 	}
-	close(fd);
-	return cs.bad ? 1 : cs.lost ? 4 : 0;	/* 4: replies lost, none wrong */
+	if (net.x) {
+		struct spin_xsk_stats st;
+
+		if (!spin_xsk_stats(net.x, &st))
+			printf("client %u: xsk tx_packets %llu tx_kicks %llu rx_packets %llu rx_invalid %llu k_rx_dropped %llu\n",
+			       c.rank, (unsigned long long)st.tx_packets, (unsigned long long)st.tx_kicks,
+			       (unsigned long long)st.rx_packets, (unsigned long long)st.rx_invalid,
+			       (unsigned long long)st.k_rx_dropped);
+	}
+	net_close(&net);
+	return c.cs.bad ? 1 : c.cs.lost ? 4 : 0;	/* 4: replies lost, none wrong */
 }
 
 int main(int argc, char **argv)
@@ -822,6 +1004,6 @@ int main(int argc, char **argv)
 		"       kvstore udp-server IP [keys N] [port P] [seconds S]\n"
 		"       kvstore client SERVER_IP [port P] [rank R] [clients C] [keys N] [get-pct G]\n"
 		"                      [window W] [seconds S] [warmup S] [count N] [theta T] [hot]\n"
-		"                      [seed X] [timeout-ms T]\n");
+		"                      [seed X] [timeout-ms T] [xsk DEV]\n");
 	return 2;
 }

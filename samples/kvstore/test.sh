@@ -22,7 +22,9 @@ ok() { echo "PASS sample-kvstore/$1"; pass=$((pass + 1)); }
 ko() { echo "FAIL sample-kvstore/$1${2:+: $2}"; fail=$((fail + 1)); }
 cleanup() {
 	[ -n "${srv:-}" ] && kill "$srv" 2>/dev/null && wait "$srv" 2>/dev/null
+	[ -n "${usrv:-}" ] && kill "$usrv" 2>/dev/null && wait "$usrv" 2>/dev/null
 	nsx "$SRV" "$SPINCTL" detach veth0 >/dev/null 2>&1
+	nsx "$C2" "$SPINCTL" detach veth0 >/dev/null 2>&1
 	spin_ns_cleanup
 	rm -rf "$D"
 }
@@ -96,7 +98,45 @@ for mix in 50 95; do
 	ok "mix-$mix"
 done
 
-# 7. the server saw what the clients saw: handler hits, host answers, no bad request
+# 7. the AF_XDP load generator (client ... xsk veth0: the runtime on the
+# client's veth0, requests posted in batches with one kick each, replies
+# through an SPIN_ME_XSK entry), against the spin server and against the
+# UDP server on its own port; every reply checked as before
+xclient() {	# PORT ARGS...: client 2 on AF_XDP
+	local port=$1; shift
+	SPIN_HOSTFILE=$D/hosts SPIN_RANK=2 timeout 30 nsenter --net=/var/run/netns/"$C2" -- \
+		"$KV" client "$IP0" keys $KEYS rank 2 clients 2 port "$port" xsk veth0 "$@" >"$D/out" 2>&1
+}
+if nsx "$C2" "$SPINCTL" attach veth0 rank 2 >/dev/null; then
+	if xclient 7717 get-pct 95 window 32 seconds 1 warmup 0; then
+		dev=$(field dev "$D/out") host=$(field host "$D/out")
+		pk=$(field tx_packets "$D/out") kicks=$(field tx_kicks "$D/out")
+		if [ "${dev:-0}" -gt 0 ] && [ "${host:-0}" -gt 0 ] && [ "${kicks:-0}" -gt 0 ] &&
+		   [ "$((kicks * 2))" -lt "${pk:-0}" ]; then
+			ok xsk-client
+		else
+			ko xsk-client "handler and host replies, fewer kicks than half the packets: $(cat "$D/out")"
+		fi
+	else
+		ko xsk-client "$(tail -3 "$D/out")"
+	fi
+	nsenter --net=/var/run/netns/"$SRV" -- "$KV" udp-server "$IP0" keys $KEYS seconds 20 >"$D/usrv" 2>&1 &
+	usrv=$!
+	for _ in $(seq 100); do grep -q ready "$D/usrv" && break; kill -0 $usrv 2>/dev/null || break; sleep 0.05; done
+	if xclient 7718 get-pct 50 window 16 count 3000 warmup 0 && [ "$(field dev "$D/out")" = 0 ] &&
+	   [ "$(field ops "$D/out")" = 3000 ]; then
+		ok xsk-client-udp-server
+	else
+		ko xsk-client-udp-server "$(tail -3 "$D/out")"
+	fi
+	kill $usrv 2>/dev/null; wait $usrv 2>/dev/null
+	nsx "$C2" "$SPINCTL" detach veth0 >/dev/null 2>&1
+else
+	ko xsk-client "cannot attach the runtime to the client's veth0"
+	ko xsk-client-udp-server "no runtime"
+fi
+
+# 8. the server saw what the clients saw: handler hits, host answers, no bad request
 kill $srv; wait $srv; srv_rc=$?; srv=
 hits=$(sed -n 's/.*handler hits \([0-9]*\).*/\1/p' "$D/srv")
 if [ $srv_rc = 0 ] && [ "${hits:-0}" -gt 0 ] && grep -q "bad 0 other 0" "$D/srv"; then
@@ -111,7 +151,7 @@ else
 	ko no-runtime-drops "$(awk '/^drops:/{d=1;next} d && $2 != 0' "$D/stats")"
 fi
 
-# 8. clean-up: detach, namespaces gone
+# 9. clean-up: detach, namespaces gone
 nsx "$SRV" "$SPINCTL" detach veth0 >/dev/null 2>&1
 spin_ns_cleanup
 if ! ip netns list | grep -q "^spins$$-kv"; then ok cleanup; else ko cleanup "namespaces left"; fi
