@@ -924,7 +924,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 {
 	uint64_t start = now_us(), deadline = timeout_ms == PTL_TIME_FOREVER ? UINT64_MAX :
 					      start + (uint64_t)timeout_ms * 1000;
-	bool spinning = true;
+	bool spinning = true, polling = false;
 	unsigned int spins = 0;
 	int rc;
 
@@ -958,18 +958,37 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 			continue;
 		}
 		if (spinning) {
-			/* sleep; the progress thread takes over */
 			spinning = false;
 			ni->spinners--;
 			ni->last_spin_us = 0;
-			/* the progress thread may already sleep in poll(): the
-			 * runtime must wake it again */
-			if (!ni->spinners)
-				__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET,
-						   __ATOMIC_SEQ_CST);
-			pthread_cond_broadcast(&ni->bg_cv);
+		}
+		if (!polling && !ni->poller) {
+			/* sleep in poll() on the event ring and the socket
+			 * ourselves: the runtime's wake-up reaches this thread
+			 * directly, not the progress thread, which would then
+			 * have to wake it (two switches per event instead of
+			 * one).  The runtime must wake the ring's readers
+			 * again; what it posted quietly meanwhile is taken at
+			 * the top of the loop before the first poll(). */
+			ni->poller = polling = true;
+			__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
+			continue;
+		}
+		if (polling) {
+			struct pollfd pfd[2];
+			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
+			int n = 0;
+
+			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
+			if (spin_events_fd(ni->rt) >= 0)
+				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
+			ptl_unlock(ni);
+			poll(pfd, n, (int)((until - t + 999) / 1000));
+			ptl_lock(ni);
+			continue;
 		}
 		{
+			/* another caller polls; it broadcasts cv on progress */
 			struct timespec ts;
 			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
 
@@ -983,6 +1002,16 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 		 * checks at least every 10 ms: no wake-up on this fast path) */
 		ni->spinners--;
 		ni->last_spin_us = now_us();
+	}
+	if (polling) {
+		/* the same for a caller that slept in poll(): events are
+		 * posted quietly until the progress thread (or the next
+		 * caller) polls again, and clears the flag first; a caller
+		 * still waiting on cv becomes the poller */
+		ni->poller = false;
+		ni->last_spin_us = now_us();
+		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
+		pthread_cond_broadcast(&ni->cv);
 	}
 	return rc;
 }
@@ -1005,7 +1034,7 @@ void *ptl_progress_thread(void *arg)
 
 			if (ni->stop)
 				break;
-			if (ni->spinners > 0) {
+			if (ni->spinners > 0 || ni->poller) {
 				uint64_t u = t + 10000;
 
 				ts.tv_sec = u / 1000000;

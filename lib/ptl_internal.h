@@ -177,6 +177,8 @@ struct ptl_ni {
 	pthread_t thr;
 	bool thr_on, stop;
 	int spinners;		/* callers busy-polling: the thread sleeps */
+	bool poller;		/* a caller sleeps in poll() on the fds: so does
+				 * not the thread */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int refs;
 	uint8_t gen;
