@@ -10,6 +10,8 @@
 #   sample_topo_up TAG N NET HOSTFILE   build it, write the hostfile
 #   sample_ns TAG K                     the namespace of rank K
 #   sample_run TAG K HOSTFILE CMD...    run CMD as rank K inside its namespace
+#   sample_handler_cost TAG HOSTFILE DIR CMD...
+#                                       the loaded handler program's size (below)
 
 sample_ns() { echo "$1-r$2"; }
 
@@ -41,6 +43,26 @@ sample_topo_up() {
 sample_run() {
 	local tag=$1 k=$2 hosts=$3; shift 3
 	nsx "$(sample_ns "$tag" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$hosts" SPIN_RANK="$k" "$@"
+}
+
+# What a benchmark reports as its handler's cost: start CMD as rank 0
+# (SAMPLE_DIR=DIR, killed after 20 s at the latest), wait until its Portals
+# handler program is loaded, print `spinctl handler list veth0` and
+# `bpftool prog show` of that program (xlated and jited sizes), stop CMD.
+sample_handler_cost() {
+	local tag=$1 hosts=$2 dir=$3 ns pid id spinctl=${SPINCTL:-$TOP/tools/spinctl}; shift 3
+	ns=$(sample_ns "$tag" 0)
+	sample_run "$tag" 0 "$hosts" env SAMPLE_DIR="$dir" timeout -k 2 20 "$@" >/dev/null 2>&1 &
+	pid=$!
+	for _ in $(seq 50); do
+		nsx "$ns" "$spinctl" handler list veth0 2>/dev/null | grep -q ptl && break
+		sleep 0.1
+	done
+	nsx "$ns" "$spinctl" handler list veth0
+	id=$(nsx "$ns" "$spinctl" handler list veth0 | awk '$2 ~ /^ptl/ { print $3 }')
+	[ -n "$id" ] && bpftool prog show id "$id"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
 }
 
 # CPU accounting for the benchmarks: sample_cpu_ticks CPU prints "busy total"

@@ -144,20 +144,8 @@ done
 
 {
 	echo "# condread handler program at the server (spinctl handler list; bpftool prog show)"
-	dir=$(mktemp -d "$WORK/cost.XXXX")
 	detach_all
-	sample_run "$TAG" 0 "$WORK/hosts" env SAMPLE_DIR="$dir" timeout -k 2 20 "$BIN" server spin \
-		>/dev/null 2>&1 &
-	srv=$!
-	for i in $(seq 50); do
-		nsx "$(sample_ns "$TAG" 0)" "$SPINCTL" handler list veth0 2>/dev/null | grep -q ptl && break
-		sleep 0.1
-	done
-	nsx "$(sample_ns "$TAG" 0)" "$SPINCTL" handler list veth0
-	id=$(nsx "$(sample_ns "$TAG" 0)" "$SPINCTL" handler list veth0 | awk '$2 ~ /^ptl/ { print $3 }')
-	[ -n "$id" ] && bpftool prog show id "$id"
-	kill "$srv" 2>/dev/null
-	wait "$srv" 2>/dev/null
+	sample_handler_cost "$TAG" "$WORK/hosts" "$(mktemp -d "$WORK/cost.XXXX")" "$BIN" server spin
 } >"$OUT/condread_handler.txt" 2>&1
 cat "$OUT/condread_handler.txt" >&2
 exit $FAILED

@@ -166,20 +166,8 @@ done
 # the handler's instruction counts (xlated, as loaded) at the root
 {
 	echo "# reduce handler program at the root (spinctl handler list; bpftool prog show)"
-	dir=$(mktemp -d "$WORK/cost.XXXX")
 	detach_all
-	sample_run "$TAG" 0 "$WORK/hosts4" env SAMPLE_DIR="$dir" timeout -k 2 20 "$BIN" root spin \
-		>/dev/null 2>&1 &
-	root=$!
-	for i in $(seq 50); do
-		nsx "$(sample_ns "$TAG" 0)" "$SPINCTL" handler list veth0 2>/dev/null | grep -q ptl && break
-		sleep 0.1
-	done
-	nsx "$(sample_ns "$TAG" 0)" "$SPINCTL" handler list veth0
-	id=$(nsx "$(sample_ns "$TAG" 0)" "$SPINCTL" handler list veth0 | awk '$2 ~ /^ptl/ { print $3 }')
-	[ -n "$id" ] && bpftool prog show id "$id"
-	kill "$root" 2>/dev/null
-	wait "$root" 2>/dev/null
+	sample_handler_cost "$TAG" "$WORK/hosts4" "$(mktemp -d "$WORK/cost.XXXX")" "$BIN" root spin
 } >"$OUT/reduce_handler.txt" 2>&1
 cat "$OUT/reduce_handler.txt" >&2
 exit $FAILED
