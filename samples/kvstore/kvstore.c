@@ -648,6 +648,7 @@ struct cli_net {
 	struct spin_rt *rt;
 	struct spin_xsk *x;
 	int me;
+	bool pt;	/* we allocated KV_PT (and free it) */
 };
 
 static int net_open_xsk(struct cli_net *n, const char *dev, uint16_t port, uint32_t rank)
@@ -658,7 +659,6 @@ static int net_open_xsk(struct cli_net *n, const char *dev, uint16_t port, uint3
 		.options = SPIN_ME_OP_PUT | SPIN_ME_XSK,
 	};
 	struct spin_job job;
-	struct spin_peer p;
 
 	n->me = -1;
 	if (spin_open(dev, &n->rt) < 0 || spin_job_load(&job, NULL) < 0)
@@ -685,8 +685,9 @@ static int net_open_xsk(struct cli_net *n, const char *dev, uint16_t port, uint3
 		}
 	}
 	spin_job_free(&job);
-	if (spin_peer_get(n->rt, 0, &p) < 0 || spin_pt_alloc(n->rt, KV_PT) < 0)
+	if (spin_pt_alloc(n->rt, KV_PT) < 0)
 		return -1;
+	n->pt = true;
 	n->me = spin_me_append(n->rt, &s);
 	if (n->me < 0 || spin_xsk_open(n->rt, NULL, &n->x) < 0)
 		return -1;
@@ -700,7 +701,8 @@ static void net_close(struct cli_net *n)
 	if (n->rt) {
 		if (n->me >= 0)
 			spin_me_unlink(n->rt, n->me);
-		spin_pt_free(n->rt, KV_PT);
+		if (n->pt)
+			spin_pt_free(n->rt, KV_PT);
 		spin_close(n->rt);
 	}
 	if (n->fd >= 0)
@@ -750,13 +752,11 @@ static int net_recv(struct cli_net *n, struct cli *c)
 
 		c->now = sample_now_ns();	/* replies already waiting */
 		k = spin_xsk_recv(n->x, xsk_reply, c, 0);
-		if (k < 0)
-			fprintf(stderr, "kvstore: receive: %s\n", spin_errmsg());
-		if (k)
-			return k;
-		(void)poll(&p, 1, 20);	/* EINTR: look again */
-		c->now = sample_now_ns();
-		k = spin_xsk_recv(n->x, xsk_reply, c, 0);
+		if (!k) {
+			(void)poll(&p, 1, 20);	/* EINTR: look again */
+			c->now = sample_now_ns();
+			k = spin_xsk_recv(n->x, xsk_reply, c, 0);
+		}
 		if (k < 0)
 			fprintf(stderr, "kvstore: receive: %s\n", spin_errmsg());
 		return k;
