@@ -414,6 +414,8 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->user_ptr = s->user_ptr;
 	m->owner_pid = getpid();
 	m->hpu_len = s->hpu_init_len;
+	m->wake_count = 0;
+	m->wake_at = 0;
 	me_counters_reset(rt, idx);
 	memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
 	if (s->hpu_init_len)
@@ -514,6 +516,29 @@ static int me_counters_reset(struct spin_rt *rt, uint32_t idx)
 		err = -1;
 	free(v);
 	return err;
+}
+
+int spin_me_wake_arm(struct spin_rt *rt, uint32_t me_index, uint64_t at)
+{
+	struct spin_me *m;
+	int err;
+
+	if (!rt)
+		return spin_seterr(SPIN_EUSAGE, "spin_me_wake_arm: no runtime");
+	if ((err = me_check(me_index)))
+		return err;
+	m = &rt->me[me_index];
+	/* store wake_at, then read wake_count; the runtime adds to wake_count,
+	 * then reads wake_at: one of the two sees the other */
+	__atomic_store_n(&m->wake_at, at, __ATOMIC_SEQ_CST);
+	return at && __atomic_load_n(&m->wake_count, __ATOMIC_SEQ_CST) >= at;
+}
+
+uint64_t spin_me_wake_count(struct spin_rt *rt, uint32_t me_index)
+{
+	if (!rt || me_index >= SPIN_MAX_ME)
+		return 0;
+	return __atomic_load_n(&rt->me[me_index].wake_count, __ATOMIC_ACQUIRE);
 }
 
 int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)

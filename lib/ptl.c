@@ -847,7 +847,7 @@ int PtlEQPoll(const ptl_handle_eq_t *eqh, unsigned int size, ptl_time_t timeout,
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
-	rc = ptl_wait(ni, eqpoll_done, &a, timeout);
+	rc = ptl_wait(ni, eqpoll_done, NULL, &a, timeout);
 	if (a.bad) {
 		rc = PTL_ARG_INVALID;
 	} else if (rc == PTL_OK) {
@@ -993,6 +993,51 @@ static bool ctpoll_done(struct ptl_ni *ni, void *p)
 	return false;
 }
 
+/* The one entry whose runtime events count on counter ct, if its events
+ * are wanted by nothing else while a caller waits on the counter: no event
+ * queue gets its successes, no triggered operation waits on the counter,
+ * the priority list.  Else NULL (its events wake the waiter, as all did). */
+static struct ptl_mer *ct_sole_entry(struct ptl_ni *ni, ptl_handle_ct_t cth)
+{
+	struct ptl_mer *one = NULL;
+
+	for (int i = 0; i < PTL_N_ME; i++) {
+		struct ptl_mer *m = &ni->me[i];
+		unsigned int o = m->me.options;
+
+		if (!m->used || m->me.ct_handle != cth || !(o & PTL_ME_EVENT_CT_COMM))
+			continue;
+		if (one || !m->window || m->rt < 0 || m->list != PTL_PRIORITY_LIST ||
+		    (!(o & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE)) &&
+		     ni->pt[m->pt].eq != PTL_EQ_NONE))
+			return NULL;
+		one = m;
+	}
+	if (one && ni->n_trig > 0)
+		for (int i = 0; i < PTL_N_TRIG; i++)
+			if (ni->trig[i].used && ni->trig[i].ct == ptl_hidx(cth))
+				return NULL;
+	return one;
+}
+
+/* ptl_wait's arm for PtlCTPoll: each counter's sole entry wakes the
+ * caller only for the event that brings the counter to its test. */
+static bool ctpoll_arm(struct ptl_ni *ni, void *p)
+{
+	struct ctpoll_arg *a = p;
+	bool sleep = true;
+
+	for (unsigned int i = 0; i < a->n; i++) {
+		struct ptl_ct *c = ptl_ct_get(ni, a->h[i]);
+		struct ptl_mer *m = c ? ct_sole_entry(ni, a->h[i]) : NULL;
+		uint64_t have = c ? c->v.success + c->v.failure : 0;
+
+		if (m && have < a->tests[i] && !ptl_wake_arm(ni, m, a->tests[i] - have))
+			sleep = false;
+	}
+	return sleep;
+}
+
 int PtlCTPoll(const ptl_handle_ct_t *cth, const ptl_size_t *tests, unsigned int size,
 	      ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which)
 {
@@ -1005,7 +1050,7 @@ int PtlCTPoll(const ptl_handle_ct_t *cth, const ptl_size_t *tests, unsigned int 
 	ni = ptl_enter(&rc);
 	if (!ni)
 		return rc;
-	rc = ptl_wait(ni, ctpoll_done, &a, timeout);
+	rc = ptl_wait(ni, ctpoll_done, ctpoll_arm, &a, timeout);
 	if (a.bad) {
 		rc = PTL_ARG_INVALID;
 	} else if (a.hit >= 0) {
@@ -1815,6 +1860,8 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 		s.match_pid = SPIN_PID_ANY;
 	s.options = me->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE |
 				   PTL_ME_NO_TRUNCATE);
+	if (me->options & PTL_ME_EVENT_CT_BYTES)
+		s.options |= SPIN_ME_WAKE_BYTES;	/* wake thresholds in the counter's units */
 	if (!(s.options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET)))
 		s.options |= SPIN_ME_OP_PUT;
 	/* the runtime need not post successful completions the library would

@@ -788,6 +788,9 @@ static int on_event(void *ctx, const struct spin_event *e)
 			ni->drops++;
 			break;
 		}
+		/* the units the runtime added to the entry's wake_count */
+		if (e->fail == SPIN_FAIL_OK)
+			m->wake_seen += (m->me.options & PTL_ME_EVENT_CT_BYTES) ? e->mlength : 1;
 		ptl_target_done(ni, m, &ev, e->src_rank, e->src_pid);
 		break;
 	}
@@ -919,15 +922,41 @@ int ptl_progress(struct ptl_ni *ni)
 	return n;
 }
 
-int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg,
-	     ptl_time_t timeout_ms)
+bool ptl_wake_arm(struct ptl_ni *ni, struct ptl_mer *m, uint64_t need)
+{
+	int i;
+
+	if (m->rt < 0 || !need)
+		return true;
+	for (i = 0; i < ni->n_armed && ni->armed[i] != (uint32_t)m->rt; i++)
+		;
+	if (i == ni->n_armed) {
+		if (ni->n_armed == PTL_N_ARMED)
+			return true;	/* not armed: its events wake as before */
+		ni->armed[ni->n_armed++] = (uint32_t)m->rt;
+	}
+	return spin_me_wake_arm(ni->rt, (uint32_t)m->rt, m->wake_seen + need) == 0;
+}
+
+void ptl_wake_disarm(struct ptl_ni *ni)
+{
+	for (int i = 0; i < ni->n_armed; i++)
+		spin_me_wake_arm(ni->rt, ni->armed[i], 0);
+	ni->n_armed = 0;
+}
+
+int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
+	     bool (*arm)(struct ptl_ni *, void *), void *arg, ptl_time_t timeout_ms)
 {
 	uint64_t start = now_us(), deadline = timeout_ms == PTL_TIME_FOREVER ? UINT64_MAX :
 					      start + (uint64_t)timeout_ms * 1000;
 	bool spinning = true, polling = false;
-	unsigned int spins = 0;
+	unsigned int spins = 0, early = 0;
 	int rc;
 
+	/* a poller's thresholds are for its own wait only */
+	if (ni->waiters++ && ni->n_armed)
+		ptl_wake_disarm(ni);
 	ni->spinners++;
 	if (!(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
 		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
@@ -979,6 +1008,22 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
 			int n = 0;
 
+			/* wake only for the event that can end the wait; if it
+			 * may be in the ring already (its writer still
+			 * finishing it), look again instead of sleeping, a
+			 * bounded number of times */
+			if (arm && ni->waiters == 1 && early < 256) {
+				if (!arm(ni, arg)) {
+					early++;
+					ptl_unlock(ni);
+					spin_cpu_relax();
+					ptl_lock(ni);
+					continue;
+				}
+			} else if (ni->n_armed) {
+				ptl_wake_disarm(ni);
+			}
+
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 			if (spin_events_fd(ni->rt) >= 0)
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
@@ -1003,6 +1048,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg
 		ni->spinners--;
 		ni->last_spin_us = now_us();
 	}
+	if (ni->n_armed)
+		ptl_wake_disarm(ni);
+	ni->waiters--;
 	if (polling) {
 		/* the same for a caller that slept in poll(): events are
 		 * posted quietly until the progress thread (or the next

@@ -42,6 +42,7 @@ enum ptl_htype {
 #define PTL_N_UNEX	4096
 #define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
+#define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
 #define PTL_MAX_ATOMIC	(SPIN_MAX_SEG & ~15)	/* 1376: whole elements of any type */
 
 struct ptl_eq {
@@ -75,6 +76,8 @@ struct ptl_mer {
 	uint64_t seq;		/* library append order */
 	uint64_t local_off;	/* PTL_ME_MANAGE_LOCAL */
 	uint32_t match_rank;	/* SPIN_RANK_ANY or a rank */
+	uint64_t wake_seen;	/* units of the runtime's put/get events read
+				 * (spin_me.wake_count as far as consumed) */
 	void *user_ptr;
 	ptl_me_t me;
 };
@@ -180,6 +183,10 @@ struct ptl_ni {
 	bool poller;		/* a caller sleeps in poll() on the fds: so does
 				 * not the thread */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
+	int waiters;		/* callers in ptl_wait */
+	int n_armed;		/* runtime entries with a wake threshold armed by
+				 * the poller (ptl_wait's arm) */
+	uint32_t armed[PTL_N_ARMED];
 	int refs;
 	uint8_t gen;
 	unsigned int options;
@@ -254,9 +261,20 @@ ptl_ni_fail_t ptl_fail_of(uint32_t spin_fail);
 /* ptl_data.c */
 int ptl_progress(struct ptl_ni *ni);
 void *ptl_progress_thread(void *arg);
-/* Wait (lock held) until done(arg) or timeout_ms (PTL_TIME_FOREVER). */
-int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg,
-	     ptl_time_t timeout_ms);
+/* Wait (lock held) until done(arg) or timeout_ms (PTL_TIME_FOREVER).
+ * arm (may be NULL) is called before the caller sleeps in poll(), when it
+ * is the only waiter: it may arm wake thresholds on runtime entries
+ * (ptl_wake_arm) so that the runtime wakes it only for the event that can
+ * make done() true; it returns false if such an event may already be in
+ * the ring (do not sleep).  Thresholds are disarmed when the wait ends or
+ * another caller starts waiting. */
+int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
+	     bool (*arm)(struct ptl_ni *, void *), void *arg, ptl_time_t timeout_ms);
+/* Arm entry m to wake the poller once `need` more units (messages, or
+ * bytes for PTL_ME_EVENT_CT_BYTES) than read so far have been posted;
+ * false if that many may be posted already. */
+bool ptl_wake_arm(struct ptl_ni *ni, struct ptl_mer *m, uint64_t need);
+void ptl_wake_disarm(struct ptl_ni *ni);
 int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
 		   ptl_ack_req_t ack_req, ptl_process_t target, ptl_pt_index_t pt,
 		   ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr);

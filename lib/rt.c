@@ -1114,6 +1114,10 @@ int spin_events_consume(struct spin_rt *rt, spin_event_fn fn, void *ctx)
 	rt->ev_ctx = ctx;
 	rt->ev_count = 0;
 	rt->ev_stop = 0;
+	/* caught up: the runtime need not force wake-ups (cleared before
+	 * reading, so an event posted quietly after the read sets it again) */
+	if (rt->cfg && __atomic_load_n(&rt->cfg->rb_lag, __ATOMIC_RELAXED))
+		__atomic_store_n(&rt->cfg->rb_lag, 0, __ATOMIC_SEQ_CST);
 	err = ring_buffer__consume(rt->rb);
 	if (err < 0 && !(err == EV_STOP && rt->ev_stop) && err != -EINTR)
 		return spin_seterr(SPIN_EIO, "reading spin_events failed: %s", strerror(-err));

@@ -28,6 +28,7 @@
 #include <arpa/inet.h>
 #include <linux/types.h>
 #include <spin/portals4.h>
+#include <spin/spin.h>
 #include "progs/test_handlers.h"
 
 /* ------------------------------------------------------------ harness -- */
@@ -2758,6 +2759,121 @@ static void c_spin_hpu(void)
 	fini_ni();
 }
 
+/* ---------------------------------------------------- wake thresholds -- */
+
+/* A sleeping PtlCTWait arms a wake threshold on its counter's only entry:
+ * the runtime wakes it for the event that reaches the test, and posts the
+ * others quietly (stats: events_quiet).  Not armed when the entry's events
+ * go to an event queue; a second waiter disarms it.  Run with
+ * SPIN_PTL_SPIN_US=0 (waits sleep at once). */
+struct ctw_arg { ptl_handle_ct_t ct; ptl_size_t test; int ok; };
+
+static void *ctw_thread(void *p)
+{
+	struct ctw_arg *a = p;
+
+	a->ok = ct_wait(a->ct, a->test, T_EV_MS, "wake threshold with a second waiter");
+	return NULL;
+}
+
+static uint64_t quiet_events(struct spin_rt *rt)
+{
+	struct spin_stats st;
+
+	if (spin_stats_read(rt, &st) < 0)
+		DIE("spin_stats_read: %s", spin_errmsg());
+	return st.events_quiet;
+}
+
+#define CTW_N	64
+#define CTW_LEN	1000
+
+static void c_ctwake(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(256);
+		ptl_handle_ct_t ca = ct_new(), cb = ct_new();
+		uint8_t *ba = kbuf(K_WIN, CTW_N * CTW_LEN), *bb = kbuf(K_WIN, 4096);
+		struct ctw_arg ta;
+		struct spin_rt *rt;
+		ptl_event_t ev;
+		unsigned which;
+		pthread_t th;
+		uint64_t q0, q1;
+
+		if (spin_open(getenv("SPIN_IFACE"), &rt) < 0)
+			DIE("spin_open: %s", spin_errmsg());
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ba, CTW_N * CTW_LEN,
+		       PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES |
+		       PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_LINK_DISABLE,
+		       1, 0, ca, PTL_PRIORITY_LIST, U(1));
+		me_add(PT_DATA, bb, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_LINK_DISABLE,
+		       2, 0, cb, PTL_PRIORITY_LIST, U(2));
+
+		/* one wake-up for 64 messages */
+		q0 = quiet_events(rt);
+		barrier("cw.a");
+		ct_wait(ca, CTW_N * CTW_LEN, T_EV_MS, "sleeping wait, threshold armed");
+		ct_is(ca, CTW_N * CTW_LEN, 0, "counter after 64 puts");
+		check_pat("64 puts", ba, CTW_N * CTW_LEN, 7);
+		q1 = quiet_events(rt);
+		CHK(q1 - q0 >= CTW_N / 2, "%llu of %d events posted quietly (threshold armed)",
+		    (unsigned long long)(q1 - q0), CTW_N);
+		LOG("armed: %llu of %d events quiet", (unsigned long long)(q1 - q0), CTW_N);
+
+		/* events an event queue wants: every one wakes */
+		barrier("cw.b");
+		ct_wait(cb, 16, T_EV_MS, "sleeping wait, entry with events");
+		CHK_EQ(quiet_events(rt) - q1, 0, "events posted quietly for an entry with an event queue");
+		CHK_EQ(drain(eq, 200), 16, "put events in the queue");
+
+		/* a second waiter disarms the first's threshold: its event
+		 * reaches it, and the first still completes */
+		ta = (struct ctw_arg){ ca, 2 * CTW_N * CTW_LEN, 0 };
+		pthread_create(&th, NULL, ctw_thread, &ta);
+		msleep(50);
+		barrier("cw.c");
+		RC(PtlEQWait(eq, &ev), PTL_OK);
+		CHK_EQ(ev.type, PTL_EVENT_PUT, "second waiter's event type");
+		CHK_EQ(ev.match_bits, 2, "second waiter's event match bits");
+		pthread_join(th, NULL);
+		CHK(ta.ok, "first waiter completed");
+		(void)which;
+		check_pat("64 more puts", ba, CTW_N * CTW_LEN, 7);
+		barrier("cw.done");
+		spin_close(rt);
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, CTW_N * CTW_LEN);
+		ptl_handle_md_t md;
+
+		fill(src, CTW_N * CTW_LEN, 7);
+		md = md_new(src, CTW_N * CTW_LEN, 0, PTL_EQ_NONE, PTL_CT_NONE);
+		barrier("cw.a");
+		msleep(100);	/* rank 1 is asleep */
+		for (int i = 0; i < CTW_N; i++)
+			RC(PtlPut(md, i * CTW_LEN, CTW_LEN, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1,
+				  i * CTW_LEN, NULL, 0), PTL_OK);
+		barrier("cw.b");
+		msleep(100);
+		for (int i = 0; i < 16; i++)
+			RC(PtlPut(md, 0, 100, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 2, 0, NULL, 0),
+			   PTL_OK);
+		barrier("cw.c");
+		msleep(100);
+		for (int i = 0; i < CTW_N; i++) {
+			if (i == CTW_N / 2)
+				RC(PtlPut(md, 0, 100, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 2, 0, NULL, 0),
+				   PTL_OK);
+			RC(PtlPut(md, i * CTW_LEN, CTW_LEN, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1,
+				  i * CTW_LEN, NULL, 0), PTL_OK);
+		}
+		barrier("cw.done");
+	}
+	fini_ni();
+}
+
 /* ------------------------------------------------------------- main -- */
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -2767,6 +2883,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eventopts", c_eventopts }, { "eqdrop", c_eqdrop }, { "badargs", c_badargs },
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
+	{ "ctwake", c_ctwake },
 };
 
 int main(int argc, char **argv)

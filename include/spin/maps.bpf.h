@@ -328,12 +328,45 @@ static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u
 }
 
 /* Flags for bpf_ringbuf_submit: no wake-up while the reader busy-polls
- * (SPIN_CFG_F_RB_QUIET); a wake-up is an interrupt, a VM exit on a VM. */
+ * (SPIN_CFG_F_RB_QUIET); a wake-up is an interrupt, a VM exit on a VM.
+ * After an event was posted quietly below a wake threshold (rb_lag), the
+ * ring would not wake the reader by itself (it wakes only a reader that
+ * has consumed everything before the new event): force it. */
 static __always_inline __u64 spin_rb_flags(void)
 {
 	struct spin_cfg *cfg = spin_cfg_get();
 
-	return cfg && (cfg->flags & SPIN_CFG_F_RB_QUIET) ? BPF_RB_NO_WAKEUP : 0;
+	if (!cfg)
+		return 0;
+	if (cfg->flags & SPIN_CFG_F_RB_QUIET)
+		return BPF_RB_NO_WAKEUP;
+	return cfg->rb_lag ? BPF_RB_FORCE_WAKEUP : 0;
+}
+
+/* Flags for the completion event of a message on entry me, and its count
+ * towards the entry's wake threshold (struct spin_me, wake_count): only
+ * the event whose units cross wake_at wakes the reader.  Call after the
+ * event's reservation succeeded (every counted unit is in the ring). */
+static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_stats *st,
+						__u32 fail, __u64 mlength)
+{
+	struct spin_cfg *cfg = spin_cfg_get();
+	__u64 u, old, at, flags = spin_rb_flags();
+
+	if (fail)
+		return flags;
+	u = (me->options & SPIN_ME_WAKE_BYTES) ? mlength : 1;
+	old = __sync_fetch_and_add(&me->wake_count, u);
+	at = *(volatile __u64 *)&me->wake_at;
+	if (!at || flags == BPF_RB_NO_WAKEUP)
+		return flags;
+	if (old < at && at <= old + u)
+		return BPF_RB_FORCE_WAKEUP;
+	if (cfg && !cfg->rb_lag)
+		cfg->rb_lag = 1;
+	if (st)
+		st->events_quiet++;
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* The event ring is nearly full: its reader fell behind (admission). */

@@ -154,7 +154,7 @@ static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __
 /* Post an event; the header fields come from the frame's sPIN header. */
 static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st, __u32 kind,
 				      __u32 fail, const struct spin_ctx *c,
-				      const struct spin_me *me, const struct spin_put_req *put)
+				      struct spin_me *me, const struct spin_put_req *put)
 {
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
@@ -174,7 +174,9 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 	}
 	if (put)
 		e->put = *put;
-	bpf_ringbuf_submit(e, spin_rb_flags());
+	bpf_ringbuf_submit(e, (kind == SPIN_EV_PUT || kind == SPIN_EV_GET) && me ?
+			      spin_me_wake_flags(me, st, fail, c->mlength) :
+			      spin_rb_flags());
 	if (st)
 		st->events++;
 }

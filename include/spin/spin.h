@@ -140,6 +140,19 @@ struct spin_me_spec {
 int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s);
 int spin_me_unlink(struct spin_rt *rt, uint32_t me_index);
 int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out);
+/* Threshold wake-ups.  The runtime counts the units of the successful
+ * put/get completion events it posts for an entry (messages, or bytes when
+ * the entry was appended with SPIN_ME_WAKE_BYTES) in spin_me.wake_count.
+ * With a threshold armed, only the event whose units reach `at` wakes a
+ * reader sleeping on the event ring (spin_events_fd); the others are
+ * posted quietly (stats: events_quiet).  Failures always wake.  at 0
+ * disarms (every event wakes, the default).  Returns 1 if wake_count has
+ * already reached `at` (that event may have been posted before the
+ * threshold was seen: do not sleep on it), 0 if armed, < 0 on error.  A
+ * reader computes `at` from the units it has consumed plus what it still
+ * needs, so events in the ring that it has not read yet are counted. */
+int spin_me_wake_arm(struct spin_rt *rt, uint32_t me_index, uint64_t at);
+uint64_t spin_me_wake_count(struct spin_rt *rt, uint32_t me_index);
 /* Read/write an ME's handler memory. */
 int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len);
 int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_t len);

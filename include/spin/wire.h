@@ -222,6 +222,9 @@ struct spin_stats {
 	__u64	fanout;		/* invocations whose puts went out by fan-out */
 	__u64	fanout_copies;	/* frames sent by the fan-out program (tx_device
 				 * counts them too) */
+	__u64	events_quiet;	/* completion events posted without waking the
+				 * reader: its entry's wake threshold
+				 * (spin_me.wake_at) was not reached */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -249,6 +252,12 @@ struct spin_cfg {
 	__u64	next_msg_id;	/* hosts: fetch-add, ids are its low 24 bits;
 				 * the device uses (cpu + 1) << 24 | seq */
 	__u64	gen;		/* bumped by the host on every table change */
+	__u32	rb_lag;		/* set by the runtime after it posted an event
+				 * quietly below a wake threshold: the reader
+				 * is behind, so a wake-up must be forced (the
+				 * ring wakes only a reader that caught up);
+				 * cleared by the reader before it consumes */
+	__u32	pad;
 };
 
 /* Portal table entry (spin_pt). */
@@ -286,6 +295,8 @@ enum spin_me_list {
  * receiving queue (spin_xsks) instead of being deposited; the owning
  * process reassembles them.  No handlers. */
 #define SPIN_ME_XSK		(1u << 31)
+/* spin's own: spin_me.wake_count counts bytes (mlength), not messages */
+#define SPIN_ME_WAKE_BYTES	(1u << 30)
 
 struct spin_me {
 	__u32	state;		/* enum spin_me_state; claimed with CAS */
@@ -309,6 +320,14 @@ struct spin_me {
 	__u64	ct_success;
 	__u64	ct_failure;
 	__u64	bytes;
+	/* Threshold wake-ups (spin_me_wake_arm()): the runtime adds the units
+	 * of every successful put/get event it posts for the entry (1, or
+	 * mlength with SPIN_ME_WAKE_BYTES) to wake_count, atomically, and
+	 * wakes the event reader only for the event whose add crosses
+	 * wake_at; the others are posted quietly.  wake_at 0: every event
+	 * wakes (the default).  Failures always wake. */
+	__u64	wake_count;
+	__u64	wake_at;
 };
 
 /* Per-CPU counters of a match entry (spin_me_ct, same index as spin_me). */
