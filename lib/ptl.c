@@ -536,6 +536,36 @@ int PtlNIFini(ptl_handle_ni_t nih)
 	return PTL_OK;
 }
 
+int PtlStartBundle(ptl_handle_ni_t nih)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	ni->bundle++;
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlEndBundle(ptl_handle_ni_t nih)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = PTL_OK;
+	if (ni->bundle <= 0)
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlEndBundle without PtlStartBundle");
+	else if (--ni->bundle == 0 && spin_xsk_flush(ni->xsk))
+		rc = ptl_seterr(PTL_FAIL, "PtlEndBundle: %s", spin_errmsg());
+	ptl_unlock(ni);
+	return rc;
+}
+
 int PtlNIStatus(ptl_handle_ni_t nih, ptl_sr_index_t reg, ptl_sr_value_t *status)
 {
 	struct spin_stats s;

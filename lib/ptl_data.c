@@ -224,6 +224,10 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	} else if (o->wire_op == SPIN_OP_GET) {
 		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
+	} else if (ni->bundle) {
+		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
+				    (uint32_t)o->len, NULL);
+		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else {
 		err = spin_xsk_send(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
 				    (uint32_t)o->len, NULL, NULL);

@@ -184,6 +184,7 @@ struct ptl_ni {
 				 * not the thread */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int waiters;		/* callers in ptl_wait */
+	int bundle;		/* PtlStartBundle depth: puts are only queued */
 	int n_armed;		/* runtime entries with a wake threshold armed by
 				 * the poller (ptl_wait's arm) */
 	uint32_t armed[PTL_N_ARMED];

@@ -2874,6 +2874,57 @@ static void c_ctwake(void)
 	fini_ni();
 }
 
+/* ------------------------------------------------------------ bundles -- */
+
+/* Puts between PtlStartBundle and PtlEndBundle are only queued: nothing
+ * arrives before the outermost PtlEndBundle, everything after it. */
+static void c_bundle(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *b = kbuf(K_WIN, 4096);
+
+		pt_new(0, PTL_EQ_NONE, PT_DATA);
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 1, 0, ct,
+		       PTL_PRIORITY_LIST, U(1));
+		barrier("bu.ready");
+		barrier("bu.posted");
+		msleep(100);
+		ct_is(ct, 0, 0, "puts inside an open bundle");
+		barrier("bu.checked");
+		barrier("bu.inner");
+		msleep(100);
+		ct_is(ct, 0, 0, "puts after an inner PtlEndBundle");
+		barrier("bu.checked2");
+		ct_wait(ct, 4, T_EV_MS, "puts after the outer PtlEndBundle");
+		check_pat("bundled puts", b, 4 * 500, 5);
+		barrier("bu.done");
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 2000);
+		ptl_handle_md_t md;
+
+		fill(src, 2000, 5);
+		md = md_new(src, 2000, 0, PTL_EQ_NONE, PTL_CT_NONE);
+		RC(PtlEndBundle(ni), PTL_ARG_INVALID);
+		RC(PtlStartBundle(ni + 1), PTL_ARG_INVALID);
+		barrier("bu.ready");
+		RC(PtlStartBundle(ni), PTL_OK);
+		RC(PtlStartBundle(ni), PTL_OK);
+		for (int i = 0; i < 4; i++)
+			RC(PtlPut(md, i * 500, 500, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, i * 500,
+				  NULL, 0), PTL_OK);
+		barrier("bu.posted");
+		barrier("bu.checked");
+		RC(PtlEndBundle(ni), PTL_OK);
+		barrier("bu.inner");
+		barrier("bu.checked2");
+		RC(PtlEndBundle(ni), PTL_OK);
+		barrier("bu.done");
+	}
+	fini_ni();
+}
+
 /* ------------------------------------------------------------- main -- */
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -2883,7 +2934,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eventopts", c_eventopts }, { "eqdrop", c_eqdrop }, { "badargs", c_badargs },
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
-	{ "ctwake", c_ctwake },
+	{ "ctwake", c_ctwake }, { "bundle", c_bundle },
 };
 
 int main(int argc, char **argv)

@@ -11,7 +11,7 @@
  * addressing), PtlNIStatus, PtlNIHandle, PtlSetMap/GetMap, PtlGetId,
  * PtlGetPhysId, PtlGetUid, PtlHandleIsEqual, PtlPTAlloc/Free/Enable/Disable,
  * PtlMEAppend/Unlink/Search, PtlMDBind/Release, PtlPut, PtlGet, PtlAtomic,
- * PtlFetchAtomic, PtlSwap, PtlAtomicSync, PtlEQAlloc/Free/Get/Wait/Poll,
+ * PtlFetchAtomic, PtlSwap, PtlAtomicSync, PtlStartBundle/PtlEndBundle, PtlEQAlloc/Free/Get/Wait/Poll,
  * PtlCTAlloc/Free/Get/Wait/Poll/Set/Inc, PtlTriggeredPut, PtlTriggeredGet,
  * PtlTriggeredCTInc, PtlTriggeredCTSet, PtlCTCancelTriggered.  Not
  * implemented: non-matching NIs and list entries (PtlLE*), iovecs, bundles.
@@ -338,6 +338,13 @@ int PtlSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
 	    ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
 	    const void *operand, ptl_op_t operation, ptl_datatype_t datatype);
 int PtlAtomicSync(void);
+/* Bundles: between PtlStartBundle and the matching PtlEndBundle, puts and
+ * atomics are queued on the AF_XDP TX ring and handed to the kernel
+ * together at PtlEndBundle (one system call in copy mode, and the packets
+ * leave back to back).  Nestable; a get, an ack or a reply sent meanwhile
+ * flushes what is queued. */
+int PtlStartBundle(ptl_handle_ni_t ni_handle);
+int PtlEndBundle(ptl_handle_ni_t ni_handle);
 
 /* -------------------------------------------------------- event queues -- */
 
