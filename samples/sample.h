@@ -13,12 +13,16 @@
 #define SPIN_SAMPLE_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -63,6 +67,77 @@ static inline uint64_t sample_percentile(uint64_t *v, size_t n, double p)
 	qsort(v, n, sizeof(*v), sample_cmp_u64);
 	i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
 	return v[i < n ? i : n - 1];
+}
+
+/*
+ * A tally in shared memory (a file in $SAMPLE_DIR mapped by every rank):
+ * ranks count what they have done, one waiter sleeps on a futex until the
+ * count reaches a target.  For a benchmark's own synchronisation (such as
+ * "every rank has checked message i"), which must not use the network
+ * being measured.  sample_tally_open(name, 1) creates (the waiter, before
+ * a barrier), sample_tally_open(name, 0) opens (the others, after it).
+ */
+struct sample_tally {
+	uint32_t count;		/* futex word */
+	uint32_t bad;		/* a rank failed */
+};
+
+static inline struct sample_tally *sample_tally_open(const char *name, int create)
+{
+	const char *dir = getenv("SAMPLE_DIR");
+	struct sample_tally *t;
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/tally.%s", dir ? dir : ".", name);
+	fd = open(p, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0644);
+	if (fd < 0 || (create && ftruncate(fd, sizeof(*t)))) {
+		fprintf(stderr, "sample: %s: %s\n", p, strerror(errno));
+		exit(1);
+	}
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (t == MAP_FAILED) {
+		fprintf(stderr, "sample: mmap %s: %s\n", p, strerror(errno));
+		exit(1);
+	}
+	return t;
+}
+
+/* Count one; wake the waiter when the count reaches target (or on bad). */
+static inline void sample_tally_add(struct sample_tally *t, uint32_t target, int bad)
+{
+	if (bad)
+		__atomic_store_n(&t->bad, 1, __ATOMIC_RELEASE);
+	if (__atomic_add_fetch(&t->count, 1, __ATOMIC_ACQ_REL) >= target || bad)
+		syscall(SYS_futex, &t->count, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* Sleep until the count reaches target: 0, or -1 after timeout_ms or
+ * when a rank reported bad. */
+static inline int sample_tally_wait(struct sample_tally *t, uint32_t target, int timeout_ms)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		uint32_t v = __atomic_load_n(&t->count, __ATOMIC_ACQUIRE);
+		struct timespec ts;
+		long left;
+
+		if (__atomic_load_n(&t->bad, __ATOMIC_ACQUIRE))
+			return -1;
+		if (v >= target)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000 +
+				     (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			return -1;
+		ts.tv_sec = left / 1000;
+		ts.tv_nsec = (left % 1000) * 1000000;
+		syscall(SYS_futex, &t->count, FUTEX_WAIT, v, &ts, NULL, 0);
+	}
 }
 
 /*

@@ -111,6 +111,14 @@ static __always_inline struct spin_me *__spin_me(struct spin_ctx *c);
  * spin_msg_offset() + p.offset.  (A header handler sees it as h.offset, but
  * handler memory is shared by the messages in flight.)
  */
+/* spin extension: the NIC's clock, in ns.  Here the host's CLOCK_MONOTONIC
+ * (bpf_ktime_get_ns), so a host program can compare it with
+ * clock_gettime(CLOCK_MONOTONIC): for timestamping arrivals on the NIC. */
+static __always_inline __u64 spin_time_ns(void)
+{
+	return bpf_ktime_get_ns();
+}
+
 static __always_inline ptl_size_t spin_msg_offset(void)
 {
 	__u32 k = 0;

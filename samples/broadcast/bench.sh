@@ -5,7 +5,8 @@
 # runtime fan-out) vs host forwarding (processes on kernel UDP sockets), on
 # 8 and 16 namespaces connected by one bridge (10.79.26.0/24).  Latency of
 # one broadcast: root's first send -> every other rank has the whole message
-# (gather at the root, see broadcast.c).  Both modes run in the same
+# (gather at the root, timed where it arrives: by the root's NIC handler for
+# spin, by the kernel's receive timestamp for host; see broadcast.c).  Both modes run in the same
 # invocation, alternating, REPS times; medians over repetitions.
 #
 #   samples/broadcast/bench.sh         (root; OUT=bench/results)
@@ -52,7 +53,7 @@ for n in $RANKS; do [ "$n" -gt "$max" ] && max=$n; done
 bc_up "$max" >"$WORK/topo.log" 2>&1 || { cat "$WORK/topo.log" >&2; exit 1; }
 for n in $RANKS; do bc_up "$n" >/dev/null 2>&1; done
 
-echo "label,mode,ranks,size,iters,p50_ns,p99_ns,mean_ns,max_ns" >"$CSV"
+echo "label,mode,ranks,size,iters,p50_ns,p99_ns,mean_ns,max_ns,proc_p50_ns,proc_p99_ns" >"$CSV"
 FAILED=
 for rep in $(seq 1 "$REPS"); do
 	for n in $RANKS; do
@@ -72,17 +73,19 @@ done
 
 # medians over repetitions, and spin/host
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 col() {	# col MODE RANKS SIZE COLUMN
 	awk -F, -v m="$1" -v n="$2" -v s="$3" -v c="$4" \
 		'NR > 1 && $2 == m && $3 == n && $4 == s { print $c }' "$CSV" | median
 }
-echo "ranks,size,spin_p50_ns,spin_p99_ns,host_p50_ns,host_p99_ns,ratio_p50,ratio_p99" >"$SUM"
+echo "ranks,size,spin_p50_ns,spin_p99_ns,host_p50_ns,host_p99_ns,ratio_p50,ratio_p99,spin_proc_p50_ns,host_proc_p50_ns,ratio_proc_p50" >"$SUM"
 for n in $RANKS; do
 	for s in ${SIZES//,/ }; do
 		sp50=$(col spin "$n" "$s" 6) sp99=$(col spin "$n" "$s" 7)
 		hp50=$(col host "$n" "$s" 6) hp99=$(col host "$n" "$s" 7)
+		spp=$(col spin "$n" "$s" 10) hpp=$(col host "$n" "$s" 10)
 		[ -n "$sp50" ] && [ -n "$hp50" ] || continue
-		echo "$n,$s,$sp50,$sp99,$hp50,$hp99,$(awk -v a="$sp50" -v b="$hp50" 'BEGIN { printf "%.3f", a / b }'),$(awk -v a="$sp99" -v b="$hp99" 'BEGIN { printf "%.3f", a / b }')" >>"$SUM"
+		echo "$n,$s,$sp50,$sp99,$hp50,$hp99,$(ratio "$sp50" "$hp50"),$(ratio "$sp99" "$hp99"),$spp,$hpp,$(ratio "$spp" "$hpp")" >>"$SUM"
 	done
 done
 column -t -s, "$SUM" >&2

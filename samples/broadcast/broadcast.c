@@ -31,14 +31,23 @@
  *   host  a "done" datagram from each rank's process, sent as soon as it
  *         has received the whole message (before it forwards; the root
  *         busy-polls).
- * Then (not measured) the root waits for a "checked" datagram from every
- * rank before it starts the next broadcast.  Messages alternate between two
- * halves of the buffer.
+ * The time is where the last notice arrives, so that when the root
+ * process next gets a CPU does not count: spin, the root's done entry's
+ * payload handler (broadcast_done.bpf.o) timestamps each notice by the
+ * NIC's clock; host, the kernel's receive timestamp (SO_TIMESTAMPNS).
+ * When the root process saw it is reported too ("root process").
+ * Then (not measured) the root waits until every rank has checked the
+ * message before it starts the next broadcast: a count in shared memory
+ * ($SAMPLE_DIR, a futex the root sleeps on), so that this bookkeeping
+ * does not add traffic to the network being measured.  Messages alternate
+ * between two halves of the buffer.
  *
  * Environment: SPIN_IFACE, SPIN_HOSTFILE, SPIN_RANK (as every spin program),
- * SAMPLE_DIR (shared directory: barriers and arrival times).
- * Output (root): one line per size "mode P size iters p50 p99 mean max"; with
- * csv, a line label,mode,P,size,iters,p50_ns,p99_ns,mean_ns,max_ns per size.
+ * SAMPLE_DIR (shared directory: barriers and the check count).
+ * Output (root): one line per size "mode P size iters p50 p99 mean max (root
+ * process: p50 p99)"; with csv, a line
+ * label,mode,P,size,iters,p50_ns,p99_ns,mean_ns,max_ns,proc_p50_ns,proc_p99_ns
+ * per size.
  * Exit status 0 only if every rank got every message intact.
  */
 #include <arpa/inet.h>
@@ -121,16 +130,35 @@ static struct sockaddr_in addr_of(const struct spin_job *j, uint32_t rank, uint1
 static int busy;	/* busy-poll instead of sleeping (option busy 1) */
 
 /* Wait for a datagram, up to timeout_ms: sleeping in poll(), or
- * busy-polling with non-blocking receives (busy). */
-static ssize_t recv_wait(int fd, void *buf, size_t len, int timeout_ms, int busy)
+ * busy-polling with non-blocking receives (busy).  ts: the kernel's
+ * receive time (CLOCK_REALTIME, SO_TIMESTAMPNS on the socket), 0 if none. */
+static ssize_t recv_wait(int fd, void *buf, size_t len, int timeout_ms, int busy, uint64_t *ts)
 {
 	uint64_t now = sample_now_ns(), end = now + (uint64_t)timeout_ms * 1000000ull;
 	ssize_t n;
 
 	do {
-		n = recv(fd, buf, len, MSG_DONTWAIT);
-		if (n >= 0)
+		struct iovec iov = { buf, len };
+		char cbuf[CMSG_SPACE(sizeof(struct timespec))];
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = ts ? cbuf : NULL,
+				     .msg_controllen = ts ? sizeof(cbuf) : 0 };
+
+		n = recvmsg(fd, &mh, MSG_DONTWAIT);
+		if (n >= 0) {
+			struct cmsghdr *c = ts ? CMSG_FIRSTHDR(&mh) : NULL;
+
+			if (ts)
+				*ts = 0;
+			for (; c; c = CMSG_NXTHDR(&mh, c))
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+					struct timespec t;
+
+					memcpy(&t, CMSG_DATA(c), sizeof(t));
+					*ts = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+				}
 			return n;
+		}
 		if (errno != EAGAIN && errno != EINTR)
 			return -1;
 		if (!busy) {
@@ -143,9 +171,17 @@ static ssize_t recv_wait(int fd, void *buf, size_t len, int timeout_ms, int busy
 	return -1;
 }
 
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static ssize_t recv_spin(int fd, void *buf, size_t len, int timeout_ms)
 {
-	return recv_wait(fd, buf, len, timeout_ms, busy);
+	return recv_wait(fd, buf, len, timeout_ms, busy, NULL);
 }
 
 /* The baseline's send of a whole message to one rank. */
@@ -194,7 +230,7 @@ static int host_recv(int fd, uint8_t *msg, uint32_t len, uint32_t it, int timeou
 	return 0;
 }
 
-enum { DONE_ARRIVED = 0, DONE_CHECKED = 1 };
+enum { DONE_ARRIVED = 0, DONE_CHECKED = 1 };	/* DONE_CHECKED: not sent any more */
 
 static void done_send(int fd, const struct sockaddr_in *root, uint32_t it, uint32_t rank,
 		      uint32_t kind)
@@ -205,8 +241,9 @@ static void done_send(int fd, const struct sockaddr_in *root, uint32_t it, uint3
 }
 
 /* The root: wait until every other rank sent `kind` for message it (a
- * datagram of the other kind is remembered for the next call). */
-static int gather(int fd, uint32_t it, uint32_t kind, uint32_t P, int timeout_ms)
+ * datagram of the other kind is remembered for the next call).  *last: the
+ * latest kernel receive time of those datagrams (CLOCK_REALTIME). */
+static int gather(int fd, uint32_t it, uint32_t kind, uint32_t P, int timeout_ms, uint64_t *last)
 {
 	static uint8_t mark[2][MAX_RANKS];
 	static uint32_t seen[2], cur = UINT32_MAX;
@@ -216,10 +253,12 @@ static int gather(int fd, uint32_t it, uint32_t kind, uint32_t P, int timeout_ms
 		seen[0] = seen[1] = 0;
 		cur = it;
 	}
+	*last = 0;
 	while (seen[kind] < P - 1) {
 		struct done_msg dm;
+		uint64_t ts;
 
-		if (recv_wait(fd, &dm, sizeof(dm), timeout_ms, kind == DONE_ARRIVED || busy) !=
+		if (recv_wait(fd, &dm, sizeof(dm), timeout_ms, kind == DONE_ARRIVED || busy, &ts) !=
 		    sizeof(dm)) {
 			fprintf(stderr, "broadcast: root: message %u: %u of %u ranks %s\n", it,
 				seen[kind], P - 1, kind == DONE_ARRIVED ? "have it" : "checked it");
@@ -228,6 +267,8 @@ static int gather(int fd, uint32_t it, uint32_t kind, uint32_t P, int timeout_ms
 		if (dm.iter == it && dm.rank < P && dm.kind < 2 && !mark[dm.kind][dm.rank]) {
 			mark[dm.kind][dm.rank] = 1;
 			seen[dm.kind]++;
+			if (dm.kind == kind && ts > *last)
+				*last = ts;
 		}
 	}
 	return 0;
@@ -259,13 +300,14 @@ int main(int argc, char **argv)
 	struct spin_stats st0, st1;
 	uint64_t want_puts = 0, want_fanout = 0;
 	uint8_t *buf = NULL, *ref;
-	uint64_t *lat;
+	uint64_t *lat, *plat;	/* arrival at the root's NIC or kernel; seen by the root process */
 	ptl_handle_ct_t done_ct = PTL_CT_NONE;
 	ptl_handle_me_t done_meh = 0;
 	ptl_size_t done_total = 0;
 	void *done_buf = NULL;
 	int data_fd = -1, done_fd, bad = 0;
 	char path[600], name[64];
+	struct sample_tally *checked = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -332,11 +374,13 @@ int main(int argc, char **argv)
 	nkids = children(rank, P, 0, kids);
 	ref = malloc(maxsz);
 	lat = calloc(o.warmup + o.iters, sizeof(*lat));
-	if (!ref || !lat)
+	plat = calloc(o.warmup + o.iters, sizeof(*plat));
+	if (!ref || !lat || !plat)
 		return 1;
 
 	done_fd = udp_socket(rank == 0 ? DONE_PORT : 0, 0);
-	if (done_fd < 0) {
+	if (done_fd < 0 ||
+	    (rank == 0 && setsockopt(done_fd, SOL_SOCKET, SO_TIMESTAMPNS, &(int){ 1 }, sizeof(int)))) {
 		perror("broadcast: done socket");
 		return 1;
 	}
@@ -360,11 +404,21 @@ int main(int argc, char **argv)
 			};
 
 			PTL_CHECK(PtlMDBind(s.ni, &d, &md));
-			/* completion notices from the other ranks' NICs: counted */
+			/* completion notices from the other ranks' NICs: counted,
+			 * and timestamped on arrival by broadcast_done.bpf.o */
 			PTL_CHECK(PtlSpinHostAlloc(s.ni, 4096, &done_buf));
 			PTL_CHECK(PtlCTAlloc(s.ni, &done_ct));
+			sample_obj_path("broadcast_done.bpf.o", path, sizeof(path));
+			if (PtlSpinHandlerLoad(s.ni, path, &h) != PTL_OK) {
+				fprintf(stderr, "broadcast: PtlSpinHandlerLoad %s: %s\n", path,
+					PtlSpinErrmsg());
+				return 1;
+			}
+			PTL_CHECK(PtlHPUAllocMem(sizeof(uint64_t), s.ni, &hm));
 			dme.start = done_buf;
 			dme.ct_handle = done_ct;
+			dme.handlers = h;
+			dme.hpu_memory = hm;
 			PTL_CHECK(PtlMEAppend(s.ni, s.pt, &dme, PTL_PRIORITY_LIST, NULL, &done_meh));
 			if (strcmp(o.order, "inorder")) {
 				if (spin_sock_open(NULL, 0, &sk) < 0) {
@@ -432,18 +486,29 @@ int main(int argc, char **argv)
 
 			PTL_CHECK(PtlMEWriteHPU(meh, offsetof(bcast_info_t, msg_size), v, sizeof(v)));
 		}
+		/* the checks are counted in shared memory, not over the
+		 * network being measured */
+		snprintf(name, sizeof(name), "checked.%s.%u.%u", o.label, o.spin, size);
+		if (checked)
+			munmap(checked, sizeof(*checked));
+		checked = rank == 0 ? sample_tally_open(name, 1) : NULL;
 		snprintf(name, sizeof(name), "start.%s.%u.%u", o.label, o.spin, size);
 		sample_barrier(name, rank, P, 60000);
+		if (rank) {
+			snprintf(name, sizeof(name), "checked.%s.%u.%u", o.label, o.spin, size);
+			checked = sample_tally_open(name, 0);
+		}
 		for (uint32_t it = 0; it < N && !bad; it++) {
 			uint8_t *half = buf + (size_t)(it & 1) * maxsz;
 
 			pattern(ref, size, it);
 			if (rank == 0) {
-				uint64_t t0;
+				uint64_t t0, t0_rt, last = 0, last_t0 = 0;
 
 				if (o.spin)
 					memcpy(half, ref, size);
 				t0 = sample_now_ns();
+				t0_rt = realtime_ns();
 				for (uint32_t k = 0; k < nkids; k++) {
 					if (!o.spin) {
 						struct sockaddr_in d = addr_of(&job, kids[k], HOST_PORT);
@@ -494,13 +559,33 @@ int main(int argc, char **argv)
 						bad = 1;
 					}
 					done_total = test;
-				} else if (gather(done_fd, it, DONE_ARRIVED, P, o.timeout_ms)) {
+					/* when the last notice reached this NIC */
+					if (!bad && PtlMEReadHPU(done_meh, 0, &last, sizeof(last)) != PTL_OK)
+						bad = 1;
+					last_t0 = t0;
+				} else if (gather(done_fd, it, DONE_ARRIVED, P, o.timeout_ms, &last)) {
+					bad = 1;
+				} else {
+					last_t0 = t0_rt;	/* the kernel's receive times */
+				}
+				plat[it] = sample_now_ns() - t0;
+				if (!bad && (last < last_t0 || last - last_t0 > plat[it])) {
+					fprintf(stderr, "broadcast: root: message %u: arrival time %llu ns after the send, not within the %llu ns until the root saw it\n",
+						it, (unsigned long long)(last - last_t0),
+						(unsigned long long)plat[it]);
 					bad = 1;
 				}
-				lat[it] = sample_now_ns() - t0;
+				lat[it] = last - last_t0;
 				/* not measured: every rank has checked it */
-				if (!bad && gather(done_fd, it, DONE_CHECKED, P, o.timeout_ms))
+				if (!bad && sample_tally_wait(checked, (it + 1) * (P - 1), o.timeout_ms)) {
+					if (checked->bad)
+						fprintf(stderr, "broadcast: root: message %u: a rank failed its check or gave up\n",
+							it);
+					else
+						fprintf(stderr, "broadcast: root: message %u: %u of %u ranks checked it\n",
+							it, checked->count - it * (P - 1), P - 1);
 					bad = 1;
+				}
 				continue;
 			}
 			/* a non-root rank: wait for the whole message */
@@ -546,11 +631,12 @@ int main(int argc, char **argv)
 					rank, it, size, i, half[i], ref[i]);
 				bad = 1;
 			}
-			if (!bad)
-				done_send(done_fd, &root_done, it, rank, DONE_CHECKED);
+			sample_tally_add(checked, (it + 1) * (P - 1), bad);
 		}
+		if (rank && bad)	/* a rank that gave up: the root stops waiting */
+			sample_tally_add(checked, 0, 1);
 		if (rank == 0 && !bad) {
-			uint64_t sum = 0, mx = 0, p50, p99;
+			uint64_t sum = 0, mx = 0, p50, p99, pp50, pp99;
 
 			for (uint32_t it = o.warmup; it < N; it++) {
 				sum += lat[it];
@@ -559,18 +645,21 @@ int main(int argc, char **argv)
 			}
 			p50 = sample_percentile(lat + o.warmup, o.iters, 50);
 			p99 = sample_percentile(lat + o.warmup, o.iters, 99);
-			printf("%s P=%u size=%u iters=%u p50=%.1fus p99=%.1fus mean=%.1fus max=%.1fus\n",
+			pp50 = sample_percentile(plat + o.warmup, o.iters, 50);
+			pp99 = sample_percentile(plat + o.warmup, o.iters, 99);
+			printf("%s P=%u size=%u iters=%u p50=%.1fus p99=%.1fus mean=%.1fus max=%.1fus (root process: p50=%.1fus p99=%.1fus)\n",
 			       o.spin ? "spin" : "host", P, size, o.iters, p50 / 1e3, p99 / 1e3,
-			       o.iters ? sum / 1e3 / o.iters : 0, mx / 1e3);
+			       o.iters ? sum / 1e3 / o.iters : 0, mx / 1e3, pp50 / 1e3, pp99 / 1e3);
 			if (o.csv) {
 				FILE *f = fopen(o.csv, "a");
 
 				if (f) {
-					fprintf(f, "%s,%s,%u,%u,%u,%llu,%llu,%llu,%llu\n", o.label,
+					fprintf(f, "%s,%s,%u,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", o.label,
 						o.spin ? "spin" : "host", P, size, o.iters,
 						(unsigned long long)p50, (unsigned long long)p99,
 						(unsigned long long)(o.iters ? sum / o.iters : 0),
-						(unsigned long long)mx);
+						(unsigned long long)mx, (unsigned long long)pp50,
+						(unsigned long long)pp99);
 					fclose(f);
 				}
 			}
@@ -610,6 +699,8 @@ int main(int argc, char **argv)
 		} else {
 			PtlMEUnlink(done_meh);
 			PtlCTFree(done_ct);
+			PtlHPUFreeMem(hm);
+			PtlSpinHandlerUnload(h);
 			PtlMDRelease(md);
 		}
 		if (sk)
