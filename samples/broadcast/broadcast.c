@@ -106,10 +106,28 @@ static uint32_t children(uint32_t rank, uint32_t size, uint32_t root, uint32_t *
 }
 
 /* Every packet of a message differs, and so does every message. */
-static void pattern(uint8_t *b, uint32_t len, uint32_t it)
+/* The bytes of message it: a base pattern that differs per packet
+ * (computed once per size), XORed with a byte that differs per message,
+ * 8 bytes at a time (every rank makes it for every message: at 64 KiB a
+ * byte-wise loop was 18% of the CPU the broadcast itself needs). */
+static void pattern_base(uint8_t *b, uint32_t len)
 {
 	for (uint32_t i = 0; i < len; i++)
-		b[i] = (uint8_t)(it * 31 + i * 7 + (i / SEG) * 57 + 1);
+		b[i] = (uint8_t)(i * 7 + (i / SEG) * 57 + 1);
+}
+
+static void pattern(uint8_t *b, const uint8_t *base, uint32_t len, uint32_t it)
+{
+	uint64_t x = 0x0101010101010101ull * (uint8_t)(it * 31 + 1), w;
+	uint32_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, base + i, 8);
+		w ^= x;
+		memcpy(b + i, &w, 8);
+	}
+	for (; i < len; i++)
+		b[i] = base[i] ^ (uint8_t)x;
 }
 
 static int udp_socket(uint16_t port, int rcvbuf)
@@ -299,7 +317,7 @@ int main(int argc, char **argv)
 	struct spin_rt *srt = NULL;
 	struct spin_stats st0, st1;
 	uint64_t want_puts = 0, want_fanout = 0;
-	uint8_t *buf = NULL, *ref;
+	uint8_t *buf = NULL, *ref, *base;
 	uint64_t *lat, *plat;	/* arrival at the root's NIC or kernel; seen by the root process */
 	ptl_handle_ct_t done_ct = PTL_CT_NONE;
 	ptl_handle_me_t done_meh = 0;
@@ -373,9 +391,10 @@ int main(int argc, char **argv)
 	npk_max = (maxsz + SEG - 1) / SEG;
 	nkids = children(rank, P, 0, kids);
 	ref = malloc(maxsz);
+	base = malloc(maxsz);
 	lat = calloc(o.warmup + o.iters, sizeof(*lat));
 	plat = calloc(o.warmup + o.iters, sizeof(*plat));
-	if (!ref || !lat || !plat)
+	if (!ref || !base || !lat || !plat)
 		return 1;
 
 	done_fd = udp_socket(rank == 0 ? DONE_PORT : 0, 0);
@@ -474,6 +493,7 @@ int main(int argc, char **argv)
 		uint32_t npk = (size + SEG - 1) / SEG;
 		struct sockaddr_in root_done = addr_of(&job, 0, DONE_PORT);
 
+		pattern_base(base, size);
 		if (o.spin && rank) {
 			/* device puts: per packet one per child, per message one
 			 * notice; a fan-out where a packet has two or more */
@@ -501,7 +521,7 @@ int main(int argc, char **argv)
 		for (uint32_t it = 0; it < N && !bad; it++) {
 			uint8_t *half = buf + (size_t)(it & 1) * maxsz;
 
-			pattern(ref, size, it);
+			pattern(ref, base, size, it);
 			if (rank == 0) {
 				uint64_t t0, t0_rt, last = 0, last_t0 = 0;
 
