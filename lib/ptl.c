@@ -922,6 +922,7 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 			continue;
 		ni->ct[i].used = true;
 		ni->ct[i].v.success = ni->ct[i].v.failure = 0;
+		ni->ct[i].sole_gen = 0;
 		*cth = ptl_mkh(PTL_H_CT, i, ni->ct[i].gen);
 		rc = PTL_OK;
 		break;
@@ -1029,8 +1030,18 @@ static bool ctpoll_done(struct ptl_ni *ni, void *p)
  * the priority list.  Else NULL (its events wake the waiter, as all did). */
 static struct ptl_mer *ct_sole_entry(struct ptl_ni *ni, ptl_handle_ct_t cth)
 {
+	struct ptl_ct *c = ptl_ct_get(ni, cth);
 	struct ptl_mer *one = NULL;
 
+	if (!c)
+		return NULL;
+	/* the entries have not changed since the last look */
+	if (c->sole_gen == ni->me_gen + 1) {
+		one = c->sole >= 0 ? &ni->me[c->sole] : NULL;
+		goto trig;
+	}
+	c->sole_gen = ni->me_gen + 1;
+	c->sole = -1;
 	for (int i = 0; i < PTL_N_ME; i++) {
 		struct ptl_mer *m = &ni->me[i];
 		unsigned int o = m->me.options;
@@ -1043,6 +1054,8 @@ static struct ptl_mer *ct_sole_entry(struct ptl_ni *ni, ptl_handle_ct_t cth)
 			return NULL;
 		one = m;
 	}
+	c->sole = one ? (int)(one - ni->me) : -1;
+trig:
 	if (one && ni->n_trig > 0)
 		for (int i = 0; i < PTL_N_TRIG; i++)
 			if (ni->trig[i].used && ni->trig[i].ct == ptl_hidx(cth))
@@ -1933,12 +1946,14 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	}
 	rc = PTL_OK;
 out:
+	ni->me_gen++;
 	ptl_unlock(ni);
 	return rc;
 }
 
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 {
+	ni->me_gen++;
 	if (m->rt >= 0 && ni->me_by_rt[m->rt] == (int)(m - ni->me))
 		ni->me_by_rt[m->rt] = -1;
 	m->rt = -1;

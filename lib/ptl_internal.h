@@ -57,6 +57,8 @@ struct ptl_ct {
 	bool used;
 	uint8_t gen;
 	ptl_ct_event_t v;
+	int sole;		/* the one entry counting on it (wake thresholds) ... */
+	uint64_t sole_gen;	/* ... as of ptl_ni.me_gen + 1; 0: not known */
 };
 
 struct ptl_mdr {
@@ -185,6 +187,7 @@ struct ptl_ni {
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int waiters;		/* callers in ptl_wait */
 	int bundle;		/* PtlStartBundle depth: puts are only queued */
+	uint64_t me_gen;	/* bumped when match entries are appended or freed */
 	int n_armed;		/* runtime entries with a wake threshold armed by
 				 * the poller (ptl_wait's arm) */
 	uint32_t armed[PTL_N_ARMED];
