@@ -315,6 +315,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->gen = (uint8_t)(getpid() & 0xff) ?: 1;
 	ni->timeout_ms = env_u64("SPIN_PTL_TIMEOUT_MS", 2000);
 	ni->spin_us = env_u64("SPIN_PTL_SPIN_US", 1000);
+	ni->wake_us = env_u64("SPIN_PTL_WAKE_US", 0);
 	for (int i = 0; i < SPIN_MAX_ME; i++)
 		ni->me_by_rt[i] = -1;
 	for (int i = 0; i < PTL_N_EQ; i++)

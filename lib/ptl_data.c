@@ -1004,7 +1004,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			 * again; what it posted quietly meanwhile is taken at
 			 * the top of the loop before the first poll(). */
 			ni->poller = polling = true;
-			__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
+			if (!ni->wake_us)
+				__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET,
+						   __ATOMIC_SEQ_CST);
 			continue;
 		}
 		if (polling) {
@@ -1012,11 +1014,16 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
 			int n = 0;
 
-			/* wake only for the event that can end the wait; if it
-			 * may be in the ring already (its writer still
-			 * finishing it), look again instead of sleeping, a
-			 * bounded number of times */
-			if (arm && ni->waiters == 1 && early < 256) {
+			if (ni->wake_us) {
+				/* interrupt moderation: no wake-ups, look
+				 * again after wake_us */
+				until = t + ni->wake_us < deadline ? t + ni->wake_us : deadline;
+			} else if (arm && ni->waiters == 1 && early < 256) {
+				/* wake only for the event that can end the
+				 * wait; if it may be in the ring already (its
+				 * writer still finishing it), look again
+				 * instead of sleeping, a bounded number of
+				 * times */
 				if (!arm(ni, arg)) {
 					early++;
 					ptl_unlock(ni);
@@ -1032,7 +1039,8 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			if (spin_events_fd(ni->rt) >= 0)
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
 			ptl_unlock(ni);
-			poll(pfd, n, (int)((until - t + 999) / 1000));
+			ppoll(pfd, n, &(struct timespec){ (until - t) / 1000000, (until - t) % 1000000 * 1000 },
+			      NULL);
 			ptl_lock(ni);
 			continue;
 		}
@@ -1103,14 +1111,20 @@ void *ptl_progress_thread(void *arg)
 		if (ni->stop)
 			break;
 		/* the runtime wakes the ring's readers again, then whatever it
-		 * posted quietly meanwhile is taken before sleeping */
-		__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
+		 * posted quietly meanwhile is taken before sleeping (with
+		 * interrupt moderation it never wakes them: look every wake_us) */
+		if (!ni->wake_us)
+			__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET,
+					   __ATOMIC_SEQ_CST);
 		ptl_progress(ni);
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 		if (spin_events_fd(ni->rt) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
 		ptl_unlock(ni);
-		poll(pfd, n, 10);
+		if (ni->wake_us && ni->wake_us < 10000)
+			ppoll(pfd, n, &(struct timespec){ 0, (long)ni->wake_us * 1000 }, NULL);
+		else
+			poll(pfd, n, 10);
 		ptl_lock(ni);
 		if (!ni->stop && ni->spinners == 0)
 			ptl_progress(ni);

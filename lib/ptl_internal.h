@@ -205,6 +205,10 @@ struct ptl_ni {
 	ptl_ni_limits_t limits;
 	uint64_t timeout_ms;
 	uint64_t spin_us;
+	uint64_t wake_us;	/* $SPIN_PTL_WAKE_US: 0, the runtime wakes a
+				 * sleeping waiter per event (an interrupt);
+				 * else it never does, and sleepers look every
+				 * wake_us (interrupt moderation) */
 	uint64_t seq;
 	uint64_t next_tick_ms;
 	int64_t drops;		/* dropped locally (bad packets, lost events) */

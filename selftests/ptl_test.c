@@ -2925,6 +2925,72 @@ static void c_bundle(void)
 	fini_ni();
 }
 
+/* ------------------------------------------------- interrupt moderation -- */
+
+/* SPIN_PTL_WAKE_US=20000: a sleeping wait is never woken by the runtime; it
+ * looks every 20 ms.  Eight puts at odd moments: each wait returns within
+ * 20 ms (plus scheduling), and on average well after the put (an
+ * interrupt per event would return within a fraction of a millisecond). */
+#define WU_N	8
+#define WU_US	20000
+
+static uint64_t now_us_(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
+}
+
+static void c_wakeus(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *b = kbuf(K_WIN, 4096);
+		uint64_t sum = 0, mx = 0;
+
+		pt_new(0, PTL_EQ_NONE, PT_DATA);
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_SUCCESS_DISABLE,
+		       1, 0, ct, PTL_PRIORITY_LIST, U(1));
+		barrier("wu.ready");
+		for (int i = 0; i < WU_N; i++) {
+			uint64_t sent, back, d;
+
+			if (!ct_wait(ct, i + 1, T_EV_MS, "moderated wait"))
+				break;
+			back = now_us_();
+			barrierf("wu.got.%d", i);
+			get_file("wu.sent", &sent, sizeof(sent));
+			d = back > sent ? back - sent : 0;
+			sum += d;
+			if (d > mx)
+				mx = d;
+		}
+		LOG("wait returned %llu us after the put on average, at most %llu us",
+		    (unsigned long long)(sum / WU_N), (unsigned long long)mx);
+		CHK(sum / WU_N >= 2000, "moderated waits returned %llu us after the put on average (an interrupt woke them?)",
+		    (unsigned long long)(sum / WU_N));
+		CHK(mx <= WU_US + 15000, "a moderated wait returned %llu us after the put (period %d us)",
+		    (unsigned long long)mx, WU_US);
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		barrier("wu.ready");
+		for (int i = 0; i < WU_N; i++) {
+			uint64_t t;
+
+			usleep(30000 + 7000 * i);	/* rank 1 is asleep, at various phases */
+			t = now_us_();
+			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+			put_file("wu.sent", &t, sizeof(t));
+			barrierf("wu.got.%d", i);
+		}
+	}
+	fini_ni();
+}
+
 /* ------------------------------------------------------------- main -- */
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -2934,7 +3000,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eventopts", c_eventopts }, { "eqdrop", c_eqdrop }, { "badargs", c_badargs },
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
-	{ "ctwake", c_ctwake }, { "bundle", c_bundle },
+	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus },
 };
 
 int main(int argc, char **argv)
