@@ -11,10 +11,17 @@
 #
 #   samples/broadcast/bench.sh         (root; OUT=bench/results)
 #
-# Knobs: RANKS="8 16" SIZES="8,65536" ITERS=200 WARMUP=20 REPS=3
+# Three configurations, alternating in each repetition:
+#   spin       the other ranks' hosts are interrupted for each completion
+#              (their Portals waits sleep; the runtime wakes them)
+#   spin-lazy  the same with interrupt moderation: the runtime never wakes
+#              them, they look every LAZY_US (SPIN_PTL_WAKE_US)
+#   host       the baseline
+#
+# Knobs: RANKS="8 16" SIZES="8,65536" ITERS=200 WARMUP=20 REPS=3 LAZY_US=1000
 #        BC_CPUS=""  (taskset the ranks round-robin over these CPUs)
 # Output: $OUT/broadcast.csv (every repetition), $OUT/broadcast_summary.csv
-#         (medians, spin/host ratio), $OUT/broadcast.png
+#         (medians, ratio to host per spin configuration), $OUT/broadcast.png
 set -u
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
@@ -26,6 +33,7 @@ SIZES=${SIZES:-"8,65536"}
 ITERS=${ITERS:-200}
 WARMUP=${WARMUP:-20}
 REPS=${REPS:-3}
+LAZY_US=${LAZY_US:-1000}
 OUT=${OUT:-bench/results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -57,10 +65,12 @@ echo "label,mode,ranks,size,iters,p50_ns,p99_ns,mean_ns,max_ns,proc_p50_ns,proc_
 FAILED=
 for rep in $(seq 1 "$REPS"); do
 	for n in $RANKS; do
-		for mode in spin host; do
+		for mode in spin spin-lazy host; do
 			dir=$(mktemp -d "$WORK/run.XXXX")
 			log "rep $rep: P=$n $mode"
-			bc_run "$n" "$dir" mode "$mode" size "$SIZES" iters "$ITERS" warmup "$WARMUP" \
+			args=(mode "${mode%-lazy}")
+			[ "$mode" = spin-lazy ] && args+=(wake-us "$LAZY_US")
+			bc_run "$n" "$dir" "${args[@]}" size "$SIZES" iters "$ITERS" warmup "$WARMUP" \
 				csv "$CSV" label "rep$rep"
 			if [ "$BC_RC" != 0 ]; then
 				FAILED="$FAILED $mode/P$n/rep$rep"
@@ -78,20 +88,25 @@ col() {	# col MODE RANKS SIZE COLUMN
 	awk -F, -v m="$1" -v n="$2" -v s="$3" -v c="$4" \
 		'NR > 1 && $2 == m && $3 == n && $4 == s { print $c }' "$CSV" | median
 }
-echo "ranks,size,spin_p50_ns,spin_p99_ns,host_p50_ns,host_p99_ns,ratio_p50,ratio_p99,spin_proc_p50_ns,host_proc_p50_ns,ratio_proc_p50" >"$SUM"
+echo "ranks,size,mode,p50_ns,p99_ns,host_p50_ns,host_p99_ns,ratio_p50,ratio_p99,proc_p50_ns,host_proc_p50_ns,ratio_proc_p50" >"$SUM"
 for n in $RANKS; do
 	for s in ${SIZES//,/ }; do
-		sp50=$(col spin "$n" "$s" 6) sp99=$(col spin "$n" "$s" 7)
-		hp50=$(col host "$n" "$s" 6) hp99=$(col host "$n" "$s" 7)
-		spp=$(col spin "$n" "$s" 10) hpp=$(col host "$n" "$s" 10)
-		[ -n "$sp50" ] && [ -n "$hp50" ] || continue
-		echo "$n,$s,$sp50,$sp99,$hp50,$hp99,$(ratio "$sp50" "$hp50"),$(ratio "$sp99" "$hp99"),$spp,$hpp,$(ratio "$spp" "$hpp")" >>"$SUM"
+		hp50=$(col host "$n" "$s" 6) hp99=$(col host "$n" "$s" 7) hpp=$(col host "$n" "$s" 10)
+		for m in spin spin-lazy; do
+			p50=$(col "$m" "$n" "$s" 6) p99=$(col "$m" "$n" "$s" 7) pp=$(col "$m" "$n" "$s" 10)
+			[ -n "$p50" ] && [ -n "$hp50" ] || continue
+			echo "$n,$s,$m,$p50,$p99,$hp50,$hp99,$(ratio "$p50" "$hp50"),$(ratio "$p99" "$hp99"),$pp,$hpp,$(ratio "$pp" "$hpp")" >>"$SUM"
+		done
 	done
 done
 column -t -s, "$SUM" >&2
 
 if command -v gnuplot >/dev/null; then
-	awk -F, 'NR > 1 { printf "\"P=%s %s B\" %s %s %s %s\n", $1, $2, $3 / 1e3, $5 / 1e3, $4 / 1e3, $6 / 1e3 }' \
+	# one line per P and size: spin, spin-lazy, host (p50, p99) in us
+	awk -F, 'NR > 1 { k = $1 "," $2; if (!(k in h)) { o[++n] = k; h[k] = $6 / 1e3 " " $7 / 1e3 }
+		  v[k, $3] = $4 / 1e3 " " $5 / 1e3 }
+		 END { for (i = 1; i <= n; i++) { split(o[i], a, ",");
+			printf "\"P=%s %s B\" %s %s %s\n", a[1], a[2], v[o[i], "spin"], v[o[i], "spin-lazy"], h[o[i]] } }' \
 		"$SUM" >"$WORK/plot.dat"
 	gnuplot <<-GP 2>/dev/null && log "plot $OUT/broadcast.png"
 		set terminal png size 900,500
@@ -104,8 +119,9 @@ if command -v gnuplot >/dev/null; then
 		set style fill solid 0.6 border -1
 		set key top left
 		set xtics rotate by -20
-		plot "$WORK/plot.dat" using 2:2:4:xtic(1) title "spin (NIC forwarding)", \
-		     "" using 3:3:5 title "host (UDP forwarding)"
+		plot "$WORK/plot.dat" using 2:2:3:xtic(1) title "spin (NIC forwarding)", \
+		     "" using 4:4:5 title "spin, hosts not interrupted (moderation)", \
+		     "" using 6:6:7 title "host (UDP forwarding)"
 	GP
 fi
 [ -z "$FAILED" ] || { echo "bench: failed:$FAILED" >&2; exit 1; }
