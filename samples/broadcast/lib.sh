@@ -6,6 +6,8 @@
 #   bc_up P              namespaces spins<pid>-bc-r0 .. -r<P-1> (veth0 =
 #                        10.79.26.<K+1>/24, rank K) plugged into a bridge in
 #                        spins<pid>-bc-br; hostfile $WORK/hosts<P>
+#   bc_napi P softirq|threaded  the ranks' receive work: softirq or a
+#                        NAPI thread per rank
 #   bc_run P DIR ARGS... run samples/broadcast/broadcast ARGS on ranks
 #                        0..P-1 (output DIR/out.<K>); BC_RC is 0 if every
 #                        rank exited 0, else the first failing rank's code,
@@ -47,6 +49,25 @@ bc_up() {
 		nsx "$(bc_ns 0)" ping -c1 -W1 "10.79.26.$((k + 1))" >/dev/null 2>&1 &
 	done
 	wait
+	return 0
+}
+
+# bc_napi P softirq|threaded: where the ranks' receive work (their veth0,
+# where the runtime's XDP runs) is done: in the sender's softirq (veth's
+# default) or in a NAPI thread per rank, scheduled on any CPU like a
+# process (each rank's "NIC" works on its own).  Threaded veth drops what
+# it cannot take at once unless the sending bridge port has a queue.
+bc_napi() {
+	local n=$1 mode=$2 k on=0
+	[ "$mode" = threaded ] && on=1
+	for k in $(seq 0 $((n - 1))); do
+		ip netns exec "$(bc_ns "$k")" sh -c "echo $on > /sys/class/net/veth0/threaded" || return 1
+		if [ $on = 1 ]; then
+			tc -n "$BC_TAG-br" qdisc replace dev "p$k" root pfifo || return 1
+		else
+			tc -n "$BC_TAG-br" qdisc del dev "p$k" root 2>/dev/null
+		fi
+	done
 	return 0
 }
 

@@ -52,6 +52,18 @@ run_case spin_p8_shuffle 8 mode spin size 65536,10007 order shuffle iters 10 war
 # the host-forwarding baseline, same tree and checks
 run_case host_p8 8 mode host size 8,65536,10007 iters 20 warmup 0
 run_case host_p16 16 mode host size 8,65536,10007 iters 20 warmup 0
+# the other ranks' hosts with interrupt moderation (not woken: they look
+# every 2 ms)
+run_case spin_p16_lazy 16 mode spin wake-us 2000 size 8,65536 iters 10 warmup 0
+# a NAPI thread per rank: the handlers of different ranks run at the same
+# time on both CPUs
+if bc_napi 16 threaded; then
+	run_case spin_p16_threaded 16 mode spin size 8,65536,10007 iters 20 warmup 0
+	run_case host_p16_threaded 16 mode host size 8,65536 iters 10 warmup 0
+	bc_napi 16 softirq
+else
+	echo "FAIL sample-broadcast/napi_threaded (cannot set threaded NAPI on veth)"; FAIL=$((FAIL + 1))
+fi
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" = 0 ]
