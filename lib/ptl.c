@@ -416,8 +416,10 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	spin_job_free(&job);
 	/* the event ring is opened on first use */
 	spin_events_poll(ni->rt, NULL, NULL, 0);
-	if (pthread_create(&ni->thr, NULL, ptl_progress_thread, ni) == 0)
+	if (pthread_create(&ni->thr, NULL, ptl_progress_thread, ni) == 0) {
 		ni->thr_on = true;
+		pthread_setname_np(ni->thr, "ptl-progress");	/* for top -H, perf */
+	}
 	*out = ni;
 	return PTL_OK;
 fail:
@@ -832,7 +834,7 @@ int PtlEQGet(ptl_handle_eq_t eqh, ptl_event_t *ev)
 	ni = ptl_enter(&rc);
 	if (!ni)
 		return rc;
-	ptl_progress(ni);
+	ptl_app_poll(ni);
 	q = ptl_eq_get(ni, eqh);
 	rc = q ? eq_pop(q, ev) : PTL_ARG_INVALID;
 	ptl_unlock(ni);
@@ -990,7 +992,7 @@ int PtlCTGet(ptl_handle_ct_t cth, ptl_ct_event_t *ev)
 	ni = ptl_enter(&rc);
 	if (!ni)
 		return rc;
-	ptl_progress(ni);
+	ptl_app_poll(ni);
 	c = ptl_ct_get(ni, cth);
 	if (c)
 		*ev = c->v;

@@ -949,6 +949,21 @@ void ptl_wake_disarm(struct ptl_ni *ni)
 	ni->n_armed = 0;
 }
 
+void ptl_app_poll(struct ptl_ni *ni)
+{
+	/* the application polls the rings itself (PtlEQGet, PtlCTGet in a
+	 * loop): the progress thread stays away for spin_us, as after a
+	 * busy-polling wait, and the runtime need not wake anyone for the
+	 * events.  Not while the thread sleeps in poll(): it would then see
+	 * ring events only at its timeout.  Its next wake-up sends it to wait
+	 * out the grace period, and the next call here quiets the runtime. */
+	ni->last_spin_us = now_us();
+	if (!ni->bg_in_poll &&
+	    !(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
+		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
+	ptl_progress(ni);
+}
+
 int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	     bool (*arm)(struct ptl_ni *, void *), void *arg, ptl_time_t timeout_ms)
 {
@@ -1087,7 +1102,11 @@ void *ptl_progress_thread(void *arg)
 
 		/* stay out of the way while callers busy-poll, and for spin_us
 		 * after the last one returned: a caller that waits again soon
-		 * (a ping-pong) finds the CPU free */
+		 * (a ping-pong) finds the CPU free.  A caller that keeps
+		 * polling (PtlEQGet in a loop) keeps moving that moment: look
+		 * less and less often, up to every 10 ms */
+		uint64_t extra = 0;
+
 		for (;;) {
 			uint64_t t = now_us(), until = ni->last_spin_us + ni->spin_us;
 			struct timespec ts;
@@ -1104,6 +1123,9 @@ void *ptl_progress_thread(void *arg)
 			}
 			if (!ni->last_spin_us || t >= until)
 				break;
+			if (until < t + extra)
+				until = t + extra;
+			extra = !extra ? ni->spin_us : extra * 2 < 10000 ? extra * 2 : 10000;
 			ts.tv_sec = until / 1000000;
 			ts.tv_nsec = (until % 1000000) * 1000;
 			pthread_cond_timedwait(&ni->bg_cv, &ni->mu, &ts);
@@ -1120,12 +1142,14 @@ void *ptl_progress_thread(void *arg)
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 		if (spin_events_fd(ni->rt) >= 0)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
+		ni->bg_in_poll = true;
 		ptl_unlock(ni);
 		if (ni->wake_us && ni->wake_us < 10000)
 			ppoll(pfd, n, &(struct timespec){ 0, (long)ni->wake_us * 1000 }, NULL);
 		else
 			poll(pfd, n, 10);
 		ptl_lock(ni);
+		ni->bg_in_poll = false;
 		if (!ni->stop && ni->spinners == 0)
 			ptl_progress(ni);
 	}

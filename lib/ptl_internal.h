@@ -184,6 +184,7 @@ struct ptl_ni {
 	int spinners;		/* callers busy-polling: the thread sleeps */
 	bool poller;		/* a caller sleeps in poll() on the fds: so does
 				 * not the thread */
+	bool bg_in_poll;	/* the progress thread sleeps in poll() */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int waiters;		/* callers in ptl_wait */
 	int bundle;		/* PtlStartBundle depth: puts are only queued */
@@ -268,6 +269,8 @@ ptl_ni_fail_t ptl_fail_of(uint32_t spin_fail);
 
 /* ptl_data.c */
 int ptl_progress(struct ptl_ni *ni);
+/* Progress for a non-blocking call (PtlEQGet, PtlCTGet): the caller polls. */
+void ptl_app_poll(struct ptl_ni *ni);
 void *ptl_progress_thread(void *arg);
 /* Wait (lock held) until done(arg) or timeout_ms (PTL_TIME_FOREVER).
  * arm (may be NULL) is called before the caller sleeps in poll(), when it

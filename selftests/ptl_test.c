@@ -2991,6 +2991,87 @@ static void c_wakeus(void)
 	fini_ni();
 }
 
+/* ------------------------------------------------- polling with PtlEQGet -- */
+
+/* The voluntary context switches of this process's Portals progress thread
+ * ("ptl-progress"), -1 if not found. */
+static long progress_switches(void)
+{
+	char p[128], line[256];
+	long v = -1;
+
+	for (int tid = getpid(); tid < getpid() + 64; tid++) {
+		FILE *f;
+
+		snprintf(p, sizeof(p), "/proc/self/task/%d/comm", tid);
+		if (!(f = fopen(p, "r")))
+			continue;
+		if (!fgets(line, sizeof(line), f) || strncmp(line, "ptl-progress", 12)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(p, sizeof(p), "/proc/self/task/%d/status", tid);
+		if (!(f = fopen(p, "r")))
+			break;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+				break;
+		fclose(f);
+		break;
+	}
+	return v;
+}
+
+/* An application that polls with PtlEQGet consumes the events itself: the
+ * progress thread is not woken for each of them (before, every event
+ * woke it, and it competed with the polling thread for the CPU). */
+#define EG_N	200
+
+static void c_eqget(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(EG_N * 2);
+		uint8_t *b = kbuf(K_WIN, 4096);
+		uint64_t end;
+		long s0, s1;
+		int got = 0;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 1, 0, PTL_CT_NONE,
+		       PTL_PRIORITY_LIST, U(1));
+		s0 = progress_switches();
+		CHK(s0 >= 0, "no thread named ptl-progress");
+		barrier("eg.ready");
+		end = now_ms() + T_EV_MS;
+		while (got < EG_N && now_ms() < end) {
+			ptl_event_t ev;
+
+			if (PtlEQGet(eq, &ev) == PTL_OK && ev.type == PTL_EVENT_PUT)
+				got++;
+		}
+		s1 = progress_switches();
+		CHK_EQ(got, EG_N, "put events taken with PtlEQGet");
+		LOG("progress thread: %ld voluntary switches during %d events", s1 - s0, EG_N);
+		CHK(s1 - s0 < EG_N / 4, "the progress thread was woken %ld times during %d events polled with PtlEQGet",
+		    s1 - s0, EG_N);
+		barrier("eg.done");
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		barrier("eg.ready");
+		msleep(20);
+		for (int i = 0; i < EG_N; i++) {
+			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+			usleep(200);
+		}
+		barrier("eg.done");
+	}
+	fini_ni();
+}
+
 /* ------------------------------------------------------------- main -- */
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -3001,6 +3082,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus },
+	{ "eqget", c_eqget },
 };
 
 int main(int argc, char **argv)
