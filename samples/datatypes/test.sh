@@ -12,11 +12,17 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
 . samples/sample_test.sh
+. samples/sample_topo.sh
 . samples/datatypes/lib.sh
 
 sample_test_begin datatypes "$@"
 sample_test_need "$DT_BIN" "$DT_BIN.bpf.o"
-if ! dt_up >"$WORK/topo.log" 2>&1; then
+# A queue on each veth: when the receiver's ring is full, the sender waits
+# instead of losing packets (veth is noqueue by default, and a message with a
+# lost packet times out: there is no retransmission).  A 1 MB message sent
+# in reverse order with 8-byte blocks lost a packet once in CI on a loaded
+# machine.
+if ! { dt_up && sample_fifo "$DT_NS0" veth0 && sample_fifo "$DT_NS1" veth0; } >"$WORK/topo.log" 2>&1; then
 	sample_test_abort topology "$WORK/topo.log"
 fi
 
