@@ -954,11 +954,12 @@ void ptl_app_poll(struct ptl_ni *ni)
 	/* the application polls the rings itself (PtlEQGet, PtlCTGet in a
 	 * loop): the progress thread stays away for spin_us, as after a
 	 * busy-polling wait, and the runtime need not wake anyone for the
-	 * events.  Not while the thread sleeps in poll(): it would then see
-	 * ring events only at its timeout.  Its next wake-up sends it to wait
-	 * out the grace period, and the next call here quiets the runtime. */
+	 * events.  Not while the thread or a waiting caller sleeps in poll():
+	 * it would then see ring events only at its timeout.  The thread's
+	 * next wake-up sends it to wait out the grace period, and the next
+	 * call here quiets the runtime. */
 	ni->last_spin_us = now_us();
-	if (!ni->bg_in_poll &&
+	if (!ni->bg_in_poll && !ni->poller &&
 	    !(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
 		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 	ptl_progress(ni);
