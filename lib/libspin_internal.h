@@ -67,6 +67,7 @@ struct spin_rt {
 
 	/* events */
 	struct ring_buffer *rb;
+	const unsigned long *rb_cons, *rb_prod;	/* read-only views of its positions */
 	spin_event_fn ev_fn;
 	void *ev_ctx;
 	int ev_count;

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sys/eventfd.h>
 
 #include "ptl_internal.h"
 
@@ -45,6 +46,8 @@ void ptl_lock(struct ptl_ni *ni)
 
 void ptl_unlock(struct ptl_ni *ni)
 {
+	/* tells busy-polling callers that something may have changed */
+	__atomic_fetch_add(&ni->lock_gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ni->mu);
 }
 
@@ -316,6 +319,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->timeout_ms = env_u64("SPIN_PTL_TIMEOUT_MS", 2000);
 	ni->spin_us = env_u64("SPIN_PTL_SPIN_US", 1000);
 	ni->wake_us = env_u64("SPIN_PTL_WAKE_US", 0);
+	ni->poke_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	for (int i = 0; i < SPIN_MAX_ME; i++)
 		ni->me_by_rt[i] = -1;
 	for (int i = 0; i < PTL_N_EQ; i++)
@@ -509,6 +513,8 @@ static void ni_destroy(struct ptl_ni *ni)
 	spin_xsk_close(ni->xsk);
 	spin_close(ni->rt);
 	free(ni->map);
+	if (ni->poke_fd >= 0)
+		close(ni->poke_fd);
 	pthread_mutex_destroy(&ni->mu);
 	pthread_cond_destroy(&ni->cv);
 	pthread_cond_destroy(&ni->bg_cv);
@@ -1150,6 +1156,7 @@ static int ct_update(ptl_handle_ct_t cth, ptl_ct_event_t v, bool set)
 			c->v.failure += v.failure;
 		}
 		ptl_ct_changed(ni, (uint32_t)(c - ni->ct));
+		ptl_poke(ni);
 	}
 	ptl_unlock(ni);
 	return c ? PTL_OK : PTL_ARG_INVALID;

@@ -921,9 +921,22 @@ int ptl_progress(struct ptl_ni *ni)
 	if (k > 0)
 		n += k;
 	tick(ni);
-	if (n)
+	if (n) {
 		pthread_cond_broadcast(&ni->cv);
+		ptl_poke(ni);
+	}
 	return n;
+}
+
+void ptl_poke(struct ptl_ni *ni)
+{
+	/* the poller's own progress needs no poke; another thread's does:
+	 * the poller sleeps in poll(), and the events that would wake it
+	 * are taken already */
+	if (ni->poller && ni->poke_fd >= 0 && !pthread_equal(ni->poller_thr, pthread_self()) &&
+	    write(ni->poke_fd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+		/* EAGAIN: already poked */
+	}
 }
 
 bool ptl_wake_arm(struct ptl_ni *ni, struct ptl_mer *m, uint64_t need)
@@ -978,7 +991,10 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	if (ni->waiters++ && ni->n_armed)
 		ptl_wake_disarm(ni);
 	ni->spinners++;
-	if (!(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
+	/* we busy-poll: no wake-ups, unless another caller sleeps in poll()
+	 * and needs them (it would see its events only at its timeout) */
+	if (!ni->poller &&
+	    !(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
 		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 	for (;;) {
 		uint64_t t;
@@ -998,11 +1014,28 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			break;
 		}
 		if (spinning && t - start < ni->spin_us) {
+			uint64_t g, t0 = t;
+
+			/* look without the lock until there may be something
+			 * new: packets or events, or another thread held the
+			 * lock (it may have taken ours, or changed what done()
+			 * checks).  Taking the lock at every turn would keep
+			 * out a thread woken from poll() by its own event. */
 			ptl_unlock(ni);
-			if (++spins % 128 == 0)
-				sched_yield();	/* another thread may need this CPU */
-			else
-				spin_cpu_relax();
+			g = __atomic_load_n(&ni->lock_gen, __ATOMIC_ACQUIRE);
+			for (;;) {
+				if (++spins % 128 == 0)
+					sched_yield();	/* another thread may need this CPU */
+				else
+					spin_cpu_relax();
+				if (__atomic_load_n(&ni->lock_gen, __ATOMIC_ACQUIRE) != g ||
+				    spin_xsk_rx_pending(ni->xsk) || spin_events_pending(ni->rt) ||
+				    __atomic_load_n(&ni->stop, __ATOMIC_RELAXED))
+					break;
+				/* timers (tick) and the end of the spin */
+				if (spins % 64 == 0 && now_us() - t0 >= 1000)
+					break;
+			}
 			ptl_lock(ni);
 			continue;
 		}
@@ -1020,13 +1053,14 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			 * again; what it posted quietly meanwhile is taken at
 			 * the top of the loop before the first poll(). */
 			ni->poller = polling = true;
+			ni->poller_thr = pthread_self();
 			if (!ni->wake_us)
 				__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET,
 						   __ATOMIC_SEQ_CST);
 			continue;
 		}
 		if (polling) {
-			struct pollfd pfd[2];
+			struct pollfd pfd[3];
 			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
 			int n = 0;
 
@@ -1054,9 +1088,18 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 			if (spin_events_fd(ni->rt) >= 0)
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
+			if (ni->poke_fd >= 0)
+				pfd[n++] = (struct pollfd){ .fd = ni->poke_fd, .events = POLLIN };
 			ptl_unlock(ni);
 			ppoll(pfd, n, &(struct timespec){ (until - t) / 1000000, (until - t) % 1000000 * 1000 },
 			      NULL);
+			if (ni->poke_fd >= 0 && (pfd[n - 1].revents & POLLIN)) {
+				uint64_t v;
+
+				if (read(ni->poke_fd, &v, sizeof(v)) < 0) {
+					/* EAGAIN: another reader took it */
+				}
+			}
 			ptl_lock(ni);
 			continue;
 		}

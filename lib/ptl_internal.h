@@ -185,6 +185,10 @@ struct ptl_ni {
 	bool poller;		/* a caller sleeps in poll() on the fds: so does
 				 * not the thread */
 	bool bg_in_poll;	/* the progress thread sleeps in poll() */
+	uint64_t lock_gen;	/* bumped at every ptl_unlock (atomic) */
+	pthread_t poller_thr;	/* the caller sleeping in poll(), if poller */
+	int poke_fd;		/* eventfd in the poller's poll set: another
+				 * thread made progress it may be waiting for */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int waiters;		/* callers in ptl_wait */
 	int bundle;		/* PtlStartBundle depth: puts are only queued */
@@ -269,6 +273,9 @@ ptl_ni_fail_t ptl_fail_of(uint32_t spin_fail);
 
 /* ptl_data.c */
 int ptl_progress(struct ptl_ni *ni);
+/* Wake the caller sleeping in poll() (if it is another thread): state it
+ * may wait for changed.  Lock held. */
+void ptl_poke(struct ptl_ni *ni);
 /* Progress for a non-blocking call (PtlEQGet, PtlCTGet): the caller polls. */
 void ptl_app_poll(struct ptl_ni *ni);
 void *ptl_progress_thread(void *arg);

@@ -717,6 +717,10 @@ void spin_close(struct spin_rt *rt)
 		return;
 	if (rt->rb)
 		ring_buffer__free(rt->rb);
+	if (rt->rb_cons) {
+		munmap((void *)rt->rb_cons, sysconf(_SC_PAGESIZE));
+		munmap((void *)rt->rb_prod, sysconf(_SC_PAGESIZE));
+	}
 	if (rt->sock)
 		spin_sock_close(rt->sock);
 	if (rt->cfg)
@@ -1079,6 +1083,35 @@ static int rb_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* The ring's consumer and producer positions, mapped read-only a second
+ * time (libbpf keeps its own mappings private), for spin_events_pending. */
+static void rb_positions_map(struct spin_rt *rt)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *c = mmap(NULL, pg, PROT_READ, MAP_SHARED, rt->map_fd[SPIN_M_EVENTS], 0);
+	void *p = mmap(NULL, pg, PROT_READ, MAP_SHARED, rt->map_fd[SPIN_M_EVENTS], pg);
+
+	if (c == MAP_FAILED || p == MAP_FAILED) {
+		if (c != MAP_FAILED)
+			munmap(c, pg);
+		if (p != MAP_FAILED)
+			munmap(p, pg);
+		return;	/* spin_events_pending then always says yes */
+	}
+	rt->rb_cons = c;
+	rt->rb_prod = p;
+}
+
+bool spin_events_pending(struct spin_rt *rt)
+{
+	if (!rt || !rt->rb)
+		return false;
+	if (!rt->rb_cons)
+		return true;
+	return __atomic_load_n(rt->rb_prod, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(rt->rb_cons, __ATOMIC_RELAXED);
+}
+
 int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeout_ms)
 {
 	int err;
@@ -1091,6 +1124,7 @@ int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeou
 		if (!rt->rb)
 			return spin_seterr(SPIN_EFAIL, "cannot open the event ring spin_events: %s",
 					   *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
+		rb_positions_map(rt);
 	}
 	rt->ev_fn = fn;
 	rt->ev_ctx = ctx;

@@ -641,6 +641,12 @@ int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 	return xsk_send(x, dst_rank, a, buf, len, len, NULL, msg_id, true);
 }
 
+bool spin_xsk_rx_pending(const struct spin_xsk *x)
+{
+	return x && __atomic_load_n(x->rx.prod, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(x->rx.cons, __ATOMIC_RELAXED);
+}
+
 int spin_xsk_flush(struct spin_xsk *x)
 {
 	if (!x)

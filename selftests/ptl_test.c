@@ -3072,6 +3072,83 @@ static void c_eqget(void)
 	fini_ni();
 }
 
+/* ------------------------------------------------------ two waiters -- */
+
+/* One thread sleeps in PtlCTWait (it is the one in poll()) while another
+ * busy-polls PtlEQPoll on another queue: the sleeper must still be woken
+ * by its events, not find them at its 2 ms poll timeout. */
+#define TW_N	10
+
+struct tw_arg { ptl_handle_ct_t ct; uint64_t back[TW_N]; int ok; };
+
+static void *tw_sleeper(void *p)
+{
+	struct tw_arg *a = p;
+
+	a->ok = 1;
+	for (int i = 0; i < TW_N; i++) {
+		if (!ct_wait(a->ct, i + 1, T_EV_MS, "sleeping waiter next to a busy one")) {
+			a->ok = 0;
+			break;
+		}
+		a->back[i] = now_us_();
+	}
+	return NULL;
+}
+
+static volatile int tw_stop;
+
+static void c_twowaiters(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *b = kbuf(K_WIN, 4096);
+		struct tw_arg a = { .ct = ct };
+		uint64_t sent[TW_N], sum = 0;
+		pthread_t th;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_SUCCESS_DISABLE |
+		       PTL_ME_EVENT_LINK_DISABLE, 1, 0, ct, PTL_PRIORITY_LIST, U(1));
+		pthread_create(&th, NULL, tw_sleeper, &a);
+		barrier("tw.ready");
+		/* the busy one: 1 ms polls of a queue nothing is posted to */
+		while (!exists("tw.sent", 0)) {
+			ptl_event_t ev;
+			unsigned int which;
+
+			PtlEQPoll(&eq, 1, 1, &ev, &which);
+		}
+		pthread_join(th, NULL);
+		CHK(a.ok, "the sleeping waiter got its %d puts", TW_N);
+		get_file("tw.times", sent, sizeof(sent));
+		for (int i = 0; i < TW_N; i++)
+			sum += a.back[i] > sent[i] ? a.back[i] - sent[i] : 0;
+		LOG("sleeping waiter returned %llu us after each put on average",
+		    (unsigned long long)(sum / TW_N));
+		CHK(sum / TW_N < 800, "the sleeping waiter returned %llu us after the put on average (its 2 ms poll timeout?)",
+		    (unsigned long long)(sum / TW_N));
+		barrier("tw.done");
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+		uint64_t sent[TW_N];
+
+		barrier("tw.ready");
+		for (int i = 0; i < TW_N; i++) {
+			usleep(20000 + 3000 * i);
+			sent[i] = now_us_();
+			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+		}
+		put_file("tw.times", sent, sizeof(sent));
+		touch("tw.sent", 0);
+		barrier("tw.done");
+	}
+	fini_ni();
+}
+
 /* ------------------------------------------------------------- main -- */
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
@@ -3082,7 +3159,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus },
-	{ "eqget", c_eqget },
+	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters },
 };
 
 int main(int argc, char **argv)

@@ -166,6 +166,7 @@ run_case ctwake ctwake 2 2 spin SPIN_PTL_SPIN_US=0
 run_case bundle bundle 2 2
 run_case wakeus wakeus 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_WAKE_US=20000
 run_case eqget eqget 2 2
+run_case twowaiters twowaiters 2 2
 run_case atomic atomic 4 4
 run_case atomic_2ranks atomic 2 2
 run_case triggered triggered 2 2

@@ -190,6 +190,10 @@ int spin_events_consume(struct spin_rt *rt, spin_event_fn fn, void *ctx);
 /* An fd that polls readable when events wait (after the first
  * spin_events_poll/consume), or -1. */
 int spin_events_fd(struct spin_rt *rt);
+/* Whether the event ring holds events not yet consumed: a hint, safe to
+ * call from another thread without the reader's lock (false before the
+ * ring was first opened by spin_events_poll/consume). */
+bool spin_events_pending(struct spin_rt *rt);
 /* Serve SPIN_EV_PUT_FROM_HOST requests (puts from host longer than one
  * packet) and SPIN_EV_GET_FROM_HOST requests (get replies longer than one
  * packet: a SPIN_OP_REPLY message with the get's msg_id) that arrive in

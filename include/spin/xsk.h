@@ -87,6 +87,11 @@ int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 		  const void *buf, uint32_t len, uint32_t *msg_id);
 int spin_xsk_flush(struct spin_xsk *x);
 
+/* Whether the RX ring holds packets not yet taken by spin_xsk_recv*(): a
+ * hint, safe to call from another thread without the receiver's lock (for
+ * busy-polling that does not take a lock until there is work). */
+bool spin_xsk_rx_pending(const struct spin_xsk *x);
+
 /* Send a Portals get (one header-only SPIN_OP_GET packet asking for
  * `length` bytes; a->op, seg_size ignored) like spin_xsk_send(). */
 int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
