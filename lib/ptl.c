@@ -1913,8 +1913,11 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 		s.match_pid = SPIN_PID_ANY;
 	s.options = me->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE |
 				   PTL_ME_NO_TRUNCATE);
-	if (me->options & PTL_ME_EVENT_CT_BYTES)
-		s.options |= SPIN_ME_WAKE_BYTES;	/* wake thresholds in the counter's units */
+	/* wake thresholds (ctpoll_arm) in the counter's units; entries that
+	 * count nothing never have one, and skip the runtime's atomic add */
+	if (me->options & PTL_ME_EVENT_CT_COMM)
+		s.options |= SPIN_ME_WAKE_COUNT |
+			     (me->options & PTL_ME_EVENT_CT_BYTES ? SPIN_ME_WAKE_BYTES : 0);
 	if (!(s.options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET)))
 		s.options |= SPIN_ME_OP_PUT;
 	/* the runtime need not post successful completions the library would

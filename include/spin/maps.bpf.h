@@ -353,7 +353,7 @@ static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_
 	struct spin_cfg *cfg = spin_cfg_get();
 	__u64 u, old, at, flags = spin_rb_flags();
 
-	if (fail)
+	if (fail || !(me->options & SPIN_ME_WAKE_COUNT))
 		return flags;
 	u = (me->options & SPIN_ME_WAKE_BYTES) ? mlength : 1;
 	old = __sync_fetch_and_add(&me->wake_count, u);

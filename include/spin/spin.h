@@ -140,9 +140,10 @@ struct spin_me_spec {
 int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s);
 int spin_me_unlink(struct spin_rt *rt, uint32_t me_index);
 int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out);
-/* Threshold wake-ups.  The runtime counts the units of the successful
- * put/get completion events it posts for an entry (messages, or bytes when
- * the entry was appended with SPIN_ME_WAKE_BYTES) in spin_me.wake_count.
+/* Threshold wake-ups.  For an entry appended with SPIN_ME_WAKE_COUNT the
+ * runtime counts the units of the successful put/get completion events it
+ * posts (messages, or bytes with SPIN_ME_WAKE_BYTES too) in
+ * spin_me.wake_count.
  * With a threshold armed, only the event whose units reach `at` wakes a
  * reader sleeping on the event ring (spin_events_fd); the others are
  * posted quietly (stats: events_quiet).  Failures always wake.  at 0

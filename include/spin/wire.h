@@ -295,7 +295,11 @@ enum spin_me_list {
  * receiving queue (spin_xsks) instead of being deposited; the owning
  * process reassembles them.  No handlers. */
 #define SPIN_ME_XSK		(1u << 31)
-/* spin's own: spin_me.wake_count counts bytes (mlength), not messages */
+/* spin's own: the runtime keeps spin_me.wake_count for the entry (only then
+ * can a reader arm a wake threshold on it; the count is an atomic add per
+ * completed message) ... */
+#define SPIN_ME_WAKE_COUNT	(1u << 29)
+/* ... in bytes (mlength), not messages */
 #define SPIN_ME_WAKE_BYTES	(1u << 30)
 
 struct spin_me {
@@ -320,7 +324,8 @@ struct spin_me {
 	__u64	ct_success;
 	__u64	ct_failure;
 	__u64	bytes;
-	/* Threshold wake-ups (spin_me_wake_arm()): the runtime adds the units
+	/* Threshold wake-ups (spin_me_wake_arm()), entries appended with
+	 * SPIN_ME_WAKE_COUNT: the runtime adds the units
 	 * of every successful put/get event it posts for the entry (1, or
 	 * mlength with SPIN_ME_WAKE_BYTES) to wake_count, atomically, and
 	 * wakes the event reader only for the event whose add crosses
