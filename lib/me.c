@@ -534,13 +534,6 @@ int spin_me_wake_arm(struct spin_rt *rt, uint32_t me_index, uint64_t at)
 	return at && __atomic_load_n(&m->wake_count, __ATOMIC_SEQ_CST) >= at;
 }
 
-uint64_t spin_me_wake_count(struct spin_rt *rt, uint32_t me_index)
-{
-	if (!rt || me_index >= SPIN_MAX_ME)
-		return 0;
-	return __atomic_load_n(&rt->me[me_index].wake_count, __ATOMIC_ACQUIRE);
-}
-
 int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
 {
 	int err;

@@ -12,6 +12,7 @@
  * check prints one line on failure ("r<rank> <case>:<line>: ..."); the exit
  * status is 0 when all checks passed, 1 otherwise, 77 for a skip.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -2997,13 +2998,17 @@ static void c_wakeus(void)
  * ("ptl-progress"), -1 if not found. */
 static long progress_switches(void)
 {
-	char p[128], line[256];
+	char p[300], line[256];
+	struct dirent *d;
 	long v = -1;
+	DIR *dir = opendir("/proc/self/task");
 
-	for (int tid = getpid(); tid < getpid() + 64; tid++) {
+	while (dir && v < 0 && (d = readdir(dir))) {
 		FILE *f;
 
-		snprintf(p, sizeof(p), "/proc/self/task/%d/comm", tid);
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/proc/self/task/%s/comm", d->d_name);
 		if (!(f = fopen(p, "r")))
 			continue;
 		if (!fgets(line, sizeof(line), f) || strncmp(line, "ptl-progress", 12)) {
@@ -3011,15 +3016,16 @@ static long progress_switches(void)
 			continue;
 		}
 		fclose(f);
-		snprintf(p, sizeof(p), "/proc/self/task/%d/status", tid);
+		snprintf(p, sizeof(p), "/proc/self/task/%s/status", d->d_name);
 		if (!(f = fopen(p, "r")))
 			break;
 		while (fgets(line, sizeof(line), f))
 			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
 				break;
 		fclose(f);
-		break;
 	}
+	if (dir)
+		closedir(dir);
 	return v;
 }
 

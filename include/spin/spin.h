@@ -153,7 +153,6 @@ int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out);
  * reader computes `at` from the units it has consumed plus what it still
  * needs, so events in the ring that it has not read yet are counted. */
 int spin_me_wake_arm(struct spin_rt *rt, uint32_t me_index, uint64_t at);
-uint64_t spin_me_wake_count(struct spin_rt *rt, uint32_t me_index);
 /* Read/write an ME's handler memory. */
 int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len);
 int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_t len);

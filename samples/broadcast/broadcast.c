@@ -88,10 +88,9 @@ struct wire_hdr {	/* baseline datagram header */
 	uint32_t iter;
 	uint32_t off;
 };
-struct done_msg {
+struct done_msg {	/* baseline: "rank has message iter" */
 	uint32_t iter;
 	uint32_t rank;
-	uint32_t kind;	/* DONE_* */
 };
 
 /* The children of rank in the binomial tree of size ranks rooted at root,
@@ -249,44 +248,35 @@ static int host_recv(int fd, uint8_t *msg, uint32_t len, uint32_t it, int timeou
 	return 0;
 }
 
-enum { DONE_ARRIVED = 0, DONE_CHECKED = 1 };	/* DONE_CHECKED: not sent any more */
-
-static void done_send(int fd, const struct sockaddr_in *root, uint32_t it, uint32_t rank,
-		      uint32_t kind)
+static void done_send(int fd, const struct sockaddr_in *root, uint32_t it, uint32_t rank)
 {
-	struct done_msg dm = { .iter = it, .rank = rank, .kind = kind };
+	struct done_msg dm = { .iter = it, .rank = rank };
 
 	sendto(fd, &dm, sizeof(dm), 0, (const void *)root, sizeof(*root));
 }
 
-/* The root: wait until every other rank sent `kind` for message it (a
- * datagram of the other kind is remembered for the next call).  *last: the
- * latest kernel receive time of those datagrams (CLOCK_REALTIME). */
-static int gather(int fd, uint32_t it, uint32_t kind, uint32_t P, int timeout_ms, uint64_t *last)
+/* The root (baseline): wait until every other rank reported message it;
+ * *last: the latest kernel receive time of those datagrams (CLOCK_REALTIME).
+ * Reports of other messages are stale and ignored. */
+static int gather(int fd, uint32_t it, uint32_t P, int timeout_ms, uint64_t *last)
 {
-	static uint8_t mark[2][MAX_RANKS];
-	static uint32_t seen[2], cur = UINT32_MAX;
+	uint8_t mark[MAX_RANKS] = { 0 };
+	uint32_t seen = 0;
 
-	if (cur != it) {
-		memset(mark, 0, sizeof(mark));
-		seen[0] = seen[1] = 0;
-		cur = it;
-	}
 	*last = 0;
-	while (seen[kind] < P - 1) {
+	while (seen < P - 1) {
 		struct done_msg dm;
 		uint64_t ts;
 
-		if (recv_wait(fd, &dm, sizeof(dm), timeout_ms, kind == DONE_ARRIVED || busy, &ts) !=
-		    sizeof(dm)) {
-			fprintf(stderr, "broadcast: root: message %u: %u of %u ranks %s\n", it,
-				seen[kind], P - 1, kind == DONE_ARRIVED ? "have it" : "checked it");
+		if (recv_wait(fd, &dm, sizeof(dm), timeout_ms, 1, &ts) != sizeof(dm)) {
+			fprintf(stderr, "broadcast: root: message %u: %u of %u ranks have it\n", it,
+				seen, P - 1);
 			return -1;
 		}
-		if (dm.iter == it && dm.rank < P && dm.kind < 2 && !mark[dm.kind][dm.rank]) {
-			mark[dm.kind][dm.rank] = 1;
-			seen[dm.kind]++;
-			if (dm.kind == kind && ts > *last)
+		if (dm.iter == it && dm.rank < P && !mark[dm.rank]) {
+			mark[dm.rank] = 1;
+			seen++;
+			if (ts > *last)
 				*last = ts;
 		}
 	}
@@ -591,7 +581,7 @@ int main(int argc, char **argv)
 					if (!bad && PtlMEReadHPU(done_meh, 0, &last, sizeof(last)) != PTL_OK)
 						bad = 1;
 					last_t0 = t0;
-				} else if (gather(done_fd, it, DONE_ARRIVED, P, o.timeout_ms, &last)) {
+				} else if (gather(done_fd, it, P, o.timeout_ms, &last)) {
 					bad = 1;
 				} else {
 					last_t0 = t0_rt;	/* the kernel's receive times */
@@ -642,7 +632,7 @@ int main(int argc, char **argv)
 					bad = 1;
 					break;
 				}
-				done_send(done_fd, &root_done, it, rank, DONE_ARRIVED);
+				done_send(done_fd, &root_done, it, rank);
 				for (uint32_t k = 0; k < nkids; k++) {
 					struct sockaddr_in d = addr_of(&job, kids[k], HOST_PORT);
 
