@@ -220,7 +220,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 				e->user_ptr = me->user_ptr;
 				e->owner_pid = me->owner_pid;
 			}
-			bpf_ringbuf_submit(e, spin_rb_flags());
+			spin_rb_submit(e, spin_rb_flags());
 		} else {
 			spin_drop_count(g->st, SPIN_DROP_HOST_QUEUE_FULL);
 		}
@@ -263,6 +263,32 @@ static __always_inline void spin_gc_arm(void)
 	if (bpf_timer_set_callback(&gc->timer, spin_gc_run) ||
 	    bpf_timer_start(&gc->timer, spin_gc_period(), 0))
 		gc->armed = 0;
+}
+
+/* The waker's work item: wake the event ring's reader (an empty record,
+ * discarded, with a forced wake-up). */
+static int spin_waker_run(void *map, int *key, void *value)
+{
+	void *e = bpf_ringbuf_reserve(&spin_events, 8, 0);
+
+	if (e)
+		bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+static __always_inline void spin_waker_arm(void)
+{
+	__u32 zero = 0;
+	struct spin_waker *w = bpf_map_lookup_elem(&spin_waker, &zero);
+
+	if (!w || w->armed || __sync_val_compare_and_swap(&w->armed, 0, 1))
+		return;
+	if (bpf_wq_init(&w->wq, &spin_waker, 0) ||
+	    bpf_wq_set_callback_impl(&w->wq, spin_waker_run, 0, NULL)) {
+		w->armed = 0;
+		return;
+	}
+	w->armed = 2;
 }
 
 struct spin_wait {
@@ -377,7 +403,7 @@ static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt 
 	e->owner_pid = pt->owner_pid;
 	e->flow_control = 1;
 	e->timestamp_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, spin_rb_flags());
+	spin_rb_submit(e, spin_rb_flags());
 	if (st)
 		st->events++;
 }
@@ -570,7 +596,7 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 	e->src_pid = bpf_ntohl(sh->src_pid);
 	e->msg_id = bpf_ntohl(sh->msg_id);
 	e->timestamp_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, spin_rb_flags());
+	spin_rb_submit(e, spin_rb_flags());
 	st->acks_received++;
 	st->events++;
 	return XDP_DROP;
@@ -840,6 +866,8 @@ int spin_rx(struct xdp_md *xdp)
 	}
 
 	st->rx_packets++;
+	if (cfg->flags & SPIN_CFG_F_WAKE_DEFER)
+		spin_waker_arm();
 	sh = (void *)(udp + 1);
 	if ((void *)(sh + 1) > end)
 		return spin_drop(st, SPIN_DROP_MALFORMED);

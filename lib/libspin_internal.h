@@ -41,6 +41,7 @@ enum spin_map_id {
 	SPIN_M_ME_CT,
 	SPIN_M_GC,
 	SPIN_M_XSKS,
+	SPIN_M_WAKER,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];

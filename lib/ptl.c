@@ -352,6 +352,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		struct spin_attach_opts ao = {
 			.ifname = ni->ifname, .rank = ni->rank, .pid = ni->pid,
 			.generic = env_u64("SPIN_GENERIC", 0) != 0,
+			.wake_direct = env_u64("SPIN_WAKE_DIRECT", 0) != 0,
 		};
 
 		err = spin_attach(&ao, &ni->rt);
@@ -372,6 +373,12 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 				"PtlNIInit: %s", spin_errmsg());
 		goto fail;
 	}
+	if (getenv("SPIN_WAKE_DIRECT") &&
+	    (env_u64("SPIN_WAKE_DIRECT", 0) != 0) == !!(ni->rt->cfg->flags & SPIN_CFG_F_WAKE_DEFER))
+		spin_warn("SPIN_WAKE_DIRECT=%s has no effect: the runtime on %s was attached before, "
+			  "with %s wake-ups (run 'spinctl detach %s' first)",
+			  getenv("SPIN_WAKE_DIRECT"), ni->ifname,
+			  ni->rt->cfg->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct", ni->ifname);
 	err = spin_xsk_open(ni->rt, &xo, &ni->xsk);
 	if (err) {
 		rc = ptl_seterr(err == -SPIN_EEXIST ? PTL_PID_IN_USE : PTL_FAIL,

@@ -58,6 +58,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_ME_CT]		= "spin_me_ct",
 	[SPIN_M_GC]		= "spin_gc",
 	[SPIN_M_XSKS]		= "spin_xsks",
+	[SPIN_M_WAKER]		= "spin_waker",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -449,7 +450,8 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	pages = (pages + SPIN_HOST_CHUNK / SPIN_PAGE - 1) / (SPIN_HOST_CHUNK / SPIN_PAGE) *
 		(SPIN_HOST_CHUNK / SPIN_PAGE);
 	cfg.host_pages = pages;
-	cfg.flags = (o->generic ? SPIN_CFG_F_GENERIC : 0) | (o->no_dedup ? SPIN_CFG_F_NO_DEDUP : 0);
+	cfg.flags = (o->generic ? SPIN_CFG_F_GENERIC : 0) | (o->no_dedup ? SPIN_CFG_F_NO_DEDUP : 0) |
+		    (o->wake_direct ? 0 : SPIN_CFG_F_WAKE_DEFER);
 	cfg.msg_timeout_ns = o->msg_timeout_ns ? o->msg_timeout_ns : SPIN_MSG_TIMEOUT_NS;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() << 16;
@@ -1130,9 +1132,14 @@ int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeou
 	rt->ev_ctx = ctx;
 	rt->ev_count = 0;
 	rt->ev_stop = 0;
-	if (timeout_ms != 0)	/* we sleep: the runtime must wake us */
+	if (timeout_ms != 0)	/* we may sleep: the runtime must wake us */
 		__atomic_and_fetch(&rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
-	err = ring_buffer__poll(rt->rb, timeout_ms);
+	/* what is in the ring now, whether or not its wake-up came yet (it
+	 * may be on its way from the runtime's work item, or the event was
+	 * posted quietly); sleep only if there was nothing */
+	err = ring_buffer__consume(rt->rb);
+	if (err == 0 && timeout_ms != 0)
+		err = ring_buffer__poll(rt->rb, timeout_ms);
 	if (err < 0 && !(err == EV_STOP && rt->ev_stop) && err != -EINTR)
 		return spin_seterr(SPIN_EIO, "polling spin_events failed: %s", strerror(-err));
 	return rt->ev_count;

@@ -2992,6 +2992,95 @@ static void c_wakeus(void)
 	fini_ni();
 }
 
+/* ------------------------------------------ deferred and direct wake-ups -- */
+
+/* A wait that sleeps is woken by the runtime, not found by the library's
+ * 2 ms poll() timeout: in its default mode through the runtime's work item
+ * (spin_waker, counted in wakes_deferred), with SPIN_WAKE_DIRECT=1 at
+ * attach from the packet path (nothing counted).  PTL_TEST_WAKE says which
+ * mode the runtime must be in. */
+#define WK_N	21
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void c_wake(void)
+{
+	const char *want = getenv("PTL_TEST_WAKE");
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *b = kbuf(K_WIN, 4096);
+		uint64_t d[WK_N], w0, w1;
+		struct spin_status ss;
+		struct spin_stats st;
+		struct spin_rt *rt;
+		bool deferred;
+		int n = 0;
+
+		if (spin_open(getenv("SPIN_IFACE"), &rt) < 0 || spin_get_status(rt, &ss) < 0)
+			DIE("spin_open/status: %s", spin_errmsg());
+		deferred = ss.cfg.flags & SPIN_CFG_F_WAKE_DEFER;
+		CHK(want && !strcmp(want, deferred ? "deferred" : "direct"),
+		    "runtime wakes %s, want %s", deferred ? "deferred" : "direct", want ? want : "?");
+		pt_new(0, PTL_EQ_NONE, PT_DATA);
+		me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_SUCCESS_DISABLE,
+		       1, 0, ct, PTL_PRIORITY_LIST, U(1));
+		if (spin_stats_read(rt, &st) < 0)
+			DIE("spin_stats_read: %s", spin_errmsg());
+		w0 = st.wakes_deferred;
+		barrier("wk.ready");
+		for (int i = 0; i < WK_N; i++) {
+			uint64_t sent, back;
+
+			if (!ct_wait(ct, i + 1, T_EV_MS, "sleeping wait"))
+				break;
+			back = now_us_();
+			barrierf("wk.got.%d", i);
+			get_file("wk.sent", &sent, sizeof(sent));
+			d[n++] = back > sent ? back - sent : 0;
+		}
+		if (spin_stats_read(rt, &st) < 0)
+			DIE("spin_stats_read: %s", spin_errmsg());
+		w1 = st.wakes_deferred;
+		CHK_EQ(n, WK_N, "waits completed");
+		qsort(d, n, sizeof(d[0]), cmp_u64);
+		LOG("%s wake-ups: wait returned %llu us after the put (median), %llu wake-ups deferred",
+		    deferred ? "deferred" : "direct", (unsigned long long)(n ? d[n / 2] : 0),
+		    (unsigned long long)(w1 - w0));
+		/* the library looks by itself every 2 ms: a median below that
+		 * is the runtime's wake-up */
+		CHK(n && d[n / 2] < 1500, "median wait returned %llu us after the put (not woken?)",
+		    (unsigned long long)(n ? d[n / 2] : 0));
+		if (deferred)
+			CHK(w1 - w0 >= WK_N, "%llu of %d wake-ups went through the work item",
+			    (unsigned long long)(w1 - w0), WK_N);
+		else
+			CHK_EQ(w1 - w0, 0, "wake-ups deferred in direct mode");
+		spin_close(rt);
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		barrier("wk.ready");
+		for (int i = 0; i < WK_N; i++) {
+			uint64_t t;
+
+			usleep(10000 + 500 * i);	/* rank 1 is asleep */
+			t = now_us_();
+			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+			put_file("wk.sent", &t, sizeof(t));
+			barrierf("wk.got.%d", i);
+		}
+	}
+	fini_ni();
+}
+
 /* ------------------------------------------------- polling with PtlEQGet -- */
 
 /* The voluntary context switches of this process's Portals progress thread
@@ -3164,7 +3253,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eventopts", c_eventopts }, { "eqdrop", c_eqdrop }, { "badargs", c_badargs },
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
-	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus },
+	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters },
 };
 

@@ -165,6 +165,17 @@ run_case counters counters 2 2
 run_case ctwake ctwake 2 2 spin SPIN_PTL_SPIN_US=0
 run_case bundle bundle 2 2
 run_case wakeus wakeus 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_WAKE_US=20000
+run_case wake_deferred wake 2 2 spin SPIN_PTL_SPIN_US=0 PTL_TEST_WAKE=deferred
+# the runtimes attached anew, waking from the packet path; then back
+ptl_detach_all() {
+	local k
+	for k in 0 1 2 3; do nsx "$(ptl_ns "$TAG" "$k")" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1; done
+}
+if selected wake_direct; then
+	ptl_detach_all
+	run_case wake_direct wake 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_WAKE_DIRECT=1 PTL_TEST_WAKE=direct
+	ptl_detach_all
+fi
 run_case eqget eqget 2 2
 run_case twowaiters twowaiters 2 2
 run_case atomic atomic 4 4

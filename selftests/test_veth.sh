@@ -101,7 +101,14 @@ pp_server() {
 t_attach_detach() {
 	attach_srv
 	S "$SPINCTL" -j status veth0 | grep -q '"prog_id"'
+	# wake-ups of waiting processes: deferred to the work item by default
+	S "$SPINCTL" -j status veth0 | grep -q '"wake": *"deferred"' || fail "default wake mode not deferred"
+	S "$SPINCTL" status veth0 | grep -q "wake deferred" || fail "status does not show the wake mode"
 	ip -n "$SRV" link show veth0 | grep -q "prog/xdp"
+	S "$SPINCTL" detach veth0
+	no_pins
+	attach_srv wake-direct
+	S "$SPINCTL" -j status veth0 | grep -q '"wake": *"direct"' || fail "wake-direct not kept"
 	S "$SPINCTL" detach veth0
 	no_pins
 }

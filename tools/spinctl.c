@@ -413,6 +413,7 @@ static void print_status(const struct spin_status *st)
 		ju64("msg_timeout_ns", c->msg_timeout_ns);
 		ju64("gen", c->gen);
 		ju64("next_msg_id", c->next_msg_id);
+		jstr("wake", c->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct");
 		jstr("pin_dir", st->pin_dir);
 		jobj_end();
 		return;
@@ -425,9 +426,10 @@ static void print_status(const struct spin_status *st)
 		printf("NOT ATTACHED (stale pins: run 'spinctl detach %s')\n", st->ifname);
 	printf("\trank %u  pid %u  ip %s  mac %s  port %u\n", c->my_rank, c->my_pid,
 	       ipstr(c->my_ip, ip), macstr(c->my_mac, mac), ntohs(c->port));
-	printf("\thost window %u pages (%llu KiB)  msg timeout %llu ms  gen %llu\n", c->host_pages,
-	       (unsigned long long)c->host_pages * SPIN_PAGE / 1024,
-	       (unsigned long long)(c->msg_timeout_ns / 1000000), (unsigned long long)c->gen);
+	printf("\thost window %u pages (%llu KiB)  msg timeout %llu ms  gen %llu  wake %s\n",
+	       c->host_pages, (unsigned long long)c->host_pages * SPIN_PAGE / 1024,
+	       (unsigned long long)(c->msg_timeout_ns / 1000000), (unsigned long long)c->gen,
+	       c->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct");
 	printf("\tpins %s\n", st->pin_dir);
 }
 
@@ -446,6 +448,8 @@ static int cmd_attach(int argc, char **argv)
 
 		if (!strcmp(a, "no-dedup")) {
 			o.no_dedup = true;
+		} else if (!strcmp(a, "wake-direct")) {
+			o.wake_direct = true;
 		} else if (!strcmp(a, "generic") || !strcmp(a, "skb")) {
 			o.generic = true;
 		} else if (!strcmp(a, "native") || !strcmp(a, "drv")) {
@@ -1425,7 +1429,7 @@ static const struct {
 	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
 	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
 	F(acks_received), F(replies_sent), F(replies_received), F(nacks_sent), F(pt_disabled),
-	F(fanout), F(fanout_copies), F(events_quiet),
+	F(fanout), F(fanout_copies), F(events_quiet), F(wakes_deferred),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
@@ -2074,14 +2078,15 @@ struct cmd {
 
 static const char help_attach[] =
 	"spinctl attach IFACE [generic] [port N] [rank R] [pid P] [pages N] [timeout-ms N]\n"
-	"          [no-dedup] [obj FILE]\n"
-	"    load the runtime, pin it and attach it to IFACE (native XDP unless 'generic')\n";
+	"          [no-dedup] [wake-direct] [obj FILE]\n"
+	"    load the runtime, pin it and attach it to IFACE (native XDP unless 'generic');\n"
+	"    wake-direct: the packet path wakes waiting processes itself, not a work item\n";
 static const char help_detach[] =
 	"spinctl detach IFACE\n"
 	"    detach the runtime from IFACE and remove every pin (handlers too)\n";
 static const char help_status[] =
 	"spinctl status IFACE\n"
-	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen\n";
+	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen, wake\n";
 static const char help_handler[] =
 	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
 	"spinctl handler list IFACE\n"

@@ -121,6 +121,29 @@ struct {
 	__type(value, __u32);
 } spin_xsks SEC(".maps");
 
+/* Deferred wake-ups of the event ring's reader (SPIN_CFG_F_WAKE_DEFER):
+ * the packet path posts quietly and starts this work item (BPF workqueue,
+ * Linux 6.10+); it wakes the reader from a kernel worker thread once the
+ * CPU's packet work is done (spin_rb_submit).  Set up by the runtime on
+ * its first packet. */
+struct spin_waker {
+	struct bpf_wq wq;
+	__u32 armed;		/* 0 no, 1 being set up, 2 ready */
+	__u32 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_waker);
+} spin_waker SEC(".maps");
+
+extern int bpf_wq_init(struct bpf_wq *wq, void *p__map, unsigned int flags) __weak __ksym;
+extern int bpf_wq_start(struct bpf_wq *wq, unsigned int flags) __weak __ksym;
+extern int bpf_wq_set_callback_impl(struct bpf_wq *wq,
+				    int (callback_fn)(void *map, int *key, void *value),
+				    unsigned int flags, void *aux) __weak __ksym;
+
 /* Handler entry programs, index = spin_me.handler - 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
@@ -367,6 +390,39 @@ static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_
 	if (st)
 		st->events_quiet++;
 	return BPF_RB_NO_WAKEUP;
+}
+
+/* Submit an event with wake-up flags from spin_rb_flags() or
+ * spin_me_wake_flags().  With SPIN_CFG_F_WAKE_DEFER the wake-up is not done
+ * here, in the packet path, where it is an interrupt on this CPU (a VM exit
+ * on a VM) that every packet behind this one waits for, but by the waker's
+ * work item, which runs once the CPU's packet work is done.  Deferred, a
+ * wake-up is always forced (the ring by itself wakes only a reader that
+ * had consumed everything before this event); the work item coalesces
+ * those that come while it is pending. */
+static __always_inline void spin_rb_submit(void *e, __u64 flags)
+{
+	struct spin_cfg *cfg = spin_cfg_get();
+	struct spin_stats *st;
+	struct spin_waker *w;
+	__u32 zero = 0;
+
+	if (flags == BPF_RB_NO_WAKEUP || !cfg || !(cfg->flags & SPIN_CFG_F_WAKE_DEFER) ||
+	    !(w = bpf_map_lookup_elem(&spin_waker, &zero)) || w->armed != 2) {
+		bpf_ringbuf_submit(e, flags);
+		return;
+	}
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	if (bpf_wq_start(&w->wq, 0)) {
+		/* cannot defer it: wake now */
+		e = bpf_ringbuf_reserve(&spin_events, 8, 0);
+		if (e)
+			bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
+		return;
+	}
+	st = spin_stats_get();
+	if (st)
+		st->wakes_deferred++;
 }
 
 /* The event ring is nearly full: its reader fell behind (admission). */

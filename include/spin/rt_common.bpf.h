@@ -174,9 +174,9 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 	}
 	if (put)
 		e->put = *put;
-	bpf_ringbuf_submit(e, (kind == SPIN_EV_PUT || kind == SPIN_EV_GET) && me ?
-			      spin_me_wake_flags(me, st, fail, c->mlength) :
-			      spin_rb_flags());
+	spin_rb_submit(e, (kind == SPIN_EV_PUT || kind == SPIN_EV_GET) && me ?
+		       spin_me_wake_flags(me, st, fail, c->mlength) :
+		       spin_rb_flags());
 	if (st)
 		st->events++;
 }

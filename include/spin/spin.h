@@ -56,6 +56,10 @@ struct spin_attach_opts {
 	uint32_t pid;		/* this node's Portals pid */
 	uint32_t host_pages;	/* host window pages, 0: default */
 	uint64_t msg_timeout_ns;/* 0: SPIN_MSG_TIMEOUT_NS */
+	bool wake_direct;	/* the packet path wakes the host's event reader
+				 * itself (an interrupt on its CPU, a VM exit
+				 * on a VM) instead of handing the wake-up to a
+				 * work item that runs after the packet work */
 	const char *obj_path;	/* runtime object, NULL: installed default */
 };
 

@@ -225,6 +225,8 @@ struct spin_stats {
 	__u64	events_quiet;	/* completion events posted without waking the
 				 * reader: its entry's wake threshold
 				 * (spin_me.wake_at) was not reached */
+	__u64	wakes_deferred;	/* wake-ups of the reader handed to the work
+				 * item (SPIN_CFG_F_WAKE_DEFER) */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -237,6 +239,10 @@ struct spin_stats {
 					 * invocation can be sent */
 #define SPIN_CFG_F_RB_QUIET	0x4	/* the event reader busy-polls: submit events
 					 * without a wake-up (set and cleared by it) */
+#define SPIN_CFG_F_WAKE_DEFER	0x10	/* the packet path does not wake the event
+					 * reader itself: a work item does, after the
+					 * CPU's packet work (spin_waker; attach
+					 * default, off with wake-direct) */
 
 /* Configuration of a runtime instance (spin_cfg, one element, mmap-able). */
 struct spin_cfg {
