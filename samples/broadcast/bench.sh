@@ -12,12 +12,16 @@
 #
 # Each repetition runs, for each NAPI mode of the ranks' veth0 (where the
 # runtime's XDP and the baseline's receive work run: softirq, veth's
-# default, or threaded, a NAPI thread per rank), three configurations:
-#   spin       the other ranks' hosts are interrupted for each completion
-#              (their Portals waits sleep; the runtime wakes them)
-#   spin-lazy  the same with interrupt moderation: the runtime never wakes
-#              them, they look every LAZY_US (SPIN_PTL_WAKE_US)
-#   host       the baseline
+# default, or threaded, a NAPI thread per rank), four configurations:
+#   spin         the other ranks' hosts are woken for each completion (their
+#                Portals waits sleep); the runtime hands the wake-up to its
+#                work item, which runs after the packet work (the default)
+#   spin-direct  the same, but the packet path wakes them itself
+#                (SPIN_WAKE_DIRECT=1: an interrupt, a VM exit here, in the
+#                middle of the forwarding)
+#   spin-lazy    interrupt moderation: the runtime never wakes them, they
+#                look every LAZY_US (SPIN_PTL_WAKE_US)
+#   host         the baseline
 # Medians over repetitions; ratios to host in the same NAPI mode, and
 # "best": each side's fastest NAPI mode against the other's.
 #
@@ -72,13 +76,20 @@ for rep in $(seq 1 "$REPS"); do
 	for napi in $NAPI_MODES; do
 		bc_napi "$max" "$napi" || { echo "bench: cannot set NAPI mode $napi" >&2; exit 1; }
 		for n in $RANKS; do
-			for mode in spin spin-lazy host; do
+			for mode in spin spin-direct spin-lazy host; do
 				dir=$(mktemp -d "$WORK/run.XXXX")
 				log "rep $rep, $napi: P=$n $mode"
-				args=(mode "${mode%-lazy}")
+				args=(mode "${mode%-*}")
 				[ "$mode" = spin-lazy ] && args+=(wake-us "$LAZY_US")
+				BC_ENV=
+				if [ "$mode" = spin-direct ]; then
+					# runtimes attached anew, waking from the packet path
+					bc_detach "$max"
+					BC_ENV=SPIN_WAKE_DIRECT=1
+				fi
 				bc_run "$n" "$dir" "${args[@]}" size "$SIZES" iters "$ITERS" \
 					warmup "$WARMUP" csv "$CSV" label "$napi-rep$rep"
+				[ "$mode" = spin-direct ] && bc_detach "$max"
 				if [ "$BC_RC" != 0 ]; then
 					FAILED="$FAILED $napi/$mode/P$n/rep$rep"
 					tail -n 3 "$dir"/out.* >&2
@@ -116,10 +127,10 @@ row() {	# row RANKS SIZE LABEL MODE SPIN_NAPI HOST_NAPI
 for n in $RANKS; do
 	for s in ${SIZES//,/ }; do
 		for q in $NAPI_MODES; do
-			for m in spin spin-lazy; do row "$n" "$s" "$q" "$m" "$q" "$q"; done
+			for m in spin spin-direct spin-lazy; do row "$n" "$s" "$q" "$m" "$q" "$q"; done
 		done
 		hq=$(best host "$n" "$s" | cut -d' ' -f1)
-		for m in spin spin-lazy; do
+		for m in spin spin-direct spin-lazy; do
 			q=$(best "$m" "$n" "$s" | cut -d' ' -f1)
 			[ -n "$q" ] && [ -n "$hq" ] && row "$n" "$s" best "$m" "$q" "$hq"
 		done
@@ -128,12 +139,13 @@ done
 column -t -s, "$SUM" >&2
 
 if command -v gnuplot >/dev/null; then
-	# one line per P and size; per NAPI mode: spin, spin-lazy, host (p50 p99, us)
+	# one line per P and size; per NAPI mode: spin, spin-direct, spin-lazy,
+	# host (p50 p99, us)
 	for q in $NAPI_MODES; do
 		for n in $RANKS; do
 			for s in ${SIZES//,/ }; do
 				printf '"P=%s %s B, %s"' "$n" "$s" "$q"
-				for m in spin spin-lazy host; do
+				for m in spin spin-direct spin-lazy host; do
 					printf ' %s %s' "$(col "$q" "$m" "$n" "$s" 6 | awk '{ print $1 / 1e3 }')" \
 						"$(col "$q" "$m" "$n" "$s" 7 | awk '{ print $1 / 1e3 }')"
 				done
@@ -152,9 +164,10 @@ if command -v gnuplot >/dev/null; then
 		set style fill solid 0.6 border -1
 		set key top left
 		set xtics rotate by -25
-		plot "$WORK/plot.dat" using 2:2:3:xtic(1) title "spin (NIC forwarding)", \
-		     "" using 4:4:5 title "spin, hosts not interrupted (moderation)", \
-		     "" using 6:6:7 title "host (UDP forwarding)"
+		plot "$WORK/plot.dat" using 2:2:3:xtic(1) title "spin (NIC forwarding; hosts woken after the packet work)", \
+		     "" using 4:4:5 title "spin, hosts woken from the packet path", \
+		     "" using 6:6:7 title "spin, hosts not interrupted (moderation)", \
+		     "" using 8:8:9 title "host (UDP forwarding)"
 	GP
 fi
 [ -z "$FAILED" ] || { echo "bench: failed:$FAILED" >&2; exit 1; }

@@ -7,7 +7,8 @@
  *             [order inorder|reverse|shuffle] [csv FILE] [label L]
  *             [busy 0|1] [timeout-ms T]
  *
- * mode spin  rank 0 (the root) PtlPut's the message to its children; every
+ * mode spin  rank 0 (the root) PtlPut's the message to its children (one
+ *            bundle: PtlStartBundle/PtlEndBundle); every
  *            other rank has a match entry with broadcast.bpf.o's payload
  *            handler, which forwards each packet to the node's children
  *            from the NIC (PtlHandlerPutFromDevice, fan-out) and copies it
@@ -21,7 +22,10 @@
  *
  * Waiting ranks sleep (poll(), and SPIN_PTL_SPIN_US=0 for the Portals
  * library) unless busy 1: with more processes than CPUs, busy-polling
- * measures the scheduler.
+ * measures the scheduler.  spin: the runtime wakes them after its packet
+ * work (its default), or from the packet path if it was attached with
+ * SPIN_WAKE_DIRECT=1 ("spin-direct"); wake-us N: it does not wake them,
+ * they look every N us ("spin-lazy").
  *
  * Every rank checks every message byte for byte against the pattern the
  * root sent.  Latency of one broadcast (measured at the root): from its
@@ -287,8 +291,23 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: broadcast [mode spin|host] [size S[,S...]] [iters N] [warmup W]\n"
 			"                 [order inorder|reverse|shuffle] [csv FILE] [label L]\n"
-			"                 [busy 0|1] [timeout-ms T]\n");
+			"                 [busy 0|1] [wake-us N] [timeout-ms T]\n");
 	exit(2);
+}
+
+/* how the other ranks' hosts learn of completions: host; spin (woken by
+ * the runtime's work item, after the packet work); spin-direct (woken
+ * from the packet path: SPIN_WAKE_DIRECT=1 when the runtimes were
+ * attached); spin-lazy (wake-us: they look every N us) */
+static const char *mode_name(const struct opts *o)
+{
+	const char *d = getenv("SPIN_WAKE_DIRECT");
+
+	if (!o->spin)
+		return "host";
+	if (o->wake_us)
+		return "spin-lazy";
+	return d && *d && strcmp(d, "0") ? "spin-direct" : "spin";
 }
 
 int main(int argc, char **argv)
@@ -527,6 +546,11 @@ int main(int argc, char **argv)
 					memcpy(half, ref, size);
 				t0 = sample_now_ns();
 				t0_rt = realtime_ns();
+				/* the puts to the children leave together: one
+				 * kick, and the root is not preempted between
+				 * them by the ranks its first put woke */
+				if (o.spin && !sk)
+					PtlStartBundle(s.ni);
 				for (uint32_t k = 0; k < nkids; k++) {
 					if (!o.spin) {
 						struct sockaddr_in d = addr_of(&job, kids[k], HOST_PORT);
@@ -563,6 +587,8 @@ int main(int argc, char **argv)
 						}
 					}
 				}
+				if (o.spin && !sk)
+					PtlEndBundle(s.ni);
 				/* measured: every other rank has the whole message */
 				if (o.spin) {
 					ptl_ct_event_t ce;
@@ -666,14 +692,14 @@ int main(int argc, char **argv)
 			pp50 = sample_percentile(plat + o.warmup, o.iters, 50);
 			pp99 = sample_percentile(plat + o.warmup, o.iters, 99);
 			printf("%s P=%u size=%u iters=%u p50=%.1fus p99=%.1fus mean=%.1fus max=%.1fus (root process: p50=%.1fus p99=%.1fus)\n",
-			       !o.spin ? "host" : o.wake_us ? "spin-lazy" : "spin", P, size, o.iters, p50 / 1e3, p99 / 1e3,
+			       mode_name(&o), P, size, o.iters, p50 / 1e3, p99 / 1e3,
 			       o.iters ? sum / 1e3 / o.iters : 0, mx / 1e3, pp50 / 1e3, pp99 / 1e3);
 			if (o.csv) {
 				FILE *f = fopen(o.csv, "a");
 
 				if (f) {
 					fprintf(f, "%s,%s,%u,%u,%u,%llu,%llu,%llu,%llu,%llu,%llu\n", o.label,
-						!o.spin ? "host" : o.wake_us ? "spin-lazy" : "spin", P, size, o.iters,
+						mode_name(&o), P, size, o.iters,
 						(unsigned long long)p50, (unsigned long long)p99,
 						(unsigned long long)(o.iters ? sum / o.iters : 0),
 						(unsigned long long)mx, (unsigned long long)pp50,

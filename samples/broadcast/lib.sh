@@ -8,11 +8,15 @@
 #                        spins<pid>-bc-br; hostfile $WORK/hosts<P>
 #   bc_napi P softirq|threaded  the ranks' receive work: softirq or a
 #                        NAPI thread per rank
+#   bc_detach P          remove the ranks' runtimes: the next run attaches
+#                        them anew, with its environment's attach options
+#                        (BC_ENV="SPIN_WAKE_DIRECT=1")
 #   bc_run P DIR ARGS... run samples/broadcast/broadcast ARGS on ranks
 #                        0..P-1 (output DIR/out.<K>); BC_RC is 0 if every
 #                        rank exited 0, else the first failing rank's code,
 #                        BC_FAILED lists the failing ranks.
-#                        BC_CPUS="0 1": taskset the ranks round-robin.
+#                        BC_CPUS="0 1": taskset the ranks round-robin;
+#                        BC_ENV: more environment for the ranks.
 
 BC_TAG=spins$$-bc
 BC_BIN=$TOP/samples/broadcast/broadcast
@@ -71,6 +75,14 @@ bc_napi() {
 	return 0
 }
 
+bc_detach() {
+	local k
+	for k in $(seq 0 $(($1 - 1))); do
+		nsx "$(bc_ns "$k")" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1
+	done
+	return 0
+}
+
 bc_run() {
 	local n=$1 dir=$2 k ns pin cpus pids=() rc; shift 2
 	read -r -a cpus <<<"${BC_CPUS:-}"
@@ -78,8 +90,9 @@ bc_run() {
 		ns=$(bc_ns "$k")
 		pin=()
 		[ ${#cpus[@]} -gt 0 ] && pin=(taskset -c "${cpus[$((k % ${#cpus[@]}))]}")
+		# shellcheck disable=SC2086
 		nsenter --net="/var/run/netns/$ns" -- "${pin[@]}" \
-			env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$n" SPIN_RANK="$k" SAMPLE_DIR="$dir" \
+			env ${BC_ENV:-} SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$n" SPIN_RANK="$k" SAMPLE_DIR="$dir" \
 			timeout -k 2 "${BC_TIMEOUT:-60}" "$BC_BIN" "$@" >"$dir/out.$k" 2>&1 &
 		pids[k]=$!
 	done
