@@ -400,7 +400,7 @@ static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_
  * wake-up is always forced (the ring by itself wakes only a reader that
  * had consumed everything before this event); the work item coalesces
  * those that come while it is pending. */
-static __always_inline void spin_rb_submit(void *e, __u64 flags)
+static __noinline void spin_rb_submit(void *e, __u64 flags)
 {
 	struct spin_cfg *cfg = spin_cfg_get();
 	struct spin_stats *st;
