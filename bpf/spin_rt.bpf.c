@@ -265,14 +265,10 @@ static __always_inline void spin_gc_arm(void)
 		gc->armed = 0;
 }
 
-/* The waker's work item: wake the event ring's reader (an empty record,
- * discarded, with a forced wake-up). */
+/* The waker's work item: wake the event ring's reader. */
 static int spin_waker_run(void *map, int *key, void *value)
 {
-	void *e = bpf_ringbuf_reserve(&spin_events, 8, 0);
-
-	if (e)
-		bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
+	spin_rb_doorbell();
 	return 0;
 }
 

@@ -392,6 +392,16 @@ static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_
 	return BPF_RB_NO_WAKEUP;
 }
 
+/* Wake the event ring's reader now, without an event: an empty record,
+ * discarded, with a forced wake-up (consumers skip it). */
+static __always_inline void spin_rb_doorbell(void)
+{
+	void *e = bpf_ringbuf_reserve(&spin_events, 8, 0);
+
+	if (e)
+		bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
+}
+
 /* Submit an event with wake-up flags from spin_rb_flags() or
  * spin_me_wake_flags().  With SPIN_CFG_F_WAKE_DEFER the wake-up is not done
  * here, in the packet path, where it is an interrupt on this CPU (a VM exit
@@ -414,10 +424,7 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 	}
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	if (bpf_wq_start(&w->wq, 0)) {
-		/* cannot defer it: wake now */
-		e = bpf_ringbuf_reserve(&spin_events, 8, 0);
-		if (e)
-			bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
+		spin_rb_doorbell();	/* cannot defer it: wake now */
 		return;
 	}
 	st = spin_stats_get();

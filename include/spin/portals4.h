@@ -11,10 +11,11 @@
  * addressing), PtlNIStatus, PtlNIHandle, PtlSetMap/GetMap, PtlGetId,
  * PtlGetPhysId, PtlGetUid, PtlHandleIsEqual, PtlPTAlloc/Free/Enable/Disable,
  * PtlMEAppend/Unlink/Search, PtlMDBind/Release, PtlPut, PtlGet, PtlAtomic,
- * PtlFetchAtomic, PtlSwap, PtlAtomicSync, PtlStartBundle/PtlEndBundle, PtlEQAlloc/Free/Get/Wait/Poll,
- * PtlCTAlloc/Free/Get/Wait/Poll/Set/Inc, PtlTriggeredPut, PtlTriggeredGet,
- * PtlTriggeredCTInc, PtlTriggeredCTSet, PtlCTCancelTriggered.  Not
- * implemented: non-matching NIs and list entries (PtlLE*), iovecs, bundles.
+ * PtlFetchAtomic, PtlSwap, PtlAtomicSync, PtlStartBundle/PtlEndBundle,
+ * PtlEQAlloc/Free/Get/Wait/Poll, PtlCTAlloc/Free/Get/Wait/Poll/Set/Inc,
+ * PtlTriggeredPut, PtlTriggeredGet, PtlTriggeredCTInc, PtlTriggeredCTSet,
+ * PtlCTCancelTriggered.  Not implemented: non-matching NIs and list entries
+ * (PtlLE*), iovecs.
  * The sPIN extension is in spin/portals4_spin.h; docs/portals.md has the
  * details and the limits.
  */
