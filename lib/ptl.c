@@ -319,6 +319,9 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->timeout_ms = env_u64("SPIN_PTL_TIMEOUT_MS", 2000);
 	ni->spin_us = env_u64("SPIN_PTL_SPIN_US", 1000);
 	ni->wake_us = env_u64("SPIN_PTL_WAKE_US", 0);
+	ni->poll_us = env_u64("SPIN_PTL_POLL_US", 2000) ?: 2000;
+	if (ni->poll_us > 60000000)
+		ni->poll_us = 60000000;	/* poll() takes an int of ms */
 	ni->poke_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	for (int i = 0; i < SPIN_MAX_ME; i++)
 		ni->me_by_rt[i] = -1;
@@ -1506,6 +1509,22 @@ int PtlMDRelease(ptl_handle_md_t mdh)
 	}
 	ptl_unlock(ni);
 	return rc;
+}
+
+int PtlSpinWaitStats(ptl_handle_ni_t nih, ptl_spin_wait_stats_t *st)
+{
+	int rc;
+	struct ptl_ni *ni = ni_enter_h(nih, &rc);
+
+	if (!ni)
+		return rc;
+	if (!st) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	*st = ni->ws;
+	ptl_unlock(ni);
+	return PTL_OK;
 }
 
 /* ------------------------------------------------------- host window -- */

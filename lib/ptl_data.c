@@ -910,6 +910,15 @@ static void tick(struct ptl_ni *ni)
 	}
 }
 
+/* PtlSpinWaitStats: why a thread is looking at the rings, that is how its
+ * last sleep ended (END_NONE: it did not sleep, it was running anyway).
+ * A waiter that another thread woke (END_POKE) counts what woke that
+ * thread: the runtime's wake-up through the progress thread is still the
+ * runtime's wake-up, and a progress thread that found the event because
+ * its own period ran out did not see a wake-up either. */
+enum sleep_end { END_NONE, END_RING, END_RX, END_POKE, END_TIMER };
+static __thread enum sleep_end t_look;
+
 int ptl_progress(struct ptl_ni *ni)
 {
 	int n = 0, k;
@@ -922,6 +931,7 @@ int ptl_progress(struct ptl_ni *ni)
 		n += k;
 	tick(ni);
 	if (n) {
+		ni->poke_look = t_look;
 		pthread_cond_broadcast(&ni->cv);
 		ptl_poke(ni);
 	}
@@ -978,6 +988,23 @@ void ptl_app_poll(struct ptl_ni *ni)
 	ptl_progress(ni);
 }
 
+static void count_sleep(struct ptl_ni *ni, enum sleep_end how)
+{
+	ni->ws.sleeps++;
+	if (how == END_TIMER)
+		ni->ws.sleeps_timer++;
+}
+
+static void count_wait(struct ptl_ni *ni, enum sleep_end how)
+{
+	uint64_t *c[] = { [END_NONE] = &ni->ws.waits_nosleep, [END_RING] = &ni->ws.waits_woken,
+			  [END_RX] = &ni->ws.waits_rx, [END_POKE] = &ni->ws.waits_poked,
+			  [END_TIMER] = &ni->ws.waits_timer };
+
+	ni->ws.waits++;
+	(*c[how])++;
+}
+
 int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	     bool (*arm)(struct ptl_ni *, void *), void *arg, ptl_time_t timeout_ms)
 {
@@ -985,12 +1012,14 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 					      start + (uint64_t)timeout_ms * 1000;
 	bool spinning = true, polling = false;
 	unsigned int spins = 0, early = 0;
+	enum sleep_end how = END_NONE;	/* how the last sleep ended */
 	int rc;
 
 	/* a poller's thresholds are for its own wait only */
 	if (ni->waiters++ && ni->n_armed)
 		ptl_wake_disarm(ni);
 	ni->spinners++;
+	t_look = END_NONE;
 	/* we busy-poll: no wake-ups, unless another caller sleeps in poll()
 	 * and needs them (it would see its events only at its timeout) */
 	if (!ni->poller &&
@@ -1061,8 +1090,8 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 		}
 		if (polling) {
 			struct pollfd pfd[3];
-			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
-			int n = 0;
+			uint64_t until = t + ni->poll_us < deadline ? t + ni->poll_us : deadline;
+			int n = 0, ring = -1, poke = -1, r;
 
 			if (ni->wake_us) {
 				/* interrupt moderation: no wake-ups, look
@@ -1086,14 +1115,18 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			}
 
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
-			if (spin_events_fd(ni->rt) >= 0)
+			if (spin_events_fd(ni->rt) >= 0) {
+				ring = n;
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
-			if (ni->poke_fd >= 0)
+			}
+			if (ni->poke_fd >= 0) {
+				poke = n;
 				pfd[n++] = (struct pollfd){ .fd = ni->poke_fd, .events = POLLIN };
+			}
 			ptl_unlock(ni);
-			ppoll(pfd, n, &(struct timespec){ (until - t) / 1000000, (until - t) % 1000000 * 1000 },
-			      NULL);
-			if (ni->poke_fd >= 0 && (pfd[n - 1].revents & POLLIN)) {
+			r = ppoll(pfd, n, &(struct timespec){ (until - t) / 1000000, (until - t) % 1000000 * 1000 },
+				  NULL);
+			if (poke >= 0 && (pfd[poke].revents & POLLIN)) {
 				uint64_t v;
 
 				if (read(ni->poke_fd, &v, sizeof(v)) < 0) {
@@ -1101,18 +1134,33 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 				}
 			}
 			ptl_lock(ni);
+			how = r == 0 ? END_TIMER :
+			      r < 0 ? END_POKE :	/* a signal */
+			      ring >= 0 && pfd[ring].revents ? END_RING :
+			      pfd[0].revents ? END_RX : END_POKE;
+			count_sleep(ni, how);
+			if (how == END_POKE && ni->poke_look != END_NONE)
+				how = ni->poke_look;
+			t_look = how;
 			continue;
 		}
 		{
 			/* another caller polls; it broadcasts cv on progress */
 			struct timespec ts;
-			uint64_t until = t + 2000 < deadline ? t + 2000 : deadline;
+			uint64_t until = t + ni->poll_us < deadline ? t + ni->poll_us : deadline;
 
 			ts.tv_sec = until / 1000000;
 			ts.tv_nsec = (until % 1000000) * 1000;
-			pthread_cond_timedwait(&ni->cv, &ni->mu, &ts);
+			how = pthread_cond_timedwait(&ni->cv, &ni->mu, &ts) == ETIMEDOUT ? END_TIMER : END_POKE;
+			count_sleep(ni, how);
+			if (how == END_POKE && ni->poke_look != END_NONE)
+				how = ni->poke_look;
+			t_look = how;
 		}
 	}
+	if (rc == PTL_OK)
+		count_wait(ni, how);
+	t_look = END_NONE;
 	if (spinning) {
 		/* the progress thread resumes after the grace period (it
 		 * checks at least every 10 ms: no wake-up on this fast path) */
@@ -1142,7 +1190,7 @@ void *ptl_progress_thread(void *arg)
 	ptl_lock(ni);
 	while (!ni->stop) {
 		struct pollfd pfd[2];
-		int n = 0;
+		int n = 0, r;
 
 		/* stay out of the way while callers busy-poll, and for spin_us
 		 * after the last one returned: a caller that waits again soon
@@ -1182,6 +1230,7 @@ void *ptl_progress_thread(void *arg)
 		if (!ni->wake_us)
 			__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET,
 					   __ATOMIC_SEQ_CST);
+		t_look = END_NONE;
 		ptl_progress(ni);
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 		if (spin_events_fd(ni->rt) >= 0)
@@ -1189,11 +1238,17 @@ void *ptl_progress_thread(void *arg)
 		ni->bg_in_poll = true;
 		ptl_unlock(ni);
 		if (ni->wake_us && ni->wake_us < 10000)
-			ppoll(pfd, n, &(struct timespec){ 0, (long)ni->wake_us * 1000 }, NULL);
+			r = ppoll(pfd, n, &(struct timespec){ 0, (long)ni->wake_us * 1000 }, NULL);
 		else
-			poll(pfd, n, 10);
+			r = poll(pfd, n, ni->poll_us > 10000 ? (int)(ni->poll_us / 1000) : 10);
 		ptl_lock(ni);
 		ni->bg_in_poll = false;
+		if (r > 0)
+			ni->ws.bg_wakeups++;
+		else if (r == 0)
+			ni->ws.bg_timer++;
+		t_look = r == 0 ? END_TIMER : r < 0 ? END_NONE :
+			 n > 1 && pfd[1].revents ? END_RING : pfd[0].revents ? END_RX : END_NONE;
 		if (!ni->stop && ni->spinners == 0)
 			ptl_progress(ni);
 	}

@@ -214,6 +214,11 @@ struct ptl_ni {
 				 * sleeping waiter per event (an interrupt);
 				 * else it never does, and sleepers look every
 				 * wake_us (interrupt moderation) */
+	uint64_t poll_us;	/* $SPIN_PTL_POLL_US: a sleeping waiter looks
+				 * again after this long without a wake-up */
+	ptl_spin_wait_stats_t ws;	/* PtlSpinWaitStats */
+	int poke_look;		/* why the thread that last made progress was
+				 * looking (ptl_data.c: enum sleep_end) */
 	uint64_t seq;
 	uint64_t next_tick_ms;
 	int64_t drops;		/* dropped locally (bad packets, lost events) */

@@ -53,6 +53,28 @@ int PtlMEReadHPU(ptl_handle_me_t me_handle, ptl_size_t offset, void *buf, ptl_si
 int PtlMEWriteHPU(ptl_handle_me_t me_handle, ptl_size_t offset, const void *buf,
 		  ptl_size_t length);
 
+/* How this process's waits ended (PtlEQWait, PtlEQPoll, PtlCTWait,
+ * PtlCTPoll) and how often its progress thread was woken: what let a
+ * waiting thread see the event that completed its wait.  Counts since
+ * PtlNIInit; they never go back.  A wait that slept and found its event
+ * after a sleep that ran to its period (`timer`) was not woken: with
+ * SPIN_PTL_WAKE_US that is the design, otherwise a wake-up was missed or
+ * came later than the period ($SPIN_PTL_POLL_US, default 2000 us). */
+typedef struct {
+	uint64_t waits;		/* waits that found what they waited for: */
+	uint64_t waits_nosleep;	/*   without sleeping (busy-polling, or it was there) */
+	uint64_t waits_woken;	/*   after a sleep the runtime's event-ring wake-up ended */
+	uint64_t waits_rx;	/*   after a sleep a packet on the AF_XDP socket ended */
+	uint64_t waits_poked;	/*   after a sleep another thread of this process ended
+				 *   (it took the events: eventfd or condition variable) */
+	uint64_t waits_timer;	/*   after a sleep that ran to its period */
+	uint64_t sleeps;	/* sleeps in poll() by waiting callers */
+	uint64_t sleeps_timer;	/*   of those, ended by their period */
+	uint64_t bg_wakeups;	/* progress thread: poll() ended by a ring or the socket */
+	uint64_t bg_timer;	/*   ... by its period (10 ms, or SPIN_PTL_WAKE_US) */
+} ptl_spin_wait_stats_t;
+int PtlSpinWaitStats(ptl_handle_ni_t ni_handle, ptl_spin_wait_stats_t *stats);
+
 /* One line on why the last call of this thread failed ("" if none). */
 const char *PtlSpinErrmsg(void);
 
