@@ -165,7 +165,7 @@ run_case counters counters 2 2
 run_case ctwake ctwake 2 2 spin SPIN_PTL_SPIN_US=0
 run_case bundle bundle 2 2
 run_case wakeus wakeus 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_WAKE_US=20000
-run_case wake_deferred wake 2 2 spin SPIN_PTL_SPIN_US=0 PTL_TEST_WAKE=deferred
+run_case wake_deferred wake 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_POLL_US=2000000 PTL_TEST_WAKE=deferred
 # the runtimes attached anew, waking from the packet path; then back
 ptl_detach_all() {
 	local k
@@ -173,11 +173,12 @@ ptl_detach_all() {
 }
 if selected wake_direct; then
 	ptl_detach_all
-	run_case wake_direct wake 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_WAKE_DIRECT=1 PTL_TEST_WAKE=direct
+	run_case wake_direct wake 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_POLL_US=2000000 SPIN_WAKE_DIRECT=1 \
+		PTL_TEST_WAKE=direct
 	ptl_detach_all
 fi
 run_case eqget eqget 2 2
-run_case twowaiters twowaiters 2 2
+run_case twowaiters twowaiters 2 2 spin SPIN_PTL_POLL_US=2000000
 run_case atomic atomic 4 4
 run_case atomic_2ranks atomic 2 2
 run_case triggered triggered 2 2
