@@ -254,22 +254,39 @@ static int cmp_range(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* v rounded up to a page; saturates at the last page instead of wrapping
+ * to 0 (a length near 2^64 must never look small). */
 static uint64_t page_up(uint64_t v)
 {
+	if (v > UINT64_MAX - (SPIN_PAGE - 1))
+		return UINT64_MAX & ~(uint64_t)(SPIN_PAGE - 1);
 	return (v + SPIN_PAGE - 1) & ~(uint64_t)(SPIN_PAGE - 1);
 }
 
-/* First fit of len bytes (page aligned) among the used ranges. */
+/* a + b, saturating */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* First fit of len bytes (page aligned) among the used ranges; len and
+ * size are at most SPIN_MAX_HOST_BYTES (checked by the caller), so
+ * nothing below can wrap. */
 static int window_alloc(struct range *used, int n, uint64_t size, uint64_t len, uint64_t *off)
 {
-	uint64_t need = page_up(len), cand = 0;
+	uint64_t need, cand = 0;
 
+	if (!len || len > size)
+		return -1;
+	need = page_up(len);
 	qsort(used, n, sizeof(*used), cmp_range);
 	for (int i = 0; i < n; i++) {
 		if (cand + need <= used[i].off)
 			break;
 		if (page_up(used[i].end) > cand)
 			cand = page_up(used[i].end);
+		if (cand > size)
+			return -1;
 	}
 	if (need > size || cand > size - need)
 		return -1;
@@ -287,16 +304,26 @@ static int used_ranges(struct spin_rt *rt, struct range *r)
 		if (me_state(rt, i) == SPIN_ME_FREE)
 			continue;
 		if (m->host_len && !(m->options & SPIN_ME_XSK))
-			r[n++] = (struct range){ m->host_off, m->host_off + m->host_len };
+			r[n++] = (struct range){ m->host_off, add_sat(m->host_off, m->host_len) };
 		if (m->hhost_len)
-			r[n++] = (struct range){ m->hhost_off, m->hhost_off + m->hhost_len };
+			r[n++] = (struct range){ m->hhost_off, add_sat(m->hhost_off, m->hhost_len) };
 	}
 	return n;
 }
 
+/*
+ * Where a buffer of len bytes goes in the host window of size bytes: at
+ * off_in, or first fit when off_in is UINT64_MAX.  Lengths and offsets are
+ * the caller's (CLI, Portals, C API): checked without arithmetic that can
+ * wrap, so [*off, *off + len) always lies inside the window.
+ */
 static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t len,
 		 uint64_t size, struct range *used, int *n, uint64_t *off)
 {
+	if (len > SPIN_MAX_HOST_BYTES)
+		return spin_seterr(SPIN_EUSAGE, "%s of %llu bytes: length out of range (0..%llu)",
+				   what, (unsigned long long)len,
+				   (unsigned long long)SPIN_MAX_HOST_BYTES);
 	if (off_in == UINT64_MAX) {
 		if (!len) {
 			*off = 0;

@@ -393,6 +393,9 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	err = check_ifname(ifname);
 	if (err)
 		return err;
+	if (o->host_pages > SPIN_MAX_HOST_PAGES)
+		return spin_seterr(SPIN_EUSAGE, "host window of %u pages out of range (1..%u)",
+				   o->host_pages, SPIN_MAX_HOST_PAGES);
 	err = spin_check_priv();
 	if (err)
 		return err;

@@ -45,6 +45,11 @@ const char *spin_errmsg(void);	/* last error, one line, thread-local */
 
 struct spin_rt;
 
+/* Largest host window: 2^20 pages of SPIN_PAGE bytes (4 GiB).  Lengths and
+ * offsets in the window (spin_me_spec) are checked against it. */
+#define SPIN_MAX_HOST_PAGES	(1u << 20)
+#define SPIN_MAX_HOST_BYTES	((uint64_t)SPIN_MAX_HOST_PAGES * SPIN_PAGE)
+
 struct spin_attach_opts {
 	const char *ifname;
 	bool generic;		/* XDP generic (skb) mode instead of native */
@@ -54,7 +59,9 @@ struct spin_attach_opts {
 	uint16_t port;		/* UDP port, 0: SPIN_DEFAULT_PORT */
 	uint32_t rank;		/* this node's rank */
 	uint32_t pid;		/* this node's Portals pid */
-	uint32_t host_pages;	/* host window pages, 0: default */
+	uint32_t host_pages;	/* host window pages, 0: default; at most
+				 * SPIN_MAX_HOST_PAGES, rounded up to a
+				 * multiple of 4 */
 	uint64_t msg_timeout_ns;/* 0: SPIN_MSG_TIMEOUT_NS */
 	bool wake_direct;	/* the packet path wakes the host's event reader
 				 * itself (an interrupt on its CPU, a VM exit
