@@ -6,10 +6,12 @@
  * The registry is bpffs itself: a loaded handler is pinned as
  * <pin dir>/handlers/<name>, and its slot is found by looking for its
  * program id in spin_handlers (a userspace lookup of a program array
- * returns the program id).
+ * returns the program id).  Pins are reached relative to the runtime's
+ * checked pin directory (pins.c), never through a symbolic link.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,20 @@ static int handler_path(struct spin_rt *rt, const char *name, char *buf, size_t 
 	int n = snprintf(buf, len, "%s/%s/%s", rt->pin_dir, SPIN_HANDLER_DIR, name);
 
 	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* handlers/ of the runtime's pin directory, opened and checked. */
+static int handlers_dir(struct spin_rt *rt, int *fd)
+{
+	return spin_pins_handlers(rt->dir_fd, rt->pin_dir, fd);
+}
+
+/* Whether name exists in dir_fd (a pin or anything else), not following links. */
+static bool exists_at(int dir_fd, const char *name)
+{
+	struct stat st;
+
+	return !fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW);
 }
 
 /* Program ids of all slots of spin_handlers (0: empty). */
@@ -61,11 +77,14 @@ int spin_handler_slot(struct spin_rt *rt, const char *name)
 {
 	char p[PATH_MAX];
 	__u32 id;
-	int fd, slot;
+	int fd, slot, hfd, err;
 
 	if (!spin_name_ok(name) || handler_path(rt, name, p, sizeof(p)))
 		return spin_seterr(SPIN_EUSAGE, "bad handler name '%s'", name ? name : "");
-	fd = bpf_obj_get(p);
+	if ((err = handlers_dir(rt, &hfd)))
+		return err;
+	fd = spin_obj_get_at(hfd, name);
+	close(hfd);
 	if (fd < 0)
 		return spin_seterr(SPIN_ENOENT, "no handler '%s' loaded on '%s' (see 'spinctl handler list %s')",
 				   name, rt->ifname, rt->ifname);
@@ -105,7 +124,7 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 	char nbuf[64], p[PATH_MAX + 64];
 	__u32 ids[SPIN_MAX_HANDLERS];
 	char *log = NULL;
-	int err, slot = -1, fd;
+	int err, slot = -1, fd, hfd = -1;
 	bool pinned = false;
 
 	spin_libbpf_reset();
@@ -129,8 +148,10 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 	err = spin_lock(rt);
 	if (err)
 		return err;
-	handler_path(rt, name, p, sizeof(p));
-	if (access(p, F_OK) == 0) {
+	err = handlers_dir(rt, &hfd);
+	if (err)
+		goto out;
+	if (exists_at(hfd, name)) {
 		err = spin_seterr(SPIN_EEXIST,
 				  "handler '%s' is already loaded on '%s': unload it or pick another name",
 				  name, rt->ifname);
@@ -163,13 +184,13 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		if (bpf_map__is_internal(map))
 			continue;	/* .rodata/.data/.bss: created normally */
 		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
-		if (!spin_name_ok(mn) || access(p, F_OK)) {
+		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
 			err = spin_seterr(SPIN_EFAIL,
 					  "handler object %s declares map %s that is not a spin runtime map",
 					  path, mn);
 			goto out;
 		}
-		fd = bpf_obj_get(p);
+		fd = spin_obj_get_at(rt->dir_fd, mn);
 		if (fd < 0) {
 			err = spin_seterr(spin_errno_code(errno), "cannot open runtime map %s: %s", p,
 					  strerror(errno));
@@ -221,7 +242,7 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		goto out;
 	}
 	handler_path(rt, name, p, sizeof(p));
-	if (bpf_program__pin(entry, p)) {
+	if (spin_obj_pin_at(bpf_program__fd(entry), hfd, name)) {
 		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
 		goto out;
 	}
@@ -238,7 +259,9 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 	err = slot;
 out:
 	if (pinned)
-		unlink(p);
+		unlinkat(hfd, name, 0);
+	if (hfd >= 0)
+		close(hfd);
 	spin_unlock(rt);
 	bpf_object__close(obj);
 	free(log);
@@ -266,7 +289,7 @@ static int me_refs(struct spin_rt *rt, int slot, int *first)
 int spin_handler_unload(struct spin_rt *rt, const char *name)
 {
 	char p[PATH_MAX];
-	int err, slot, first;
+	int err, slot, first, hfd = -1;
 	__u32 k;
 
 	if (!rt || !name)
@@ -277,12 +300,15 @@ int spin_handler_unload(struct spin_rt *rt, const char *name)
 	err = spin_lock(rt);
 	if (err)
 		return err;
+	err = handlers_dir(rt, &hfd);
+	if (err)
+		goto out;
 	slot = spin_handler_slot(rt, name);
 	if (slot < 0) {
 		err = slot;
 		/* pinned but not in the array: just remove the pin */
-		if (err == -SPIN_ENOENT && !handler_path(rt, name, p, sizeof(p)) &&
-		    access(p, F_OK) == 0 && !unlink(p))
+		if (err == -SPIN_ENOENT && spin_name_ok(name) && exists_at(hfd, name) &&
+		    !unlinkat(hfd, name, 0))
 			err = 0;
 		goto out;
 	}
@@ -297,11 +323,13 @@ int spin_handler_unload(struct spin_rt *rt, const char *name)
 		goto out;
 	}
 	handler_path(rt, name, p, sizeof(p));
-	if (unlink(p))
+	if (unlinkat(hfd, name, 0))
 		spin_warn("cannot remove %s: %s", p, strerror(errno));
 	spin_gen_bump(rt);
 	err = 0;
 out:
+	if (hfd >= 0)
+		close(hfd);
 	spin_unlock(rt);
 	return err;
 }
@@ -317,9 +345,9 @@ int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max
 {
 	struct spin_handler_info all[SPIN_MAX_HANDLERS * 2];
 	__u32 ids[SPIN_MAX_HANDLERS];
-	char dir[PATH_MAX], p[PATH_MAX + 300];
+	char dir[PATH_MAX];
 	struct dirent *de;
-	int n = 0, err, first;
+	int n = 0, err, first, hfd, dfd;
 	DIR *d;
 
 	if (!rt)
@@ -328,9 +356,17 @@ int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max
 	if (err)
 		return err;
 	snprintf(dir, sizeof(dir), "%s/%s", rt->pin_dir, SPIN_HANDLER_DIR);
-	d = opendir(dir);
-	if (!d)
-		return spin_seterr(spin_errno_code(errno), "cannot read %s: %s", dir, strerror(errno));
+	if ((err = handlers_dir(rt, &hfd)))
+		return err;
+	dfd = dup(hfd);
+	d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		err = spin_seterr(spin_errno_code(errno), "cannot read %s: %s", dir, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		close(hfd);
+		return err;
+	}
 	while ((de = readdir(d)) && n < (int)(sizeof(all) / sizeof(all[0]))) {
 		struct spin_handler_info *h = &all[n];
 		struct bpf_prog_info info = {};
@@ -339,8 +375,7 @@ int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max
 
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(h->name))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		fd = bpf_obj_get(p);
+		fd = spin_obj_get_at(hfd, de->d_name);
 		if (fd < 0)
 			continue;
 		memset(h, 0, sizeof(*h));
@@ -358,6 +393,7 @@ int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max
 		n++;
 	}
 	closedir(d);
+	close(hfd);
 	qsort(all, n, sizeof(all[0]), cmp_slot);
 	if (out)
 		memcpy(out, all, sizeof(all[0]) * (n < max ? n : (max > 0 ? max : 0)));

@@ -103,11 +103,47 @@ int spin_lock(struct spin_rt *rt);
 uint32_t spin_rt_msg_id(struct spin_rt *rt);
 void spin_unlock(struct spin_rt *rt);
 void spin_gen_bump(struct spin_rt *rt);
-/* Remove every pin below dir and the directory itself. */
-int spin_rm_pins(const char *dir);
+/* The inode of this process's network namespace, 0 for the initial one. */
+int spin_netns_ino(unsigned long *ino);
 uint32_t spin_prog_id(int prog_fd);
 /* Whether a name is usable as a file name below the pin dir. */
 bool spin_name_ok(const char *name);
+
+/* ---- pins.c ---- */
+/*
+ * The pin directories, each opened with O_NOFOLLOW and checked (a real
+ * directory owned by root or the caller's euid, not group/world-writable;
+ * -SPIN_EPERM with the reason otherwise).  -SPIN_ENOENT without a message
+ * when a component is missing (p->path names it).
+ */
+enum { SPIN_PINS_OPEN, SPIN_PINS_PARENTS, SPIN_PINS_CREATE };
+struct spin_pins {
+	int root;		/* the bpffs root ($SPIN_BPFFS) */
+	int spin;		/* <root>/spin */
+	int ns;			/* <root>/spin/ns<inode>, or == spin in the initial netns */
+	int dir;		/* the interface's pin directory */
+	bool made_spin, made_ns, made_dir;	/* created by this call */
+	char ns_name[32];	/* "ns<inode>", "" in the initial network namespace */
+	char path[PATH_MAX];	/* the last component reached, for messages */
+};
+/* mode SPIN_PINS_OPEN: open what exists; SPIN_PINS_PARENTS: create spin/
+ * and ns<inode>/ if needed; SPIN_PINS_CREATE: also create the interface's
+ * directory, which must not exist (-SPIN_EEXIST without a message). */
+int spin_pins_open(const char *ifname, int mode, struct spin_pins *p);
+void spin_pins_init(struct spin_pins *p);
+void spin_pins_close(struct spin_pins *p);
+/* The handlers/ directory below a pin directory, opened and checked. */
+int spin_pins_handlers(int dir_fd, const char *pin_dir, int *out);
+/* Open (create) directory name below parent_fd, checked as above. */
+int spin_dir_open_at(int parent_fd, const char *parent, const char *name, bool create,
+		     bool *made, int *out);
+int spin_dir_check(int fd, const char *path);
+/* Pin obj_fd as name in dir_fd / open the pin name in dir_fd (-1, errno). */
+int spin_obj_pin_at(int obj_fd, int dir_fd, const char *name);
+int spin_obj_get_at(int dir_fd, const char *name);
+/* Remove directory name below parent_fd and everything in it without
+ * following symbolic links; 0 or -errno of the first failure. */
+int spin_rm_pins_at(int parent_fd, const char *name);
 
 /* ---- handler.c ---- */
 /* Slot of a loaded handler (spin_handlers index), or a negative error. */

@@ -118,12 +118,23 @@ bool spin_name_ok(const char *name)
 	return true;
 }
 
+/* The kernel's rules for interface names (dev_valid_name): 1..15 bytes,
+ * not "." or "..", no '/', ':' or white space.  The name becomes a pin
+ * directory name, so "." and ".." must never get through. */
 static int check_ifname(const char *ifname)
 {
 	if (!ifname || !*ifname)
 		return spin_seterr(SPIN_EUSAGE, "no interface name given");
-	if (strlen(ifname) >= IF_NAMESIZE || strchr(ifname, '/'))
-		return spin_seterr(SPIN_ENODEV, "interface '%s' not found (bad name)", ifname);
+	if (strlen(ifname) >= IF_NAMESIZE)
+		return spin_seterr(SPIN_EUSAGE, "bad interface name '%.32s%s' (at most %d bytes)",
+				   ifname, strlen(ifname) > 32 ? "..." : "", IF_NAMESIZE - 1);
+	if (!strcmp(ifname, ".") || !strcmp(ifname, ".."))
+		return spin_seterr(SPIN_EUSAGE, "bad interface name '%s'", ifname);
+	for (const char *c = ifname; *c; c++)
+		if (*c == '/' || *c == ':' || (unsigned char)*c <= ' ' || *c == 0x7f)
+			return spin_seterr(SPIN_EUSAGE,
+					   "bad interface name '%s' (no '/', ':', spaces or control characters)",
+					   ifname);
 	return 0;
 }
 
@@ -148,7 +159,7 @@ static int map_info(int fd, struct bpf_map_info *info)
 /* ----------------------------------------------------------- pin dir -- */
 
 /* The inode of this process's network namespace, 0 for the init one. */
-static int netns_ino(unsigned long *ino)
+int spin_netns_ino(unsigned long *ino)
 {
 	struct stat self, init;
 
@@ -170,7 +181,7 @@ static int ns_dir(char *buf, size_t len)
 	unsigned long ino;
 	int err, n;
 
-	err = netns_ino(&ino);
+	err = spin_netns_ino(&ino);
 	if (err)
 		return err;
 	if (ino)
@@ -196,47 +207,6 @@ int spin_pin_dir(const char *ifname, char *buf, size_t len)
 	n = snprintf(buf, len, "%s/%s", nd, ifname);
 	if (n < 0 || (size_t)n >= len)
 		return spin_seterr(SPIN_EUSAGE, "pin directory path too long for %s", ifname);
-	return 0;
-}
-
-/* Remove every pin below dir (recursively) and dir itself. */
-int spin_rm_pins(const char *dir)
-{
-	struct dirent *de;
-	int ret = 0;
-	DIR *d;
-
-	d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((de = readdir(d))) {
-		char p[PATH_MAX];
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		if (lstat(p, &st))
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			int r = spin_rm_pins(p);
-
-			if (r && !ret)
-				ret = r;
-		} else if (unlink(p) && !ret) {
-			ret = -errno;
-		}
-	}
-	closedir(d);
-	if (rmdir(dir) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-static int mkdir_one(const char *p)
-{
-	if (mkdir(p, 0700) && errno != EEXIST)
-		return -errno;
 	return 0;
 }
 
@@ -336,22 +306,23 @@ struct attach_state {
 	bool tc_attached;	/* spin_tc (pinned as prog_tc) */
 	struct bpf_object *obj;
 	char *log;
+	const char *ifname;
 	char pin_dir[PATH_MAX];
-	char ns_dir[PATH_MAX];
-	bool made_dir;
+	struct spin_pins pins;	/* the pin directories, opened and checked */
 	int ifindex;
 	__u32 xdp_flags;
 	bool attached;
 };
 
+/* Undo a partial attach in the order of spin_detach: XDP, TC, pins. */
 static void attach_rollback(struct attach_state *s)
 {
+	if (s->attached && bpf_xdp_detach(s->ifindex, s->xdp_flags, NULL))
+		spin_warn("rollback: cannot detach XDP from ifindex %d: %s", s->ifindex,
+			  strerror(errno));
 	if (s->tc_attached) {
-		char p[PATH_MAX + 64];
-		int fd;
+		int fd = s->pins.dir >= 0 ? spin_obj_get_at(s->pins.dir, SPIN_PIN_PROG_TC) : -1;
 
-		snprintf(p, sizeof(p), "%s/%s", s->pin_dir, SPIN_PIN_PROG_TC);
-		fd = bpf_obj_get(p);
 		if (fd < 0 || bpf_prog_detach2(fd, s->ifindex,
 					       (enum bpf_attach_type)SPIN_TCX_INGRESS))
 			spin_warn("rollback: cannot detach spin_tc from ifindex %d: %s",
@@ -359,14 +330,16 @@ static void attach_rollback(struct attach_state *s)
 		if (fd >= 0)
 			close(fd);
 	}
-	if (s->attached && bpf_xdp_detach(s->ifindex, s->xdp_flags, NULL))
-		spin_warn("rollback: cannot detach XDP from ifindex %d: %s", s->ifindex,
-			  strerror(errno));
-	if (s->made_dir) {
-		spin_rm_pins(s->pin_dir);
-		if (strstr(s->ns_dir, "/spin/ns"))
-			rmdir(s->ns_dir);	/* the per-namespace dir, if now empty */
+	if (s->pins.made_dir) {
+		if (s->pins.dir >= 0) {
+			close(s->pins.dir);
+			s->pins.dir = -1;
+		}
+		spin_rm_pins_at(s->pins.ns, s->ifname);
+		if (s->pins.ns_name[0])	/* the per-namespace dir, if now empty */
+			unlinkat(s->pins.spin, s->pins.ns_name, AT_REMOVEDIR);
 	}
+	spin_pins_close(&s->pins);
 }
 
 int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
@@ -374,14 +347,15 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	LIBBPF_OPTS(bpf_object_open_opts, oo);
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct attach_state s = { .ifindex = 0 };
+	struct spin_pins old;
 	struct bpf_program *prx, *ptc;
 	struct bpf_map *map;
 	struct spin_cfg cfg = {};
-	char obj_path[PATH_MAX], p[PATH_MAX + 64];
+	char obj_path[PATH_MAX];
 	const char *ifname;
 	uint64_t rnd = 0;
 	__u32 k = 0, pages;
-	int err, fd;
+	int err, fd, perr;
 
 	spin_libbpf_reset();
 	spin_vlog_clear();
@@ -390,6 +364,8 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	if (!o)
 		return spin_seterr(SPIN_EUSAGE, "spin_attach: no options");
 	ifname = o->ifname;
+	s.ifname = ifname;
+	spin_pins_init(&s.pins);
 	err = check_ifname(ifname);
 	if (err)
 		return err;
@@ -405,20 +381,23 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	s.ifindex = if_nametoindex(ifname);
 	if (!s.ifindex)
 		return spin_seterr(SPIN_ENODEV, "interface '%s' not found", ifname);
-	err = ns_dir(s.ns_dir, sizeof(s.ns_dir));
-	if (err)
-		return err;
 	err = spin_pin_dir(ifname, s.pin_dir, sizeof(s.pin_dir));
 	if (err)
 		return err;
 
+	/* what exists of the pin directories must be safe to use */
+	perr = spin_pins_open(ifname, SPIN_PINS_OPEN, &old);
+	if (perr && perr != -SPIN_ENOENT) {
+		spin_pins_close(&old);
+		return perr;
+	}
 	if (bpf_xdp_query(s.ifindex, 0, &q) == 0 && (q.prog_id || q.drv_prog_id || q.skb_prog_id ||
 						     q.hw_prog_id)) {
 		__u32 id = q.prog_id ? q.prog_id : q.drv_prog_id ? q.drv_prog_id :
 			   q.skb_prog_id ? q.skb_prog_id : q.hw_prog_id;
 
-		snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_PIN_PROG_RX);
-		fd = bpf_obj_get(p);
+		fd = perr ? -1 : spin_obj_get_at(old.dir, SPIN_PIN_PROG_RX);
+		spin_pins_close(&old);
 		if (fd >= 0) {
 			__u32 mine = spin_prog_id(fd);
 
@@ -432,7 +411,8 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 				   "'%s' already has an XDP program (id %u): detach it first "
 				   "('ip link set dev %s xdp off')", ifname, id, ifname);
 	}
-	if (access(s.pin_dir, F_OK) == 0)
+	spin_pins_close(&old);
+	if (!perr)
 		return spin_seterr(SPIN_EEXIST,
 				   "stale spin pins in %s (spin is not attached to '%s'): run 'spinctl detach %s'",
 				   s.pin_dir, ifname, ifname);
@@ -508,54 +488,43 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		goto out;
 	}
 
-	/* pins: create the directories, then every map and the programs */
-	snprintf(p, sizeof(p), "%s/spin", spin_bpffs_root());
-	err = mkdir_one(p);
-	if (!err && strcmp(p, s.ns_dir)) {
-		snprintf(p, sizeof(p), "%s", s.ns_dir);
-		err = mkdir_one(p);
-	}
-	if (err) {
-		err = spin_seterr(spin_errno_code(err), "cannot create %s: %s", p, strerror(-err));
+	/* pins: create the directories (each checked, never through a
+	 * symbolic link), then every map and the programs, relative to the
+	 * interface's directory */
+	err = spin_pins_open(ifname, SPIN_PINS_CREATE, &s.pins);
+	if (err == -SPIN_EEXIST)
+		err = spin_seterr(SPIN_EEXIST, "spin is already attached to '%s' (run 'spinctl detach %s' first)",
+				  ifname, ifname);
+	else if (err == -SPIN_ENOENT)
+		err = spin_seterr(SPIN_EFAIL, "cannot create %s: it disappeared", s.pins.path);
+	if (err)
 		goto out;
-	}
-	if (mkdir(s.pin_dir, 0700)) {
-		err = errno == EEXIST ?
-			spin_seterr(SPIN_EEXIST, "spin is already attached to '%s' (run 'spinctl detach %s' first)",
-				    ifname, ifname) :
-			spin_seterr(spin_errno_code(errno), "cannot create %s: %s", s.pin_dir,
-				    strerror(errno));
-		goto out;
-	}
-	s.made_dir = true;
-	snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_HANDLER_DIR);
-	if (mkdir(p, 0700)) {
-		err = spin_seterr(spin_errno_code(errno), "cannot create %s: %s", p, strerror(errno));
+	if (mkdirat(s.pins.dir, SPIN_HANDLER_DIR, 0700)) {
+		err = spin_seterr(spin_errno_code(errno), "cannot create %s/%s: %s", s.pin_dir,
+				  SPIN_HANDLER_DIR, strerror(errno));
 		goto out;
 	}
 	bpf_object__for_each_map(map, s.obj) {
 		if (bpf_map__is_internal(map))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s", s.pin_dir, bpf_map__name(map));
-		if (bpf_map__pin(map, p)) {
-			err = spin_seterr(spin_errno_code(errno), "cannot pin map %s: %s", p,
-					  strerror(errno));
+		if (spin_obj_pin_at(bpf_map__fd(map), s.pins.dir, bpf_map__name(map))) {
+			err = spin_seterr(spin_errno_code(errno), "cannot pin map %s/%s: %s", s.pin_dir,
+					  bpf_map__name(map), strerror(errno));
 			goto out;
 		}
 	}
-	snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_PIN_PROG_RX);
-	if (bpf_program__pin(prx, p)) {
-		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
+	if (spin_obj_pin_at(bpf_program__fd(prx), s.pins.dir, SPIN_PIN_PROG_RX)) {
+		err = spin_seterr(spin_errno_code(errno), "cannot pin %s/%s: %s", s.pin_dir,
+				  SPIN_PIN_PROG_RX, strerror(errno));
 		goto out;
 	}
 	/* fan-out (several device puts per invocation): spin_tc at TC
 	 * ingress.  Without it the runtime sends the first put only. */
 	ptc = bpf_object__find_program_by_name(s.obj, "spin_tc");
 	if (ptc) {
-		snprintf(p, sizeof(p), "%s/%s", s.pin_dir, SPIN_PIN_PROG_TC);
-		if (bpf_program__pin(ptc, p)) {
-			err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p,
-					  strerror(errno));
+		if (spin_obj_pin_at(bpf_program__fd(ptc), s.pins.dir, SPIN_PIN_PROG_TC)) {
+			err = spin_seterr(spin_errno_code(errno), "cannot pin %s/%s: %s", s.pin_dir,
+					  SPIN_PIN_PROG_TC, strerror(errno));
 			goto out;
 		}
 		if (bpf_prog_attach_opts(bpf_program__fd(ptc), s.ifindex,
@@ -607,6 +576,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 			return err;
 		}
 	}
+	spin_pins_close(&s.pins);
 	return 0;
 out:
 	attach_rollback(&s);
@@ -636,9 +606,8 @@ static void *map_mmap(int fd, size_t *mlen)
 
 int spin_open(const char *ifname, struct spin_rt **out)
 {
+	struct spin_pins pins;
 	struct spin_rt *rt;
-	char p[PATH_MAX + 64];
-	struct stat st;
 	int err;
 
 	if (out)
@@ -663,20 +632,25 @@ int spin_open(const char *ifname, struct spin_rt **out)
 	err = spin_pin_dir(ifname, rt->pin_dir, sizeof(rt->pin_dir));
 	if (err)
 		goto fail;
-	if (stat(rt->pin_dir, &st)) {
-		if (errno == EACCES || errno == EPERM)
-			err = spin_seterr(SPIN_EPERM, "need root (CAP_BPF, CAP_NET_ADMIN)");
-		else if (!if_nametoindex(ifname))
+	/* the pin directories, each checked, none through a symbolic link */
+	err = spin_pins_open(ifname, SPIN_PINS_OPEN, &pins);
+	if (err == -SPIN_ENOENT) {
+		if (!if_nametoindex(ifname))
 			err = spin_seterr(SPIN_ENODEV, "interface '%s' not found", ifname);
 		else
 			err = spin_seterr(SPIN_ENOENT,
 					  "spin is not attached to '%s' (run 'spinctl attach %s')",
 					  ifname, ifname);
+	}
+	if (err) {
+		spin_pins_close(&pins);
 		goto fail;
 	}
+	rt->dir_fd = pins.dir;	/* kept: flock()ed for table changes */
+	pins.dir = -1;
+	spin_pins_close(&pins);
 	for (int i = 0; i < SPIN_M_MAX; i++) {
-		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, spin_map_names[i]);
-		rt->map_fd[i] = bpf_obj_get(p);
+		rt->map_fd[i] = spin_obj_get_at(rt->dir_fd, spin_map_names[i]);
 		if (rt->map_fd[i] < 0) {
 			if (errno == EACCES || errno == EPERM)
 				err = spin_seterr(SPIN_EPERM, "need root (CAP_BPF, CAP_NET_ADMIN)");
@@ -687,18 +661,11 @@ int spin_open(const char *ifname, struct spin_rt **out)
 			goto fail;
 		}
 	}
-	snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, SPIN_PIN_PROG_RX);
-	rt->prog_rx_fd = bpf_obj_get(p);
+	rt->prog_rx_fd = spin_obj_get_at(rt->dir_fd, SPIN_PIN_PROG_RX);
 	if (rt->prog_rx_fd < 0) {
 		err = spin_seterr(SPIN_ENOENT,
 				  "incomplete spin pins in %s (programs): run 'spinctl detach %s' and attach again",
 				  rt->pin_dir, ifname);
-		goto fail;
-	}
-	rt->dir_fd = open(rt->pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rt->dir_fd < 0) {
-		err = spin_seterr(spin_errno_code(errno), "cannot open %s: %s", rt->pin_dir,
-				  strerror(errno));
 		goto fail;
 	}
 	rt->cfg = map_mmap(rt->map_fd[SPIN_M_CFG], &rt->cfg_mlen);
@@ -749,12 +716,44 @@ void spin_close(struct spin_rt *rt)
 
 /* ---------------------------------------------------------- detach -- */
 
+/* The first error of a detach is the one reported; later ones are warned
+ * about, and every step still runs. */
+struct detach_err {
+	int code;
+	char msg[1024];
+};
+
+__attribute__((format(printf, 3, 4)))
+static void detach_fail(struct detach_err *e, int code, const char *fmt, ...)
+{
+	char m[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	if (e->code) {
+		spin_warn("%s", m);
+		return;
+	}
+	e->code = code;
+	snprintf(e->msg, sizeof(e->msg), "%s", m);
+}
+
+/*
+ * Detach in the reverse order of spin_attach: XDP first (no more packets
+ * reach the runtime), then the fan-out program at TC ingress, then the pins
+ * and the per-namespace directory.  A failing step does not stop the later
+ * ones; the first error is returned.
+ */
 int spin_detach(const char *ifname)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
-	char dir[PATH_MAX], nd[PATH_MAX], p[PATH_MAX + 64];
+	struct detach_err e = { 0 };
+	struct spin_pins pins;
+	char dir[PATH_MAX];
 	__u32 rx_id = 0;
-	int ifindex, fd, err, lock_fd;
+	int ifindex, fd, err, r;
 
 	spin_libbpf_reset();
 	err = check_ifname(ifname);
@@ -766,42 +765,32 @@ int spin_detach(const char *ifname)
 	err = spin_check_bpffs();
 	if (err)
 		return err;
-	err = ns_dir(nd, sizeof(nd));
-	if (err)
-		return err;
 	err = spin_pin_dir(ifname, dir, sizeof(dir));
 	if (err)
 		return err;
 	ifindex = if_nametoindex(ifname);
-	lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (lock_fd < 0) {
-		if (errno != ENOENT)
-			return spin_seterr(spin_errno_code(errno), "cannot open %s: %s", dir,
-					   strerror(errno));
+	/* every directory checked and opened without following a symbolic
+	 * link: a directory someone else made is refused, not emptied */
+	err = spin_pins_open(ifname, SPIN_PINS_OPEN, &pins);
+	if (err) {
+		spin_pins_close(&pins);
+		if (err != -SPIN_ENOENT)
+			return err;
 		if (!ifindex)
 			return spin_seterr(SPIN_ENODEV, "interface '%s' not found", ifname);
 		return spin_seterr(SPIN_ENOENT, "spin is not attached to '%s' (run 'spinctl attach %s')",
 				   ifname, ifname);
 	}
 	/* wait for table changes in progress */
-	while (flock(lock_fd, LOCK_EX) && errno == EINTR)
+	while (flock(pins.dir, LOCK_EX) && errno == EINTR)
 		;
 
-	snprintf(p, sizeof(p), "%s/%s", dir, SPIN_PIN_PROG_RX);
-	fd = bpf_obj_get(p);
+	fd = spin_obj_get_at(pins.dir, SPIN_PIN_PROG_RX);
 	if (fd >= 0) {
 		rx_id = spin_prog_id(fd);
 		close(fd);
 	}
-	snprintf(p, sizeof(p), "%s/%s", dir, SPIN_PIN_PROG_TC);
-	fd = ifindex ? bpf_obj_get(p) : -1;
-	if (fd >= 0) {
-		if (bpf_prog_detach2(fd, ifindex, (enum bpf_attach_type)SPIN_TCX_INGRESS) &&
-		    errno != ENOENT)
-			spin_warn("cannot detach the fan-out program from '%s': %s", ifname,
-				  strerror(errno));
-		close(fd);
-	}
+	/* 1. XDP */
 	if (!ifindex) {
 		spin_warn("interface '%s' not found; removing the pins in %s", ifname, dir);
 	} else if (bpf_xdp_query(ifindex, 0, &q)) {
@@ -812,12 +801,10 @@ int spin_detach(const char *ifname)
 		__u32 mode = q.drv_prog_id == rx_id ? XDP_FLAGS_DRV_MODE :
 			     q.skb_prog_id == rx_id ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_HW_MODE;
 
-		if (bpf_xdp_detach(ifindex, mode, NULL)) {
-			err = spin_seterr(SPIN_EXDP, "cannot detach XDP from '%s': %s", ifname,
-					  strerror(errno));
-			close(lock_fd);
-			return err;
-		}
+		if (bpf_xdp_detach(ifindex, mode, NULL))
+			detach_fail(&e, SPIN_EXDP, "cannot detach XDP from '%s': %s (the pins are "
+				    "removed; remove the program with 'ip link set dev %s xdp off')",
+				    ifname, strerror(errno), ifname);
 	} else {
 		__u32 other = q.prog_id ? q.prog_id : q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id;
 
@@ -827,13 +814,26 @@ int spin_detach(const char *ifname)
 		else
 			spin_warn("spin was not attached to '%s'; removing the pins only", ifname);
 	}
-	err = spin_rm_pins(dir);
-	close(lock_fd);
-	if (strstr(nd, "/spin/ns"))
-		rmdir(nd);	/* per-namespace dir, if empty */
-	if (err)
-		return spin_seterr(spin_errno_code(err), "cannot remove the pins in %s: %s", dir,
-				   strerror(-err));
+	/* 2. the fan-out program at TC ingress */
+	fd = ifindex ? spin_obj_get_at(pins.dir, SPIN_PIN_PROG_TC) : -1;
+	if (fd >= 0) {
+		if (bpf_prog_detach2(fd, ifindex, (enum bpf_attach_type)SPIN_TCX_INGRESS) &&
+		    errno != ENOENT)
+			detach_fail(&e, SPIN_EXDP, "cannot detach the fan-out program (TC ingress) "
+				    "from '%s': %s", ifname, strerror(errno));
+		close(fd);
+	}
+	/* 3. the pins, relative to the checked directories (still locked) */
+	r = spin_rm_pins_at(pins.ns, ifname);
+	if (r)
+		detach_fail(&e, spin_errno_code(r), "cannot remove the pins in %s: %s", dir,
+			    strerror(-r));
+	/* 4. the per-namespace directory, if now empty */
+	if (pins.ns_name[0])
+		unlinkat(pins.spin, pins.ns_name, AT_REMOVEDIR);
+	spin_pins_close(&pins);
+	if (e.code)
+		return spin_seterr(e.code, "%s", e.msg);
 	return 0;
 }
 
