@@ -145,6 +145,17 @@ int spin_obj_get_at(int dir_fd, const char *name);
  * following symbolic links; 0 or -errno of the first failure. */
 int spin_rm_pins_at(int parent_fd, const char *name);
 
+/* ---- owner.c ---- */
+/* Low 32 bits of a process's start time (/proc/PID/stat field 22; pid 0:
+ * this process), never 0; 0 if it cannot be read. */
+uint32_t spin_proc_start(uint32_t pid);
+/* Whether the owner that recorded pid and start (spin_proc_start(0); 0:
+ * unknown, then the pid alone decides) still runs: a pid that now belongs
+ * to another process, a zombie or no process is not alive.  For stale-owner
+ * checks such as reclaiming portal table entries (spin_pt.owner_pid,
+ * owner_start). */
+bool spin_owner_alive(uint32_t pid, uint32_t start);
+
 /* ---- handler.c ---- */
 /* Slot of a loaded handler (spin_handlers index), or a negative error. */
 int spin_handler_slot(struct spin_rt *rt, const char *name);

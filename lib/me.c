@@ -142,7 +142,8 @@ int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags)
 	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED | (flags & SPIN_PT_FLOWCTRL);
 	pt.n_me = 0;	/* seq keeps counting: append order stays monotonic */
 	pt.owner_pid = (flags & SPIN_PT_OWNED) ? (uint32_t)getpid() : 0;
-	pt.pad = 0;
+	/* the owner's identity beyond its pid (spin_owner_alive) */
+	pt.owner_start = (flags & SPIN_PT_OWNED) ? spin_proc_start(0) : 0;
 	err = pt_write(rt, pt_index, &pt);
 	if (!err)
 		spin_gen_bump(rt);
@@ -178,6 +179,7 @@ int spin_pt_free(struct spin_rt *rt, uint32_t pt_index)
 	pt.flags = 0;
 	pt.n_me = 0;
 	pt.owner_pid = 0;
+	pt.owner_start = 0;
 	err = pt_write(rt, pt_index, &pt);
 	if (!err)
 		spin_gen_bump(rt);

@@ -276,7 +276,9 @@ struct spin_pt {
 	__u64	seq;		/* next append sequence number */
 	__u32	owner_pid;	/* OS pid of the process that owns it (SPIN_PT_OWNED),
 				 * 0: none (spinctl; it stays until freed) */
-	__u32	pad;
+	__u32	owner_start;	/* the owner's start time (low 32 bits of
+				 * /proc/PID/stat field 22, clock ticks since
+				 * boot), 0: unknown; see spin_owner_alive() */
 };
 
 /* Match entry (spin_me, index pt * SPIN_MAX_ME_PER_PT + slot). */
