@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "libspin_internal.h"
@@ -55,19 +57,38 @@ static bool parse_dec(const char *s, uint64_t max, uint32_t *v)
 	return true;
 }
 
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Six groups of one or two hex digits separated by ':' (no signs, spaces
+ * or 0x, which sscanf's %x would take). */
 static bool parse_mac(const char *s, uint8_t mac[6])
 {
-	unsigned int b[6];
-	char c;
-
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &c) != 6)
-		return false;
 	for (int i = 0; i < 6; i++) {
-		if (b[i] > 255)
+		int hi = hexdigit(s[0]), lo;
+
+		if (hi < 0)
 			return false;
-		mac[i] = (uint8_t)b[i];
+		lo = hexdigit(s[1]);
+		if (lo >= 0) {
+			mac[i] = (uint8_t)(hi << 4 | lo);
+			s += 2;
+		} else {
+			mac[i] = (uint8_t)hi;
+			s += 1;
+		}
+		if (i < 5 && *s++ != ':')
+			return false;
 	}
-	return true;
+	return *s == '\0';
 }
 
 static bool parse_ip(const char *s, struct in_addr *a)
@@ -413,54 +434,97 @@ int spin_job_peers(struct spin_rt *rt, const struct spin_job *j)
 	return (int)j->nhosts;
 }
 
+/*
+ * A rank's published address: the first line of dir/spin-rank-R, read
+ * only if it is a regular file (not a symbolic link, FIFO or device that
+ * someone else put into the shared directory).
+ */
+static bool read_rank_file(int dfd, uint32_t r, struct in_addr *ip)
+{
+	char name[32], line[64];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(name, sizeof(name), "spin-rank-%u", r);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	line[n] = 0;
+	line[strcspn(line, "\n")] = 0;
+	return parse_ip(line, ip);
+}
+
 int spin_job_rendezvous(struct spin_job *j, const char *dir, struct in_addr my_ip, int timeout_ms)
 {
-	char path[PATH_MAX], tmp[PATH_MAX], ip[INET_ADDRSTRLEN];
+	char path[PATH_MAX], tmp[PATH_MAX], ip[INET_ADDRSTRLEN], line[INET_ADDRSTRLEN + 1];
 	struct spin_job_host *hosts;
 	uint64_t deadline;
 	uint32_t have = 0;
-	FILE *f;
+	int dfd, fd, n, len;
 
 	if (!j || !dir || !*dir || !j->size || j->rank >= j->size || j->nhosts)
 		return spin_seterr(SPIN_EUSAGE, "spin_job_rendezvous: needs a rank and size and no hostfile");
-	/* publish: write, then rename, so a reader never sees half a line */
-	snprintf(tmp, sizeof(tmp), "%s/.spin-rank-%u.%d", dir, j->rank, (int)getpid());
-	snprintf(path, sizeof(path), "%s/spin-rank-%u", dir, j->rank);
-	f = fopen(tmp, "w");
-	if (!f)
+	if (timeout_ms < 0)
+		return spin_seterr(SPIN_EUSAGE, "spin_job_rendezvous: timeout %d ms out of range "
+				   "(0..%d)", timeout_ms, INT32_MAX);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return spin_seterr(SPIN_ENOENT, "rendezvous directory %s: %s (SPIN_RENDEZVOUS must be a "
 				   "directory every rank can write)", dir, strerror(errno));
-	fprintf(f, "%s\n", inet_ntop(AF_INET, &my_ip, ip, sizeof(ip)));
-	if (fclose(f) || rename(tmp, path)) {
+	/* publish: write a new file of our own (mkstemp: O_CREAT|O_EXCL, so an
+	 * existing name or a symbolic link planted in the shared directory is
+	 * never opened), then rename it over the rank's name, so a reader
+	 * never sees half a line */
+	n = snprintf(tmp, sizeof(tmp), "%s/.spin-rank-%u.XXXXXX", dir, j->rank);
+	if (n < 0 || n >= (int)sizeof(tmp) ||
+	    snprintf(path, sizeof(path), "%s/spin-rank-%u", dir, j->rank) >= (int)sizeof(path)) {
+		close(dfd);
+		return spin_seterr(SPIN_EUSAGE, "rendezvous directory name too long: %s", dir);
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		close(dfd);
+		return spin_seterr(SPIN_ENOENT, "rendezvous directory %s: %s (SPIN_RENDEZVOUS must be a "
+				   "directory every rank can write)", dir, strerror(e));
+	}
+	len = snprintf(line, sizeof(line), "%s\n", inet_ntop(AF_INET, &my_ip, ip, sizeof(ip)));
+	if (fchmod(fd, 0644) || write(fd, line, len) != len || close(fd) || rename(tmp, path)) {
+		int e = errno;
+
 		unlink(tmp);
+		close(dfd);
 		return spin_seterr(SPIN_EIO, "rendezvous directory %s: cannot publish rank %u: %s", dir,
-				   j->rank, strerror(errno));
+				   j->rank, strerror(e));
 	}
 	hosts = calloc(j->size, sizeof(*hosts));
-	if (!hosts)
+	if (!hosts) {
+		close(dfd);
 		return spin_seterr(SPIN_EFAIL, "out of memory");
+	}
 	deadline = spin_now_ms() + (uint64_t)timeout_ms;
 	while (have < j->size) {
 		have = 0;
 		for (uint32_t r = 0; r < j->size; r++) {
-			char line[64] = "";
-
-			snprintf(path, sizeof(path), "%s/spin-rank-%u", dir, r);
-			f = fopen(path, "r");
-			if (!f)
-				continue;
-			if (fgets(line, sizeof(line), f)) {
-				line[strcspn(line, "\n")] = 0;
-				if (parse_ip(line, &hosts[r].ip)) {
-					hosts[r].rank = r;
-					have++;
-				}
+			if (read_rank_file(dfd, r, &hosts[r].ip)) {
+				hosts[r].rank = r;
+				have++;
 			}
-			fclose(f);
 		}
 		if (have < j->size) {
 			if (spin_now_ms() > deadline) {
 				free(hosts);
+				close(dfd);
 				return spin_seterr(SPIN_ETIMEDOUT, "rendezvous in %s: %u of %u ranks "
 						   "published their address within %d ms", dir, have,
 						   j->size, timeout_ms);
@@ -468,6 +532,7 @@ int spin_job_rendezvous(struct spin_job *j, const char *dir, struct in_addr my_i
 			usleep(2000);
 		}
 	}
+	close(dfd);
 	j->hosts = hosts;
 	j->nhosts = j->size;
 	return 0;
