@@ -5,9 +5,9 @@
  *
  *   spinctl [-j|-p] [-v] OBJECT VERB [ARGS]
  *
- * Objects and verbs may be abbreviated to any prefix; an exact name wins,
- * otherwise the first one in the order of `spinctl help` does.  The exit
- * code is the SPIN_E* value of the error (2 for usage errors).
+ * Objects and verbs may be abbreviated to a prefix that names only one of
+ * them (an exact name always wins); an ambiguous prefix is an error.  The
+ * exit code is the SPIN_E* value of the error (2 for usage errors).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -55,15 +55,20 @@ static int fail(int rc)
 	return rc;
 }
 
+/* One line, whatever the arguments hold: control characters become '?'. */
 __attribute__((format(printf, 1, 2)))
 static int usage_err(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fputs("spinctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	fprintf(stderr, "spinctl: %s", msg);
 	if (*cur_obj)
 		fprintf(stderr, " (see 'spinctl %s help')\n", cur_obj);
 	else
@@ -173,76 +178,178 @@ static void jnull(const char *key)
 
 /* ------------------------------------------------------------ parsing -- */
 
+static int hexval_c(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 static bool is_prefix(const char *word, const char *full)
 {
 	return *word && !strncmp(word, full, strlen(word));
 }
 
-static int parse_u64(const char *what, const char *s, uint64_t *v)
+/*
+ * Numbers are decimal (no leading zeros: "010" is neither 8 nor 10 but an
+ * error) or 0x hex; nothing else is taken: no white space, no sign, no
+ * trailing characters.  Every option has a range, named in its error.
+ * scan_num: 0, or -1 (malformed), -2 (does not fit in 64 bits); *end is
+ * the first character after the digits.
+ */
+static int scan_num(const char *s, uint64_t *v, const char **end)
 {
-	char *end;
+	uint64_t x = 0;
+	bool over = false;
+	const char *p = s;
 
-	if (!s || !*s || *s == '-')
-		return usage_err("bad number for %s: '%s'", what, s ? s : "");
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return usage_err("bad number for %s: '%s'", what, s);
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		int d;
+
+		p += 2;
+		if (hexval_c(*p) < 0)
+			return -1;
+		for (; (d = hexval_c(*p)) >= 0; p++) {
+			if (x >> 60)
+				over = true;
+			x = x << 4 | (uint64_t)d;
+		}
+	} else {
+		if (*p < '0' || *p > '9')
+			return -1;
+		if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+			return -1;	/* a leading zero: octal to some, decimal to others */
+		for (; *p >= '0' && *p <= '9'; p++) {
+			uint64_t d = (uint64_t)(*p - '0');
+
+			if (x > (UINT64_MAX - d) / 10)
+				over = true;
+			x = x * 10 + d;
+		}
+	}
+	*v = x;
+	*end = p;
+	return over ? -2 : 0;
+}
+
+static int range_err(const char *what, const char *s, uint64_t min, uint64_t max)
+{
+	return usage_err("%s: '%s' is out of range (%" PRIu64 "..%" PRIu64 ")", what, s, min, max);
+}
+
+/* A number of min..max for option what. */
+static int parse_num(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *v)
+{
+	const char *end;
+	uint64_t x;
+	int r;
+
+	if (!s)
+		return usage_err("'%s' needs a value", what);
+	r = scan_num(s, &x, &end);
+	if (r == -2 && !*end)
+		return range_err(what, s, min, max);
+	if (r || *end)
+		return usage_err("%s: bad number '%s' (decimal without leading zeros, or 0x hex; %"
+				 PRIu64 "..%" PRIu64 ")", what, s, min, max);
+	if (x < min || x > max)
+		return range_err(what, s, min, max);
+	*v = x;
 	return 0;
 }
 
-/* Sizes: a number with an optional k/m/g suffix (powers of 1024). */
-static int parse_size(const char *what, const char *s, uint64_t *v)
+/* Sizes: a number with an optional k/m/g suffix (powers of 1024, an 'b' or
+ * 'ib' may follow), min..max bytes. */
+static int parse_size(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *v)
 {
-	char *end;
-	uint64_t m = 1;
+	const char *end;
+	uint64_t x, m = 1;
+	int r;
 
-	if (!s || !*s || *s == '-')
-		return usage_err("bad size for %s: '%s'", what, s ? s : "");
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	if (errno)
-		return usage_err("bad size for %s: '%s'", what, s);
+	if (!s)
+		return usage_err("'%s' needs a value", what);
+	r = scan_num(s, &x, &end);
+	if (r == -1)
+		goto bad;
 	if (*end) {
-		switch (tolower((unsigned char)*end)) {
-		case 'k': m = 1ull << 10; break;
-		case 'm': m = 1ull << 20; break;
-		case 'g': m = 1ull << 30; break;
-		default: return usage_err("bad size for %s: '%s'", what, s);
+		switch (*end) {
+		case 'k': case 'K': m = 1ull << 10; break;
+		case 'm': case 'M': m = 1ull << 20; break;
+		case 'g': case 'G': m = 1ull << 30; break;
+		default: goto bad;
 		}
 		if (end[1] && strcasecmp(end + 1, "b") && strcasecmp(end + 1, "ib"))
-			return usage_err("bad size for %s: '%s'", what, s);
-		if (*v > UINT64_MAX / m)
-			return usage_err("size too large for %s: '%s'", what, s);
-		*v *= m;
+			goto bad;
 	}
+	if (r == -2 || x > UINT64_MAX / m || x * m < min || x * m > max)
+		return range_err(what, s, min, max);
+	*v = x * m;
 	return 0;
+bad:
+	return usage_err("%s: bad size '%s' (decimal without leading zeros or 0x hex, optionally "
+			 "followed by k, m or g; %" PRIu64 "..%" PRIu64 ")", what, s, min, max);
+}
+
+static int parse_u32r(const char *what, const char *s, uint32_t min, uint32_t max, uint32_t *v)
+{
+	uint64_t x = 0;
+	int err = parse_num(what, s, min, max, &x);
+
+	if (!err)
+		*v = (uint32_t)x;
+	return err;
+}
+
+static int parse_u16r(const char *what, const char *s, uint16_t min, uint16_t max, uint16_t *v)
+{
+	uint64_t x = 0;
+	int err = parse_num(what, s, min, max, &x);
+
+	if (!err)
+		*v = (uint16_t)x;
+	return err;
+}
+
+static int parse_u64(const char *what, const char *s, uint64_t *v)
+{
+	return parse_num(what, s, 0, UINT64_MAX, v);
 }
 
 static int parse_u32(const char *what, const char *s, uint32_t *v)
 {
-	uint64_t x = 0;
-	int err = parse_u64(what, s, &x);
-
-	if (err)
-		return err;
-	if (x > UINT32_MAX)
-		return usage_err("%s out of range: '%s'", what, s);
-	*v = x;
-	return 0;
+	return parse_u32r(what, s, 0, UINT32_MAX, v);
 }
 
-static int parse_u16(const char *what, const char *s, uint16_t *v)
-{
-	uint64_t x = 0;
-	int err = parse_u64(what, s, &x);
+/* A rank or pid to match or to use as one's own: SPIN_RANK_ANY/SPIN_PID_ANY
+ * (0xffffffff) is 'any', not a number. */
+#define ID_MAX	(UINT32_MAX - 1)
 
-	if (err)
-		return err;
-	if (x > UINT16_MAX)
-		return usage_err("%s out of range: '%s'", what, s);
-	*v = x;
+static int parse_port(const char *what, const char *s, uint16_t *v)
+{
+	return parse_u16r(what, s, 1, UINT16_MAX, v);
+}
+
+/* Timeouts in ms: up to 2^31-1 (24.8 days; poll() takes an int). */
+#define TIMEOUT_MS_MAX	((uint64_t)INT32_MAX)
+
+/* Interface names as the kernel takes them (dev_valid_name). */
+static int check_ifname(const char *what, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= IF_NAMESIZE || !strcmp(s, ".") || !strcmp(s, ".."))
+		goto bad;
+	for (const char *c = s; *c; c++)
+		if (*c == '/' || *c == ':' || (unsigned char)*c <= ' ' || *c == 0x7f)
+			goto bad;
 	return 0;
+bad:
+	return usage_err("%s: bad interface name '%.32s%s' (1..%d bytes, not '.' or '..', no '/', "
+			 "':' or white space)", what, s, n > 32 ? "..." : "", IF_NAMESIZE - 1);
 }
 
 static int parse_ip(const char *s, struct in_addr *a)
@@ -252,29 +359,31 @@ static int parse_ip(const char *s, struct in_addr *a)
 	return 0;
 }
 
+/* Six groups of one or two hex digits separated by ':'. */
 static int parse_mac(const char *s, uint8_t mac[6])
 {
-	unsigned int b[6];
-	char c;
+	const char *p = s;
 
-	if (!s || sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &c) != 6)
-		return usage_err("bad MAC address '%s' (aa:bb:cc:dd:ee:ff)", s ? s : "");
 	for (int i = 0; i < 6; i++) {
-		if (b[i] > 255)
-			return usage_err("bad MAC address '%s'", s);
-		mac[i] = b[i];
-	}
-	return 0;
-}
+		int hi = hexval_c(p[0]), lo;
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+		if (hi < 0)
+			goto bad;
+		lo = hexval_c(p[1]);
+		if (lo >= 0) {
+			mac[i] = (uint8_t)(hi << 4 | lo);
+			p += 2;
+		} else {
+			mac[i] = (uint8_t)hi;
+			p++;
+		}
+		if (i < 5 && *p++ != ':')
+			goto bad;
+	}
+	if (!*p)
+		return 0;
+bad:
+	return usage_err("bad MAC address '%s' (aa:bb:cc:dd:ee:ff)", s);
 }
 
 /* Hex bytes ("0a0b0c", "0x0a0b", "0a:0b", "0a 0b") into buf. */
@@ -291,8 +400,8 @@ static int parse_hex(const char *what, const char *s, uint8_t *buf, size_t cap, 
 			s++;
 			continue;
 		}
-		hi = hexval((unsigned char)s[0]);
-		lo = s[1] ? hexval((unsigned char)s[1]) : -1;
+		hi = hexval_c(s[0]);
+		lo = s[1] ? hexval_c(s[1]) : -1;
 		if (hi < 0 || lo < 0)
 			return usage_err("bad hex bytes for %s", what);
 		if (n >= cap)
@@ -344,10 +453,20 @@ static int read_file(const char *what, const char *path, uint8_t **buf, size_t c
 
 static int open_rt(const char *ifname, struct spin_rt **rt)
 {
-	int err = spin_open(ifname, rt);
+	int err = check_ifname("IFACE", ifname);
 
+	if (err)
+		return err;
+	err = spin_open(ifname, rt);
 	return err ? fail(err) : 0;
 }
+
+/* Verbs that take IFACE and nothing else. */
+#define ONLY_IFACE() do {						\
+	NEED(1, "IFACE");						\
+	if (argc > 1)							\
+		return usage_err("unexpected argument '%s'", argv[1]);	\
+} while (0)
 
 static const char *ipstr(uint32_t ip, char *buf)
 {
@@ -443,6 +562,8 @@ static int cmd_attach(int argc, char **argv)
 
 	NEED(1, "IFACE");
 	o.ifname = argv[0];
+	if ((err = check_ifname("IFACE", argv[0])))
+		return err;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -455,21 +576,21 @@ static int cmd_attach(int argc, char **argv)
 		} else if (!strcmp(a, "native") || !strcmp(a, "drv")) {
 			o.generic = false;
 		} else if (!strcmp(a, "port")) {
-			if ((err = parse_u16("port", OPTARG(a), &o.port)))
+			if ((err = parse_port("port", OPTARG(a), &o.port)))
 				return err;
 		} else if (!strcmp(a, "rank")) {
-			if ((err = parse_u32("rank", OPTARG(a), &o.rank)))
+			if ((err = parse_u32r("rank", OPTARG(a), 0, ID_MAX, &o.rank)))
 				return err;
 		} else if (!strcmp(a, "pid")) {
-			if ((err = parse_u32("pid", OPTARG(a), &o.pid)))
+			if ((err = parse_u32r("pid", OPTARG(a), 0, ID_MAX, &o.pid)))
 				return err;
 		} else if (!strcmp(a, "pages")) {
-			if ((err = parse_u32("pages", OPTARG(a), &o.host_pages)))
+			if ((err = parse_u32r("pages", OPTARG(a), 1, SPIN_MAX_HOST_PAGES, &o.host_pages)))
 				return err;
 		} else if (!strcmp(a, "timeout-ms")) {
-			if ((err = parse_u64("timeout-ms", OPTARG(a), &v)))
+			if ((err = parse_num("timeout-ms", OPTARG(a), 1, TIMEOUT_MS_MAX, &v)))
 				return err;
-			o.msg_timeout_ns = v * 1000000ull;
+			o.msg_timeout_ns = v * 1000000ull;	/* < 2^51: no overflow */
 		} else if (!strcmp(a, "obj")) {
 			o.obj_path = OPTARG(a);
 		} else {
@@ -495,9 +616,9 @@ static int cmd_detach(int argc, char **argv)
 {
 	int err;
 
-	NEED(1, "IFACE");
-	if (argc > 1)
-		return usage_err("unexpected argument '%s'", argv[1]);
+	ONLY_IFACE();
+	if ((err = check_ifname("IFACE", argv[0])))
+		return err;
 	err = spin_detach(argv[0]);
 	if (err)
 		return fail(err);
@@ -600,7 +721,7 @@ static int handler_list(int argc, char **argv)
 	struct spin_rt *rt;
 	int err, n;
 
-	NEED(1, "IFACE");
+	ONLY_IFACE();
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
 	n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS * 2);
@@ -680,7 +801,7 @@ static int pt_op(int argc, char **argv, int op)
 		flags = SPIN_PT_FLOWCTRL;
 	if (argc > 2 + (flags != 0))
 		return usage_err("unexpected argument '%s'", argv[2 + (flags != 0)]);
-	if ((err = parse_u32("INDEX", argv[1], &idx)))
+	if ((err = parse_u32r("INDEX", argv[1], 0, SPIN_MAX_PT - 1, &idx)))
 		return err;
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
@@ -709,26 +830,13 @@ static int pt_disable(int argc, char **argv) { return pt_op(argc, argv, 3); }
 
 static int pt_list(int argc, char **argv)
 {
-	char dir[256], path[320];
 	struct spin_rt *rt;
 	struct spin_me me;
-	int err, fd, shown = 0;
+	int err, shown = 0;
 
-	NEED(1, "IFACE");
-	/* spin_pt is not in the public API: read the pinned map directly */
+	ONLY_IFACE();
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
-	if ((err = spin_pin_dir(argv[0], dir, sizeof(dir)))) {
-		spin_close(rt);
-		return fail(err);
-	}
-	snprintf(path, sizeof(path), "%s/spin_pt", dir);
-	fd = bpf_obj_get(path);
-	if (fd < 0) {
-		spin_close(rt);
-		fprintf(stderr, "spinctl: cannot open %s: %s\n", path, strerror(errno));
-		return SPIN_ENOENT;
-	}
 	if (json)
 		jarr(NULL);
 	else
@@ -738,7 +846,7 @@ static int pt_list(int argc, char **argv)
 		struct spin_pt pt = {};
 		int active = 0;
 
-		if (bpf_map_lookup_elem(fd, &i, &pt))
+		if (spin_pt_get(rt, i, &pt))
 			continue;
 		if (!(pt.flags & SPIN_PT_ALLOCATED) && !verbose)
 			continue;
@@ -768,7 +876,6 @@ static int pt_list(int argc, char **argv)
 	}
 	if (json)
 		jarr_end();
-	close(fd);
 	spin_close(rt);
 	(void)shown;
 	return 0;
@@ -888,7 +995,7 @@ static int me_append(int argc, char **argv)
 		const char *a = argv[i];
 
 		if (!strcmp(a, "pt")) {
-			if ((err = parse_u32("pt", OPTARG(a), &s.pt_index)))
+			if ((err = parse_u32r("pt", OPTARG(a), 0, SPIN_MAX_PT - 1, &s.pt_index)))
 				goto out;
 			have_pt = true;
 		} else if (!strcmp(a, "bits")) {
@@ -902,14 +1009,14 @@ static int me_append(int argc, char **argv)
 
 			if (!strcmp(r, "any"))
 				s.match_rank = SPIN_RANK_ANY;
-			else if ((err = parse_u32("rank", r, &s.match_rank)))
+			else if ((err = parse_u32r("rank", r, 0, ID_MAX, &s.match_rank)))
 				goto out;
 		} else if (!strcmp(a, "pid")) {
 			const char *r = OPTARG(a);
 
 			if (!strcmp(r, "any"))
 				s.match_pid = SPIN_PID_ANY;
-			else if ((err = parse_u32("pid", r, &s.match_pid)))
+			else if ((err = parse_u32r("pid", r, 0, ID_MAX, &s.match_pid)))
 				goto out;
 		} else if (!strcmp(a, "list")) {
 			const char *l = OPTARG(a);
@@ -947,16 +1054,16 @@ static int me_append(int argc, char **argv)
 		} else if (!strcmp(a, "handler")) {
 			s.handler = OPTARG(a);
 		} else if (!strcmp(a, "len")) {
-			if ((err = parse_size("len", OPTARG(a), &s.host_len)))
+			if ((err = parse_size("len", OPTARG(a), 0, SPIN_MAX_HOST_BYTES, &s.host_len)))
 				goto out;
 		} else if (!strcmp(a, "off")) {
-			if ((err = parse_size("off", OPTARG(a), &s.host_off)))
+			if ((err = parse_size("off", OPTARG(a), 0, SPIN_MAX_HOST_BYTES - 1, &s.host_off)))
 				goto out;
 		} else if (!strcmp(a, "hhost-len")) {
-			if ((err = parse_size("hhost-len", OPTARG(a), &s.hhost_len)))
+			if ((err = parse_size("hhost-len", OPTARG(a), 0, SPIN_MAX_HOST_BYTES, &s.hhost_len)))
 				goto out;
 		} else if (!strcmp(a, "hhost-off")) {
-			if ((err = parse_size("hhost-off", OPTARG(a), &s.hhost_off)))
+			if ((err = parse_size("hhost-off", OPTARG(a), 0, SPIN_MAX_HOST_BYTES - 1, &s.hhost_off)))
 				goto out;
 		} else if (!strcmp(a, "state")) {
 			free(state);
@@ -1028,7 +1135,7 @@ static int me_list(int argc, char **argv)
 	bool hdr = false;
 	int err;
 
-	NEED(1, "IFACE");
+	ONLY_IFACE();
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
 	handler_names(rt, names);
@@ -1080,7 +1187,7 @@ static int me_unlink(int argc, char **argv)
 	NEED(2, "IFACE INDEX");
 	if (argc > 2)
 		return usage_err("unexpected argument '%s'", argv[2]);
-	if ((err = parse_u32("INDEX", argv[1], &idx)))
+	if ((err = parse_u32r("INDEX", argv[1], 0, SPIN_MAX_ME - 1, &idx)))
 		return err;
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
@@ -1109,11 +1216,12 @@ static int me_show(int argc, char **argv)
 	int err;
 
 	NEED(2, "IFACE INDEX");
-	if ((err = parse_u32("INDEX", argv[1], &idx)))
+	if ((err = parse_u32r("INDEX", argv[1], 0, SPIN_MAX_ME - 1, &idx)))
 		return err;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "state-bytes")) {
-			if ((err = parse_size("state-bytes", OPTARG("state-bytes"), &nbytes)))
+			if ((err = parse_size("state-bytes", OPTARG("state-bytes"), 0, SPIN_HPU_SIZE,
+					      &nbytes)))
 				return err;
 		} else {
 			return usage_err("unknown me show option '%s'", argv[i]);
@@ -1174,7 +1282,8 @@ static int peer_add(int argc, char **argv)
 	int err;
 
 	NEED(3, "IFACE RANK IP");
-	if ((err = parse_u32("RANK", argv[1], &p.rank)) || (err = parse_ip(argv[2], &p.ip)))
+	if ((err = parse_u32r("RANK", argv[1], 0, SPIN_MAX_PEERS - 1, &p.rank)) ||
+	    (err = parse_ip(argv[2], &p.ip)))
 		return err;
 	for (int i = 3; i < argc; i++) {
 		const char *a = argv[i];
@@ -1183,10 +1292,12 @@ static int peer_add(int argc, char **argv)
 			if ((err = parse_mac(OPTARG(a), p.mac)))
 				return err;
 		} else if (!strcmp(a, "port")) {
-			if ((err = parse_u16("port", OPTARG(a), &p.port)))
+			if ((err = parse_port("port", OPTARG(a), &p.port)))
 				return err;
 		} else if (!strcmp(a, "dev")) {
 			p.ifname = OPTARG(a);
+			if ((err = check_ifname("dev", p.ifname)))
+				return err;
 		} else if (!strcmp(a, "pid")) {
 			if ((err = parse_u32("pid", OPTARG(a), &p.pid)))
 				return err;
@@ -1217,7 +1328,7 @@ static int peer_list(int argc, char **argv)
 	bool hdr = false;
 	int err;
 
-	NEED(1, "IFACE");
+	ONLY_IFACE();
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
 	if (json)
@@ -1261,7 +1372,9 @@ static int peer_del(int argc, char **argv)
 	int err;
 
 	NEED(2, "IFACE RANK");
-	if ((err = parse_u32("RANK", argv[1], &rank)))
+	if (argc > 2)
+		return usage_err("unexpected argument '%s'", argv[2]);
+	if ((err = parse_u32r("RANK", argv[1], 0, SPIN_MAX_PEERS - 1, &rank)))
 		return err;
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
@@ -1613,7 +1726,7 @@ static int cmd_events(int argc, char **argv)
 			if ((err = parse_u64("count", OPTARG(a), &st.want)))
 				return err;
 		} else if (!strcmp(a, "timeout-ms")) {
-			if ((err = parse_u64("timeout-ms", OPTARG(a), &timeout)))
+			if ((err = parse_num("timeout-ms", OPTARG(a), 0, TIMEOUT_MS_MAX, &timeout)))
 				return err;
 		} else if (!strcmp(a, "serve-puts")) {
 			serve = true;
@@ -1721,18 +1834,22 @@ static int cmd_recv(int argc, char **argv)
 		const char *o = argv[i];
 
 		if (!strcmp(o, "on")) {
+			struct in_addr a;
+
 			bind_ip = OPTARG(o);
+			if ((err = parse_ip(bind_ip, &a)))
+				return err;
 		} else if (!strcmp(o, "port")) {
-			if ((err = parse_u16("port", OPTARG(o), &port)))
+			if ((err = parse_port("port", OPTARG(o), &port)))
 				return err;
 		} else if (!strcmp(o, "count")) {
 			if ((err = parse_u64("count", OPTARG(o), &count)))
 				return err;
 		} else if (!strcmp(o, "timeout-ms")) {
-			if ((err = parse_u64("timeout-ms", OPTARG(o), &timeout)))
+			if ((err = parse_num("timeout-ms", OPTARG(o), 0, TIMEOUT_MS_MAX, &timeout)))
 				return err;
 		} else {
-			return usage_err("unknown recv option '%s' (see 'spinctl recv help')", o);
+			return usage_err("unknown recv option '%s'", o);
 		}
 	}
 	buf = malloc(SPIN_MAX_MSG);
@@ -1776,18 +1893,21 @@ static int msg_opt(struct msg_opts *m, int argc, char **argv, int *ip)
 
 #define MOPT(name, parse, dst) else if (!strcmp(o, name)) { err = parse(name, OPTARG(o), dst); }
 	if (!strcmp(o, "from")) {
+		struct in_addr a;
+
 		m->src_ip = OPTARG(o);
+		err = parse_ip(m->src_ip, &a);
 	} else if (!strcmp(o, "to")) {
 		err = parse_ip(OPTARG(o), &m->dst.sin_addr);
 		m->have_to = true;
 	} else if (!strcmp(o, "sport")) {
-		err = parse_u16("sport", OPTARG(o), &m->sport);
+		err = parse_u16r("sport", OPTARG(o), 0, UINT16_MAX, &m->sport);
 		m->have_sport = true;
 	} else if (!strcmp(o, "pt")) {
-		err = parse_u16("pt", OPTARG(o), &m->a.pt_index);
+		err = parse_u16r("pt", OPTARG(o), 0, UINT16_MAX, &m->a.pt_index);
 		m->have_pt = true;
 	}
-	MOPT("port", parse_u16, &m->port)
+	MOPT("port", parse_port, &m->port)
 	MOPT("bits", parse_u64, &m->a.match_bits)
 	MOPT("rank", parse_u32, &m->a.src_rank)
 	MOPT("pid", parse_u32, &m->a.src_pid)
@@ -1848,32 +1968,44 @@ static int cmd_send(int argc, char **argv)
 		if (r == 1)
 			continue;
 		if (!strcmp(o, "len")) {
-			if ((err = parse_size("len", OPTARG(o), &len)))
+			if ((err = parse_size("len", OPTARG(o), 0, SPIN_MAX_MSG, &len)))
 				return err;
 		} else if (!strcmp(o, "data")) {
 			hexdata = OPTARG(o);
 		} else if (!strcmp(o, "file")) {
 			file = OPTARG(o);
 		} else if (!strcmp(o, "seg")) {
-			if ((err = parse_u16("seg", OPTARG(o), &m.a.seg_size)))
+			if ((err = parse_u16r("seg", OPTARG(o), 1, SPIN_MAX_SEG, &m.a.seg_size)))
 				return err;
 		} else if (!strcmp(o, "user-hdr")) {
-			char *dup = strdup(OPTARG(o)), *tok, *save = NULL;
+			/* 1..4 numbers separated by single commas */
+			char *dup = strdup(OPTARG(o)), *tok = dup, *comma;
 			int k = 0;
 
-			for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				if (k >= 4 || parse_u64("user-hdr", tok, &v)) {
+			if (!dup)
+				return fail(-SPIN_EFAIL);
+			for (;;) {
+				comma = strchr(tok, ',');
+				if (comma)
+					*comma = 0;
+				if (k >= 4) {
 					free(dup);
-					return k >= 4 ? usage_err("user-hdr takes at most 4 words") :
-							SPIN_EUSAGE;
+					return usage_err("user-hdr takes at most 4 words");
+				}
+				if ((err = parse_u64("user-hdr", tok, &v))) {
+					free(dup);
+					return err;
 				}
 				m.a.user_hdr[k++] = v;
+				if (!comma)
+					break;
+				tok = comma + 1;
 			}
 			free(dup);
 		} else if (!strcmp(o, "ack")) {
 			m.a.flags |= SPIN_F_ACK_REQ;
 		} else if (!strcmp(o, "reply-timeout-ms")) {
-			if ((err = parse_u64("reply-timeout-ms", OPTARG(o), &reply_ms)))
+			if ((err = parse_num("reply-timeout-ms", OPTARG(o), 0, TIMEOUT_MS_MAX, &reply_ms)))
 				return err;
 		} else {
 			return usage_err("unknown send option '%s'", o);
@@ -1993,14 +2125,14 @@ static int cmd_get(int argc, char **argv)
 		if (r == 1)
 			continue;
 		if (!strcmp(o, "len")) {
-			if ((err = parse_size("len", OPTARG(o), &len)))
+			if ((err = parse_size("len", OPTARG(o), 0, SPIN_MAX_MSG, &len)))
 				return err;
 			have_len = true;
 		} else if (!strcmp(o, "timeout-ms")) {
-			if ((err = parse_u64("timeout-ms", OPTARG(o), &timeout)))
+			if ((err = parse_num("timeout-ms", OPTARG(o), 0, TIMEOUT_MS_MAX, &timeout)))
 				return err;
 		} else {
-			return usage_err("unknown get option '%s' (see 'spinctl get help')", o);
+			return usage_err("unknown get option '%s'", o);
 		}
 	}
 	if ((err = msg_opts_finish(&m, &a, &dst, &src_ip, &port, &sport, &have_sport)))
@@ -2146,8 +2278,9 @@ static void usage(FILE *f)
 		"          send | get | recv | help\n"
 		"OPTIONS := -j (JSON) | -p (pretty JSON) | -v (verbose, repeat for libbpf debug) |\n"
 		"           -V/--version | -h/--help\n"
-		"Objects and verbs may be abbreviated; an exact name wins, then the first match in\n"
-		"this order (st = status, h l = handler list, me a = me append).\n\n"
+		"Objects and verbs may be abbreviated to a prefix that names only one of them\n"
+		"(stat is ambiguous; statu = status, ha li = handler list, me a = me append).\n"
+		"Numbers are decimal (no leading zeros) or 0x hex.\n\n"
 		"%s%s%s%s%s%s%s%s%s%s%s%s%s\n"
 		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object),\n"
 		"SPIN_HOSTFILE, SPIN_RANK, SPIN_SIZE (and the launcher's PMI_*, OMPI_COMM_WORLD_*).\n"
@@ -2171,28 +2304,57 @@ static const struct cmd peer_cmds[] = {
 	{ "load", peer_load }, {}
 };
 
-static const struct cmd *match(const struct cmd *t, const char *word)
+/*
+ * The command word names: an exact name, else the only command it is a
+ * prefix of (names of one function, like del and delete, count once).  A
+ * prefix of several is an error (exit 2) listing them, not a guess.
+ */
+static int match(const struct cmd *t, const char *what, const char *word, const struct cmd **out)
 {
-	for (const struct cmd *c = t; c->name; c++)
-		if (!strcmp(c->name, word))
-			return c;
-	for (const struct cmd *c = t; c->name; c++)
-		if (is_prefix(word, c->name))
-			return c;
-	return NULL;
+	const struct cmd *found = NULL;
+	char names[256] = "";
+	int n = 0;
+
+	*out = NULL;
+	for (const struct cmd *c = t; c->name; c++) {
+		if (!strcmp(c->name, word)) {
+			*out = c;
+			return 0;
+		}
+	}
+	for (const struct cmd *c = t; c->name; c++) {
+		if (!is_prefix(word, c->name))
+			continue;
+		if (found && found->fn == c->fn)
+			continue;
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 n ? ", " : "", c->name);
+		if (!found)
+			found = c;
+		n++;
+	}
+	if (n == 1) {
+		*out = found;
+		return 0;
+	}
+	if (n > 1)
+		return usage_err("ambiguous %s '%s': %s", what, word, names);
+	return usage_err("unknown %s '%s'", what, word);
 }
 
 static int dispatch(const struct cmd *t, const char *help, int argc, char **argv)
 {
 	const struct cmd *c;
+	char what[64];
+	int err;
 
 	if (argc < 1 || is_prefix(argv[0], "help")) {
 		fputs(help, argc < 1 ? stderr : stdout);
 		return argc < 1 ? SPIN_EUSAGE : 0;
 	}
-	c = match(t, argv[0]);
-	if (!c)
-		return usage_err("unknown %s verb '%s'", cur_obj, argv[0]);
+	snprintf(what, sizeof(what), "%s verb", cur_obj);
+	if ((err = match(t, what, argv[0], &c)))
+		return err;
 	return c->fn(argc - 1, argv + 1);
 }
 
@@ -2242,7 +2404,7 @@ static int do_version(int argc, char **argv)
 	return 0;
 }
 
-/* Order matters for abbreviations: the first prefix match wins. */
+/* Abbreviations: an exact name, or a prefix of only one of them. */
 static const struct cmd objects[] = {
 	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
 	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
@@ -2297,9 +2459,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return SPIN_EUSAGE;
 	}
-	c = match(objects, argv[i]);
-	if (!c)
-		return usage_err("unknown object '%s'", argv[i]);
+	{
+		int err = match(objects, "object", argv[i], &c);
+
+		if (err)
+			return err;
+	}
 	cur_obj = c->name;
 	return c->fn(argc - i - 1, argv + i + 1);
 }
