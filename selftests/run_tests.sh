@@ -42,6 +42,7 @@ run_suite() {
 pins_before=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
 run_suite unit selftests/test_unit
 run_suite veth selftests/test_veth.sh
+run_suite spinctl selftests/test_spinctl.sh
 run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
 # every sample with an integration test (samples/<name>/test.sh)

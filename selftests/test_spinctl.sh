@@ -1,0 +1,632 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# spinctl and libspin against bad input and hostile pin directories
+# (issue 14): a table of malformed invocations, each of which must print
+# one line on stderr, exit with its documented code and change nothing;
+# window lengths that wrap; pin directories someone else made or linked;
+# the order and completeness of detach; the rendezvous file; owners.
+#
+# Everything runs in two network namespaces made here and in a bpffs
+# mounted here (SPIN_BPFFS) in a mount namespace of its own, nothing in
+# /sys/fs/bpf.  One PASS/FAIL/SKIP
+# line per test and a closing "N passed, N failed, N skipped".
+#
+#   selftests/test_spinctl.sh [-t GLOB]
+set -u
+# A mount namespace of our own: the test's bpffs must not be seen by other
+# programs (iproute2 puts its pins into the first bpffs it finds mounted).
+if [ "$(id -u)" = 0 ] && [ -z "${SPIN_CTL_PRIVATE:-}" ]; then
+	exec env SPIN_CTL_PRIVATE=1 unshare --mount --propagation private -- "$0" "$@"
+fi
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP" || exit 1
+. selftests/lib/netns.sh
+SPINCTL=$TOP/tools/spinctl
+HELPER=$TOP/selftests/spinctl_helper
+TAG=spintc$$
+NSA=$TAG-a
+NSB=$TAG-b
+FILTER=${2:-}
+[ "${1:-}" = "-t" ] || FILTER=
+PASS=0 FAIL=0 SKIP=0
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP spinctl/all (needs root)"
+	echo "0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+LOG=$(mktemp -d /tmp/spin-ctl.XXXXXX)
+chmod 755 "$LOG"	# uid 65534 reaches the bpffs below it
+B=$LOG/bpffs		# a bpffs of our own: roots for SPIN_BPFFS below it
+TB=$B/t			# the table's runtime
+cleanup() {
+	# namespaces first: deleting the veths detaches every XDP program,
+	# also one held by a bpf_link; then the bpffs and its pins
+	spin_ns_cleanup
+	if mountpoint -q "$B" 2>/dev/null; then
+		umount -l "$B" 2>/dev/null || true
+	fi
+	rm -rf "$LOG"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A: spinctl in namespace A with the table's bpffs root
+A() { nsx "$NSA" env SPIN_BPFFS="$TB" "$@"; }
+fail() { echo "$*"; return 1; }
+ino_a() { stat -L -c %i "/var/run/netns/$NSA"; }
+
+# veth2 as setup left it: nothing attached, no pins (tests use it; so does
+# a bad invocation that the code under test wrongly accepted)
+restore_veth2() {
+	A "$SPINCTL" detach veth2 >/dev/null 2>&1 || true
+	ip -n "$NSA" link set dev veth2 xdp off 2>/dev/null || true
+	ip -n "$NSA" link set dev veth2 xdpgeneric off 2>/dev/null || true
+	rm -f "$B/xdp-link"
+}
+
+run_test() {
+	local name=$1 fn=$2 rc
+	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then
+		return
+	fi
+	( set -e; "$fn" ) >"$LOG/$name.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "PASS spinctl/$name"; PASS=$((PASS + 1))
+	elif [ $rc -eq 77 ]; then
+		echo "SKIP spinctl/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -5
+	else
+		echo "FAIL spinctl/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -40
+	fi
+	restore_veth2
+}
+
+# ------------------------------------------------------------ setup --
+
+setup() {
+	mkdir -p "$B" || return 1
+	mount -t bpf bpf "$B" || return 1
+	chmod 1777 "$B"		# like /sys/fs/bpf: anyone may create entries
+	mkdir -m 755 "$TB" || return 1
+	spin_ns_pair "$NSA" veth0 10.77.40.1 "$NSB" veth1 10.77.40.2 || return 1
+	ip link add veth2 netns "$NSA" type veth peer name veth3 netns "$NSB" || return 1
+	ip -n "$NSA" addr add 10.77.41.1/24 dev veth2
+	ip -n "$NSB" addr add 10.77.41.2/24 dev veth3
+	ip -n "$NSA" link set veth2 up
+	ip -n "$NSB" link set veth3 up
+	for ns in "$NSA" "$NSB"; do
+		nsx "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
+		nsx "$ns" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 2>/dev/null
+	done
+	# the table's runtime: one portal table entry, one match entry, a peer
+	A "$SPINCTL" attach veth0 rank 1 >/dev/null || return 1
+	A "$SPINCTL" pt alloc veth0 0 || return 1
+	A "$SPINCTL" me append veth0 pt 0 bits 1 len 64k >/dev/null || return 1
+	A "$SPINCTL" peer add veth0 2 10.77.40.2 mac 02:00:00:00:00:02 || return 1
+}
+
+# ------------------------------------------------- the bad-input table --
+
+# Everything a bad invocation could change: the pins (names, types, modes,
+# owners), the runtime's configuration with its generation counter (every
+# table change bumps it) and the XDP programs of both namespaces.
+snap() {
+	find "$B" -printf '%P %y %m %u\n' 2>&1 | sort
+	A "$SPINCTL" -j status veth0 2>&1
+	# the interfaces and their XDP programs (not the carrier, which
+	# comes and goes on its own)
+	ip -n "$NSA" -o link show 2>&1 | grep -o '^[0-9]*: [^:]*\|prog/xdp.* id [0-9]*'
+	ip -n "$NSB" -o link show 2>&1 | grep -o '^[0-9]*: [^:]*\|prog/xdp.* id [0-9]*'
+}
+
+ROWS=0 ROW_FAIL=0 BASE=
+# bad RC PATTERN ARGS...: `spinctl ARGS` (in namespace A) exits RC with
+# exactly one line "spinctl: ..." on stderr matching PATTERN (ERE), nothing
+# on stdout, and the state is as before.
+bad() {
+	local want=$1 pat=$2 rc=0 why= now
+	shift 2
+	ROWS=$((ROWS + 1))
+	timeout -k 2 8 nsenter --net="/var/run/netns/$NSA" -- env SPIN_BPFFS="$TB" "$SPINCTL" "$@" \
+		>"$LOG/row.out" 2>"$LOG/row.err" </dev/null || rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		why="exit $rc, want $want"
+	elif [ -s "$LOG/row.out" ]; then
+		why="output on stdout: $(head -c 200 "$LOG/row.out")"
+	elif [ "$(wc -l <"$LOG/row.err")" -ne 1 ] || [ "$(wc -c <"$LOG/row.err")" -le 1 ]; then
+		why="stderr is not one line: $(head -c 300 "$LOG/row.err" | tr '\n' '|')"
+	elif ! grep -q '^spinctl: ' "$LOG/row.err"; then
+		why="stderr does not start with 'spinctl: '"
+	elif [ -n "$pat" ] && ! grep -qE -- "$pat" "$LOG/row.err"; then
+		why="message does not match /$pat/"
+	fi
+	now=$(snap)
+	if [ "$now" != "$BASE" ]; then
+		why="${why:+$why; }changed the state: $(diff <(echo "$BASE") <(echo "$now") | grep '^[<>]' | head -4 | tr '\n' '|')"
+		restore_veth2
+		BASE=$(snap)
+	fi
+	if [ -n "$why" ]; then
+		ROW_FAIL=$((ROW_FAIL + 1))
+		echo "row $ROWS: spinctl $(printf '%q ' "$@"): $why"
+		echo "    stderr: $(head -c 300 "$LOG/row.err" | tr '\n' '|')"
+	fi
+	return 0
+}
+
+table_start() { ROWS=0; ROW_FAIL=0; BASE=$(snap); }
+table_end() {
+	echo "$ROWS invocations, $ROW_FAIL wrong"
+	[ "$ROW_FAIL" -eq 0 ]
+}
+
+# Malformed numbers: no leading zeros (base-0 octal), white space, signs,
+# suffixes or trailing junk; the message names the option.
+t_bad_numbers() {
+	table_start
+	local NUM='bad number'
+	bad 2 "port: $NUM" attach veth2 port 010
+	bad 2 "port: $NUM" attach veth2 port ' 7717'
+	bad 2 "port: $NUM" attach veth2 port '7717 '
+	bad 2 "port: $NUM" attach veth2 port +7717
+	bad 2 "port: $NUM" attach veth2 port -1
+	bad 2 "port: $NUM" attach veth2 port 7717x
+	bad 2 "port: $NUM" attach veth2 port 0x
+	bad 2 "port: $NUM" attach veth2 port ''
+	bad 2 "rank: $NUM" attach veth2 rank 1.0
+	bad 2 "rank: $NUM" attach veth2 rank 1e3
+	bad 2 "pid: $NUM" attach veth2 pid 0b101
+	bad 2 "pid: $NUM" attach veth2 pid 0o7
+	bad 2 "pages: $NUM" attach veth2 pages 010
+	bad 2 "pages: $NUM" attach veth2 pages 08
+	bad 2 "pages: $NUM" attach veth2 pages ' -1'
+	bad 2 "pages: $NUM" attach veth2 pages 4k
+	bad 2 "timeout-ms: $NUM" attach veth2 timeout-ms 1,000
+	bad 2 "timeout-ms: $NUM" attach veth2 timeout-ms 0x1g
+	bad 2 "INDEX: $NUM" pt alloc veth0 01
+	bad 2 "INDEX: $NUM" pt alloc veth0 ' 1'
+	bad 2 "INDEX: $NUM" pt enable veth0 -0
+	bad 2 "INDEX: $NUM" pt free veth0 1a
+	bad 2 "pt: $NUM" me append veth0 pt 00
+	bad 2 "bits: $NUM" me append veth0 pt 0 bits 0xg
+	bad 2 "bits: $NUM" me append veth0 pt 0 bits -1
+	bad 2 "bits: $NUM" me append veth0 pt 0 bits ' 1'
+	bad 2 "bits: $NUM" me append veth0 pt 0 bits 1_000
+	bad 2 "ignore: $NUM" me append veth0 pt 0 ignore 0X
+	bad 2 "rank: $NUM" me append veth0 pt 0 rank 01
+	bad 2 "rank: $NUM" me append veth0 pt 0 rank any1
+	bad 2 "pid: $NUM" me append veth0 pt 0 pid anyx
+	bad 2 "len: bad size" me append veth0 pt 0 len ' -1'
+	bad 2 "len: bad size" me append veth0 pt 0 len -1
+	bad 2 "len: bad size" me append veth0 pt 0 len 64kk
+	bad 2 "len: bad size" me append veth0 pt 0 len 64q
+	bad 2 "len: bad size" me append veth0 pt 0 len 010
+	bad 2 "len: bad size" me append veth0 pt 0 len 1.5k
+	bad 2 "off: bad size" me append veth0 pt 0 off 4096x
+	bad 2 "hhost-len: bad size" me append veth0 pt 0 hhost-len +4096
+	bad 2 "hhost-off: bad size" me append veth0 pt 0 hhost-off 0x-1
+	bad 2 "user-ptr: $NUM" me append veth0 pt 0 user-ptr 0x1p3
+	bad 2 "INDEX: $NUM" me show veth0 007
+	bad 2 "state-bytes: bad size" me show veth0 0 state-bytes 064
+	bad 2 "INDEX: $NUM" me unlink veth0 ' 0'
+	bad 2 "RANK: $NUM" peer add veth0 02 10.77.40.2
+	bad 2 "port: $NUM" peer add veth0 2 10.77.40.2 port 07717
+	bad 2 "pid: $NUM" peer add veth0 2 10.77.40.2 pid -5
+	bad 2 "RANK: $NUM" peer del veth0 '2 '
+	bad 2 "count: $NUM" events veth0 count 010 timeout-ms 1
+	bad 2 "timeout-ms: $NUM" events veth0 count 1 timeout-ms 1s
+	bad 2 "count: $NUM" recv count 01 timeout-ms 1
+	bad 2 "port: $NUM" recv port 7717.0 timeout-ms 1
+	bad 2 "len: bad size" send to 10.77.40.2 pt 0 len 010
+	bad 2 "seg: $NUM" send to 10.77.40.2 pt 0 seg 0x
+	bad 2 "msg-id: $NUM" send to 10.77.40.2 pt 0 msg-id ' 1'
+	bad 2 "user-hdr: $NUM" send to 10.77.40.2 pt 0 user-hdr 1,,2
+	bad 2 "user-hdr: $NUM" send to 10.77.40.2 pt 0 user-hdr 1,2,
+	bad 2 "user-hdr: $NUM" send to 10.77.40.2 pt 0 user-hdr 1,-2
+	bad 2 "reply-timeout-ms: $NUM" send to 10.77.40.2 pt 0 reply-timeout-ms 10ms
+	bad 2 "len: bad size" get to 10.77.40.2 pt 0 len 08
+	bad 2 "timeout-ms: $NUM" get to 10.77.40.2 pt 0 len 8 timeout-ms 0x
+	bad 2 "remote-off: $NUM" get to 10.77.40.2 pt 0 len 8 remote-off +0
+	table_end
+}
+
+# Numbers outside their option's range, overflowing 64 bits, or lengths
+# that would wrap; the message names the option and the range.
+t_bad_ranges() {
+	table_start
+	local R='is out of range'
+	bad 2 "port: .* $R \(1\.\.65535\)" attach veth2 port 0
+	bad 2 "port: .* $R" attach veth2 port 65536
+	bad 2 "rank: .* $R \(0\.\.4294967294\)" attach veth2 rank 4294967295
+	bad 2 "rank: .* $R" attach veth2 rank 4294967296
+	bad 2 "pages: '0xffffffff' $R \(1\.\.1048576\)" attach veth2 pages 0xffffffff
+	bad 2 "pages: .* $R" attach veth2 pages 0
+	bad 2 "pages: .* $R" attach veth2 pages 1048577
+	bad 2 "timeout-ms: .* $R \(1\.\.2147483647\)" attach veth2 timeout-ms 18446744073709551615
+	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 18446744073709551616
+	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 0
+	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 2147483648
+	bad 2 "INDEX: .* $R \(0\.\.15\)" pt alloc veth0 16
+	bad 2 "INDEX: .* $R" pt alloc veth0 4294967296
+	bad 2 "pt: .* $R" me append veth0 pt 16
+	bad 2 "len: .* $R" me append veth0 pt 0 len 0xffffffffffffffff
+	bad 2 "len: .* $R" me append veth0 pt 0 len 18446744073709551615
+	bad 2 "len: .* $R" me append veth0 pt 0 len 0xfffffffffffff001
+	bad 2 "len: .* $R" me append veth0 pt 0 len 16777216g
+	bad 2 "len: .* $R" me append veth0 pt 0 len 4294967297
+	bad 2 "hhost-len: .* $R" me append veth0 pt 0 hhost-len 0xffffffffffffffff
+	bad 2 "off: .* $R" me append veth0 pt 0 off 0xfffffffffffff000 len 8192
+	bad 2 "hhost-off: .* $R" me append veth0 pt 0 hhost-off 18446744073709551615
+	bad 2 "bits: .* $R" me append veth0 pt 0 bits 0x10000000000000000
+	bad 2 "bits: .* $R" me append veth0 pt 0 bits 18446744073709551616
+	bad 2 "rank: .* $R" me append veth0 pt 0 rank 4294967295
+	bad 10 "no room" me append veth0 pt 0 len 4g
+	bad 2 "INDEX: .* $R \(0\.\.511\)" me show veth0 512
+	bad 2 "state-bytes: .* $R" me show veth0 0 state-bytes 4097
+	bad 2 "INDEX: .* $R" me unlink veth0 99999999999
+	bad 2 "RANK: .* $R \(0\.\.255\)" peer add veth0 256 10.77.40.2
+	bad 2 "port: .* $R" peer add veth0 2 10.77.40.2 port 65536
+	bad 2 "pid: .* $R" peer add veth0 2 10.77.40.2 pid 4294967296
+	bad 2 "RANK: .* $R" peer del veth0 256
+	bad 2 "timeout-ms: .* $R" events veth0 timeout-ms 18446744073709551615
+	bad 2 "count: .* $R" events veth0 count 18446744073709551616
+	bad 2 "timeout-ms: .* $R" recv timeout-ms 18446744073709551615
+	bad 2 "port: .* $R" recv port 0
+	bad 2 "pt: .* $R" send to 10.77.40.2 pt 65536
+	bad 2 "len: .* $R \(0\.\.67108864\)" send to 10.77.40.2 pt 0 len 67108865
+	bad 2 "seg: .* $R \(1\.\.1384\)" send to 10.77.40.2 pt 0 seg 1385
+	bad 2 "seg: .* $R" send to 10.77.40.2 pt 0 seg 0
+	bad 2 "sport: .* $R" send to 10.77.40.2 pt 0 sport 65536
+	bad 2 "reply-timeout-ms: .* $R" send to 10.77.40.2 pt 0 reply-timeout-ms 2147483648
+	bad 2 "user-hdr: .* $R" send to 10.77.40.2 pt 0 user-hdr 18446744073709551616
+	bad 2 "msg-id: .* $R" send to 10.77.40.2 pt 0 msg-id 4294967296
+	bad 2 "dst-rank: .* $R" send to 10.77.40.2 pt 0 dst-rank 0x100000000
+	bad 2 "len: .* $R" get to 10.77.40.2 pt 0 len 0xffffffffffffffff
+	bad 2 "timeout-ms: .* $R" get to 10.77.40.2 pt 0 len 1 timeout-ms 18446744073709551615
+	table_end
+}
+
+# Unknown, ambiguous and missing options, verbs and objects; arguments
+# where none belong.
+t_bad_options() {
+	table_start
+	bad 2 "unknown attach option 'bogus'" attach veth2 bogus
+	bad 2 "'port' needs a value" attach veth2 port
+	bad 2 "unknown attach option" attach veth2 --port 1
+	bad 2 "'pages' needs a value" attach veth2 pages
+	bad 2 "missing IFACE" attach
+	bad 2 "unexpected argument" detach veth0 extra
+	bad 2 "unexpected argument" status veth0 extra
+	bad 2 "unknown stats option" stats veth0 resett
+	bad 2 "missing IFACE FILE" handler load veth0
+	bad 2 "'name' needs a value" handler load veth0 x.bpf.o name
+	bad 2 "unknown handler load option" handler load veth0 x.bpf.o nam x
+	bad 2 "unexpected argument" handler unload veth0 x y
+	bad 2 "unexpected argument" handler list veth0 extra
+	bad 2 "unexpected argument" pt alloc veth0 0 flowctrl extra
+	bad 2 "missing IFACE INDEX" pt alloc veth0
+	bad 2 "unexpected argument" pt list veth0 extra
+	bad 2 "missing 'pt N'" me append veth0
+	bad 2 "list must be" me append veth0 pt 0 list bogus
+	bad 2 "op must be" me append veth0 pt 0 op bogus
+	bad 2 "op must be" me append veth0 pt 0 op put,put
+	bad 2 "unknown me append option" me append veth0 pt 0 use-onc
+	bad 2 "bad hex" me append veth0 pt 0 state 0
+	bad 2 "bad hex" me append veth0 pt 0 state zz
+	bad 8 "state file" me append veth0 pt 0 state-file "$LOG/nosuch"
+	bad 2 "unexpected argument" me list veth0 extra
+	bad 2 "missing IFACE INDEX" me show veth0
+	bad 2 "unknown me show option" me show veth0 0 bogus
+	bad 2 "missing IFACE RANK IP" peer add veth0 2
+	bad 2 "'mac' needs a value" peer add veth0 2 10.77.40.2 mac
+	bad 2 "unknown peer add option" peer add veth0 2 10.77.40.2 bogus 1
+	bad 2 "unexpected argument" peer list veth0 x
+	bad 2 "unexpected argument" peer del veth0 2 x
+	bad 2 "unexpected argument" peer load veth0 a b
+	bad 2 "'count' needs a value" events veth0 count
+	bad 2 "unknown events option" events veth0 skip
+	bad 2 "unknown recv option" recv bogus
+	bad 2 "missing 'to IP'" send pt 0
+	bad 2 "missing 'pt N'" send to 10.77.40.2
+	bad 2 "only one of" send to 10.77.40.2 pt 0 len 1 data 00
+	bad 8 "file" send to 10.77.40.2 pt 0 file "$LOG/nosuch"
+	bad 2 "missing 'len N'" get to 10.77.40.2 pt 0
+	bad 2 "unknown get option 'ack'" get to 10.77.40.2 pt 0 len 1 ack
+	bad 2 "unknown option '-x'" -x status veth0
+	bad 2 "unknown option '--jsn'" --jsn status veth0
+	bad 2 "ambiguous object 'st': status, stats" st veth0
+	bad 2 "ambiguous object 'stat'" stat veth0
+	bad 2 "ambiguous object 's'" s veth0
+	bad 2 "ambiguous object 'p'" p list veth0
+	bad 2 "ambiguous object 'h'" h
+	bad 2 "ambiguous handler verb 'l': list, load" handler l veth0
+	bad 2 "ambiguous peer verb 'l'" peer l veth0
+	bad 2 "unknown object 'bogus'" bogus veth0
+	bad 2 "unknown object ''" '' veth0
+	bad 2 "unknown handler verb 'bogus'" handler bogus veth0
+	table_end
+}
+
+# Interface names the kernel would not take (and that would name other
+# directories: '.', '..'), missing interfaces, bad IPv4 and MAC addresses,
+# names of things that do not exist.
+t_bad_names() {
+	table_start
+	local IFN='bad interface name'
+	bad 2 "no interface name|$IFN" status ''
+	bad 2 "$IFN '\.'" status .
+	bad 2 "$IFN '\.\.'" status ..
+	bad 2 "$IFN" status a/b
+	bad 2 "$IFN" status 'a b'
+	bad 2 "$IFN" status veth0:1
+	bad 2 "$IFN" status 0123456789abcdef
+	bad 2 "$IFN 've\?th0'" status $'ve\nth0'
+	bad 2 "$IFN" stats ../t
+	bad 2 "$IFN" me list ..
+	bad 2 "$IFN" attach ..
+	bad 2 "$IFN" attach veth0/
+	bad 5 "not found" status nosuchif0
+	bad 5 "not found" attach nosuchif0
+	bad 5 "not found" detach nosuchif0
+	bad 5 "not found" pt alloc nosuchif0 0
+	bad 2 "bad IPv4 address" peer add veth0 2 10.77.40
+	bad 2 "bad IPv4 address" peer add veth0 2 10.77.40.256
+	bad 2 "bad IPv4 address" peer add veth0 2 ' 10.77.40.2'
+	bad 2 "bad IPv4 address" peer add veth0 2 10.77.40.2/24
+	bad 2 "bad IPv4 address" peer add veth0 2 ::1
+	bad 2 "bad IPv4 address" peer add veth0 2 0x0a4d2802
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac 02:00:00:00:00
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac 02:00:00:00:00:02:03
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac ' 2:0:0:0:0:2'
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac 0x2:0:0:0:0:2
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac 002:0:0:0:0:2
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac 02-00-00-00-00-02
+	bad 2 "bad MAC address" peer add veth0 2 10.77.40.2 mac +2:0:0:0:0:2
+	bad 2 "dev: $IFN" peer add veth0 2 10.77.40.2 dev ..
+	bad 5 "not found" peer add veth0 2 10.77.40.2 dev nosuchif0
+	bad 2 "bad IPv4 address" send to 10.77.40.256 pt 0
+	bad 2 "bad IPv4 address" send from 1.2.3 to 10.77.40.2 pt 0
+	bad 2 "bad IPv4 address" get to '' pt 0 len 1
+	bad 2 "bad IPv4 address" recv on 10.77.40 timeout-ms 1
+	bad 8 "" handler load veth0 "$LOG/nosuch.bpf.o"
+	bad 2 "bad handler name" handler load veth0 selftests/progs/xdp_pass.bpf.o name ../x
+	bad 8 "no handler 'nosuch'" handler unload veth0 nosuch
+	bad 8 "no handler 'nosuch'" me append veth0 pt 0 handler nosuch
+	bad 8 "not allocated" me append veth0 pt 1
+	bad 8 "not allocated" pt free veth0 5
+	bad 8 "not in use" me unlink veth0 100
+	bad 8 "no peer with rank 7" peer del veth0 7
+	bad 8 "no such file" job "$LOG/nosuch.hosts"
+	bad 8 "no such file" peer load veth0 "$LOG/nosuch.hosts"
+	# last: with the old code these two removed every pin of the
+	# namespace (.) or of the whole bpffs root's spin/ (..)
+	bad 2 "$IFN '\.'" detach .
+	bad 2 "$IFN '\.\.'" detach ..
+	table_end
+}
+
+# ------------------------------------------------ finding 2: lengths --
+
+# spinctl: an entry length near 2^64 is refused, and nothing is added
+t_me_huge_len_cli() {
+	local before after idx
+	before=$(A "$SPINCTL" -j me list veth0)
+	for len in 0xffffffffffffffff 18446744073709551615 0xfffffffffffff001 ' -1'; do
+		if A "$SPINCTL" me append veth0 pt 0 bits 9 len "$len" 2>"$LOG/err"; then
+			fail "len '$len' accepted"
+		fi
+		cat "$LOG/err"
+	done
+	A "$SPINCTL" me append veth0 pt 0 bits 9 hhost-len 0xfffffffffffff001 2>&1 && fail "hhost-len accepted"
+	after=$(A "$SPINCTL" -j me list veth0)
+	[ "$before" = "$after" ] || fail "match entries changed: $after"
+	# the largest legal length that does not fit: no room (exit 10)
+	rc=0
+	A "$SPINCTL" me append veth0 pt 0 bits 9 len 4g 2>&1 || rc=$?
+	[ "$rc" -eq 10 ] || fail "len 4g on a 16 MiB window: exit $rc, want 10"
+	# a sane one still works, page aligned after the existing 64 KiB entry
+	idx=$(A "$SPINCTL" me append veth0 pt 0 bits 9 len 4097)
+	A "$SPINCTL" -j me show veth0 "$idx" | grep -q '"host_off":65536,"host_len":4097' ||
+		fail "4097-byte entry not at 65536: $(A "$SPINCTL" -j me show veth0 "$idx")"
+	A "$SPINCTL" me unlink veth0 "$idx"
+}
+
+# libspin: spin_me_append() with lengths near 2^64 (host and handler host
+# memory, first fit and at an offset) refuses them all
+t_me_huge_len_lib() {
+	A "$HELPER" me-huge veth0
+}
+
+# -------------------------------------- finding 7: pin directories --
+
+# A bpffs root anyone may write (mode 1777) where uid 65534 got first.
+hostile_root() {
+	local r=$B/$1
+	mkdir -m 1777 "$r"
+	echo "$r"
+}
+
+no_xdp() { ! ip -n "$NSA" link show "$1" | grep -q 'prog/xdp'; }
+
+# attach refuses a spin/ that another user made, one that anyone may write,
+# and one that is a symbolic link; nothing is created or attached
+t_pins_foreign_dir() {
+	local r rc
+	r=$(hostile_root h1)
+	"${NOBODY[@]}" mkdir "$r/spin"
+	rc=0
+	nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" attach veth2 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	if [ "$rc" -eq 0 ]; then
+		nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" detach veth2 || true
+		fail "attach used a spin/ owned by uid 65534"
+	fi
+	[ "$rc" -eq 3 ] || fail "exit $rc, want 3"
+	[ "$(wc -l <"$LOG/err")" -eq 1 ] && grep -q 'owned by uid 65534' "$LOG/err" ||
+		fail "message does not name the owner"
+	[ -z "$(ls -A "$r/spin")" ] || fail "something was created in $r/spin: $(ls -A "$r/spin")"
+	no_xdp veth2 || fail "XDP attached to veth2"
+
+	# a spin/ of root's that anyone may write
+	rmdir "$r/spin"
+	mkdir -m 777 "$r/spin"
+	chmod 777 "$r/spin"
+	rc=0
+	nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" attach veth2 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ "$rc" -ne 0 ] || { nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" detach veth2; fail "attach used a world-writable spin/"; }
+	[ "$rc" -eq 3 ] && grep -q 'writable by group or others' "$LOG/err" || fail "exit $rc or message wrong"
+	[ -z "$(ls -A "$r/spin")" ] || fail "something was created in $r/spin"
+	no_xdp veth2 || fail "XDP attached to veth2"
+
+	# spin/ a symbolic link (to the table runtime's pins): neither attach
+	# nor status may go through it
+	rmdir "$r/spin"
+	"${NOBODY[@]}" ln -s "$TB/spin" "$r/spin"
+	rc=0
+	nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" attach veth2 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ "$rc" -ne 0 ] || { nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" detach veth2; fail "attach went through a symlinked spin/"; }
+	[ "$rc" -eq 3 ] && grep -q 'symbolic link' "$LOG/err" || fail "exit $rc or message wrong"
+	no_xdp veth2 || fail "XDP attached to veth2"
+	[ ! -e "$TB/spin/ns$(ino_a)/veth2" ] || fail "pins made through the link"
+	rc=0
+	nsx "$NSA" env SPIN_BPFFS="$r" "$SPINCTL" status veth0 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ "$rc" -eq 3 ] || fail "status through a symlinked spin/: exit $rc, want 3"
+}
+
+# detach refuses to go through a symbolic link or another user's directory:
+# a victim's pins elsewhere in the bpffs stay, and so does its XDP program
+t_detach_no_follow() {
+	local v=$B/victim r1 r2 ino rc
+	ino=$(ino_a)
+	mkdir -m 755 "$v"
+	nsx "$NSA" env SPIN_BPFFS="$v" "$SPINCTL" attach veth2 >/dev/null
+	[ -e "$v/spin/ns$ino/veth2/prog_rx" ] || fail "victim not attached"
+
+	# spin/ a link to the victim's spin/
+	r1=$(hostile_root h2)
+	"${NOBODY[@]}" ln -s "$v/spin" "$r1/spin"
+	rc=0
+	nsx "$NSA" env SPIN_BPFFS="$r1" "$SPINCTL" detach veth2 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ -e "$v/spin/ns$ino/veth2/prog_rx" ] || fail "detach removed the victim's pins through a symlinked spin/"
+	! no_xdp veth2 || fail "detach removed the victim's XDP program"
+	[ "$rc" -eq 3 ] || fail "exit $rc, want 3"
+
+	# spin/ of uid 65534 with ns<inode> a link to the victim's directory
+	r2=$(hostile_root h3)
+	"${NOBODY[@]}" mkdir "$r2/spin"
+	"${NOBODY[@]}" ln -s "$v/spin/ns$ino" "$r2/spin/ns$ino"
+	rc=0
+	nsx "$NSA" env SPIN_BPFFS="$r2" "$SPINCTL" detach veth2 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ -e "$v/spin/ns$ino/veth2/prog_rx" ] || fail "detach removed the victim's pins through a foreign spin/"
+	! no_xdp veth2 || fail "detach removed the victim's XDP program"
+	[ "$rc" -eq 3 ] || fail "exit $rc, want 3"
+
+	# the victim's own detach still works
+	nsx "$NSA" env SPIN_BPFFS="$v" "$SPINCTL" detach veth2
+	[ ! -e "$v/spin/ns$ino" ] || fail "victim's pins left"
+	no_xdp veth2 || fail "victim's XDP program left"
+}
+
+# ------------------------------------------------------- detach order --
+
+# XDP is detached first and a failure does not stop the rest: with spin_rx
+# held by a bpf_link (netlink cannot detach it), detach reports the XDP
+# error (exit 6) but still detaches TC and removes every pin
+t_detach_keeps_going() {
+	local rc n ino
+	ino=$(ino_a)
+	A "$SPINCTL" attach veth2 >/dev/null
+	n=$(A "$HELPER" tcx-count veth2)
+	[ "$n" -ge 1 ] || { echo "no fan-out program at TC ingress of veth2"; return 77; }
+	A "$HELPER" xdp-link veth2 "$B/xdp-link"
+	rc=0
+	A "$SPINCTL" detach veth2 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ "$rc" -eq 6 ] || fail "exit $rc, want 6 (XDP detach failed)"
+	[ "$(wc -l <"$LOG/err")" -eq 1 ] && grep -q 'cannot detach XDP' "$LOG/err" ||
+		fail "not one line naming the XDP failure"
+	n=$(A "$HELPER" tcx-count veth2)
+	[ "$n" -eq 0 ] || fail "the fan-out program is still at TC ingress ($n)"
+	[ ! -e "$TB/spin/ns$ino/veth2" ] || fail "pins left after the failed XDP detach: $(ls "$TB/spin/ns$ino/veth2" | tr '\n' ' ')"
+	rm -f "$B/xdp-link"
+	for _ in $(seq 50); do no_xdp veth2 && break; sleep 0.1; done
+	no_xdp veth2 || fail "XDP left on veth2 after the link was unpinned"
+}
+
+# ---------------------------------------------------------- the rest --
+
+# the rendezvous file is written to a new file (O_EXCL) and renamed, never
+# through a link planted under the name the library uses; a FIFO planted as
+# another rank's file does not block
+t_rendezvous() {
+	mkdir -m 1777 "$LOG/rv"
+	timeout -k 2 20 "$HELPER" rendezvous "$LOG/rv"
+}
+
+# owners: a pid counts as alive only with its start time (finding 10,
+# reclaim_stale); portal table entries record it
+t_owner() {
+	A "$HELPER" owner veth0
+}
+
+# what must keep working: unique prefixes, 0x numbers, sizes, ranges' ends
+t_good_input() {
+	local ino st
+	ino=$(ino_a)
+	A "$SPINCTL" statu veth0 >/dev/null
+	A "$SPINCTL" ha li veth0
+	A "$SPINCTL" pe li veth0 >/dev/null
+	A "$SPINCTL" pe de veth0 2	# del and delete are one verb
+	A "$SPINCTL" peer add veth0 0xff 10.77.40.2 mac 2:0:0:0:0:a port 0x1e25
+	A "$SPINCTL" -j peer list veth0 | grep -q '"rank":255,"ip":"10.77.40.2","port":7717,"mac":"02:00:00:00:00:0a"' ||
+		fail "peer 255: $(A "$SPINCTL" -j peer list veth0)"
+	A "$SPINCTL" peer del veth0 255
+	A "$SPINCTL" peer add veth0 2 10.77.40.2 mac 02:00:00:00:00:02
+	A "$SPINCTL" attach veth2 pages 0x8 timeout-ms 2147483647 port 65535 rank 4294967294 >/dev/null
+	st=$(A "$SPINCTL" -j status veth2)
+	echo "$st"
+	echo "$st" | grep -q '"rank":4294967294' || fail "rank"
+	echo "$st" | grep -q '"port":65535' || fail "port"
+	echo "$st" | grep -q '"host_pages":8' || fail "pages"
+	echo "$st" | grep -q '"msg_timeout_ns":2147483647000000' || fail "timeout"
+	A "$SPINCTL" pt alloc veth2 0xf
+	A "$SPINCTL" me append veth2 pt 15 bits 0xffffffffffffffff len 16KiB >/dev/null
+	A "$SPINCTL" me append veth2 pt 15 bits 18446744073709551615 len 0x4000 off 16k >/dev/null
+	rc=0
+	A "$SPINCTL" me append veth2 pt 15 len 1 2>&1 || rc=$?
+	[ "$rc" -eq 10 ] || fail "a full 8-page window: exit $rc, want 10"
+	A "$SPINCTL" -j me list veth2 | grep -o '"host_len"' | wc -l | grep -qx 2 || fail "entries"
+	A "$SPINCTL" detach veth2
+	[ ! -e "$TB/spin/ns$ino/veth2" ] || fail "pins left"
+}
+
+# ------------------------------------------------------------- main --
+
+if ! setup >"$LOG/setup.log" 2>&1; then
+	echo "FAIL spinctl/setup"
+	sed 's/^/    /' "$LOG/setup.log" | tail -20
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+run_test bad_numbers t_bad_numbers
+run_test bad_ranges t_bad_ranges
+run_test bad_options t_bad_options
+run_test me_huge_len_cli t_me_huge_len_cli
+run_test me_huge_len_lib t_me_huge_len_lib
+run_test pins_foreign_dir t_pins_foreign_dir
+run_test detach_no_follow t_detach_no_follow
+run_test detach_keeps_going t_detach_keeps_going
+run_test rendezvous t_rendezvous
+run_test owner t_owner
+run_test good_input t_good_input
+run_test bad_names t_bad_names	# last: its final rows break the old code's pins
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" -eq 0 ]
