@@ -8,6 +8,7 @@
 # spin_ns_add, so spin_ns_cleanup removes it.
 #
 #   sample_topo_up TAG N NET HOSTFILE   build it, write the hostfile
+#   sample_topo_fifo TAG N              a queue on every veth end (tests)
 #   sample_ns TAG K                     the namespace of rank K
 #   sample_run TAG K HOSTFILE CMD...    run CMD as rank K inside its namespace
 #   sample_handler_cost TAG HOSTFILE DIR CMD...
@@ -38,6 +39,21 @@ sample_topo_up() {
 		nsx "$(sample_ns "$tag" 0)" ping -c1 -W1 "10.79.$net.$((k + 1))" >/dev/null 2>&1
 	done
 	return 0
+}
+
+# sample_topo_fifo TAG N: a pfifo qdisc on every rank's veth0 and every
+# bridge port, for the tests: a burst that comes while the receiving end's
+# NAPI has not run yet (a busy machine) fills its ring (256 frames), and on
+# a noqueue veth the rest is dropped: a lost packet, no retransmission, a
+# test that times out.  With the queue the full ring stops the sender.  The
+# limit is above what a sender's socket buffer holds.  (Frames sent with
+# XDP_TX bypass it; the benchmarks measure the default noqueue veth.)
+sample_topo_fifo() {
+	local tag=$1 n=$2 k
+	for k in $(seq 0 $((n - 1))); do
+		spin_ns_fifo "$(sample_ns "$tag" "$k")" veth0 10000 || return 1
+		spin_ns_fifo "$tag-br" "p$k" 10000 || return 1
+	done
 }
 
 sample_run() {
@@ -93,6 +109,5 @@ sample_napi_threaded() {
 	done
 }
 sample_fifo() {
-	ip -n "$1" link set dev "$2" txqueuelen 1000 &&
-		tc -n "$1" qdisc replace dev "$2" root pfifo ${3:+limit "$3"}
+	spin_ns_fifo "$@"
 }

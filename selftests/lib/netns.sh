@@ -22,12 +22,50 @@ spin_bpffs_ensure() {
 	fi
 }
 
-# spin_ns_add NAME: create a namespace with loopback up.
+# spin_ns_add NAME: create a namespace with loopback up.  Pins under its
+# inode number (spin_pin_dir) cannot be its own yet: they were left by a
+# namespace that had the same number and went away without them being
+# removed (its process killed before it detached, e.g. an unshared one of
+# test_unit or reduce_stress; an attach that raced a cleanup), possibly in
+# another suite running at the same time.  A process here would take them
+# for an attached runtime ("no XDP program on veth0"), so they are removed.
 spin_ns_add() {
-	local ns=$1
+	local ns=$1 ino
 	ip netns add "$ns" || return 1
 	SPIN_NS_LIST="$SPIN_NS_LIST $ns"
+	ino=$(stat -L -c %i "/var/run/netns/$ns" 2>/dev/null) || ino=
+	if [ -n "$ino" ] && [ -e "/sys/fs/bpf/spin/ns$ino" ]; then
+		echo "spin_ns_add: $ns: removing stale pins /sys/fs/bpf/spin/ns$ino" >&2
+		rm -rf "/sys/fs/bpf/spin/ns$ino"
+	fi
 	ip -n "$ns" link set lo up
+}
+
+# spin_wait_until SECS CMD...: run CMD every 0.1 s until it succeeds
+# (return 0) or SECS seconds have passed (return 1).  The readiness check
+# of the tests: a listener's "ready" line, a bound socket, a counter; SECS
+# is generous, it only bounds the failure case.
+spin_wait_until() {
+	local end=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+# spin_ns_udp_bound NS PORT: some UDP socket in NS is bound to PORT.
+spin_ns_udp_bound() {
+	[ -n "$(nsx "$1" ss -Hlun "sport = :$2" 2>/dev/null)" ]
+}
+
+# spin_ns_fifo NS DEV [LIMIT]: a pfifo qdisc on DEV.  veth is noqueue: when
+# the peer's receive ring is full (its NAPI has not run yet, as on a busy
+# machine), the frame is dropped; with a queue, the full ring stops the
+# sender instead.  (Frames the peer sends with XDP_TX bypass it.)
+spin_ns_fifo() {
+	ip -n "$1" link set dev "$2" txqueuelen 1000 &&
+		tc -n "$1" qdisc replace dev "$2" root pfifo ${3:+limit "$3"}
 }
 
 # spin_ns_pair NS_A IF_A IP_A NS_B IF_B IP_B: a veth pair between two
