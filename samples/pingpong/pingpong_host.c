@@ -12,7 +12,8 @@
  *                        [order inorder|reverse|shuffle] [rank R] [port P]
  *                        [timeout-ms T] [quiet]
  *       Sends N pings of each size from a kernel UDP socket, waits for each
- *       pong, checks it byte for byte and prints round-trip percentiles.
+ *       pong (up to T ms, default 1000; the first one lost ends the run),
+ *       checks it byte for byte and prints round-trip percentiles.
  *       Exit status 0 only if every pong arrived intact.
  *
  * Streaming mode answers each packet of a ping with a one-packet message
@@ -245,7 +246,10 @@ static int client(int argc, char **argv)
 		}
 		for (uint32_t i = 0; i < npk; i++)
 			order[i] = !strcmp(order_s, "reverse") ? npk - 1 - i : i;
-		for (uint32_t it = 0; it < count && !bad; it++) {
+		/* a lost pong ends the run: a test gives a generous timeout-ms
+		 * (a loaded machine can miss the 1 s default), and waiting that
+		 * long for each further pong would only make a failing run long */
+		for (uint32_t it = 0; it < count && !bad && !lost; it++) {
 			struct spin_msg_args a = {
 				.op = SPIN_OP_PUT, .pt_index = 0, .src_rank = rank, .dst_rank = 1,
 				.match_bits = 0x1, .seg_size = SPIN_MAX_SEG,
