@@ -13,11 +13,13 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
+#include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <spin/spin.h>
@@ -29,6 +31,16 @@
 #define IFB	"spu1"
 #define MY_RANK	1
 #define PEER_MAC "\x02\x00\x00\x00\x00\x02"
+
+/*
+ * The runtime's message timeout in these tests: long, so that no message
+ * expires between two of its packets when this process is preempted (a
+ * busy machine).  The tests of the timeout lower it for the messages they
+ * start (set_msg_timeout) and wait for the sweeper with WAIT_NS as the
+ * bound: load can delay an expiry, never make it early.
+ */
+#define MSG_TIMEOUT_NS	(60ull * 1000 * 1000 * 1000)
+#define WAIT_NS		(30ull * 1000 * 1000 * 1000)
 
 static struct spin_rt *rt;
 static int prog_fd = -1;
@@ -67,7 +79,7 @@ static int setup(void)
 {
 	struct spin_attach_opts o = {
 		.ifname = IFA, .rank = MY_RANK, .pid = 7, .port = 0,
-		.msg_timeout_ns = 100ull * 1000 * 1000,
+		.msg_timeout_ns = MSG_TIMEOUT_NS,
 	};
 	struct spin_peer_spec p = { .rank = 0, .pid = 3 };
 	char path[1024];
@@ -129,7 +141,68 @@ static int setup(void)
 	return 0;
 }
 
-/* Per-test reset: unlink entries, zero stats, drain events. */
+static uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* A pinned map of the runtime (its fd), or -1. */
+static int pinned_map(const char *name)
+{
+	char path[1024];
+
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/");
+	strcat(path, name);
+	return bpf_obj_get(path);
+}
+
+/* The timeout of the messages the runtime starts from now on (a message's
+ * deadline is set when its first packet arrives), written into spin_cfg,
+ * which is mmap-able, as libspin writes it. */
+static int set_msg_timeout(uint64_t ns)
+{
+	static struct spin_cfg *cfg;
+
+	if (!cfg) {
+		int fd = pinned_map("spin_cfg");
+		void *p;
+
+		if (fd < 0) {
+			T_MSG("spin_cfg pin: %s", strerror(errno));
+			return -1;
+		}
+		p = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (p == MAP_FAILED) {
+			T_MSG("mmap spin_cfg: %s", strerror(errno));
+			return -1;
+		}
+		cfg = p;
+	}
+	__atomic_store_n(&cfg->msg_timeout_ns, ns, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/* Empty the runtime's message table: messages an earlier test left
+ * incomplete would stay for MSG_TIMEOUT_NS. */
+static void msgs_clear(void)
+{
+	struct spin_msg_key k;
+	int fd = pinned_map("spin_msgs");
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 4 * SPIN_MAX_MSGS && !bpf_map_get_next_key(fd, NULL, &k); i++)
+		bpf_map_delete_elem(fd, &k);
+	close(fd);
+}
+
+/* Per-test reset: unlink entries, zero stats, drain events, empty the
+ * message table. */
 static int drain_cb(void *ctx, const struct spin_event *ev) { return 0; }
 
 static void reset(void)
@@ -137,6 +210,7 @@ static void reset(void)
 	for (int i = 0; i < n_me_list; i++)
 		spin_me_unlink(rt, me_list[i]);
 	n_me_list = 0;
+	msgs_clear();
 	spin_stats_reset(rt);
 	spin_events_poll(rt, drain_cb, NULL, 0);
 	spin_pt_enable(rt, 0, true);
@@ -1057,15 +1131,6 @@ static void puts_unknown_peer_and_overflow(void)
 #include <net/if.h>
 #include <poll.h>
 #include <sys/ioctl.h>
-#include <time.h>
-
-static uint64_t t_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 #define FAN_PEER_MAC(r) { 0x02, 0, 0, 0, 1, (uint8_t)(r) }
 
@@ -1228,7 +1293,7 @@ static void fanout(void)
 		memcpy(sl.sll_addr, f.b, 6);
 		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
 		t0 = t_now_ns();
-		while (got < 8 && t_now_ns() - t0 < 1000000000ull) {
+		while (got < 8 && t_now_ns() - t0 < WAIT_NS) {
 			struct sockaddr_ll from;
 			socklen_t fl = sizeof(from);
 			struct pollfd pf = { .fd = sock, .events = POLLIN };
@@ -1580,6 +1645,7 @@ static void gets(void)
 	ASSERT_EQ(drops(SPIN_DROP_BAD_OP), 0, "no bad_op");
 }
 
+#define TEST_TIMEOUT_NS	(1500ull * 1000 * 1000)
 static void message_timeout(void)
 {
 	static uint8_t msg[5000];
@@ -1588,6 +1654,7 @@ static void message_timeout(void)
 	struct spin_me me;
 	struct evs v;
 	struct fr f;
+	uint64_t t0;
 	int idx;
 
 	reset();
@@ -1598,11 +1665,25 @@ static void message_timeout(void)
 	a.msg_id = next_id++;
 	a.seg_size = 1384;
 	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* 1 of 4 packets, never the rest */
+	/* longer than the runtime's default (SPIN_MSG_TIMEOUT_NS, 1 s): an
+	 * expiry before it shows that the default was used, not the setting */
+	if (!ASSERT_OK(set_msg_timeout(TEST_TIMEOUT_NS), "message timeout"))
+		return;
+	t0 = t_now_ns();
 	run(&f, NULL);
-	usleep(300 * 1000);				/* timeout is 100 ms */
+	set_msg_timeout(MSG_TIMEOUT_NS);
+	/* the sweeper expires it after TEST_TIMEOUT_NS plus up to one sweep
+	 * period (250 ms); on a loaded machine later: wait for the event */
+	memset(&v, 0, sizeof(v));
+	while (v.n == 0 && t_now_ns() - t0 < TEST_TIMEOUT_NS + WAIT_NS) {
+		usleep(10 * 1000);
+		spin_events_poll(rt, ev_cb, &v, 0);
+	}
 	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), 1, "msg_timeout counted");
-	v = events();
 	if (ASSERT_EQ(v.n, 1, "timeout event")) {
+		/* not early: the sweeper's clock is CLOCK_MONOTONIC */
+		ASSERT_TRUE(v.e[0].timestamp_ns >= t0 + TEST_TIMEOUT_NS,
+			    "expired no earlier than the timeout after its first packet");
 		ASSERT_EQ(v.e[0].kind, SPIN_EV_MSG_TIMEOUT, "kind");
 		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_TIMEOUT, "fail");
 		ASSERT_EQ(v.e[0].dropped_bytes, sizeof(msg) - 1384, "missing bytes");
@@ -1739,12 +1820,8 @@ static void rare_drop_reasons(void)
 	struct fr f;
 	int nh, slot = -1, hfd, pfd, msgs_fd;
 
-	/* start with an empty message table (earlier tests leave stalled
-	 * messages; they expire within 100 ms plus one sweep) */
-	for (int w = 0; w < 50 && msg_table_entries() > 0; w++)
-		usleep(20 * 1000);
-	ASSERT_EQ(msg_table_entries(), 0, "message table drained by the sweeper");
 	reset();
+	ASSERT_EQ(msg_table_entries(), 0, "message table emptied by reset()");
 	if (me_add(&s) < 0)
 		return;
 	sh.handler = "test";
@@ -1845,18 +1922,38 @@ static void rare_drop_reasons(void)
 		}
 	}
 
-	/* msg_table_full: more multi-packet messages in flight than slots */
+	/* msg_table_full: more multi-packet messages in flight than slots.
+	 * They expire after FILL_TIMEOUT_NS: filling the table takes about
+	 * 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs; with the 100 ms
+	 * timeout this test had once, some could expire before the table was
+	 * full), so none expires before the table is full and counted. */
+#define FILL_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
 	a.seg_size = 1384;
-	for (int i = 0; i <= SPIN_MAX_MSGS && !drops(SPIN_DROP_MSG_TABLE_FULL); i++) {
-		a.msg_id = next_id++;
-		mkpkt(&f, &a, 2768, 0, 1384, msg);
-		run(&f, NULL);
+	if (!ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout for the fill"))
+		return;
+	{
+		uint64_t t0 = t_now_ns(), dt;
+
+		for (int i = 0; i <= SPIN_MAX_MSGS && !drops(SPIN_DROP_MSG_TABLE_FULL); i++) {
+			a.msg_id = next_id++;
+			mkpkt(&f, &a, 2768, 0, 1384, msg);
+			run(&f, NULL);
+		}
+		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
+		ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "table full");
+		dt = t_now_ns() - t0;
+		if (dt > FILL_TIMEOUT_NS / 2)
+			T_MSG("filling the table took %llu ms (messages expire after %llu ms)",
+			      (unsigned long long)(dt / 1000000), FILL_TIMEOUT_NS / 1000000);
 	}
-	ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
-	ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "table full");
-	/* the sweeper expires all of them (100 ms timeout, 25 ms period) */
-	for (int w = 0; w < 50 && msg_table_entries() > 0; w++)
-		usleep(20 * 1000);
+	set_msg_timeout(MSG_TIMEOUT_NS);
+	/* the sweeper expires all of them */
+	{
+		uint64_t t0 = t_now_ns();
+
+		while (msg_table_entries() > 0 && t_now_ns() - t0 < WAIT_NS)
+			usleep(20 * 1000);
+	}
 	ASSERT_EQ(msg_table_entries(), 0, "stalled messages expired");
 	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), SPIN_MAX_MSGS, "each counted as msg_timeout");
 	events();
