@@ -23,6 +23,11 @@ sample_test_need "$BIN" "$TOP/samples/reduce/reduce.bpf.o" "$TOP/samples/reduce/
 # from threads pinned to CPU 0 and 1): the atomic handlers must be exact, the
 # negative control (plain `+=`) must lose updates in the same run, which
 # proves that the handlers overlapped; on one CPU the control must be exact.
+# How much the two threads overlap is up to the scheduler: with other load
+# on both CPUs a run may have no overlap at all (beside stress-ng --cpu 2,
+# 1 run in 6 had no lost update), so the two-CPU run is repeated, up to 10
+# times, until the control lost updates; the atomic handlers must be exact
+# in every run.
 # stress_wrong OUT atomic|control: W of its line "... W of 173 elements wrong"
 stress_wrong() {
 	sed -n "s/^$2 (.* \([0-9]*\) of [0-9]* elements wrong$/\1/p" "$1"
@@ -39,31 +44,43 @@ stress_result() {
 }
 STRESS="$TOP/samples/reduce/reduce_stress"
 STRESS_OBJS="$TOP/samples/reduce/reduce.bpf.o $TOP/samples/reduce/reduce_nonatomic.bpf.o"
-# shellcheck disable=SC2086
-timeout -k 2 30 "$STRESS" $STRESS_OBJS >"$WORK/stress2" 2>&1
-rc=$?
+atomic_ok=1 lost=0 runs=0
+: >"$WORK/stress2"
+while [ $runs -lt 10 ] && [ $atomic_ok = 1 ] && [ $lost = 0 ]; do
+	runs=$((runs + 1))
+	# shellcheck disable=SC2086
+	timeout -k 2 120 "$STRESS" $STRESS_OBJS >"$WORK/stress2.run" 2>&1
+	rc=$?
+	[ $rc -eq 3 ] && break
+	{ echo "run $runs (exit $rc):"; cat "$WORK/stress2.run"; } >>"$WORK/stress2"
+	[ $rc -eq 0 ] && [ "$(stress_wrong "$WORK/stress2.run" atomic)" = 0 ] || atomic_ok=0
+	w=$(stress_wrong "$WORK/stress2.run" control)
+	[ $rc -eq 0 ] && [ "${w:-0}" -gt 0 ] && lost=1
+done
 if [ $rc -eq 3 ]; then
 	echo "SKIP sample-reduce/stress-2cpu-atomic (needs two CPUs)"
 	echo "SKIP sample-reduce/stress-2cpu-nonatomic-loses (needs two CPUs)"
 	SKIP=$((SKIP + 2))
 else
-	[ $rc -eq 0 ] && [ "$(stress_wrong "$WORK/stress2" atomic)" = 0 ]
-	stress_result stress-2cpu-atomic $((! $?)) stress2
-	w=$(stress_wrong "$WORK/stress2" control)
-	[ $rc -eq 0 ] && [ "${w:-0}" -gt 0 ]
-	stress_result stress-2cpu-nonatomic-loses $((! $?)) stress2
+	stress_result stress-2cpu-atomic $atomic_ok stress2
+	stress_result stress-2cpu-nonatomic-loses $lost stress2
 fi
 # shellcheck disable=SC2086
-timeout -k 2 30 "$STRESS" -1 $STRESS_OBJS >"$WORK/stress1" 2>&1
+timeout -k 2 120 "$STRESS" -1 $STRESS_OBJS >"$WORK/stress1" 2>&1
 rc=$?
 [ $rc -eq 0 ] && [ "$(stress_wrong "$WORK/stress1" atomic)" = 0 ] &&
 	[ "$(stress_wrong "$WORK/stress1" control)" = 0 ]
 stress_result stress-1cpu-nonatomic-exact $((! $?)) stress1
 
-if ! sample_topo_up "$TAG" 8 24 "$WORK/hosts8" >"$WORK/topo.log" 2>&1; then
+if ! { sample_topo_up "$TAG" 8 24 "$WORK/hosts8" && sample_topo_fifo "$TAG" 8; } >"$WORK/topo.log" 2>&1; then
 	sample_test_abort topology "$WORK/topo.log"
 fi
 head -4 "$WORK/hosts8" >"$WORK/hosts4"
+
+# A round takes microseconds to milliseconds; the root gives up on one after
+# 2 s by default, a timing a loaded machine can miss: the tests wait up to
+# 30 s (only a lost contribution waits that long), a rank runs at most 300 s.
+ROOT_WAIT="timeout-ms 30000"
 
 # run_case NAME P "ROOT ARGS" "SENDER ARGS": the root and P-1 senders
 run_case() {
@@ -72,12 +89,12 @@ run_case() {
 	for k in $(seq 1 $((n - 1))); do
 		# shellcheck disable=SC2086
 		sample_run "$TAG" "$k" "$WORK/hosts$n" env SAMPLE_DIR="$dir" \
-			timeout -k 2 40 "$BIN" sender $sargs >"$dir/out.$k" 2>&1 &
+			timeout -k 2 300 "$BIN" sender $sargs >"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
 	# shellcheck disable=SC2086
 	sample_run "$TAG" 0 "$WORK/hosts$n" env SAMPLE_DIR="$dir" \
-		timeout -k 2 40 "$BIN" root $rargs >"$dir/out.0" 2>&1
+		timeout -k 2 300 "$BIN" root $rargs $ROOT_WAIT >"$dir/out.0" 2>&1
 	rc=$?
 	[ $rc -ne 0 ] && { bad=1; echo "root exit $rc" >>"$dir/rcs"; }
 	for k in "${!pids[@]}"; do
