@@ -48,15 +48,21 @@ for f in "$RAID_BIN" samples/raid/raid_data.bpf.o samples/raid/raid_parity.bpf.o
 	[ -e "$f" ] || { fail "build ($f missing: run make)"; finish; }
 done
 spin_bpffs_ensure || { fail bpffs; finish; }
-if ! sample_topo_up "$TAG" $N $RAID_NET "$WORK/hosts" >"$WORK/topo.log" 2>&1; then
+if ! { sample_topo_up "$TAG" $N $RAID_NET "$WORK/hosts" && sample_topo_fifo "$TAG" $N; } \
+	>"$WORK/topo.log" 2>&1; then
 	fail topology "$WORK/topo.log"; finish
 fi
+# A write is acknowledged in microseconds; raid gives up on one after 2 s by
+# default, a timing a loaded machine can miss: the tests wait up to 30 s
+# (only a lost write waits that long), each rank runs at most 300 s.
+RAID_WAIT="timeout-ms 30000"
+RAID_TIMEOUT=300
 
 # case NAME ARGS...: one job; passes if every rank exits 0 and the client
 # verified both memories it was asked for
 case_run() {
 	local name=$1 log=$WORK/$1; shift
-	if raid_job "$TAG" $N "$WORK" "$log" "$@" && grep -q '^verify' "$log.0"; then
+	if raid_job "$TAG" $N "$WORK" "$log" "$@" $RAID_WAIT && grep -q '^verify' "$log.0"; then
 		pass "$name"
 	else
 		fail "$name" "$log".*
@@ -83,7 +89,7 @@ case_run overlapping-stripes region 16384 sizes 1392,4000,16384 count 30 window 
 case_run concurrent-stripes sizes 2768 count 300 window 8 modes spin
 # the final check catches a single wrong byte: flip one byte of the model
 log=$WORK/tamper
-if raid_job "$TAG" $N "$WORK" "$log" sizes 4096 count 5 modes spin tamper 1234 ||
+if raid_job "$TAG" $N "$WORK" "$log" sizes 4096 count 5 modes spin tamper 1234 $RAID_WAIT ||
    ! grep -q 'differs from the host model' "$log.0"; then
 	fail detects-corruption "$log".*
 else
