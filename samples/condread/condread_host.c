@@ -37,6 +37,13 @@
 #define DATA_PORT	7794	/* baseline requests */
 #define DATA_LEN	(64 << 10)
 #define PT		0
+/* How long the test waits for a reply that must come, and for the server's
+ * answer on the control socket: an answer takes microseconds; only a
+ * failure waits this long, however loaded the machine.  (A denied request
+ * is given 20 ms to stay unanswered: load can only make a wrong answer come
+ * later, and then the next request's id check or the final check for stray
+ * replies catches it.) */
+#define WAIT_MS		30000
 
 struct ctl_msg {
 	uint32_t op;		/* CTL_SET, CTL_COUNTS, CTL_QUIT */
@@ -201,7 +208,7 @@ static void ctl_call(struct client *C, struct ctl_msg *m)
 	struct pollfd p = { .fd = C->ctl, .events = POLLIN };
 
 	if (sendto(C->ctl, m, sizeof(*m), 0, (struct sockaddr *)&C->srv_ctl, sizeof(C->srv_ctl)) != sizeof(*m) ||
-	    poll(&p, 1, 2000) <= 0 || recv(C->ctl, m, sizeof(*m), 0) != sizeof(*m)) {
+	    poll(&p, 1, WAIT_MS) <= 0 || recv(C->ctl, m, sizeof(*m), 0) != sizeof(*m)) {
 		fprintf(stderr, "condread_host: no answer on the control socket\n");
 		exit(1);
 	}
@@ -322,7 +329,7 @@ static int probe(struct client *C, const char *what, uint64_t off, uint32_t len,
 	int r;
 
 	send_req(C, id, off, len, ver);
-	r = recv_reply(C, &got_id, buf, want ? 1000000 : 20000);
+	r = recv_reply(C, &got_id, buf, want ? WAIT_MS * 1000 : 20000);
 	if (want && r < 0) {
 		fprintf(stderr, "condread_host: %s (off %llu len %u ver %u): no answer\n", what,
 			(unsigned long long)off, len, ver);

@@ -18,7 +18,7 @@ TAG=spins$$-cr
 BIN=$TOP/samples/condread/condread_host
 sample_test_begin condread "$@"
 sample_test_need "$BIN" "$TOP/samples/condread/condread.bpf.o"
-if ! sample_topo_up "$TAG" 2 25 "$WORK/hosts" >"$WORK/topo.log" 2>&1; then
+if ! { sample_topo_up "$TAG" 2 25 "$WORK/hosts" && sample_topo_fifo "$TAG" 2; } >"$WORK/topo.log" 2>&1; then
 	sample_test_abort topology "$WORK/topo.log"
 fi
 
@@ -29,10 +29,10 @@ run_case() {
 	# no runtime left from an earlier case: each starts from bare interfaces
 	for k in 0 1; do nsx "$(sample_ns "$TAG" $k)" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1; done
 	sample_run "$TAG" 0 "$WORK/hosts" env SAMPLE_DIR="$dir" \
-		timeout -k 2 40 "$BIN" server "$smode" >"$dir/out.0" 2>&1 &
+		timeout -k 2 300 "$BIN" server "$smode" >"$dir/out.0" 2>&1 &
 	srv=$!
 	sample_run "$TAG" 1 "$WORK/hosts" env SAMPLE_DIR="$dir" \
-		timeout -k 2 40 "$BIN" client "$@" >"$dir/out.1" 2>&1
+		timeout -k 2 300 "$BIN" client "$@" >"$dir/out.1" 2>&1
 	rc=$?
 	[ $rc -ne 0 ] && { bad=1; echo "client exit $rc" >>"$dir/rcs"; }
 	wait $srv; rc=$?
