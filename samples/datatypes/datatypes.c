@@ -23,7 +23,7 @@
  *
  *   datatypes [mode spin,portals,udp] [size N] [block B[,B...]] [gap G]
  *             [reps N] [warmup N] [order inorder|reverse|shuffle]
- *             [maxlost N] [csv FILE] [quiet]
+ *             [maxlost N] [timeout-ms T] [csv FILE] [quiet]
  *
  *   gap G    bytes between blocks (stride = block + G); default: block
  *   order    spin mode only: the sender sends with spin_sock_send and this
@@ -32,6 +32,10 @@
  *            message lacking a packet: no retransmission) or fail (a put
  *            whose event reports a failure); default 0.  They are counted
  *            and reported, not timed; the receiver says why on stderr
+ *   timeout-ms  how long the receiver waits for a message: a put (default
+ *            5000) or a whole UDP message (default 1000: then it lost a
+ *            packet); the tests give a generous T, a loaded machine can
+ *            miss these
  *   csv      the receiver appends mode,size,block,stride,n,median_us,
  *            min_us,p90_us,mbps,lost,unpack_us,time_vs_spin lines
  *            (unpack_us: median time of the host unpack, 0 for spin;
@@ -69,8 +73,10 @@ static struct {
 	int modes[M_N], nmodes;
 	uint64_t size, blocks[MAX_BLOCKS], gap;
 	int nblocks, gap_set, reps, warmup, quiet, maxlost;
+	int timeout_ms, udp_timeout_ms;
 	const char *order, *csv;
-} o = { .size = 4 << 20, .reps = 5, .warmup = 1, .order = "inorder" };
+} o = { .size = 4 << 20, .reps = 5, .warmup = 1, .order = "inorder",
+	.timeout_ms = TIMEOUT_MS, .udp_timeout_ms = UDP_TIMEOUT_MS };
 
 static uint64_t stride_of(uint64_t block) { return block + (o.gap_set ? o.gap : block); }
 
@@ -151,6 +157,8 @@ static int parse(int argc, char **argv)
 			o.warmup = atoi(v);
 		else if (!strcmp(a, "maxlost"))
 			o.maxlost = atoi(v);
+		else if (!strcmp(a, "timeout-ms"))
+			o.timeout_ms = o.udp_timeout_ms = atoi(v);
 		else if (!strcmp(a, "order"))
 			o.order = v;
 		else if (!strcmp(a, "csv"))
@@ -158,7 +166,7 @@ static int parse(int argc, char **argv)
 		else
 			goto bad;
 	}
-	if (!o.size || o.size > SPIN_MAX_MSG || o.reps < 1 || !o.nmodes || !o.nblocks)
+	if (!o.size || o.size > SPIN_MAX_MSG || o.reps < 1 || !o.nmodes || !o.nblocks || o.timeout_ms < 1)
 		goto bad;
 	for (int b = 0; b < o.nblocks; b++)
 		if (!o.blocks[b])
@@ -174,7 +182,7 @@ bad:
 	fprintf(stderr,
 		"usage: datatypes [mode spin,portals,udp] [size N] [block B[,B...]] [gap G]\n"
 		"                 [reps N] [warmup N] [order inorder|reverse|shuffle] [maxlost N]\n"
-		"                 [csv FILE] [quiet]\n");
+		"                 [timeout-ms T] [csv FILE] [quiet]\n");
 	return -1;
 }
 
@@ -319,10 +327,10 @@ static int wait_put(struct rx *r, uint64_t bits, uint64_t *t0)
 	unsigned int which;
 
 	for (;;) {
-		int rc = PtlEQPoll(&r->s.eq, 1, TIMEOUT_MS, &ev, &which);
+		int rc = PtlEQPoll(&r->s.eq, 1, o.timeout_ms, &ev, &which);
 
 		if (rc == PTL_EQ_EMPTY) {
-			fprintf(stderr, "datatypes: no message within %d ms\n", TIMEOUT_MS);
+			fprintf(stderr, "datatypes: no message within %d ms\n", o.timeout_ms);
 			return -1;
 		}
 		if (rc != PTL_OK) {
@@ -524,7 +532,7 @@ static int receiver(void)
 				if (m == M_UDP) {
 					struct spin_hdr h;
 					int got = spin_sock_recv_msg(r.sk, &h, r.udp_buf, o.size, NULL,
-								     UDP_TIMEOUT_MS);
+								     o.udp_timeout_ms);
 
 					if (got == -SPIN_ETIMEDOUT && lost[m] < o.maxlost) {
 						lost[m]++;	/* a packet lost: not timed */

@@ -26,13 +26,19 @@ if ! { dt_up && sample_fifo "$DT_NS0" veth0 && sample_fifo "$DT_NS1" veth0; } >"
 	sample_test_abort topology "$WORK/topo.log"
 fi
 
+# A message arrives in milliseconds; the receiver waits up to 30 s for one
+# (its defaults, 5 s for a put and 1 s for a UDP message, are timings a
+# loaded machine can miss; only a lost message waits that long); a rank runs
+# at most 300 s.
+DT_TIMEOUT=300
+
 # run_case NAME ARGS...: sender and receiver with the same arguments; the
 # case passes if both exit 0
 run_case() {
 	local name=$1 dir r0 r1; shift
 	[ -z "$FILTER" ] || [[ $name == $FILTER ]] || return 0
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	dt_run "$dir" "$@"
+	dt_run "$dir" "$@" timeout-ms 30000
 	r0=$DT_R0 r1=$DT_R1
 	if [ $r0 -eq 0 ] && [ $r1 -eq 0 ]; then
 		echo "PASS sample-datatypes/$name"; PASS=$((PASS + 1))
