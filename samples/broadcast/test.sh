@@ -18,17 +18,32 @@ cd "$TOP" || exit 1
 
 sample_test_begin broadcast "$@"
 sample_test_need "$BC_BIN" "$BC_BIN.bpf.o"
-if ! bc_up 16 >"$WORK/topo.log" 2>&1; then
+# A queue on every veth end (ranks' veth0, bridge ports): a burst that
+# comes while the receiving end's NAPI has not run yet (a busy machine)
+# fills its ring, and a noqueue veth drops the rest: a lost packet, a rank
+# that times out.  With the queue, the full ring stops the sender.
+bc_fifo() {
+	local k
+	for k in $(seq 0 15); do
+		spin_ns_fifo "$(bc_ns "$k")" veth0 10000 && spin_ns_fifo "$BC_TAG-br" "p$k" 10000 || return 1
+	done
+}
+if ! { bc_up 16 && bc_fifo; } >"$WORK/topo.log" 2>&1; then
 	sample_test_abort topology "$WORK/topo.log"
 fi
 bc_up 8 >/dev/null 2>&1	# hostfile of the first 8 ranks
+# A message reaches every rank in milliseconds; a rank gives up after 3 s by
+# default, a timing a loaded machine can miss (16 ranks on 2 CPUs): the
+# tests wait up to 30 s (only a lost message waits that long), a rank runs
+# at most 300 s.
+BC_TIMEOUT=300
 
 # run_case NAME P ARGS...: every rank exits 0 (its messages arrived intact)
 run_case() {
 	local name=$1 n=$2 dir k; shift 2
 	[ -z "$FILTER" ] || [[ $name == $FILTER ]] || return 0
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	bc_run "$n" "$dir" "$@"
+	bc_run "$n" "$dir" "$@" timeout-ms 30000
 	if [ "$BC_RC" = 0 ]; then
 		echo "PASS sample-broadcast/$name"; PASS=$((PASS + 1))
 	else
