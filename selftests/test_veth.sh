@@ -93,18 +93,23 @@ WAIT_S=$((WAIT_MS / 1000))
 # has loaded the handler and appended the entry)
 pp_server() {
 	local mode=$1 pid; shift
+	# emptied here, not only by the redirection: that happens in the
+	# child, which may run after the first look at the log, which would
+	# then find the ready line of an earlier test's server
+	: >"$LOG/server"
 	nsenter --net="/var/run/netns/$SRV" -- "$PP" server veth0 "$mode" "$@" seconds 600 >"$LOG/server" 2>&1 &
 	pid=$!
 	echo $pid >"$LOG/server.pid"
 	spin_wait_until $WAIT_S ready_or_gone "$pid" "pingpong server" "$LOG/server" &&
 		grep -q "pingpong server" "$LOG/server" && return 0
+	echo "pingpong server (pid $pid): no ready line; its output:"
 	cat "$LOG/server"
 	if kill -0 "$pid" 2>/dev/null; then
-		echo "pingpong server: no ready line after $WAIT_S s"
+		echo "pingpong server: still running: $(ps -o stat=,etime=,wchan=,args= -p "$pid")"
 	else
 		local rc=0
 		wait "$pid" || rc=$?
-		echo "pingpong server: exited with status $rc before its ready line"
+		echo "pingpong server: exited with status $rc"
 	fi
 	return 1
 }
@@ -475,6 +480,7 @@ t_xsk_recv() {
 	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 7 len 100 rank 0 >/dev/null
 	wait_stats '"rx_packets":1,' || fail "the runtime did not see the packet"
 	S "$SPINCTL" -j stats veth0 | grep -q '"no_xsk":1,' || fail "no_xsk != 1 without a socket"
+	: >"$LOG/xr"	# (see pp_server)
 	nsx "$SRV" "$XSKP" recv veth0 sizes $XSK_SIZES timeout-ms $WAIT_MS >"$LOG/xr" 2>&1 &
 	rpid=$!
 	wait_ready $rpid "$LOG/xr"
@@ -499,6 +505,7 @@ t_xsk_send() {
 	n=$(xsk_pkts)
 	attach_srv
 	S "$SPINCTL" peer add veth0 0 10.77.1.1
+	: >"$LOG/sr"	# (see pp_server)
 	nsx "$CLI" "$XSKP" sock-recv sizes $XSK_SIZES timeout-ms $WAIT_MS >"$LOG/sr" 2>&1 &
 	rpid=$!
 	wait_ready $rpid "$LOG/sr"
@@ -537,6 +544,7 @@ t_xsk_errors() {
 	# a queue another socket owns (the holder waits for a message that
 	# never comes, until it is killed once the check is done; nsenter
 	# execs it, so $! is the holder itself)
+	: >"$LOG/hold"	# (see pp_server)
 	nsenter --net="/var/run/netns/$SRV" -- "$XSKP" recv veth0 sizes 1 timeout-ms 600000 quiet-ms 1 \
 		>"$LOG/hold" 2>&1 &
 	local hold=$!
@@ -583,6 +591,7 @@ t_get() {
 	S "$SPINCTL" peer add veth0 0 10.77.1.1	# replies go to the initiator's rank
 	# the host's side of the long get: it finds the get's event in the
 	# ring whenever it starts reading, so nothing waits for it to be up
+	: >"$LOG/get-ev"	# (see pp_server)
 	nsenter --net="/var/run/netns/$SRV" -- "$SPINCTL" events veth0 serve-puts >"$LOG/get-ev" 2>&1 &
 	echo $! >"$LOG/server.pid"
 	head -c 150000 /dev/urandom >"$LOG/getdata"
