@@ -100,7 +100,7 @@ HOT_SETS=40000 HOT_GETS=20000
 m0=$(srv_msgs)
 client1 rank 1 clients 2 hot get-pct 0 window 8 count $HOT_SETS warmup 0 >"$D/hot1" 2>&1 &
 w=$!
-writing() { [ "$(srv_msgs)" -gt "${m0:-0}" ] || ! kill -0 $w 2>/dev/null; }
+writing() { local m; m=$(srv_msgs); [ "${m:-0}" -gt "${m0:-0}" ] || ! kill -0 $w 2>/dev/null; }
 spin_wait_until 60 writing
 client "$C2" rank 2 clients 2 hot get-pct 100 window 8 count $HOT_GETS warmup 0; r2=$?
 cp "$D/out" "$D/hot2"
