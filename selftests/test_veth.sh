@@ -548,6 +548,7 @@ t_xsk_errors() {
 	nsenter --net="/var/run/netns/$SRV" -- "$XSKP" recv veth0 sizes 1 timeout-ms 600000 quiet-ms 1 \
 		>"$LOG/hold" 2>&1 &
 	local hold=$!
+	echo $hold >"$LOG/server.pid"	# run_test kills it if a check fails
 	wait_ready $hold "$LOG/hold"
 	expect_rc 9 S "$XSKP" open veth0
 	grep -q "another AF_XDP socket" "$LOG/out"
