@@ -56,7 +56,10 @@ srv_msgs() { nsx "$SRV" "$SPINCTL" -j stats veth0 | sed -n 's/.*"msgs_completed"
 # 1. server up: runtime attached, handlers accepted by the verifier, keys loaded
 if sample_topo_up "$TAG" 3 23 "$D/hosts" && nsx "$SRV" "$SPINCTL" attach veth0 rank 0 >/dev/null; then
 	# 256 slots for 2000 keys: most keys have no slot, so GETs both hit and miss
-	# (it runs until case 8 stops it; seconds only bounds a stray one)
+	# (it runs until case 8 stops it; seconds only bounds a stray one; the
+	# log is made here: the redirection happens in the child, maybe after
+	# the first look)
+	: >"$D/srv"
 	SPIN_HOSTFILE=$D/hosts SPIN_RANK=0 nsenter --net=/var/run/netns/"$SRV" -- \
 		"$KV" server veth0 keys $KEYS slot-bits 8 seconds 600 >"$D/srv" 2>&1 &
 	srv=$!
@@ -155,6 +158,7 @@ if nsx "$C2" "$SPINCTL" attach veth0 rank 2 >/dev/null; then
 	else
 		ko xsk-client "$(tail -3 "$D/out")"
 	fi
+	: >"$D/usrv"
 	nsenter --net=/var/run/netns/"$SRV" -- "$KV" udp-server "$IP0" keys $KEYS seconds 600 >"$D/usrv" 2>&1 &
 	usrv=$!
 	spin_wait_until 60 ready_or_gone $usrv "$D/usrv"
