@@ -194,13 +194,21 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		return 0;
 	if (status == SPIN_MSG_NEW || status == SPIN_MSG_RUNNING) {
 		spin_drop_count(g->st, SPIN_DROP_MSG_TIMEOUT);
+		/* only the entry the message matched, if it is still there:
+		 * not one appended in its slot since, nor entry 0 for a
+		 * message that never matched */
+		me = (m->flags & SPIN_MSGF_MATCHED) ? bpf_map_lookup_elem(&spin_me, &k) : NULL;
+		if (!me || !spin_me_same(me, m))
+			goto out;
 		ct = bpf_map_lookup_elem(&spin_me_ct, &k);
 		if (ct)
 			ct->failure++;
-		me = bpf_map_lookup_elem(&spin_me, &k);
 		/* a use-once XSK entry stays claimed: its process unlinks it */
-		if (me && (me->options & (SPIN_ME_USE_ONCE | SPIN_ME_XSK)) == SPIN_ME_USE_ONCE)
+		if ((me->options & (SPIN_ME_USE_ONCE | SPIN_ME_XSK)) == SPIN_ME_USE_ONCE)
 			__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
+		/* events only for entries that want them */
+		if (me->options & SPIN_ME_EVENT_COMM_DISABLE)
+			goto out;
 		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 		if (e) {
 			__builtin_memset(e, 0, sizeof(*e));
@@ -215,16 +223,17 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 			e->msg_id = key->msg_id;
 			e->dropped_bytes = m->msg_len - m->bytes_seen;
 			e->timestamp_ns = g->now;
-			if (me) {
-				e->match_bits = me->match_bits;
-				e->user_ptr = me->user_ptr;
-				e->owner_pid = me->owner_pid;
-			}
+			e->match_bits = me->match_bits;
+			e->user_ptr = me->user_ptr;
+			e->owner_pid = me->owner_pid;
 			spin_rb_submit(e, spin_rb_flags());
+			if (g->st)
+				g->st->events++;
 		} else {
 			spin_drop_count(g->st, SPIN_DROP_HOST_QUEUE_FULL);
 		}
 	}
+out:
 	bpf_map_delete_elem(map, key);
 	return 0;
 }
@@ -802,8 +811,15 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	sh->dst_rank = bpf_htonl(mi);
 	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
-	if (act != XDP_REDIRECT)
+	if (act != XDP_REDIRECT) {
+		/* nobody applies it: a use-once entry this claimed stays
+		 * usable for the next operation */
+		struct spin_me *me = bpf_map_lookup_elem(&spin_me, &c->me);
+
+		if (me && (me->options & SPIN_ME_USE_ONCE))
+			__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_ACTIVE);
 		return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
+	}
 	st->to_xsk++;
 	return act;
 }
@@ -943,6 +959,7 @@ int spin_rx(struct xdp_md *xdp)
 		t->bytes_seen = 0;
 		t->dropped = 0;
 		t->start = 0;
+		t->me_seq = 0;
 		t->deadline = ~0ull;	/* set below, once the insert won */
 		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
 		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
@@ -981,6 +998,8 @@ int spin_rx(struct xdp_md *xdp)
 		me = bpf_map_lookup_elem(&spin_me, &c->me);
 		if (!me)
 			return spin_drop(st, SPIN_DROP_NO_MATCH);
+		m->me_seq = me->seq;
+		m->flags |= SPIN_MSGF_MATCHED;
 		st->msgs++;
 		if (!me->handler) {
 			m->flags |= SPIN_MSGF_PROCEED;
@@ -1018,12 +1037,26 @@ existing:
 			bpf_map_delete_elem(&spin_msgs, &c->key);
 		if (m->flags & SPIN_MSGF_NOMATCH)	/* nack if this is packet 0 */
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_MATCH);
-		return spin_drop(st, SPIN_DROP_MSG_DROPPED);
+		return spin_drop(st, (m->flags & SPIN_MSGF_ME_GONE) ? SPIN_DROP_ME_GONE :
+				 SPIN_DROP_MSG_DROPPED);
 	}
 	c->phases = (m->flags & SPIN_MSGF_PROCEED) ? SPIN_PH_DEPOSIT : SPIN_PH_PAYLOAD;
 	me = bpf_map_lookup_elem(&spin_me, &c->me);
 	if (!me)
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
+	if (!spin_me_same(me, m)) {
+		/* the entry the first packet matched was unlinked (and maybe
+		 * another appended in its slot): the rest of the message goes
+		 * nowhere, and no event names that slot */
+		__sync_fetch_and_or(&m->flags, SPIN_MSGF_ME_GONE);
+		__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
+		c->msg_dropped = 1;
+		c->phases = 0;
+		spin_account(c, m);
+		if (c->done)
+			bpf_map_delete_elem(&spin_msgs, &c->key);
+		return spin_drop(st, SPIN_DROP_ME_GONE);
+	}
 	return spin_dispatch(xdp, c, me, st);
 }
 

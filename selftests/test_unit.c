@@ -2033,6 +2033,8 @@ static void event_ring_admission(void)
 	ASSERT_EQ(refused, 10, "refused once the ring is nearly full");
 	ASSERT_TRUE(accepted > 1000, "a ring's worth accepted first");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), (uint64_t)refused, "counted as host_queue_full");
+	ASSERT_EQ(stats().nacks_sent, (uint64_t)refused, "the refusals counted as nacks");
+	ASSERT_EQ(stats().acks_sent, (uint64_t)accepted, "acks only for accepted puts");
 	/* a flow-controlled portal table entry disables itself instead */
 	a.pt_index = 6;
 	a.match_bits = 0xa1;
@@ -2549,6 +2551,137 @@ out:
 	ASSERT_OK(spin_pt_free(rt, 3), "free");
 }
 
+/* ---------------------------------------------------------- security -- */
+
+/*
+ * A multi-packet message is bound to the entry its first packet matched
+ * (index and seq): after that entry is unlinked, its later packets go
+ * nowhere, not into the freed range, and not into an entry appended in the
+ * same slot and range since (other match bits, another allowed rank),
+ * whose buffer, counters and events they must not touch.
+ */
+static void stale_message_entry(void)
+{
+	static uint8_t msg[5000];
+	static const uint8_t zero[8192];
+	struct spin_me_spec sa = spec(0, 0x51, 8192), sb = spec(0, 0x52, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x51);
+	struct spin_me ma, mb;
+	struct evs v;
+	struct fr f;
+	int ia, ib, rc;
+
+	for (int round = 0; round < 2; round++) {
+		reset();
+		fill(msg, sizeof(msg), 11 + round);
+		sa.match_rank = 0;
+		ia = me_add(&sa);
+		if (ia < 0)
+			return;
+		spin_me_get(rt, ia, &ma);
+		memset(host + ma.host_off, 0, sizeof(zero));
+		a.msg_id = next_id++;
+		a.seg_size = 1384;
+		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* packet 0 of 4 */
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "first packet deposited");
+		ASSERT_MEM(host + ma.host_off, msg, 1384, "first packet in entry A");
+		ASSERT_OK(spin_me_unlink(rt, ia), "unlink A");
+		n_me_list = 0;
+		memset(host + ma.host_off, 0, sizeof(zero));
+		ib = -1;
+		if (round == 0) {
+			/* B: another rank's entry, same slot and range */
+			sb.match_rank = 5;
+			ib = me_add(&sb);
+			if (ib < 0)
+				return;
+			spin_me_get(rt, ib, &mb);
+			ASSERT_EQ(ib, ia, "B takes A's slot");
+			ASSERT_EQ(mb.host_off, ma.host_off, "B takes A's range");
+		}
+		events();	/* A's put event */
+		for (uint32_t off = 1384; off < sizeof(msg); off += 1384) {
+			uint32_t l = sizeof(msg) - off < 1384 ? sizeof(msg) - off : 1384;
+
+			mkpkt(&f, &a, sizeof(msg), off, l, msg);
+			rc = run(&f, NULL);
+			ASSERT_EQ(rc, XDP_DROP, "later packet dropped");
+		}
+		ASSERT_MEM(host + ma.host_off, zero, sizeof(zero),
+			   round ? "freed range untouched" : "entry B's buffer untouched");
+		ASSERT_EQ(drops(SPIN_DROP_ME_GONE), 3, "me_gone drops");
+		v = events();
+		ASSERT_EQ(v.n, 0, "no event for the stale message");
+		ASSERT_EQ(stats().msgs_completed, 0, "nothing completed");
+		if (ib >= 0) {
+			spin_me_get(rt, ib, &mb);
+			ASSERT_EQ(mb.ct_success + mb.ct_failure, 0, "B's counters untouched");
+			ASSERT_EQ(mb.state, SPIN_ME_ACTIVE, "B still active");
+		}
+	}
+
+	/* the same message left to expire: its timeout is counted, but
+	 * neither B's failure counter nor an event names B */
+	reset();
+	ia = me_add(&sa);
+	if (ia < 0)
+		return;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	run(&f, NULL);
+	spin_me_unlink(rt, ia);
+	n_me_list = 0;
+	ib = me_add(&sb);
+	if (!ASSERT_EQ(ib, ia, "B takes A's slot"))
+		return;
+	events();
+	for (int i = 0; i < 500 && !drops(SPIN_DROP_MSG_TIMEOUT); i++)
+		usleep(10 * 1000);	/* the sweeper: timeout 100 ms */
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), 1, "the stale message expired");
+	spin_me_get(rt, ib, &mb);
+	ASSERT_EQ(mb.ct_failure, 0, "B's failure counter untouched");
+	ASSERT_EQ(events().n, 0, "no timeout event for B");
+}
+
+/* An ATOMIC or FETCH to a use-once window entry that no socket takes (the
+ * owning process has none) is nacked and leaves the entry usable: it must
+ * not claim it for good. */
+static void amo_no_socket_keeps_use_once(void)
+{
+	struct spin_me_spec su = spec(0, 0xb3, 64);
+	struct spin_msg_args a = margs(0, 0, 0xb3);
+	uint8_t opnd[16] = { 1 };
+	struct spin_me me;
+	struct fr f, o;
+	int iu;
+
+	reset();
+	su.options = SPIN_ME_OP_PUT | SPIN_ME_OP_GET | SPIN_ME_USE_ONCE;
+	iu = me_add(&su);
+	if (iu < 0)
+		return;
+	a.flags = SPIN_F_ACK_REQ;
+	for (int k = 0; k < 2; k++) {
+		a.op = k ? SPIN_OP_FETCH : SPIN_OP_ATOMIC;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 8, 0, 8, opnd);
+		if (ASSERT_EQ(run(&f, &o), XDP_TX, "nacked"))
+			check_nack(&o, k ? SPIN_OP_REPLY : SPIN_OP_ACK, &a, SPIN_FAIL_NO_TARGET);
+		spin_me_get(rt, iu, &me);
+		ASSERT_EQ(me.state, SPIN_ME_ACTIVE, "use-once entry still active after the nack");
+	}
+	/* and a put still consumes it */
+	a.op = SPIN_OP_PUT;
+	a.flags = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 8, 0, 8, opnd);
+	run(&f, NULL);
+	spin_me_get(rt, iu, &me);
+	ASSERT_EQ(me.state, SPIN_ME_FREE, "a put consumed the use-once entry");
+	ASSERT_EQ(stats().nacks_sent, 2, "two nacks counted as nacks");
+	events();
+}
+
 static void verifier_rejection(void)
 {
 	char path[1024];
@@ -2624,5 +2757,7 @@ int main(int argc, char **argv)
 	RUN_TEST(flow_control);
 	RUN_TEST(event_ring_admission);
 	RUN_TEST(verifier_rejection);
+	RUN_TEST(stale_message_entry);
+	RUN_TEST(amo_no_socket_keeps_use_once);
 	return t_summary();
 }

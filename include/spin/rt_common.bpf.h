@@ -104,6 +104,17 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
  * the completion handler runs exactly once and after every payload handler
  * of the message returned.
  */
+/* Is me still the entry that message m matched: not unlinked, and no other
+ * entry appended in its slot since?  A portal's seq only grows, so the
+ * slot's next entry has another seq. */
+static __always_inline int spin_me_same(const struct spin_me *me, const struct spin_msg *m)
+{
+	__u32 s = *(const volatile __u32 *)&me->state;
+
+	return (m->flags & SPIN_MSGF_MATCHED) && me->seq == m->me_seq &&
+	       (s == SPIN_ME_ACTIVE || s == SPIN_ME_CLAIMED);
+}
+
 static __always_inline void spin_account(struct spin_ctx *c, struct spin_msg *m)
 {
 	__u32 old;
@@ -337,9 +348,10 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	if (st) {
 		if (r->kind == SPIN_PUT_DEVICE)
 			st->tx_device++;
-		else if (r->kind >= SPIN_PUT_ACK && r->ack_fail >= SPIN_FAIL_PT_DISABLED &&
-			 r->ack_fail <= SPIN_FAIL_NO_TARGET)
-			st->nacks_sent++;	/* a negative ack or reply */
+		else if (r->kind >= SPIN_PUT_ACK &&
+			 ((r->ack_fail >= SPIN_FAIL_PT_DISABLED && r->ack_fail <= SPIN_FAIL_NO_TARGET) ||
+			  r->ack_fail == SPIN_FAIL_QUEUE_FULL))
+			st->nacks_sent++;	/* a negative ack or reply: refused */
 		else if (r->kind == SPIN_PUT_ACK)
 			st->acks_sent++;
 		else if (r->kind == SPIN_PUT_REPLY)

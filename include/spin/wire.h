@@ -189,7 +189,8 @@ enum spin_hslot {
 	X(HOST_QUEUE_FULL, "host_queue_full", "event or put-from-host queue full") \
 	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
-	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)")
+	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)") \
+	X(ME_GONE,	"me_gone",	"the message's match entry was unlinked or replaced")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -377,6 +378,8 @@ enum spin_msg_status {
 /* spin_msg.flags */
 #define SPIN_MSGF_PROCEED	0x1	/* no payload handlers: default deposit */
 #define SPIN_MSGF_NOMATCH	0x2	/* no entry matched: drop the rest */
+#define SPIN_MSGF_MATCHED	0x4	/* me and me_seq name the matched entry */
+#define SPIN_MSGF_ME_GONE	0x8	/* that entry went away: drop the rest */
 
 struct spin_msg {
 	__u32	status;		/* enum spin_msg_status */
@@ -388,6 +391,9 @@ struct spin_msg {
 	__u32	dropped;	/* dropped bytes (atomic) */
 	__u32	pad;
 	__u64	start;		/* deposit offset: me.host_off + remote_off */
+	__u64	me_seq;		/* spin_me.seq of the entry when it matched: the
+				 * entry's incarnation (seq only grows on a
+				 * portal), re-checked by every later packet */
 	__u64	deadline;	/* ns (CLOCK_MONOTONIC): expiry, or end of tombstone */
 	__u64	bitmap[SPIN_BITMAP_WORDS];	/* packets seen */
 };
