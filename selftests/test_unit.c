@@ -1698,91 +1698,119 @@ static void message_timeout(void)
 }
 
 /*
- * Bad input, at random: 30000 frames derived from valid single- and
- * multi-packet messages with random bytes of the headers overwritten,
- * random lengths and truncation.  Every frame must get a sane verdict, no
- * byte of host memory outside the entries' windows may change, and every
- * sPIN packet must be accounted for exactly once.
+ * Bad input, at random: frames derived from valid single- and multi-packet
+ * messages with random bytes of the headers overwritten, random lengths and
+ * truncation ($SPIN_FUZZ_FRAMES, default 10^6; bench/fuzz.sh runs 10^8).
+ * Three entries' windows lie between canary pages; every 1000 frames one
+ * entry is unlinked and appended again in its slot and range, for another
+ * rank (messages in flight must not follow it).  Every frame must get a
+ * sane verdict (never XDP_ABORTED), no canary byte may change, and every
+ * sPIN packet must be accounted for.
  */
+#define FZ_WIN		8192
+#define FZ_GAP		4096
+#define FZ_OFF(i)	(FZ_GAP + (uint64_t)(i) * (FZ_WIN + FZ_GAP))
+#define FZ_END		FZ_OFF(3)
+
+static int fuzz_entry(int i)
+{
+	static const struct test_state init = { .mode = T_DMA | T_DMA_FROM | T_CAS };
+	struct spin_me_spec s = spec(i, 0, FZ_WIN);
+
+	s.ignore_bits = ~0ull;
+	s.host_off = FZ_OFF(i);
+	if (i == 2) {
+		s.handler = "test";	/* handlers that DMA at packet offsets */
+		s.hpu_init = &init;
+		s.hpu_init_len = sizeof(init);
+	}
+	return me_add(&s);
+}
+
 static void fuzz_frames(void)
 {
-	static uint8_t msg[6000], guard[65536];
-	struct spin_me_spec s1 = spec(0, 0, 8192), s2 = spec(1, 0, 8192), s3 = spec(2, 0, 8192);
-	struct test_state init = { .mode = T_DMA | T_DMA_FROM | T_CAS };
-	struct spin_me me1, me2, me3;
+	static uint8_t msg[6000], canary[FZ_END + 65536];
+	const char *e = getenv("SPIN_FUZZ_FRAMES");
+	long n = e && *e ? strtol(e, NULL, 10) : 1000000;
 	struct spin_stats st;
 	uint64_t verdicts[8] = { 0 }, drops_total = 0;
 	unsigned int seed = 12345;
-	int i1, i2, i3, n = 30000;
+	int idx[3], changed = 0;
 
 	reset();
 	fill(msg, sizeof(msg), 12);
-	s1.ignore_bits = ~0ull;
-	s2.ignore_bits = ~0ull;
-	s3.ignore_bits = ~0ull;
-	s3.handler = "test";	/* handlers that DMA at packet offsets */
-	s3.hpu_init = &init;
-	s3.hpu_init_len = sizeof(init);
 	spin_pt_alloc(rt, 2);
-	i1 = me_add(&s1);
-	i2 = me_add(&s2);
-	i3 = me_add(&s3);
-	if (i1 < 0 || i2 < 0 || i3 < 0)
+	if (!ASSERT_TRUE(n > 0, "SPIN_FUZZ_FRAMES") ||
+	    !ASSERT_TRUE(sizeof(canary) <= host_len, "room for windows and canaries"))
 		return;
-	spin_me_get(rt, i1, &me1);
-	spin_me_get(rt, i2, &me2);
-	spin_me_get(rt, i3, &me3);
-	/* everything after the three windows is guard */
-	{
-		uint64_t g = me1.host_off;
-
-		if (me2.host_off > g)
-			g = me2.host_off;
-		if (me3.host_off > g)
-			g = me3.host_off;
-		g += 8192;
-
-		if (!ASSERT_TRUE(g + sizeof(guard) <= host_len, "room for a guard region"))
+	for (int i = 0; i < 3; i++)
+		if ((idx[i] = fuzz_entry(i)) < 0)
 			return;
-		memset(host + g, 0x5a, sizeof(guard));
-		memcpy(guard, host + g, sizeof(guard));
-		for (int k = 0; k < n; k++) {
-			struct spin_msg_args a = margs(rand_r(&seed) % 4,
-						       0x40000000 + rand_r(&seed) % 5000, rand_r(&seed));
-			uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % 1384;
-			uint32_t off, pl;
-			struct fr f;
-			int r, nb;
+	memset(host, 0x5a, sizeof(canary));
+	memcpy(canary, host, sizeof(canary));
+	for (long k = 0; k < n; k++) {
+		struct spin_msg_args a = margs(rand_r(&seed) % 4,
+					       0x40000000 + rand_r(&seed) % 5000, rand_r(&seed));
+		uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % 1384;
+		uint32_t off, pl;
+		struct fr f;
+		int r, nb;
 
-			a.pt_index = rand_r(&seed) % 3;
-			a.remote_off = rand_r(&seed) % 3 ? 0 : rand_r(&seed) % 10000;
-			a.seg_size = seg;
-			off = len ? (rand_r(&seed) % ((len + seg - 1) / seg)) * seg : 0;
-			pl = len - off < seg ? len - off : seg;
-			mkpkt(&f, &a, len, off, pl, msg);
-			/* overwrite 1..4 random bytes of the headers */
-			nb = 1 + rand_r(&seed) % 4;
-			for (int b = 0; b < nb && rand_r(&seed) % 4; b++)
-				f.b[rand_r(&seed) % SPIN_PAY_OFF] = rand_r(&seed);
-			if (rand_r(&seed) % 8 == 0)
-				f.len = 14 + rand_r(&seed) % (f.len - 13);
-			r = run(&f, NULL);
-			if (r < 0 || r > 4) {
-				T_MSG("frame %d: verdict %d", k, r);
-				t_failed_now = 1;
+		if (k % 1000 == 999) {
+			/* the entry's next incarnation, same slot and range */
+			int i = rand_r(&seed) % 3;
+
+			spin_me_unlink(rt, idx[i]);
+			n_me_list = 0;
+			if ((idx[i] = fuzz_entry(i)) < 0)
 				break;
-			}
-			verdicts[r]++;
 		}
-		ASSERT_MEM(host + g, guard, sizeof(guard), "host memory outside the windows untouched");
+		a.pt_index = rand_r(&seed) % 3;
+		a.remote_off = rand_r(&seed) % 3 ? 0 : rand_r(&seed) % 10000;
+		a.seg_size = seg;
+		off = len ? (rand_r(&seed) % ((len + seg - 1) / seg)) * seg : 0;
+		pl = len - off < seg ? len - off : seg;
+		mkpkt(&f, &a, len, off, pl, msg);
+		/* overwrite 1..4 random bytes of the headers */
+		nb = 1 + rand_r(&seed) % 4;
+		for (int b = 0; b < nb && rand_r(&seed) % 4; b++)
+			f.b[rand_r(&seed) % SPIN_PAY_OFF] = rand_r(&seed);
+		if (rand_r(&seed) % 8 == 0)
+			f.len = 14 + rand_r(&seed) % (f.len - 13);
+		r = run(&f, NULL);
+		if (r < 0 || r > 4) {
+			T_MSG("frame %ld: verdict %d", k, r);
+			t_failed_now = 1;
+			break;
+		}
+		verdicts[r]++;
+		if (k % 4096 == 0)
+			spin_events_poll(rt, drain_cb, NULL, 0);	/* nobody else reads them */
 	}
+	for (size_t o = 0; o < sizeof(canary); o++) {
+		int in_win = 0;
+
+		for (int i = 0; i < 3; i++)
+			in_win |= o >= FZ_OFF(i) && o < FZ_OFF(i) + FZ_WIN;
+		if (!in_win && host[o] != canary[o] && !changed++)
+			T_MSG("canary byte at window offset %zu changed", o);
+	}
+	ASSERT_EQ(changed, 0, "canary bytes changed");
+	for (int i = 0; i < 3; i++)
+		n_me_list < 64 ? (void)(me_list[n_me_list++] = idx[i]) : (void)0;
 	st = stats();
 	for (int r = 0; r < SPIN_DROP_MAX; r++)
 		drops_total += st.drops[r];
+	T_MSG("%ld frames: %llu dropped, %llu passed, %llu sent back; %llu drops counted, %llu messages",
+	      n, (unsigned long long)verdicts[XDP_DROP], (unsigned long long)verdicts[XDP_PASS],
+	      (unsigned long long)verdicts[XDP_TX], (unsigned long long)drops_total,
+	      (unsigned long long)st.msgs);
 	ASSERT_EQ(verdicts[XDP_ABORTED], 0, "no XDP_ABORTED");
 	ASSERT_EQ(verdicts[XDP_PASS] + verdicts[XDP_DROP] + verdicts[XDP_TX], n, "every frame has a verdict");
-	/* every sPIN packet is either dropped under a reason or consumed */
-	ASSERT_TRUE(st.rx_packets <= verdicts[XDP_DROP] + verdicts[XDP_TX], "sPIN packets consumed or dropped");
+	/* every sPIN packet is dropped under a reason, consumed, or passed
+	 * on as a reply (to the sender's socket) or a fan-out (to spin_tc) */
+	ASSERT_TRUE(st.rx_packets <= verdicts[XDP_DROP] + verdicts[XDP_TX] + st.replies_received + st.fanout,
+		    "sPIN packets consumed, dropped or passed on");
 	ASSERT_TRUE(drops_total > 0 && st.msgs > 0, "both bad and good frames seen");
 	ASSERT_TRUE(st.handler_calls[SPIN_H_PAYLOAD] > 0, "handlers ran on fuzzed messages");
 }
