@@ -187,11 +187,6 @@ static const char *default_iface(char *buf, size_t len)
 	return n == 1 ? buf : NULL;
 }
 
-static bool pid_alive(uint32_t pid)
-{
-	return pid && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
-}
-
 /*
  * This process now owns the interface (it holds the AF_XDP socket of queue
  * 0): remove portal table entries, match entries and handlers that dead
@@ -209,7 +204,7 @@ static void reclaim_stale(struct ptl_ni *ni)
 		struct spin_pt pt;
 
 		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED) ||
-		    !pt.owner_pid || pid_alive(pt.owner_pid))
+		    !pt.owner_pid || spin_owner_alive(pt.owner_pid, pt.owner_start))
 			continue;
 		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++) {
 			struct spin_me me;
@@ -224,7 +219,8 @@ static void reclaim_stale(struct ptl_ni *ni)
 	for (int i = 0; i < n; i++) {
 		unsigned pid;
 
-		if (sscanf(hi[i].name, "ptl%u_", &pid) == 1 && !pid_alive(pid))
+		/* the name has the pid only: a pid reused since keeps them */
+		if (sscanf(hi[i].name, "ptl%u_", &pid) == 1 && !spin_owner_alive(pid, 0))
 			spin_handler_unload(ni->rt, hi[i].name);
 	}
 }
