@@ -885,6 +885,15 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	if (sh->version != SPIN_VERSION)
 		return spin_drop(st, SPIN_DROP_BAD_VERSION);
+	if (!(cfg->flags & SPIN_CFG_F_OPEN)) {
+		/* only configured peers, from their own address: a packet
+		 * cannot claim another rank (nor its acks, replies, entries) */
+		__u32 r = bpf_ntohl(sh->src_rank);
+		struct spin_peer *peer = bpf_map_lookup_elem(&spin_peers, &r);
+
+		if (!peer || !peer->valid || peer->ip != ip->saddr)
+			return spin_drop(st, SPIN_DROP_BAD_PEER);
+	}
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
 	if (sh->op != SPIN_OP_PUT)

@@ -434,7 +434,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		(SPIN_HOST_CHUNK / SPIN_PAGE);
 	cfg.host_pages = pages;
 	cfg.flags = (o->generic ? SPIN_CFG_F_GENERIC : 0) | (o->no_dedup ? SPIN_CFG_F_NO_DEDUP : 0) |
-		    (o->wake_direct ? 0 : SPIN_CFG_F_WAKE_DEFER);
+		    (o->wake_direct ? 0 : SPIN_CFG_F_WAKE_DEFER) | (o->open ? SPIN_CFG_F_OPEN : 0);
 	cfg.msg_timeout_ns = o->msg_timeout_ns ? o->msg_timeout_ns : SPIN_MSG_TIMEOUT_NS;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() << 16;

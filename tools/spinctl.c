@@ -571,6 +571,8 @@ static int cmd_attach(int argc, char **argv)
 			o.no_dedup = true;
 		} else if (!strcmp(a, "wake-direct")) {
 			o.wake_direct = true;
+		} else if (!strcmp(a, "open")) {
+			o.open = true;
 		} else if (!strcmp(a, "generic") || !strcmp(a, "skb")) {
 			o.generic = true;
 		} else if (!strcmp(a, "native") || !strcmp(a, "drv")) {

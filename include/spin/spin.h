@@ -67,6 +67,9 @@ struct spin_attach_opts {
 				 * itself (an interrupt on its CPU, a VM exit
 				 * on a VM) instead of handing the wake-up to a
 				 * work item that runs after the packet work */
+	bool open;		/* accept packets from any source address (no
+				 * check against the peer table): insecure,
+				 * for a runtime without peers */
 	const char *obj_path;	/* runtime object, NULL: installed default */
 };
 

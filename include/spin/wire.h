@@ -190,7 +190,8 @@ enum spin_hslot {
 	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)") \
-	X(ME_GONE,	"me_gone",	"the message's match entry was unlinked or replaced")
+	X(ME_GONE,	"me_gone",	"the message's match entry was unlinked or replaced") \
+	X(BAD_PEER,	"bad_peer",	"source address is not the peer table's for the claimed rank")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -244,6 +245,9 @@ struct spin_stats {
 					 * reader itself: a work item does, after the
 					 * CPU's packet work (spin_waker; attach
 					 * default, off with wake-direct) */
+#define SPIN_CFG_F_OPEN		0x20	/* accept packets from any address: the
+					 * source is not checked against the peer
+					 * table (attach option open; insecure) */
 
 /* Configuration of a runtime instance (spin_cfg, one element, mmap-able). */
 struct spin_cfg {
