@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
@@ -83,6 +84,7 @@ static int setup(void)
 	};
 	struct spin_peer_spec p = { .rank = 0, .pid = 3 };
 	char path[1024];
+	int r;
 	int rc;
 
 	if (unshare(CLONE_NEWNET)) {
@@ -102,12 +104,17 @@ static int setup(void)
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* ranks 0..3 send from 10.77.9.2 (mkpkt): the runtime accepts
+	 * packets only from the peer table's address for the claimed rank */
 	inet_pton(AF_INET, "10.77.9.2", &p.ip);
 	memcpy(p.mac, PEER_MAC, 6);
 	p.port = 7000;
-	if (spin_peer_add(rt, &p) < 0) {
-		fprintf(stderr, "peer: %s\n", spin_errmsg());
-		return -1;
+	for (r = 0; r < 4; r++) {
+		p.rank = r;
+		if (spin_peer_add(rt, &p) < 0) {
+			fprintf(stderr, "peer: %s\n", spin_errmsg());
+			return -1;
+		}
 	}
 	spin_pin_dir(IFA, path, sizeof(path));
 	strcat(path, "/prog_rx");
@@ -261,9 +268,10 @@ static struct spin_msg_args margs(uint32_t rank, uint32_t id, uint64_t bits)
 	return a;
 }
 
-/* Packet at pkt_off of a message of msg_len bytes, payload from msg. */
-static void mkpkt(struct fr *f, const struct spin_msg_args *a, uint32_t msg_len,
-		  uint32_t pkt_off, uint32_t len, const uint8_t *msg)
+/* Packet at pkt_off of a message of msg_len bytes, payload from msg, sent
+ * from src_ip. */
+static void mkpkt_from(struct fr *f, const char *src_ip, const struct spin_msg_args *a,
+		       uint32_t msg_len, uint32_t pkt_off, uint32_t len, const uint8_t *msg)
 {
 	struct spin_frame_addr ad = {
 		.src_mac = "\x02\x00\x00\x00\x00\x02", .dst_mac = "\x02\x00\x00\x00\x00\x01",
@@ -271,10 +279,17 @@ static void mkpkt(struct fr *f, const struct spin_msg_args *a, uint32_t msg_len,
 	};
 	struct spin_hdr h;
 
-	inet_pton(AF_INET, "10.77.9.2", &ad.src_ip);
+	inet_pton(AF_INET, src_ip, &ad.src_ip);
 	inet_pton(AF_INET, "10.77.9.1", &ad.dst_ip);
 	spin_hdr_build(&h, a, msg_len, pkt_off);
 	f->len = spin_frame_build(f->b, sizeof(f->b), &ad, &h, msg + pkt_off, len);
+}
+
+/* ... from 10.77.9.2, the peer table's address of ranks 0..3 */
+static void mkpkt(struct fr *f, const struct spin_msg_args *a, uint32_t msg_len,
+		  uint32_t pkt_off, uint32_t len, const uint8_t *msg)
+{
+	mkpkt_from(f, "10.77.9.2", a, msg_len, pkt_off, len, msg);
 }
 
 static int run(struct fr *f, struct fr *out)
@@ -470,7 +485,7 @@ static void drop_reasons(void)
 	a.src_rank = 5000;
 	mkpkt(&f, &a, 64, 0, 64, msg);
 	run(&f, NULL);
-	ASSERT_EQ(drops(SPIN_DROP_BAD_SOURCE), 1, "bad_source");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 1, "rank outside the peer table: bad_peer");
 	a.src_rank = 0;
 
 	a.match_bits = 2;					/* nothing matches */
@@ -2674,6 +2689,100 @@ static void stale_message_entry(void)
 /* An ATOMIC or FETCH to a use-once window entry that no socket takes (the
  * owning process has none) is nacked and leaves the entry usable: it must
  * not claim it for good. */
+static void amo_no_socket_keeps_use_once(void);
+
+/* The runtime's configuration, mapped (spin_cfg is mmap-able). */
+static struct spin_cfg *cfg_map(void)
+{
+	static struct spin_cfg *cfg;
+	char path[1024];
+	void *p;
+	int fd;
+
+	if (cfg)
+		return cfg;
+	spin_pin_dir(IFA, path, sizeof(path));
+	strcat(path, "/spin_cfg");
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		T_MSG("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	p = mmap(NULL, sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		T_MSG("mmap spin_cfg: %s", strerror(errno));
+		return NULL;
+	}
+	return cfg = p;
+}
+
+/*
+ * Only configured peers, from their own address: a packet that claims a
+ * rank from another address, or a rank with no peer, is dropped (bad_peer)
+ * before anything else: no deposit, no event, no forged ACK completing an
+ * operation, no GET reply sent to the claimed rank (amplification).  With
+ * the attach option open (SPIN_CFG_F_OPEN) the check is off.
+ */
+static void peer_source(void)
+{
+	struct spin_me_spec s = spec(0, 0x61, 64);
+	struct spin_msg_args a = margs(0, 0, 0x61);
+	struct spin_cfg *cfg = cfg_map();
+	uint8_t msg[64];
+	struct spin_me me;
+	struct fr f, o;
+	int idx;
+
+	reset();
+	fill(msg, sizeof(msg), 21);
+	s.options |= SPIN_ME_OP_GET;
+	idx = me_add(&s);
+	if (idx < 0 || !cfg)
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0, 64);
+
+	a.msg_id = next_id++;
+	mkpkt_from(&f, "10.77.9.9", &a, 64, 0, 64, msg);	/* rank 0, not its address */
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put from another address");
+	a.src_rank = 7;						/* no such peer */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put from a rank with no peer");
+	a.src_rank = 0;
+	a.op = SPIN_OP_ACK;					/* forged ack */
+	a.msg_id = next_id++;
+	mkpkt_from(&f, "10.77.9.9", &a, 0, 0, 0, msg);
+	run(&f, NULL);
+	a.op = SPIN_OP_GET;					/* forged get */
+	a.msg_id = next_id++;
+	mkpkt_from(&f, "10.77.9.9", &a, 64, 0, 0, msg);
+	ASSERT_EQ(run(&f, &o), XDP_DROP, "get from another address: no reply");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 4, "bad_peer");
+	ASSERT_EQ(events().n, 0, "no events");
+	ASSERT_EQ(stats().acks_received + stats().replies_sent + stats().msgs, 0,
+		  "nothing accepted");
+	ASSERT_MEM(host + me.host_off, (uint8_t[64]){ 0 }, 64, "window untouched");
+
+	/* the real rank 0 */
+	a.op = SPIN_OP_PUT;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_MEM(host + me.host_off, msg, 64, "put from the peer's address deposited");
+	ASSERT_EQ(events().n, 1, "its event");
+
+	/* open: no check */
+	__atomic_or_fetch(&cfg->flags, SPIN_CFG_F_OPEN, __ATOMIC_SEQ_CST);
+	a.msg_id = next_id++;
+	mkpkt_from(&f, "10.77.9.9", &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	__atomic_and_fetch(&cfg->flags, ~SPIN_CFG_F_OPEN, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(events().n, 1, "open runtime: accepted from any address");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 4, "no more bad_peer");
+}
+
 static void amo_no_socket_keeps_use_once(void)
 {
 	struct spin_me_spec su = spec(0, 0xb3, 64);
@@ -2787,5 +2896,6 @@ int main(int argc, char **argv)
 	RUN_TEST(verifier_rejection);
 	RUN_TEST(stale_message_entry);
 	RUN_TEST(amo_no_socket_keeps_use_once);
+	RUN_TEST(peer_source);
 	return t_summary();
 }

@@ -164,6 +164,17 @@ static int setup(const char *const objs[NME], int idx[NME])
 		fprintf(stderr, "reduce_stress: %s: %s\n", path, prog_fd < 0 ? strerror(errno) : spin_errmsg());
 		return -1;
 	}
+	{
+		/* the contributions come from rank 1 at 10.79.99.2 (mkframe) */
+		struct spin_peer_spec p = { .rank = 1, .pid = 3, .port = SPIN_DEFAULT_PORT,
+					    .mac = { 2, 0, 0, 0, 0, 2 } };
+
+		inet_pton(AF_INET, "10.79.99.2", &p.ip);
+		if (spin_peer_add(rt, &p) < 0) {
+			fprintf(stderr, "reduce_stress: peer: %s\n", spin_errmsg());
+			return -1;
+		}
+	}
 	for (int m = 0; m < NME; m++) {
 		struct spin_me_spec s = {
 			.pt_index = 0, .match_bits = m, .handler = name,
