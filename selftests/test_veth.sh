@@ -213,6 +213,7 @@ t_pingpong_store() {
 t_counters() {
 	local ev
 	attach_srv
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
 	S "$SPINCTL" pt alloc veth0 3
 	S "$SPINCTL" me append veth0 pt 3 bits 0x55 len 65536
 	# the event ring keeps what the runtime posts until it is read: the
@@ -237,6 +238,7 @@ t_counters() {
 t_completion_once_duplicates() {
 	# the same message sent twice (same id) completes once
 	attach_srv
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
 	S "$SPINCTL" pt alloc veth0 0
 	S "$SPINCTL" me append veth0 pt 0 bits 1 len 65536 >/dev/null
 	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 5000 rank 0 msg-id 4242 >/dev/null
@@ -270,9 +272,11 @@ t_other_traffic_passes() {
 }
 
 t_put_redirect() {
-	# the pong goes to a peer behind another interface: bpf_redirect
+	# the pong goes to a peer behind another interface: bpf_redirect.
+	# The ping claims to come from rank 5 but comes from the client's
+	# address: only an open runtime takes it (t_peer_source)
 	local cl2=$CL2
-	attach_srv
+	attach_srv open
 	S "$SPINCTL" peer add veth0 5 10.77.2.1 dev veth1
 	start_pp_server stream
 	nsx "$cl2" "$SPINCTL" recv count 3 timeout-ms $WAIT_MS >"$LOG/recv" 2>&1 &
@@ -286,6 +290,30 @@ t_put_redirect() {
 	[ "$(grep -c "^message from 10.77.2.2" "$LOG/recv")" -eq 3 ] || fail "want 3 messages from the server"
 	grep -q "bits 0xa" "$LOG/recv" || fail "pong match bits"
 	S "$SPINCTL" -j stats veth0 | grep -q '"tx_device":3' || fail "tx_device != 3"
+}
+
+t_peer_source() {
+	# a runtime takes packets only from the peer table's address for the
+	# rank they claim: no peer, or another address, is bad_peer
+	attach_srv
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 1 len 4096 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 >/dev/null
+	S "$SPINCTL" peer add veth0 3 10.77.1.99 mac 02:00:00:00:00:99 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 3 >/dev/null
+	wait_stats '"bad_peer":2[,}]' || fail "bad_peer != 2 (no peer, another address)"
+	stats_grep '"msgs":0,' || fail "a forged packet was taken"
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "the peer's own put was not taken"
+	# open: any address
+	S "$SPINCTL" detach veth0 >/dev/null
+	attach_srv open
+	S "$SPINCTL" status veth0 | grep -q "sources open" || fail "status does not say open"
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 1 len 4096 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 3 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "an open runtime refused a put"
 }
 
 # ------------------------------------------------- jobs: ranks and peers --
@@ -474,6 +502,7 @@ t_xsk_recv() {
 	local rpid n
 	n=$(xsk_pkts)
 	attach_srv
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
 	S "$SPINCTL" pt alloc veth0 0
 	S "$SPINCTL" me append veth0 pt 0 bits 7 xsk >/dev/null
 	# no socket yet: dropped and counted
@@ -710,6 +739,7 @@ run_test completion_once_duplicates t_completion_once_duplicates
 run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
+run_test peer_source t_peer_source
 run_test ack t_ack
 run_test get t_get
 run_test job_rank_by_address t_job_rank_by_address

@@ -533,6 +533,7 @@ static void print_status(const struct spin_status *st)
 		ju64("gen", c->gen);
 		ju64("next_msg_id", c->next_msg_id);
 		jstr("wake", c->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct");
+		jstr("sources", c->flags & SPIN_CFG_F_OPEN ? "open" : "peers");
 		jstr("pin_dir", st->pin_dir);
 		jobj_end();
 		return;
@@ -549,6 +550,9 @@ static void print_status(const struct spin_status *st)
 	       c->host_pages, (unsigned long long)c->host_pages * SPIN_PAGE / 1024,
 	       (unsigned long long)(c->msg_timeout_ns / 1000000), (unsigned long long)c->gen,
 	       c->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct");
+	printf("\tsources %s\n", c->flags & SPIN_CFG_F_OPEN ?
+	       "open (any address: the peer table is not checked)" :
+	       "peers (only the peer table's address for each rank)");
 	printf("\tpins %s\n", st->pin_dir);
 }
 
