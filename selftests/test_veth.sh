@@ -48,13 +48,20 @@ run_test() {
 	else
 		echo "FAIL veth/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name" | tail -25
 	fi
-	# every test leaves the server interface as it found it
-	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
+	# every test leaves the server interface as it found it: its server
+	# process gone first (one still exiting while the next test attaches
+	# and loads could meet the new runtime's pins), then the runtime
 	if [ -s "$LOG/server.pid" ]; then
-		kill "$(cat "$LOG/server.pid")" 2>/dev/null || true
+		local pid
+		pid=$(cat "$LOG/server.pid")
+		kill "$pid" 2>/dev/null || true
+		spin_wait_until $WAIT_S gone "$pid" || kill -9 "$pid" 2>/dev/null || true
 		rm -f "$LOG/server.pid"
 	fi
+	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
 }
+
+gone() { ! kill -0 "$1" 2>/dev/null; }
 
 fail() { echo "$*"; return 1; }
 
