@@ -61,7 +61,13 @@ run_test() {
 	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
 }
 
-gone() { ! kill -0 "$1" 2>/dev/null; }
+# gone PID: exited (a zombie counts: the test's subshell, its parent, is
+# gone, and whoever adopted it may not reap it at once)
+gone() {
+	local st
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 0
+	[ -z "$st" ] || [ "$st" = Z ]
+}
 
 fail() { echo "$*"; return 1; }
 
