@@ -70,7 +70,7 @@ static int hexdigit(char c)
 
 /* Six groups of one or two hex digits separated by ':' (no signs, spaces
  * or 0x, which sscanf's %x would take). */
-static bool parse_mac(const char *s, uint8_t mac[6])
+bool spin_mac_parse(const char *s, uint8_t mac[6])
 {
 	for (int i = 0; i < 6; i++) {
 		int hi = hexdigit(s[0]), lo;
@@ -168,7 +168,7 @@ static int parse_host(const char *path, unsigned int ln, char *line, uint32_t id
 						   path, ln, val);
 			break;
 		case K_MAC:
-			if (!parse_mac(val, h->mac))
+			if (!spin_mac_parse(val, h->mac))
 				return spin_seterr(SPIN_EUSAGE,
 						   "%s:%u: bad MAC address '%s' (aa:bb:cc:dd:ee:ff)",
 						   path, ln, val);

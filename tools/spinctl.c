@@ -359,31 +359,9 @@ static int parse_ip(const char *s, struct in_addr *a)
 	return 0;
 }
 
-/* Six groups of one or two hex digits separated by ':'. */
 static int parse_mac(const char *s, uint8_t mac[6])
 {
-	const char *p = s;
-
-	for (int i = 0; i < 6; i++) {
-		int hi = hexval_c(p[0]), lo;
-
-		if (hi < 0)
-			goto bad;
-		lo = hexval_c(p[1]);
-		if (lo >= 0) {
-			mac[i] = (uint8_t)(hi << 4 | lo);
-			p += 2;
-		} else {
-			mac[i] = (uint8_t)hi;
-			p++;
-		}
-		if (i < 5 && *p++ != ':')
-			goto bad;
-	}
-	if (!*p)
-		return 0;
-bad:
-	return usage_err("bad MAC address '%s' (aa:bb:cc:dd:ee:ff)", s);
+	return spin_mac_parse(s, mac) ? 0 : usage_err("bad MAC address '%s' (aa:bb:cc:dd:ee:ff)", s);
 }
 
 /* Hex bytes ("0a0b0c", "0x0a0b", "0a:0b", "0a 0b") into buf. */

@@ -182,6 +182,9 @@ struct spin_peer_spec {
 	uint32_t pid;
 };
 int spin_peer_add(struct spin_rt *rt, const struct spin_peer_spec *p);
+/* A MAC address: six groups of one or two hex digits separated by ':'
+ * (no signs, spaces or 0x); true if s is exactly that. */
+bool spin_mac_parse(const char *s, uint8_t mac[6]);
 int spin_peer_del(struct spin_rt *rt, uint32_t rank);
 int spin_peer_get(struct spin_rt *rt, uint32_t rank, struct spin_peer *out);
 
