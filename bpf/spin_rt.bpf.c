@@ -1037,6 +1037,16 @@ existing:
 	c->me = m->me;
 	c->mlength = m->mlength;
 	c->start = m->start;
+	me = bpf_map_lookup_elem(&spin_me, &c->me);
+	if (!me)
+		return spin_drop(st, SPIN_DROP_NO_MATCH);
+	if (m->status != SPIN_MSG_DROP && !spin_me_same(me, m)) {
+		/* the entry the first packet matched was unlinked (and maybe
+		 * another appended in its slot): the rest of the message goes
+		 * nowhere, and no event names that slot */
+		__sync_fetch_and_or(&m->flags, SPIN_MSGF_ME_GONE);
+		__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
+	}
 	if (m->status == SPIN_MSG_DROP) {
 		/* account the bytes so the message still ends; no handlers */
 		c->msg_dropped = 1;
@@ -1050,22 +1060,6 @@ existing:
 				 SPIN_DROP_MSG_DROPPED);
 	}
 	c->phases = (m->flags & SPIN_MSGF_PROCEED) ? SPIN_PH_DEPOSIT : SPIN_PH_PAYLOAD;
-	me = bpf_map_lookup_elem(&spin_me, &c->me);
-	if (!me)
-		return spin_drop(st, SPIN_DROP_NO_MATCH);
-	if (!spin_me_same(me, m)) {
-		/* the entry the first packet matched was unlinked (and maybe
-		 * another appended in its slot): the rest of the message goes
-		 * nowhere, and no event names that slot */
-		__sync_fetch_and_or(&m->flags, SPIN_MSGF_ME_GONE);
-		__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
-		c->msg_dropped = 1;
-		c->phases = 0;
-		spin_account(c, m);
-		if (c->done)
-			bpf_map_delete_elem(&spin_msgs, &c->key);
-		return spin_drop(st, SPIN_DROP_ME_GONE);
-	}
 	return spin_dispatch(xdp, c, me, st);
 }
 

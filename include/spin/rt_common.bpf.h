@@ -97,13 +97,6 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 		st->deposited_bytes += n;
 }
 
-/*
- * Account this packet's bytes.  For a single-packet message the packet is
- * the message; otherwise the packet whose bytes complete the message (an
- * atomic add that reaches msg_len) is the one that runs the completion, so
- * the completion handler runs exactly once and after every payload handler
- * of the message returned.
- */
 /* Is me still the entry that message m matched: not unlinked, and no other
  * entry appended in its slot since?  A portal's seq only grows, so the
  * slot's next entry has another seq. */
@@ -115,6 +108,13 @@ static __always_inline int spin_me_same(const struct spin_me *me, const struct s
 	       (s == SPIN_ME_ACTIVE || s == SPIN_ME_CLAIMED);
 }
 
+/*
+ * Account this packet's bytes.  For a single-packet message the packet is
+ * the message; otherwise the packet whose bytes complete the message (an
+ * atomic add that reaches msg_len) is the one that runs the completion, so
+ * the completion handler runs exactly once and after every payload handler
+ * of the message returned.
+ */
 static __always_inline void spin_account(struct spin_ctx *c, struct spin_msg *m)
 {
 	__u32 old;
