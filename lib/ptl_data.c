@@ -988,11 +988,16 @@ void ptl_app_poll(struct ptl_ni *ni)
 	ptl_progress(ni);
 }
 
-static void count_sleep(struct ptl_ni *ni, enum sleep_end how)
+/* A waiter's sleep ended: count it; a poke counts as what woke the poker.
+ * Returns (and makes this thread's t_look) how it counts. */
+static enum sleep_end sleep_ended(struct ptl_ni *ni, enum sleep_end how)
 {
 	ni->ws.sleeps++;
 	if (how == END_TIMER)
 		ni->ws.sleeps_timer++;
+	if (how == END_POKE && ni->poke_look != END_NONE)
+		how = ni->poke_look;
+	return t_look = how;
 }
 
 static void count_wait(struct ptl_ni *ni, enum sleep_end how)
@@ -1138,10 +1143,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			      r < 0 ? END_POKE :	/* a signal */
 			      ring >= 0 && pfd[ring].revents ? END_RING :
 			      pfd[0].revents ? END_RX : END_POKE;
-			count_sleep(ni, how);
-			if (how == END_POKE && ni->poke_look != END_NONE)
-				how = ni->poke_look;
-			t_look = how;
+			how = sleep_ended(ni, how);
 			continue;
 		}
 		{
@@ -1152,10 +1154,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			ts.tv_sec = until / 1000000;
 			ts.tv_nsec = (until % 1000000) * 1000;
 			how = pthread_cond_timedwait(&ni->cv, &ni->mu, &ts) == ETIMEDOUT ? END_TIMER : END_POKE;
-			count_sleep(ni, how);
-			if (how == END_POKE && ni->poke_look != END_NONE)
-				how = ni->poke_look;
-			t_look = how;
+			how = sleep_ended(ni, how);
 		}
 	}
 	if (rc == PTL_OK)
