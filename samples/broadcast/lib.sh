@@ -59,16 +59,18 @@ bc_up() {
 # bc_napi P softirq|threaded: where the ranks' receive work (their veth0,
 # where the runtime's XDP runs) is done: in the sender's softirq (veth's
 # default) or in a NAPI thread per rank, scheduled on any CPU like a
-# process (each rank's "NIC" works on its own).  Threaded veth drops what
-# it cannot take at once unless the sending bridge port has a queue.
+# process (each rank's "NIC" works on its own), SCHED_FIFO 1 as
+# spin_napi_threaded explains.  Threaded veth drops what it cannot take at
+# once unless the sending bridge port has a queue.
 bc_napi() {
 	local n=$1 mode=$2 k on=0
 	[ "$mode" = threaded ] && on=1
 	for k in $(seq 0 $((n - 1))); do
-		ip netns exec "$(bc_ns "$k")" sh -c "echo $on > /sys/class/net/veth0/threaded" || return 1
 		if [ $on = 1 ]; then
+			spin_napi_threaded "$(bc_ns "$k")" veth0 || return 1
 			tc -n "$BC_TAG-br" qdisc replace dev "p$k" root pfifo || return 1
 		else
+			ip netns exec "$(bc_ns "$k")" sh -c "echo 0 > /sys/class/net/veth0/threaded" || return 1
 			tc -n "$BC_TAG-br" qdisc del dev "p$k" root 2>/dev/null
 		fi
 	done

@@ -70,6 +70,29 @@ spin_ns_fifo() {
 		tc -n "$1" qdisc replace dev "$2" root pfifo ${3:+limit "$3"}
 }
 
+# spin_napi_threaded NS DEV: DEV's receive work (its NAPI) in a kernel
+# thread of its own, run SCHED_FIFO 1 like a threaded IRQ handler.  At the
+# default SCHED_OTHER a NAPI thread competes with every CPU-bound process:
+# beside `stress-ng --cpu 2` on this kernel, runnable NAPI threads were seen
+# to get no CPU for 30-180 s (the kernel's "workqueue lockup" reports at the
+# same time), which stalls every packet to DEV that long.  The threads are
+# the ones the switch creates (named napi/DEV-<id>); DEV needs its NAPI
+# already (XDP attached or GRO on), else there is no thread to find.
+spin_napi_tids() {
+	ps -eo pid=,comm= | awk -v p="napi/$1-" 'index($2, p) == 1 { print $1 }'
+}
+spin_napi_threaded() {
+	local ns=$1 dev=$2 before tid n=0
+	before=" $(spin_napi_tids "$dev" | tr '\n' ' ') "
+	ip netns exec "$ns" sh -c "echo 1 > /sys/class/net/$dev/threaded" || return 1
+	for tid in $(spin_napi_tids "$dev"); do
+		case $before in *" $tid "*) continue ;; esac
+		chrt -f -p 1 "$tid" >/dev/null || return 1
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || { echo "spin_napi_threaded: $ns/$dev: no new NAPI thread" >&2; return 1; }
+}
+
 # spin_ns_pair NS_A IF_A IP_A NS_B IF_B IP_B: a veth pair between two
 # namespaces (created if needed), addresses /24, up, with GRO on both ends
 # and tx checksum offload off so reflected UDP carries a full checksum.
