@@ -596,6 +596,8 @@ int main(int argc, char **argv)
 					ptl_size_t test = done_total + P - 1;
 					int rc = PtlCTPoll(&done_ct, &test, 1, o.timeout_ms, &ce, &which);
 
+					if (rc != PTL_OK)	/* ce is not filled in */
+						PtlCTGet(done_ct, &ce);
 					if (rc != PTL_OK || ce.failure) {
 						fprintf(stderr, "broadcast: root: message %u of %u B: %llu of %u ranks done (rc %d)\n",
 							it, size, (unsigned long long)(ce.success - done_total),
@@ -639,6 +641,8 @@ int main(int argc, char **argv)
 				ptl_size_t test = ct_total + size;
 				int rc = PtlCTPoll(&ct, &test, 1, o.timeout_ms, &ce, &which);
 
+				if (rc != PTL_OK)	/* ce is not filled in */
+					PtlCTGet(ct, &ce);
 				if (rc != PTL_OK || ce.failure) {
 					fprintf(stderr, "broadcast: rank %u: message %u of %u B: %llu of %llu bytes (rc %d, %llu failures)\n",
 						rank, it, size, (unsigned long long)(ce.success - ct_total),

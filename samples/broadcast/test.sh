@@ -54,6 +54,22 @@ run_case() {
 			[ -s "$dir/out.$k" ] && sed "s/^/    [r$k] /" "$dir/out.$k" | tail -5
 		done
 	fi
+	[ "$BC_RC" = 0 ] || bc_diag "$n"
+}
+
+# bc_diag P: where a lost packet went: each rank's runtime counters and
+# drop reasons, and the drops of every veth end
+bc_diag() {
+	local k ns
+	for k in $(seq 0 $(($1 - 1))); do
+		ns=$(bc_ns "$k")
+		{
+			nsx "$ns" "$TOP/tools/spinctl" stats veth0 2>&1 | grep -v ' 0$'
+			nsx "$ns" ip -s link show veth0 | awk '/RX:|TX:/ { getline; print $0 }'
+			ip -n "$BC_TAG-br" -s link show "p$k" | awk '/RX:|TX:/ { getline; print "p: " $0 }'
+			tc -n "$BC_TAG-br" -s qdisc show dev "p$k" | grep -i drop
+		} | sed "s/^/    [r$k stats] /"
+	done
 }
 
 # NIC-side forwarding: 8 B (one packet), 64 KiB (48 packets), an odd size
