@@ -234,7 +234,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		}
 	}
 out:
-	bpf_map_delete_elem(map, key);
+	spin_msg_free(key);
 	return 0;
 }
 
@@ -440,7 +440,8 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 		fail = SPIN_FAIL_PT_DISABLED;
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
-	else if (reason == SPIN_DROP_HOST_QUEUE_FULL)
+	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
+		 reason == SPIN_DROP_SRC_QUOTA)
 		fail = SPIN_FAIL_QUEUE_FULL;
 	else
 		return XDP_DROP;
@@ -513,7 +514,7 @@ __noinline int spin_default(struct xdp_md *xdp)
 
 		spin_account(c, m);
 		if (c->done && m)	/* every packet is in: ids catch late duplicates */
-			bpf_map_delete_elem(&spin_msgs, &c->key);
+			spin_msg_free(&c->key);
 		if ((void *)(sh + 1) > spin_xdp_end(xdp))
 			return spin_drop(st, SPIN_DROP_MALFORMED);
 		sh->dst_rank = bpf_htonl(c->me);
@@ -956,10 +957,21 @@ int spin_rx(struct xdp_md *xdp)
 	m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 	if (!m) {
 		struct spin_msg *t = bpf_map_lookup_elem(&spin_tmpl, &zero);
+		struct spin_src *src = bpf_map_lookup_elem(&spin_src, &rank);
 		long err;
 
 		if (!t)
 			return XDP_ABORTED;
+		if (!src)
+			return spin_drop(st, SPIN_DROP_BAD_SOURCE);
+		/* a slot of the source's share, taken before the insert */
+		if (__sync_fetch_and_add(&src->msgs, 1) >= SPIN_SRC_MSG_QUOTA) {
+			__sync_fetch_and_add(&src->msgs, -1);
+			m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+			if (m)
+				goto existing;	/* another CPU admitted it meanwhile */
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_SRC_QUOTA);
+		}
 		t->status = SPIN_MSG_NEW;
 		t->flags = 0;
 		t->me = 0;
@@ -971,9 +983,11 @@ int spin_rx(struct xdp_md *xdp)
 		t->me_seq = 0;
 		t->deadline = ~0ull;	/* set below, once the insert won */
 		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
+		if (err)	/* no entry of ours: the slot goes back */
+			__sync_fetch_and_add(&src->msgs, -1);
 		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 		if (!m)
-			return spin_drop(st, SPIN_DROP_MSG_TABLE_FULL);
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_MSG_TABLE_FULL);
 		if (err)
 			goto existing;	/* another CPU created it first */
 
@@ -1053,7 +1067,7 @@ existing:
 		c->phases = 0;
 		spin_account(c, m);
 		if (c->done)
-			bpf_map_delete_elem(&spin_msgs, &c->key);
+			spin_msg_free(&c->key);
 		if (m->flags & SPIN_MSGF_NOMATCH)	/* nack if this is packet 0 */
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_MATCH);
 		return spin_drop(st, (m->flags & SPIN_MSGF_ME_GONE) ? SPIN_DROP_ME_GONE :

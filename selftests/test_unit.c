@@ -76,15 +76,28 @@ static int sh(const char *cmd)
 	return rc;
 }
 
+/* Ranks lo..hi-1 as setup() makes them: they send from 10.77.9.2 (mkpkt),
+ * and the runtime accepts packets only from the peer table's address for
+ * the claimed rank. */
+static int base_peers(uint32_t lo, uint32_t hi)
+{
+	struct spin_peer_spec p = { .pid = 3, .port = 7000 };
+
+	inet_pton(AF_INET, "10.77.9.2", &p.ip);
+	memcpy(p.mac, PEER_MAC, 6);
+	for (p.rank = lo; p.rank < hi; p.rank++)
+		if (spin_peer_add(rt, &p) < 0)
+			return -1;
+	return 0;
+}
+
 static int setup(void)
 {
 	struct spin_attach_opts o = {
 		.ifname = IFA, .rank = MY_RANK, .pid = 7, .port = 0,
 		.msg_timeout_ns = MSG_TIMEOUT_NS,
 	};
-	struct spin_peer_spec p = { .rank = 0, .pid = 3 };
 	char path[1024];
-	int r;
 	int rc;
 
 	if (unshare(CLONE_NEWNET)) {
@@ -104,17 +117,9 @@ static int setup(void)
 	atexit(cleanup);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	/* ranks 0..3 send from 10.77.9.2 (mkpkt): the runtime accepts
-	 * packets only from the peer table's address for the claimed rank */
-	inet_pton(AF_INET, "10.77.9.2", &p.ip);
-	memcpy(p.mac, PEER_MAC, 6);
-	p.port = 7000;
-	for (r = 0; r < 4; r++) {
-		p.rank = r;
-		if (spin_peer_add(rt, &p) < 0) {
-			fprintf(stderr, "peer: %s\n", spin_errmsg());
-			return -1;
-		}
+	if (base_peers(0, 4) < 0) {
+		fprintf(stderr, "peer: %s\n", spin_errmsg());
+		return -1;
 	}
 	spin_pin_dir(IFA, path, sizeof(path));
 	strcat(path, "/prog_rx");
@@ -215,6 +220,40 @@ static void msgs_clear(void)
 	for (int i = 0; i < 4 * SPIN_MAX_MSGS && !bpf_map_get_next_key(fd, NULL, &k); i++)
 		bpf_map_delete_elem(fd, &k);
 	close(fd);
+	/* the sources' shares of the table, which the runtime would have
+	 * given back had it removed the entries itself */
+	fd = pinned_map("spin_src");
+	if (fd >= 0) {
+		for (uint32_t r = 0; r < SPIN_MAX_PEERS; r++) {
+			struct spin_src z = { 0 };
+
+			bpf_map_update_elem(fd, &r, &z, 0);
+		}
+		close(fd);
+	}
+	/* and the duplicate windows: an id an earlier test (the fuzzer) used
+	 * would make a test's message a duplicate */
+	fd = pinned_map("spin_dedup");
+	if (fd >= 0) {
+		static struct spin_dedup z;
+
+		for (uint32_t r = 0; r < SPIN_MAX_PEERS; r++)
+			bpf_map_update_elem(fd, &r, &z, 0);
+		close(fd);
+	}
+}
+
+/* Message-table entries the runtime counts for source rank r (spin_src). */
+static uint32_t src_msgs(uint32_t r)
+{
+	uint32_t v = ~0u;
+	int fd = pinned_map("spin_src");
+
+	if (fd >= 0) {
+		bpf_map_lookup_elem(fd, &r, &v);
+		close(fd);
+	}
+	return v;
 }
 
 /* Per-test reset: unlink entries, zero stats, drain events, empty the
@@ -1352,6 +1391,7 @@ static void fanout(void)
 	ASSERT_EQ(st.tx_device, 8, "8 device puts");
 	for (int r = 2; r < 9; r++)
 		spin_peer_del(rt, r);
+	base_peers(2, 4);	/* as the other tests expect them */
 }
 
 /* Packets of the same messages on two CPUs at once: the header handler runs
@@ -1974,7 +2014,8 @@ static void rare_drop_reasons(void)
 		}
 	}
 
-	/* msg_table_full: more multi-packet messages in flight than slots.
+	/* msg_table_full: more multi-packet messages in flight than slots,
+	 * from two sources (one source gets half the table: src_quota).
 	 * They expire after FILL_TIMEOUT_NS: filling the table takes about
 	 * 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs; with the 100 ms
 	 * timeout this test had once, some could expire before the table was
@@ -1986,13 +2027,23 @@ static void rare_drop_reasons(void)
 	{
 		uint64_t t0 = t_now_ns(), dt;
 
-		for (int i = 0; i <= SPIN_MAX_MSGS && !drops(SPIN_DROP_MSG_TABLE_FULL); i++) {
-			a.msg_id = next_id++;
-			mkpkt(&f, &a, 2768, 0, 1384, msg);
-			run(&f, NULL);
+		for (uint32_t r = 0; r < 2; r++) {
+			a.src_rank = r;
+			for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
+				a.msg_id = next_id++;
+				mkpkt(&f, &a, 2768, 0, 1384, msg);
+				run(&f, NULL);
+			}
 		}
-		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
 		ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "table full");
+		ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 0, "each source within its share");
+		a.src_rank = 2;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 2768, 0, 1384, msg);
+		run(&f, NULL);
+		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
+		ASSERT_EQ(src_msgs(2), 0, "a refused message holds no slot");
+		a.src_rank = 0;
 		dt = t_now_ns() - t0;
 		if (dt > FILL_TIMEOUT_NS / 2)
 			T_MSG("filling the table took %llu ms (messages expire after %llu ms)",
@@ -2008,6 +2059,7 @@ static void rare_drop_reasons(void)
 	}
 	ASSERT_EQ(msg_table_entries(), 0, "stalled messages expired");
 	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), SPIN_MAX_MSGS, "each counted as msg_timeout");
+	ASSERT_EQ(src_msgs(0) + src_msgs(1), 0, "expired messages gave their slots back");
 	events();
 }
 
@@ -2035,6 +2087,64 @@ static void check_nack(const struct fr *o, uint8_t op, const struct spin_msg_arg
 	ASSERT_EQ(be64toh(h->user_hdr[1]), fail, "nack: failure in user_hdr[1]");
 	ASSERT_EQ(be64toh(h->user_hdr[2]), 0, "nack: user_hdr[2] 0");
 	ASSERT_MEM(o->b, PEER_MAC, 6, "nack: to the peer's MAC");
+}
+
+/*
+ * src_quota: one source rank holds at most SPIN_SRC_MSG_QUOTA multi-packet
+ * messages in flight.  Its next first packet is refused and nacked, another
+ * source is still served, and a message that completes gives its slot back.
+ */
+static void src_quota(void)
+{
+	struct spin_me_spec s = spec(0, 0x70, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x70);
+	static uint8_t msg[2768];
+	struct fr f, o;
+	uint32_t first = next_id;
+
+	reset();
+	if (me_add(&s) < 0 || !ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout"))
+		return;
+	a.seg_size = 1384;
+	for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+		run(&f, NULL);
+	}
+	ASSERT_EQ(msg_table_entries(), SPIN_SRC_MSG_QUOTA, "the source's share in flight");
+	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA, "counted as its share");
+	/* one more: refused and nacked, the table keeps room for others */
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "beyond its share: nacked");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "src_quota");
+	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA, "the refused message holds no slot");
+	a.flags = 0;
+	/* another source is served, and its completed message holds no slot */
+	a.src_rank = 1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	run(&f, NULL);
+	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "another source is not limited by it");
+	ASSERT_EQ(src_msgs(1), 0, "a completed message gives its slot back");
+	/* one of the first source's messages completes: a new one fits */
+	a.src_rank = 0;
+	a.msg_id = first;
+	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA - 1, "completed: one slot back");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "admitted into the freed slot");
+	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA, "its share full again");
+	set_msg_timeout(MSG_TIMEOUT_NS);
+	reset();
+	events();
 }
 
 static int count_puts_cb(void *ctx, const struct spin_event *ev)
@@ -2878,6 +2988,7 @@ int main(int argc, char **argv)
 	RUN_TEST(message_timeout);
 	RUN_TEST(fuzz_frames);
 	RUN_TEST(rare_drop_reasons);
+	RUN_TEST(src_quota);
 	RUN_TEST(xsk_delivery_stamp);
 	RUN_TEST(atomics);
 	RUN_TEST(nacks);

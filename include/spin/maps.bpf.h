@@ -84,7 +84,6 @@ struct {
 } spin_peers SEC(".maps");
 
 /* Recently seen message ids per source rank (duplicate detection). */
-struct spin_dedup { __u32 id[SPIN_DEDUP_SLOTS]; };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SPIN_MAX_PEERS);
@@ -98,6 +97,17 @@ struct {
 	__type(key, struct spin_msg_key);
 	__type(value, struct spin_msg);
 } spin_msgs SEC(".maps");
+
+/* spin_msgs entries per source rank: taken before an entry is inserted,
+ * given back by the one delete that removes it (spin_msg_free), so one
+ * source holds at most SPIN_SRC_MSG_QUOTA slots.  Only the runtime
+ * inserts and deletes entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SPIN_MAX_PEERS);
+	__type(key, __u32);
+	__type(value, struct spin_src);
+} spin_src SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

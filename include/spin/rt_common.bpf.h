@@ -97,6 +97,19 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 		st->deposited_bytes += n;
 }
 
+/* Remove a message's state; the caller whose delete removed it gives its
+ * source's slot back (spin_src), so each slot is given back once. */
+static __always_inline void spin_msg_free(struct spin_msg_key *key)
+{
+	struct spin_src *s;
+
+	if (bpf_map_delete_elem(&spin_msgs, key))
+		return;
+	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
+	if (s)
+		__sync_fetch_and_add(&s->msgs, -1);
+}
+
 /* Is me still the entry that message m matched: not unlinked, and no other
  * entry appended in its slot since?  A portal's seq only grows, so the
  * slot's next entry has another seq. */
@@ -484,7 +497,7 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 	/* the message is complete: its state goes now (a late duplicate
 	 * packet is caught by the per-source id window when it arrives) */
 	if (c->done && c->multi)
-		bpf_map_delete_elem(&spin_msgs, &c->key);
+		spin_msg_free(&c->key);
 	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped) {
 		if (c->done && spin_ack_requested(xdp))
 			spin_drop_count(st, SPIN_DROP_ACK_LOST);

@@ -85,6 +85,10 @@ enum spin_op {
  * (less than SPIN_EVENTS_RESERVE free: the process that reads it fell
  * behind) is refused before it is matched, counted as host_queue_full and
  * nacked with SPIN_FAIL_QUEUE_FULL, so no completion is ever lost silently.
+ * So is the first packet of a multi-packet message that finds the message
+ * table full (msg_table_full) or its source rank holding
+ * SPIN_SRC_MSG_QUOTA entries of it already (src_quota): one source cannot
+ * take the table from the others.
  *
  * Flow control (SPIN_PT_FLOWCTRL on the portal table entry): a message that
  * matches no entry of such an entry, or is refused for a full event ring
@@ -136,6 +140,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MAX_PEERS		256	/* logical ranks */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
 #define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
+#define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank */
 #define SPIN_BITMAP_WORDS	64	/* packets per message: 64*64 = 4096 */
 #define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
 #define SPIN_PAGE		4096	/* host window allocation unit */
@@ -191,7 +196,8 @@ enum spin_hslot {
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)") \
 	X(ME_GONE,	"me_gone",	"the message's match entry was unlinked or replaced") \
-	X(BAD_PEER,	"bad_peer",	"source address is not the peer table's for the claimed rank")
+	X(BAD_PEER,	"bad_peer",	"source address is not the peer table's for the claimed rank") \
+	X(SRC_QUOTA,	"src_quota",	"the source rank has its share of the message table in flight")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -373,6 +379,15 @@ struct spin_msg_key {
 	__u32	src_rank;
 	__u32	msg_id;
 };
+/* spin_dedup[rank]: recently seen message ids of that source rank, slot
+ * id % SPIN_DEDUP_SLOTS */
+struct spin_dedup {
+	__u32	id[SPIN_DEDUP_SLOTS];
+};
+/* spin_src[rank]: message-table entries held by that source rank */
+struct spin_src {
+	__u32	msgs;
+};
 enum spin_msg_status {
 	SPIN_MSG_NEW = 0,	/* created; header handler not finished */
 	SPIN_MSG_RUNNING,	/* header done: payload handlers may run */
@@ -532,7 +547,8 @@ enum spin_fail {
 	SPIN_FAIL_NO_MATCH,	/* nack: no such portal index, or no entry matched */
 	SPIN_FAIL_NO_TARGET,	/* nack: the owning process is gone (no AF_XDP socket) */
 	SPIN_FAIL_OP_VIOLATION,	/* the entry does not allow the operation */
-	SPIN_FAIL_QUEUE_FULL,	/* nack: the target's event ring is (nearly) full */
+	SPIN_FAIL_QUEUE_FULL,	/* nack: the target's event ring is (nearly) full, or its
+				 * message table, or the source's share of it */
 };
 struct spin_event {
 	__u32	kind;		/* enum spin_event_kind */
