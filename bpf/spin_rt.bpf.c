@@ -888,11 +888,17 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_drop(st, SPIN_DROP_BAD_VERSION);
 	if (!(cfg->flags & SPIN_CFG_F_OPEN)) {
 		/* only configured peers, from their own address: a packet
-		 * cannot claim another rank (nor its acks, replies, entries) */
+		 * cannot claim another rank (nor its acks, replies, entries).
+		 * A peer on this link also sends from the MAC the runtime
+		 * sends to (its own, or its router's for a routed peer). */
 		__u32 r = bpf_ntohl(sh->src_rank);
 		struct spin_peer *peer = bpf_map_lookup_elem(&spin_peers, &r);
 
 		if (!peer || !peer->valid || peer->ip != ip->saddr)
+			return spin_drop(st, SPIN_DROP_BAD_PEER);
+		if (!peer->ifindex &&
+		    (*(__u32 *)eth->h_source != *(__u32 *)peer->mac ||
+		     *(__u16 *)(eth->h_source + 4) != *(__u16 *)(peer->mac + 4)))
 			return spin_drop(st, SPIN_DROP_BAD_PEER);
 	}
 	if (sh->op == SPIN_OP_ACK)

@@ -322,7 +322,7 @@ static void mkpkt_from(struct fr *f, const char *src_ip, const struct spin_msg_a
 		       uint32_t msg_len, uint32_t pkt_off, uint32_t len, const uint8_t *msg)
 {
 	struct spin_frame_addr ad = {
-		.src_mac = "\x02\x00\x00\x00\x00\x02", .dst_mac = "\x02\x00\x00\x00\x00\x01",
+		.src_mac = PEER_MAC, .dst_mac = "\x02\x00\x00\x00\x00\x01",
 		.sport = 7000, .dport = port,
 	};
 	struct spin_hdr h;
@@ -2851,6 +2851,10 @@ static void peer_source(void)
 	mkpkt(&f, &a, 64, 0, 64, msg);
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put from a rank with no peer");
 	a.src_rank = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);				/* its address, another MAC */
+	f.b[11] ^= 0x40;
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put from its address but another MAC");
 	a.op = SPIN_OP_ACK;					/* forged ack */
 	a.msg_id = next_id++;
 	mkpkt_from(&f, "10.77.9.9", &a, 0, 0, 0, msg);
@@ -2859,7 +2863,7 @@ static void peer_source(void)
 	a.msg_id = next_id++;
 	mkpkt_from(&f, "10.77.9.9", &a, 64, 0, 0, msg);
 	ASSERT_EQ(run(&f, &o), XDP_DROP, "get from another address: no reply");
-	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 4, "bad_peer");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 5, "bad_peer");
 	ASSERT_EQ(events().n, 0, "no events");
 	ASSERT_EQ(stats().acks_received + stats().replies_sent + stats().msgs, 0,
 		  "nothing accepted");
@@ -2880,7 +2884,7 @@ static void peer_source(void)
 	run(&f, NULL);
 	__atomic_and_fetch(&cfg->flags, ~SPIN_CFG_F_OPEN, __ATOMIC_SEQ_CST);
 	ASSERT_EQ(events().n, 1, "open runtime: accepted from any address");
-	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 4, "no more bad_peer");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 5, "no more bad_peer");
 }
 
 static void amo_no_socket_keeps_use_once(void)
