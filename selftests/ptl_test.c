@@ -3091,7 +3091,10 @@ static void c_wake(void)
  * woke it, and it competed with the polling thread for the CPU).  Counted
  * as the thread's poll() calls that a ring or the socket ended
  * (PtlSpinWaitStats bg_wakeups), not as its context switches: its timed
- * waits, which a busy machine makes more of, are not what is checked. */
+ * waits, which a busy machine makes more of, are not what is checked.
+ * test_ptl.sh runs it with a 200 ms grace period (SPIN_PTL_SPIN_US): with
+ * the default 1 ms, beside stress-ng --cpu 2 the poller was descheduled
+ * long enough often enough for 61 wake-ups in 200 events. */
 #define EG_N	200
 
 static void c_eqget(void)
