@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # bench/peercheck.gp - plot of bench/peercheck.sh: ns per packet of each
-# repetition, open runtime against the source check.
+# repetition, open runtime against the source check, and with a job key.
 #   gnuplot -e "csv='bench/results/peercheck.csv'; png='bench/results/peercheck.png'" bench/peercheck.gp
 set terminal pngcairo size 800,480 font ',11' noenhanced
 set output png
@@ -14,4 +14,6 @@ set key bottom right
 plot "< awk -F, 'NR > 1 && $1 == \"open\" { print ++n \",\" $6 \",\" $7 \",\" $8 }' ".csv \
 	using 1:2:3:4 with yerrorlines title 'open (no source check)', \
      "< awk -F, 'NR > 1 && $1 == \"checked\" { print ++n \",\" $6 \",\" $7 \",\" $8 }' ".csv \
-	using 1:2:3:4 with yerrorlines title 'checked (peer address)'
+	using 1:2:3:4 with yerrorlines title 'checked (peer address and MAC)', \
+     "< awk -F, 'NR > 1 && $1 == \"keyed\" { print ++n \",\" $6 \",\" $7 \",\" $8 }' ".csv \
+	using 1:2:3:4 with yerrorlines title 'checked and job key'

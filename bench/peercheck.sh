@@ -47,32 +47,39 @@ setup() {
 	nsx "$NS" "$SPINCTL" peer add veth0 0 "$IP_C" mac "$(mac veth1)" >/dev/null
 }
 
-measure() {	# measure LABEL
+measure() {	# measure LABEL [PROGRUN OPTS...]
+	local l=$1; shift
 	nsx "$NS" "$TOP/bench/progrun" --pinned "$(prog_rx)" --size "$SIZE" --fresh "$FRESH" \
 		--runs 3 --src-ip "$IP_C" --dst-ip "$IP_S" --src-mac "$(mac veth1)" \
-		--dst-mac "$(mac veth0)" --src-rank 0 --dst-rank 1 --csv "$CSV" --label "$1" --quiet
+		--dst-mac "$(mac veth0)" --src-rank 0 --dst-rank 1 --csv "$CSV" --label "$l" --quiet "$@"
 }
 
+KEY=0x5eed1234
 for r in $(seq "$REPS"); do
 	setup open || { echo "peercheck: setup (open) failed" >&2; exit 1; }
 	measure open
 	setup || { echo "peercheck: setup failed" >&2; exit 1; }
 	measure checked
+	setup key "$KEY" || { echo "peercheck: setup (key) failed" >&2; exit 1; }
+	measure keyed --job-key "$KEY"
 done
 # what the last repetition's packets did: deposited, not dropped
 echo "checked runtime: $(nsx "$NS" "$SPINCTL" -j stats veth0 |
-	grep -oE '"(msgs|deposited_bytes|no_match|bad_peer)":[0-9]+' | tr '\n' ' ')"
+	grep -oE '"(msgs|deposited_bytes|no_match|bad_peer|bad_key)":[0-9]+' | tr '\n' ' ')"
 
 # the median over repetitions of each label's per-run median
 med() { awk -F, -v l="$1" 'NR > 1 && $1 == l { print $6 }' "$CSV" | sort -n |
 	awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 read -r o omin omax < <(med open)
 read -r c cmin cmax < <(med checked)
+read -r k kmin kmax < <(med keyed)
 {
 	echo "BPF_PROG_RUN, $SIZE-byte put deposited, $REPS repetitions (median, min-max ns per packet)"
 	echo "open (no source check): $o ($omin-$omax)"
 	echo "checked:                $c ($cmin-$cmax)"
+	echo "checked, job key:       $k ($kmin-$kmax)"
 	awk -v o="$o" -v c="$c" 'BEGIN { printf "ratio checked/open: %.3f\n", c / o }'
+	awk -v o="$o" -v k="$k" 'BEGIN { printf "ratio keyed/open: %.3f\n", k / o }'
 } | tee "$OUT/peercheck_summary.txt"
 if command -v gnuplot >/dev/null; then
 	gnuplot -e "csv='$CSV'; png='$OUT/peercheck.png'" bench/peercheck.gp 2>/dev/null ||

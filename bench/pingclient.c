@@ -6,7 +6,8 @@
  * Sends --count single-packet ping messages of --size bytes, one at a time,
  * and waits for each pong.  A pong must carry exactly the ping's payload
  * (the first 8 bytes are the ping's sequence number, the rest a pattern
- * derived from it), match bits 10 and dst_rank = our rank; late pongs of
+ * derived from it), match bits 10 and the job key we sent ($SPIN_JOB_KEY,
+ * default none); late pongs of
  * earlier pings are recognised by their sequence number and skipped.  No
  * pong within --timeout-ms counts as a loss and the next ping goes out;
  * after --max-lost-in-row losses in a row the client gives up (exit SPIN_EIO).
@@ -125,6 +126,7 @@ int main(int argc, char **argv)
 	const char *dst_ip = NULL, *bind_ip = "0.0.0.0", *csv = NULL, *label = "ping";
 	const char *raw = NULL;
 	unsigned long port = SPIN_DEFAULT_PORT, sport = 0, size = 64, rank = 0, dst_rank = 1;
+	uint32_t key;
 	unsigned long pt = 0, timeout_ms = 1000;
 	unsigned long long count = 10000, warmup = 1000, match_bits = 0, i;
 	unsigned long long lost = 0, late = 0, bad_pay = 0, bad_hdr = 0;
@@ -176,6 +178,10 @@ int main(int argc, char **argv)
 		return SPIN_EUSAGE;
 	}
 	dst.sin_port = htons(port);
+	if (spin_job_key_env(&key)) {
+		fprintf(stderr, "pingclient: %s\n", spin_errmsg());
+		return SPIN_EUSAGE;
+	}
 	if (!sport)
 		sport = port;	/* the runtime answers to the peer's port = its own */
 	rtt = calloc(count, sizeof(*rtt));
@@ -233,7 +239,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (be64toh(h.match_bits) != PONG_MATCH_BITS ||
-			    ntohl(h.dst_rank) != rank || ntohl(h.msg_len) != size ||
+			    ntohl(h.job_key) != key || ntohl(h.msg_len) != size ||
 			    ntohl(h.pkt_off) != 0 || ntohl(h.src_rank) != dst_rank ||
 			    !(ntohs(h.flags) & SPIN_F_FROM_DEVICE))
 				bad_hdr++;

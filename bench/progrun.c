@@ -40,6 +40,7 @@
  *          --src-ip/--dst-ip/--src-mac/--dst-mac (the frame's addresses)
  *          --port N (both UDP ports, default 7717) --sport N
  *          --src-rank R (0) --dst-rank R (1) --pt N (0) --match-bits B (0)
+ *          --job-key K (0: none)
  *          --fresh N: see above
  *          --csv FILE --label NAME: append
  *             "label,size,mode,n,runs,ns_median,ns_min,ns_max,action"
@@ -182,7 +183,7 @@ static void usage(FILE *f)
 		"  --src-mac M --dst-mac M (default 02:00:00:00:00:01 -> 02:00:00:00:00:02)\n"
 		"  --port N                UDP destination port (default %d)\n"
 		"  --sport N               UDP source port (default: --port)\n"
-		"  --src-rank R --dst-rank R --pt N --match-bits B  sPIN header\n"
+		"  --src-rank R --dst-rank R --pt N --match-bits B --job-key K  sPIN header\n"
 		"  --fresh N               N single runs on fresh pings per run instead of --repeat\n"
 		"  --csv FILE --label NAME append label,size,mode,n,runs,ns_median,ns_min,ns_max,action\n"
 		"  --quiet                 only the result line\n", SPIN_DEFAULT_PORT);
@@ -207,6 +208,7 @@ int main(int argc, char **argv)
 		{ "dst-rank", required_argument, NULL, 7 },
 		{ "pt", required_argument, NULL, 8 },
 		{ "match-bits", required_argument, NULL, 9 },
+		{ "job-key", required_argument, NULL, 10 },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -265,6 +267,7 @@ int main(int argc, char **argv)
 		case 7: fs.args.dst_rank = strtoul(optarg, &end, 0); break;
 		case 8: fs.args.pt_index = strtoul(optarg, &end, 0); break;
 		case 9: fs.args.match_bits = strtoull(optarg, &end, 0); break;
+		case 10: fs.args.job_key = strtoul(optarg, &end, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SPIN_EUSAGE;
 		}
@@ -346,8 +349,8 @@ int main(int argc, char **argv)
 		if (o.retval == 3 /* XDP_TX */ && o.data_size_out >= SPIN_PAY_OFF &&
 		    (pay = spin_hdr_parse(out + SPIN_HDR_OFF, o.data_size_out - SPIN_HDR_OFF, &h)) >= 0) {
 			if (!quiet)
-				fprintf(stderr, ", pong: src_rank %u dst_rank %u msg_id %u match_bits %llu len %d flags %#x\n",
-					ntohl(h.src_rank), ntohl(h.dst_rank), ntohl(h.msg_id),
+				fprintf(stderr, ", pong: src_rank %u job_key %u msg_id %u match_bits %llu len %d flags %#x\n",
+					ntohl(h.src_rank), ntohl(h.job_key), ntohl(h.msg_id),
 					(unsigned long long)be64toh(h.match_bits), pay, ntohs(h.flags));
 		} else if (!quiet) {
 			fprintf(stderr, "\n");

@@ -106,7 +106,7 @@ int xdp_reflector(struct xdp_md *ctx)
 	id = __sync_fetch_and_add(&next_msg_id, 1);
 	if (!id)
 		id = __sync_fetch_and_add(&next_msg_id, 1);
-	sh->dst_rank = sh->src_rank;
+	/* job_key: the ping's, the same job */
 	sh->src_rank = bpf_htonl(my_rank);
 	sh->src_pid = bpf_htonl(my_pid);
 	sh->msg_id = bpf_htonl(id);

@@ -5,7 +5,7 @@
  * A process on a kernel UDP socket receives sPIN pings and answers each
  * packet with the pong the streaming ping-pong handler would send from the
  * device: a new single-packet message to the sender (src_rank = our rank,
- * dst_rank = the ping's src_rank, match bits 10, fresh message id,
+ * the ping's job key, match bits 10, fresh message id,
  * flags |= SPIN_F_FROM_DEVICE) carrying the packet's payload.  One datagram
  * at a time; a multi-packet ping is answered packet by packet.
  *
@@ -127,6 +127,7 @@ int main(int argc, char **argv)
 		a.src_rank = rank;
 		a.src_pid = pid;
 		a.dst_rank = ntohl(h.src_rank);
+		a.job_key = ntohl(h.job_key);
 		a.msg_id = 0;			/* fresh */
 		a.match_bits = PONG_MATCH_BITS;
 		a.seg_size = n > SPIN_MAX_SEG ? n : SPIN_MAX_SEG;

@@ -507,7 +507,7 @@ __noinline int spin_default(struct xdp_md *xdp)
 	}
 	if (c->phases & SPIN_PH_XSK) {
 		/* the owning process takes the packet: the runtime only keeps
-		 * the message state (duplicates, expiry); dst_rank tells it
+		 * the message state (duplicates, expiry); job_key tells it
 		 * the matched entry */
 		struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
 		long act;
@@ -517,7 +517,7 @@ __noinline int spin_default(struct xdp_md *xdp)
 			spin_msg_free(&c->key);
 		if ((void *)(sh + 1) > spin_xdp_end(xdp))
 			return spin_drop(st, SPIN_DROP_MALFORMED);
-		sh->dst_rank = bpf_htonl(c->me);
+		sh->job_key = bpf_htonl(c->me);
 		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
@@ -675,10 +675,10 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
 	st->msgs++;
 	if (me->options & SPIN_ME_XSK) {
-		/* the owning process answers; dst_rank tells it the entry */
+		/* the owning process answers; job_key tells it the entry */
 		long act;
 
-		sh->dst_rank = bpf_htonl(mi);
+		sh->job_key = bpf_htonl(mi);
 		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
@@ -751,7 +751,7 @@ static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *
  * one packet, validated like a put (duplicates too), matched (ATOMIC: the
  * entries that take puts; FETCH: entries with SPIN_ME_OP_PUT and
  * SPIN_ME_OP_GET; use-once entries claimed), then always handed to the
- * owning process's AF_XDP socket with dst_rank = the matched entry: the
+ * owning process's AF_XDP socket with job_key = the matched entry: the
  * library applies the operation and answers.  No socket: nacked with
  * SPIN_FAIL_NO_TARGET.
  */
@@ -810,7 +810,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	sh = data + SPIN_HDR_OFF;
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
-	sh->dst_rank = bpf_htonl(mi);
+	sh->job_key = bpf_htonl(mi);
 	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 	if (act != XDP_REDIRECT) {
 		/* nobody applies it: a use-once entry this claimed stays
@@ -901,6 +901,9 @@ int spin_rx(struct xdp_md *xdp)
 		     *(__u16 *)(eth->h_source + 4) != *(__u16 *)(peer->mac + 4)))
 			return spin_drop(st, SPIN_DROP_BAD_PEER);
 	}
+	/* a keyed runtime: only packets of its job */
+	if (cfg->job_key && sh->job_key != bpf_htonl(cfg->job_key))
+		return spin_drop(st, SPIN_DROP_BAD_KEY);
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
 	if (sh->op != SPIN_OP_PUT)
@@ -1175,7 +1178,7 @@ int spin_tc(struct __sk_buff *skb)
 		h.ip.saddr = peer->src_ip;
 		h.ip.daddr = peer->ip;
 		h.udp.dest = peer->port;
-		h.sh.dst_rank = bpf_htonl(rank);
+		/* job_key stays put 0's (the runtime's) */
 		/* the ids after put 0's, in put 0's per-CPU id space */
 		h.sh.msg_id = bpf_htonl((id0 & 0xff000000u) | ((id0 + i + 1) & 0xffffffu));
 		h.sh.match_bits = bpf_cpu_to_be64(tgt[i].match_bits);

@@ -91,6 +91,41 @@ bool spin_mac_parse(const char *s, uint8_t mac[6])
 	return *s == '\0';
 }
 
+int spin_job_key_parse(const char *s, uint32_t *key)
+{
+	uint64_t x = 0;
+	uint32_t v;
+	int d, n = 0;
+
+	if (!s)
+		return -SPIN_EUSAGE;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		for (s += 2; *s && (d = hexdigit(*s)) >= 0 && n < 9; s++, n++)
+			x = x << 4 | (uint64_t)d;
+		if (*s || !n || n > 8 || !x)
+			return -SPIN_EUSAGE;
+		*key = (uint32_t)x;
+		return 0;
+	}
+	if (s[0] == '0' || !parse_dec(s, UINT32_MAX, &v) || !v)
+		return -SPIN_EUSAGE;
+	*key = v;
+	return 0;
+}
+
+int spin_job_key_env(uint32_t *key)
+{
+	const char *e = getenv("SPIN_JOB_KEY");
+
+	*key = 0;
+	if (!e || !*e)
+		return 0;
+	if (spin_job_key_parse(e, key))
+		return spin_seterr(SPIN_EUSAGE, "SPIN_JOB_KEY '%.40s': give 0x and 1 to 8 hex digits, or a decimal number, not 0",
+				   e);
+	return 0;
+}
+
 static bool parse_ip(const char *s, struct in_addr *a)
 {
 	return inet_pton(AF_INET, s, a) == 1 && a->s_addr != 0;

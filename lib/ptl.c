@@ -283,6 +283,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	char ifbuf[IF_NAMESIZE] = "";
 	const char *ifname;
 	struct spin_job job = {};
+	uint32_t key;
 	struct spin_status st;
 	struct ptl_ni *ni;
 	struct spin_xsk_opts xo = { .queue = 0,
@@ -346,12 +347,17 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->size = job.size ? job.size : 1;
 	ni->pid = pid == PTL_PID_ANY ? (uint32_t)getpid() & 0xffff : pid;
 
+	if (spin_job_key_env(&key)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
 	err = spin_open(ni->ifname, &ni->rt);
 	if (err == -SPIN_ENOENT) {
 		struct spin_attach_opts ao = {
 			.ifname = ni->ifname, .rank = ni->rank, .pid = ni->pid,
 			.generic = env_u64("SPIN_GENERIC", 0) != 0,
 			.wake_direct = env_u64("SPIN_WAKE_DIRECT", 0) != 0,
+			.job_key = key,
 		};
 
 		err = spin_attach(&ao, &ni->rt);
@@ -370,6 +376,14 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	if (err) {
 		rc = ptl_seterr(err == -SPIN_ENODEV || err == -SPIN_EUSAGE ? PTL_ARG_INVALID : PTL_FAIL,
 				"PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	/* the job's key is the runtime's: a process sends with the runtime's */
+	if (key && ni->rt->cfg->job_key != key) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: the runtime on %s was attached %s, not with "
+				"SPIN_JOB_KEY (run 'spinctl detach %s' first, or use the same key)",
+				ni->ifname, ni->rt->cfg->job_key ? "with another job key" : "without a job key",
+				ni->ifname);
 		goto fail;
 	}
 	if (getenv("SPIN_WAKE_DIRECT") &&

@@ -423,10 +423,11 @@ static void reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *bu
 		   ntohl(h->msg_len), fail, list);
 }
 
-/* The entry the runtime matched (wire.h: dst_rank carries its index). */
+/* The entry the runtime matched (wire.h: job_key carries its index in a
+ * frame the runtime handed to the socket). */
 static struct ptl_mer *me_of_pkt(struct ptl_ni *ni, const struct spin_hdr *h)
 {
-	uint32_t idx = ntohl(h->dst_rank);
+	uint32_t idx = ntohl(h->job_key);
 	int i;
 
 	if (idx >= SPIN_MAX_ME || (i = ni->me_by_rt[idx]) < 0 || !ni->me[i].used)

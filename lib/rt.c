@@ -436,6 +436,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	cfg.flags = (o->generic ? SPIN_CFG_F_GENERIC : 0) | (o->no_dedup ? SPIN_CFG_F_NO_DEDUP : 0) |
 		    (o->wake_direct ? 0 : SPIN_CFG_F_WAKE_DEFER) | (o->open ? SPIN_CFG_F_OPEN : 0);
 	cfg.msg_timeout_ns = o->msg_timeout_ns ? o->msg_timeout_ns : SPIN_MSG_TIMEOUT_NS;
+	cfg.job_key = o->job_key;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() << 16;
 	cfg.next_msg_id = (rnd & 0x7fffffff) | 1;
@@ -1047,6 +1048,7 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	a.src_rank = rt->cfg->my_rank;
 	a.src_pid = rt->cfg->my_pid;
 	a.dst_rank = r->target_rank;
+	a.job_key = rt->cfg->job_key;
 	a.msg_id = spin_rt_msg_id(rt);
 	a.match_bits = r->match_bits;
 	a.remote_off = r->remote_off;

@@ -85,7 +85,7 @@ void spin_hdr_build(struct spin_hdr *h, const struct spin_msg_args *a,
 	h->seg_size = htons(seg);
 	h->src_rank = htonl(a->src_rank);
 	h->src_pid = htonl(a->src_pid);
-	h->dst_rank = htonl(a->dst_rank);
+	h->job_key = htonl(a->job_key);
 	h->msg_id = htonl(a->msg_id);
 	h->match_bits = htobe64(a->match_bits);
 	h->msg_len = htonl(msg_len);
@@ -283,6 +283,8 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 	args.seg_size = seg;
 	if (!args.msg_id)
 		args.msg_id = spin_next_msg_id();
+	if (!args.job_key && (err = spin_job_key_env(&args.job_key)))
+		return err;
 	npkts = spin_npkts(len, seg);
 	if ((err = spin_check_order("spin_sock_send", order, npkts)))
 		return err;
@@ -351,6 +353,8 @@ int spin_sock_send_get(struct spin_sock *s, const struct sockaddr_in *dst,
 	args.op = SPIN_OP_GET;
 	if (!args.msg_id)
 		args.msg_id = spin_next_msg_id();
+	if (!args.job_key && spin_job_key_env(&args.job_key))
+		return -SPIN_EUSAGE;
 	spin_hdr_build(&h, &args, length, 0);
 	for (;;) {
 		n = sendto(s->fd, &h, sizeof(h), 0, (const struct sockaddr *)dst, sizeof(*dst));

@@ -571,6 +571,7 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	args.src_rank = cfg->my_rank;
 	args.src_pid = cfg->my_pid;
 	args.dst_rank = dst_rank;
+	args.job_key = __atomic_load_n(&cfg->job_key, __ATOMIC_RELAXED);
 	if (!args.msg_id)
 		args.msg_id = spin_rt_msg_id(x->rt);
 	if (msg_id)

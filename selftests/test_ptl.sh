@@ -177,6 +177,30 @@ if selected wake_direct; then
 		PTL_TEST_WAKE=direct
 	ptl_detach_all
 fi
+# a job with a key: the runtimes attached anew by the processes with
+# SPIN_JOB_KEY; puts, acks, gets and replies carry it.  A process with
+# another key is refused by PtlNIInit on a runtime that has one.
+if selected 'job_key*'; then
+	ptl_detach_all
+	run_case job_key_put put 2 2 spin SPIN_JOB_KEY=0x5eed1234
+	run_case job_key_get get 2 2 spin SPIN_JOB_KEY=0x5eed1234
+	if selected job_key_other; then
+		d=$(mktemp -d "$WORK/job_key_other.XXXX")
+		ns0=$(ptl_ns "$TAG" 0)
+		nsx "$ns0" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts2" SPIN_RANK=0 \
+			PTL_TEST_DIR="$d" PTL_TEST_NPROCS=2 PTL_TEST_TOP="$TOP" SPIN_JOB_KEY=0x77 \
+			timeout -k 2 30 "$BIN" put >"$d/out" 2>&1
+		rc=$?
+		if [ $rc -ne 0 ] && grep -q "attached with another job key" "$d/out" &&
+		   nsx "$ns0" "$TOP/tools/spinctl" status veth0 | grep -q "job key set"; then
+			echo "PASS ptl/job_key_other"; PASS=$((PASS + 1))
+		else
+			echo "FAIL ptl/job_key_other (exit $rc)"; FAIL=$((FAIL + 1))
+			sed 's/^/    /' "$d/out" | tail -5
+		fi
+	fi
+	ptl_detach_all
+fi
 # the progress thread stays away for SPIN_PTL_SPIN_US after the poller's
 # last PtlEQGet: 200 ms, not the default 1 ms, so a poller that a busy
 # machine deschedules for a few ms does not let it in (the count checked)

@@ -186,6 +186,8 @@ t_bad_numbers() {
 	bad 2 "pages: $NUM" attach veth2 pages 4k
 	bad 2 "timeout-ms: $NUM" attach veth2 timeout-ms 1,000
 	bad 2 "timeout-ms: $NUM" attach veth2 timeout-ms 0x1g
+	bad 2 "key: $NUM" attach veth2 key 0x5eed_1234
+	bad 2 "key: $NUM" attach veth2 key 05
 	bad 2 "INDEX: $NUM" pt alloc veth0 01
 	bad 2 "INDEX: $NUM" pt alloc veth0 ' 1'
 	bad 2 "INDEX: $NUM" pt enable veth0 -0
@@ -248,6 +250,8 @@ t_bad_ranges() {
 	bad 2 "timeout-ms: .* $R \(1\.\.2147483647\)" attach veth2 timeout-ms 18446744073709551615
 	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 18446744073709551616
 	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 0
+	bad 2 "key: .* $R \(1\.\.4294967295\)" attach veth2 key 0
+	bad 2 "key: .* $R" attach veth2 key 0x100000000
 	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 2147483648
 	bad 2 "INDEX: .* $R \(0\.\.15\)" pt alloc veth0 16
 	bad 2 "INDEX: .* $R" pt alloc veth0 4294967296

@@ -1237,7 +1237,7 @@ static void check_fan_frame(const uint8_t *b, int len, uint32_t rank, int i, con
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	ASSERT_EQ(sum, 0xffff, "IPv4 checksum");
-	ASSERT_EQ(ntohl(h->dst_rank), rank, "dst_rank");
+	ASSERT_EQ(h->job_key, 0, "job_key: the runtime has none");
 	ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "src_rank");
 	ASSERT_EQ(be64toh(h->match_bits), 0x100 + i, "match bits");
 	ASSERT_EQ(be64toh(h->remote_off), 8 * i, "remote offset");
@@ -1368,7 +1368,9 @@ static void fanout(void)
 				continue;
 			{
 				const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
-				uint32_t r = ntohl(h->dst_rank), i = r ? r - 1 : 0;
+				const struct udphdr *u = (const void *)(o.b + 14 + 20);
+				/* the target from its port (fan_peers: 7000 + rank) */
+				uint32_t r = ntohs(u->dest) - 7000, i = r ? r - 1 : 0;
 
 				if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK || i >= 8)
 					continue;
@@ -1503,7 +1505,7 @@ static void acks(void)
 		ASSERT_EQ(o.len, SPIN_PAY_OFF, "no payload");
 		ASSERT_EQ(h->op, SPIN_OP_ACK, "op ACK");
 		ASSERT_EQ(ntohl(h->msg_id), a.msg_id, "acknowledged message id");
-		ASSERT_EQ(ntohl(h->dst_rank), 0, "to the initiator");
+		ASSERT_EQ(h->job_key, 0, "no job key");
 		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from us");
 		ASSERT_EQ(be64toh(h->match_bits), 0x70, "match bits");
 		ASSERT_EQ(be64toh(h->hdr_data), 0x1234, "hdr_data");
@@ -1592,7 +1594,7 @@ static void gets(void)
 		ASSERT_EQ(ntohl(h->msg_id), a.msg_id, "the get's message id");
 		ASSERT_EQ(ntohl(h->msg_len), 500, "msg_len = mlength");
 		ASSERT_EQ(ntohl(h->pkt_off), 0, "pkt_off");
-		ASSERT_EQ(ntohl(h->dst_rank), 0, "to the initiator");
+		ASSERT_EQ(h->job_key, 0, "no job key");
 		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from us");
 		ASSERT_EQ(be64toh(h->match_bits), 0x80, "match bits echoed");
 		ASSERT_EQ(be64toh(h->remote_off), 100, "remote offset echoed");
@@ -2078,7 +2080,7 @@ static void check_nack(const struct fr *o, uint8_t op, const struct spin_msg_arg
 	ASSERT_EQ(ntohl(h->msg_id), a->msg_id, "nack: the message's id");
 	ASSERT_EQ(ntohl(h->msg_len), 0, "nack: msg_len 0");
 	ASSERT_EQ(ntohl(h->pkt_off), 0, "nack: pkt_off 0");
-	ASSERT_EQ(ntohl(h->dst_rank), a->src_rank, "nack: to the initiator");
+	ASSERT_EQ(ntohl(h->job_key), cfg_map() ? cfg_map()->job_key : 0, "nack: the runtime's job key");
 	ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "nack: from us");
 	ASSERT_EQ(be64toh(h->match_bits), a->match_bits, "nack: match bits echoed");
 	ASSERT_EQ(be64toh(h->remote_off), a->remote_off, "nack: remote offset echoed");
@@ -2235,7 +2237,7 @@ static struct spin_xsk *xsk_on_queue0(void)
 }
 
 /* Packets handed to the AF_XDP socket carry the matched entry's index in
- * dst_rank: single- and multi-packet puts, gets; XSK entries do not take
+ * job_key: single- and multi-packet puts, gets; XSK entries do not take
  * room in the host window; use-once XSK entries stay claimed until unlinked. */
 static void xsk_delivery_stamp(void)
 {
@@ -2272,7 +2274,7 @@ static void xsk_delivery_stamp(void)
 	mkpkt(&f, &a, 100, 0, 100, msg);
 	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "single-packet put redirected")) {
 		h = (const void *)(o.b + SPIN_HDR_OFF);
-		ASSERT_EQ(ntohl(h->dst_rank), idx, "dst_rank = matched entry");
+		ASSERT_EQ(ntohl(h->job_key), idx, "job_key = matched entry");
 		ASSERT_EQ(h->op, SPIN_OP_PUT, "still a put");
 		ASSERT_EQ(ntohl(h->msg_id), a.msg_id, "same message");
 		ASSERT_MEM(o.b + SPIN_PAY_OFF, msg, 100, "payload untouched");
@@ -2286,7 +2288,7 @@ static void xsk_delivery_stamp(void)
 		mkpkt(&f, &a, sizeof(msg), off, l, msg);
 		if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "packet of a multi-packet put redirected")) {
 			h = (const void *)(o.b + SPIN_HDR_OFF);
-			ASSERT_EQ(ntohl(h->dst_rank), idx, "multi-packet: dst_rank = matched entry");
+			ASSERT_EQ(ntohl(h->job_key), idx, "multi-packet: job_key = matched entry");
 			ASSERT_EQ(ntohl(h->pkt_off), off, "pkt_off kept");
 		}
 	}
@@ -2300,7 +2302,7 @@ static void xsk_delivery_stamp(void)
 		mkpkt(&f, &g, 64, 0, 0, nothing);
 		if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "get redirected")) {
 			h = (const void *)(o.b + SPIN_HDR_OFF);
-			ASSERT_EQ(ntohl(h->dst_rank), ig, "get: dst_rank = matched entry");
+			ASSERT_EQ(ntohl(h->job_key), ig, "get: job_key = matched entry");
 			ASSERT_EQ(h->op, SPIN_OP_GET, "still a get");
 		}
 	}
@@ -2309,8 +2311,8 @@ static void xsk_delivery_stamp(void)
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, 64, 0, 64, msg);
 	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "use-once XSK entry"))
-		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->dst_rank), iu,
-			  "use-once: dst_rank");
+		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->job_key), iu,
+			  "use-once: job_key");
 	spin_me_get(rt, iu, &me);
 	ASSERT_EQ(me.state, SPIN_ME_CLAIMED, "use-once XSK entry claimed");
 	a.msg_id = next_id++;
@@ -2428,7 +2430,7 @@ static void atomics(void)
 	}
 	ASSERT_EQ(stats().nacks_sent, 5, "nacks_sent");
 
-	/* with a socket: handed over, dst_rank = the entry */
+	/* with a socket: handed over, job_key = the entry */
 	x = xsk_on_queue0();
 	if (!x)
 		T_SKIP("cannot open an AF_XDP socket");
@@ -2438,7 +2440,7 @@ static void atomics(void)
 	mkpkt(&f, &a, 8, 0, 8, opnd);
 	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "atomic to the socket")) {
 		h = (const void *)(o.b + SPIN_HDR_OFF);
-		ASSERT_EQ(ntohl(h->dst_rank), ip, "atomic: dst_rank = entry");
+		ASSERT_EQ(ntohl(h->job_key), ip, "atomic: job_key = entry");
 		ASSERT_EQ(h->op, SPIN_OP_ATOMIC, "op kept");
 		ASSERT_MEM(o.b + SPIN_PAY_OFF, opnd, 8, "operand kept");
 	}
@@ -2447,14 +2449,14 @@ static void atomics(void)
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, 8, 0, 8, opnd);
 	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "fetch to the socket"))
-		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->dst_rank), ib,
-			  "fetch: dst_rank = entry");
+		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->job_key), ib,
+			  "fetch: job_key = entry");
 	a.match_bits = 0xa3;
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, 8, 0, 8, opnd);
 	if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "fetch to a use-once entry"))
-		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->dst_rank), iu,
-			  "use-once: dst_rank = entry");
+		ASSERT_EQ(ntohl(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->job_key), iu,
+			  "use-once: job_key = entry");
 	spin_me_get(rt, iu, &me);
 	ASSERT_EQ(me.state, SPIN_ME_CLAIMED, "use-once entry claimed by the fetch");
 	ASSERT_EQ(stats().to_xsk, 3, "to_xsk");
@@ -2887,6 +2889,74 @@ static void peer_source(void)
 	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 5, "no more bad_peer");
 }
 
+/*
+ * A runtime with a job key takes only packets that carry it (bad_key, for
+ * every op, before anything else), and what it sends carries it.
+ */
+#define T_KEY 0x5eed1234u
+static void job_key(void)
+{
+	struct spin_me_spec s = spec(0, 0x62, 64);
+	struct spin_msg_args a = margs(0, 0, 0x62);
+	struct spin_cfg *cfg = cfg_map();
+	const struct spin_hdr *h;
+	uint8_t msg[64];
+	struct spin_me me;
+	struct fr f, o;
+	int idx;
+
+	reset();
+	fill(msg, sizeof(msg), 22);
+	s.options |= SPIN_ME_OP_GET;
+	idx = me_add(&s);
+	if (idx < 0 || !cfg)
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0, 64);
+	__atomic_store_n(&cfg->job_key, T_KEY, __ATOMIC_SEQ_CST);
+
+	a.msg_id = next_id++;					/* no key */
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put without the key");
+	a.job_key = T_KEY + 1;					/* another job's */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	a.op = SPIN_OP_ACK;					/* forged ack */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 0, 0, 0, msg);
+	run(&f, NULL);
+	a.op = SPIN_OP_GET;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 0, msg);
+	ASSERT_EQ(run(&f, &o), XDP_DROP, "get with another key: no reply");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_KEY), 4, "bad_key");
+	ASSERT_EQ(events().n, 0, "no events");
+	ASSERT_EQ(stats().acks_received + stats().replies_sent + stats().msgs, 0,
+		  "nothing accepted");
+	ASSERT_MEM(host + me.host_off, (uint8_t[64]){ 0 }, 64, "window untouched");
+
+	/* the job's key: the put lands, the get's reply carries the key */
+	a.job_key = T_KEY;
+	a.op = SPIN_OP_PUT;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_MEM(host + me.host_off, msg, 64, "put with the key deposited");
+	ASSERT_EQ(events().n, 1, "its event");
+	a.op = SPIN_OP_GET;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 0, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "get with the key answered")) {
+		h = (const void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(h->op, SPIN_OP_REPLY, "a reply");
+		ASSERT_EQ(ntohl(h->job_key), T_KEY, "the reply carries the key");
+	}
+	ASSERT_EQ(drops(SPIN_DROP_BAD_KEY), 4, "no more bad_key");
+	__atomic_store_n(&cfg->job_key, 0, __ATOMIC_SEQ_CST);
+	events();
+}
+
 static void amo_no_socket_keeps_use_once(void)
 {
 	struct spin_me_spec su = spec(0, 0xb3, 64);
@@ -3002,5 +3072,6 @@ int main(int argc, char **argv)
 	RUN_TEST(stale_message_entry);
 	RUN_TEST(amo_no_socket_keeps_use_once);
 	RUN_TEST(peer_source);
+	RUN_TEST(job_key);
 	return t_summary();
 }

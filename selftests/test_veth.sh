@@ -329,6 +329,28 @@ t_peer_source() {
 	wait_stats '"msgs_completed":1,' || fail "an open runtime refused a put"
 }
 
+t_job_key() {
+	# a runtime attached with a job key takes only packets that carry it;
+	# spin_sock senders (spinctl send) take theirs from $SPIN_JOB_KEY
+	attach_srv key 0x5eed1234
+	S "$SPINCTL" status veth0 | grep -q "job key set" || fail "status does not say the key is set"
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 1 len 4096 >/dev/null
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 >/dev/null
+	C env SPIN_JOB_KEY=0x5eed1235 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 3000 rank 0 >/dev/null
+	wait_stats '"bad_key":4[,}]' || fail "bad_key != 4 (no key: 1 packet, another key: 3)"
+	stats_grep '"msgs":0,' || fail "a packet without the key was taken"
+	C env SPIN_JOB_KEY=0x5eed1234 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 3000 rank 0 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "the job's own put was not taken"
+	# a malformed key: one line naming the variable, usage exit code
+	local rc=0
+	C env SPIN_JOB_KEY=0x5eed_1234 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 8 rank 0 \
+		>/dev/null 2>"$LOG/badkey" || rc=$?
+	[ "$rc" = 2 ] && grep -q "SPIN_JOB_KEY '0x5eed_1234'" "$LOG/badkey" ||
+		fail "bad SPIN_JOB_KEY: exit $rc, $(cat "$LOG/badkey")"
+}
+
 # ------------------------------------------------- jobs: ranks and peers --
 #
 # The job is the three namespaces: rank 0 = CLI (10.77.1.1), rank 1 = SRV
@@ -753,6 +775,7 @@ run_test send_reply t_send_reply
 run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
 run_test peer_source t_peer_source
+run_test job_key t_job_key
 run_test ack t_ack
 run_test get t_get
 run_test job_rank_by_address t_job_rank_by_address

@@ -340,7 +340,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	sh->seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
 	sh->src_rank = bpf_htonl(cfg->my_rank);
 	sh->src_pid = bpf_htonl(cfg->my_pid);
-	sh->dst_rank = bpf_htonl(rank);
+	sh->job_key = bpf_htonl(cfg->job_key);
 	sh->msg_id = bpf_htonl(id);
 	sh->match_bits = bpf_cpu_to_be64(r->match_bits);
 	sh->msg_len = bpf_htonl(len);

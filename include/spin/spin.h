@@ -70,6 +70,7 @@ struct spin_attach_opts {
 	bool open;		/* accept packets from any source address (no
 				 * check against the peer table): insecure,
 				 * for a runtime without peers */
+	uint32_t job_key;	/* 0: none; else packets must carry it */
 	const char *obj_path;	/* runtime object, NULL: installed default */
 };
 
@@ -233,6 +234,9 @@ struct spin_msg_args {
 	uint64_t user_hdr[4];
 	uint16_t seg_size;	/* 0: SPIN_MAX_SEG */
 	uint16_t flags;
+	uint32_t job_key;	/* the job's key (wire.h), 0: none.  AF_XDP
+				 * sends use the runtime's; spin_sock sends
+				 * this, or $SPIN_JOB_KEY if it is 0 */
 };
 
 /* Fill a wire header for the packet at pkt_off of a message. */
@@ -335,6 +339,12 @@ int spin_job_peers(struct spin_rt *rt, const struct spin_job *j);
  * dir is a directory all ranks share (SPIN_RENDEZVOUS for PtlNIInit). */
 int spin_job_rendezvous(struct spin_job *j, const char *dir, struct in_addr my_ip, int timeout_ms);
 void spin_job_free(struct spin_job *j);
+/* A job key (wire.h): "0x" and 1 to 8 hex digits, or a decimal number
+ * without leading zeros; 1 to 0xffffffff.  0 or -SPIN_EUSAGE. */
+int spin_job_key_parse(const char *s, uint32_t *key);
+/* $SPIN_JOB_KEY: 0 and *key = 0 if unset or empty, 0 and the key, or
+ * -SPIN_EUSAGE (the error names the variable and the form). */
+int spin_job_key_env(uint32_t *key);
 
 #ifdef __cplusplus
 }

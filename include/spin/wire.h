@@ -70,8 +70,16 @@ enum spin_op {
  *
  * Delivery to an AF_XDP socket: for every packet the runtime hands to the
  * owning process's AF_XDP socket because its entry has SPIN_ME_XSK (puts,
- * gets, atomics), dst_rank is overwritten with the index of the matched
- * entry in spin_me (the process cannot see the match otherwise).
+ * gets, atomics), job_key (checked by then) is overwritten with the index
+ * of the matched entry in spin_me (the process cannot see the match
+ * otherwise).
+ *
+ * Job key: a runtime attached with a key (spin_cfg.job_key, not 0; the
+ * attach option key, or SPIN_JOB_KEY when a Portals process attaches)
+ * takes only packets whose job_key is that key (else bad_key), and every
+ * packet it or a process on it sends carries it.  Like an InfiniBand
+ * Q_Key: 32 bits that a host outside the job does not know; not a
+ * cryptographic check (a host on the path sees it).
  *
  * Negative acknowledgements: a PUT or ATOMIC with SPIN_F_ACK_REQ, and every
  * GET and FETCH, that the target cannot deliver (portal index not allocated
@@ -111,7 +119,8 @@ struct spin_hdr {
 	__be16	seg_size;	/* payload bytes per packet (last may be short) */
 	__be32	src_rank;	/* initiator: logical rank */
 	__be32	src_pid;	/* initiator: Portals pid */
-	__be32	dst_rank;	/* target: logical rank (informational) */
+	__be32	job_key;	/* the job's key (spin_cfg.job_key), 0: none;
+				 * see "Job key" above */
 	__be32	msg_id;		/* per-initiator message id, never 0 */
 	__be64	match_bits;
 	__be32	msg_len;	/* total message length in bytes */
@@ -197,7 +206,8 @@ enum spin_hslot {
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)") \
 	X(ME_GONE,	"me_gone",	"the message's match entry was unlinked or replaced") \
 	X(BAD_PEER,	"bad_peer",	"source address is not the peer table's for the claimed rank") \
-	X(SRC_QUOTA,	"src_quota",	"the source rank has its share of the message table in flight")
+	X(SRC_QUOTA,	"src_quota",	"the source rank has its share of the message table in flight") \
+	X(BAD_KEY,	"bad_key",	"the packet does not carry the runtime's job key")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -274,7 +284,8 @@ struct spin_cfg {
 				 * is behind, so a wake-up must be forced (the
 				 * ring wakes only a reader that caught up);
 				 * cleared by the reader before it consumes */
-	__u32	pad;
+	__u32	job_key;	/* 0: none; else packets must carry it (host
+				 * order here, network order on the wire) */
 };
 
 /* Portal table entry (spin_pt). */

@@ -238,6 +238,7 @@ static void reply_add(struct replies *q, const struct sockaddr_in *to, uint32_t 
 	};
 	uint32_t i = q->n;
 
+	spin_job_key_env(&a.job_key);	/* the clients' runtimes may want one */
 	spin_hdr_build((struct spin_hdr *)q->buf[i], &a, sizeof(*r), 0);
 	memcpy(q->buf[i] + sizeof(struct spin_hdr), r, sizeof(*r));
 	q->iov[i] = (struct iovec){ q->buf[i], PKT_MAX };
@@ -499,7 +500,8 @@ static int udp_server(int argc, char **argv)
 				bad++;
 				continue;
 			}
-			reply_add(&q, &from[i], ntohl(h.dst_rank), ntohl(h.src_rank), KV_OP_REPLY_HOST | key,
+			/* the server is rank 0: the clients put to it */
+			reply_add(&q, &from[i], 0, ntohl(h.src_rank), KV_OP_REPLY_HOST | key,
 				  be64toh(h.hdr_data), r);
 		}
 		if (q.n)
