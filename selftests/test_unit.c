@@ -2826,6 +2826,33 @@ static void stale_message_entry(void)
  * operation, no GET reply sent to the claimed rank (amplification).  With
  * the attach option open (SPIN_CFG_F_OPEN) the check is off.
  */
+/* A forged ack and get (a's rank and key) from src_ip; a goes back to PUT. */
+static void forged_ack_get(struct spin_msg_args *a, const char *src_ip, const uint8_t *msg)
+{
+	struct fr f, o;
+
+	a->op = SPIN_OP_ACK;
+	a->msg_id = next_id++;
+	mkpkt_from(&f, src_ip, a, 0, 0, 0, msg);
+	run(&f, NULL);
+	a->op = SPIN_OP_GET;
+	a->msg_id = next_id++;
+	mkpkt_from(&f, src_ip, a, 64, 0, 0, msg);
+	ASSERT_EQ(run(&f, &o), XDP_DROP, "forged get: no reply");
+	a->op = SPIN_OP_PUT;
+}
+
+/* n packets dropped for reason, and nothing any of them could do done:
+ * no event, ack, reply or message, entry me's 64-byte window untouched. */
+static void nothing_taken(const struct spin_me *me, int reason, uint64_t n)
+{
+	ASSERT_EQ(drops(reason), n, "refused packets counted");
+	ASSERT_EQ(events().n, 0, "no events");
+	ASSERT_EQ(stats().acks_received + stats().replies_sent + stats().msgs, 0,
+		  "nothing accepted");
+	ASSERT_MEM(host + me->host_off, (uint8_t[64]){ 0 }, 64, "window untouched");
+}
+
 static void peer_source(void)
 {
 	struct spin_me_spec s = spec(0, 0x61, 64);
@@ -2833,7 +2860,7 @@ static void peer_source(void)
 	struct spin_cfg *cfg = cfg_map();
 	uint8_t msg[64];
 	struct spin_me me;
-	struct fr f, o;
+	struct fr f;
 	int idx;
 
 	reset();
@@ -2857,19 +2884,8 @@ static void peer_source(void)
 	mkpkt(&f, &a, 64, 0, 64, msg);				/* its address, another MAC */
 	f.b[11] ^= 0x40;
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put from its address but another MAC");
-	a.op = SPIN_OP_ACK;					/* forged ack */
-	a.msg_id = next_id++;
-	mkpkt_from(&f, "10.77.9.9", &a, 0, 0, 0, msg);
-	run(&f, NULL);
-	a.op = SPIN_OP_GET;					/* forged get */
-	a.msg_id = next_id++;
-	mkpkt_from(&f, "10.77.9.9", &a, 64, 0, 0, msg);
-	ASSERT_EQ(run(&f, &o), XDP_DROP, "get from another address: no reply");
-	ASSERT_EQ(drops(SPIN_DROP_BAD_PEER), 5, "bad_peer");
-	ASSERT_EQ(events().n, 0, "no events");
-	ASSERT_EQ(stats().acks_received + stats().replies_sent + stats().msgs, 0,
-		  "nothing accepted");
-	ASSERT_MEM(host + me.host_off, (uint8_t[64]){ 0 }, 64, "window untouched");
+	forged_ack_get(&a, "10.77.9.9", msg);
+	nothing_taken(&me, SPIN_DROP_BAD_PEER, 5);
 
 	/* the real rank 0 */
 	a.op = SPIN_OP_PUT;
@@ -2922,19 +2938,8 @@ static void job_key(void)
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, 64, 0, 64, msg);
 	run(&f, NULL);
-	a.op = SPIN_OP_ACK;					/* forged ack */
-	a.msg_id = next_id++;
-	mkpkt(&f, &a, 0, 0, 0, msg);
-	run(&f, NULL);
-	a.op = SPIN_OP_GET;
-	a.msg_id = next_id++;
-	mkpkt(&f, &a, 64, 0, 0, msg);
-	ASSERT_EQ(run(&f, &o), XDP_DROP, "get with another key: no reply");
-	ASSERT_EQ(drops(SPIN_DROP_BAD_KEY), 4, "bad_key");
-	ASSERT_EQ(events().n, 0, "no events");
-	ASSERT_EQ(stats().acks_received + stats().replies_sent + stats().msgs, 0,
-		  "nothing accepted");
-	ASSERT_MEM(host + me.host_off, (uint8_t[64]){ 0 }, 64, "window untouched");
+	forged_ack_get(&a, "10.77.9.2", msg);
+	nothing_taken(&me, SPIN_DROP_BAD_KEY, 4);
 
 	/* the job's key: the put lands, the get's reply carries the key */
 	a.job_key = T_KEY;
