@@ -45,6 +45,7 @@ run_suite veth selftests/test_veth.sh
 run_suite spinctl selftests/test_spinctl.sh
 run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
+run_suite impair selftests/test_impair.sh
 # every sample with an integration test (samples/<name>/test.sh)
 for t in samples/*/test.sh; do
 	[ -e "$t" ] || continue

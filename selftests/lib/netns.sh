@@ -134,6 +134,33 @@ spin_ns_xdp_pass() {
 	ip -n "$1" link set dev "$2" xdpdrv obj "$top/selftests/progs/xdp_pass.bpf.o" sec xdp
 }
 
+# spin_ns_impair NS_A IP_A NS_B IP_B NS_M DIR: NS_A's veth0 (IP_A/24) and
+# NS_B's veth0 (IP_B/24) on one link that runs through the relay namespace
+# NS_M, whose ends are "a" (towards NS_A) and "b".  selftests/impair passes
+# every frame from one end to the other, impaired as
+# `nsx NS_M selftests/impair set DIR a|b drop PPM dup PPM corrupt PPM` says
+# for frames arriving at that end (a: from NS_A); its pins go in DIR, which
+# the caller removes.  Namespaces are made if needed.
+spin_ns_impair() {
+	local nsa=$1 ipa=$2 nsb=$3 ipb=$4 nsm=$5 dir=$6 top ns
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	for ns in "$nsa" "$nsb" "$nsm"; do
+		ip netns list | grep -qw "^$ns" || spin_ns_add "$ns" || return 1
+	done
+	ip link add veth0 netns "$nsa" type veth peer name a netns "$nsm" || return 1
+	ip link add veth0 netns "$nsb" type veth peer name b netns "$nsm" || return 1
+	ip -n "$nsa" addr add "$ipa/24" dev veth0
+	ip -n "$nsb" addr add "$ipb/24" dev veth0
+	for ns in "$nsa" "$nsb"; do
+		ip -n "$ns" link set veth0 up
+		nsx "$ns" ethtool -K veth0 gro on tx off >/dev/null 2>&1
+	done
+	ip -n "$nsm" link set dev a up && ip -n "$nsm" link set dev b up || return 1
+	# frames the outer ends send with XDP_TX arrive at a and b
+	spin_ns_xdp_pass "$nsm" a && spin_ns_xdp_pass "$nsm" b || return 1
+	mkdir -p "$dir" && nsx "$nsm" "$top/selftests/impair" attach a b "$dir"
+}
+
 # spin_ns_mac NS IF: print the MAC address of IF in NS.
 spin_ns_mac() {
 	ip -n "$1" -o link show "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'
