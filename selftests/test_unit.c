@@ -2826,6 +2826,37 @@ static void stale_message_entry(void)
  * operation, no GET reply sent to the claimed rank (amplification).  With
  * the attach option open (SPIN_CFG_F_OPEN) the check is off.
  */
+/* After a reset, entry s taking puts and gets with its 64-byte window
+ * cleared (*me), and msg[64] filled from seed.  Its index or -1. */
+static int checked_entry(struct spin_me_spec *s, uint8_t msg[64], int seed, struct spin_me *me)
+{
+	int idx;
+
+	reset();
+	fill(msg, 64, seed);
+	s->options |= SPIN_ME_OP_GET;
+	idx = me_add(s);
+	if (idx < 0)
+		return -1;
+	spin_me_get(rt, idx, me);
+	memset(host + me->host_off, 0, 64);
+	return idx;
+}
+
+/* A 64-byte put of msg as a (from the peer table's address) is deposited
+ * into me's window, with one event. */
+static void put_lands(struct spin_msg_args *a, const struct spin_me *me, const uint8_t *msg)
+{
+	struct fr f;
+
+	a->op = SPIN_OP_PUT;
+	a->msg_id = next_id++;
+	mkpkt(&f, a, 64, 0, 64, msg);
+	run(&f, NULL);
+	ASSERT_MEM(host + me->host_off, msg, 64, "the put deposited");
+	ASSERT_EQ(events().n, 1, "its event");
+}
+
 /* A forged ack and get (a's rank and key) from src_ip; a goes back to PUT. */
 static void forged_ack_get(struct spin_msg_args *a, const char *src_ip, const uint8_t *msg)
 {
@@ -2863,14 +2894,9 @@ static void peer_source(void)
 	struct fr f;
 	int idx;
 
-	reset();
-	fill(msg, sizeof(msg), 21);
-	s.options |= SPIN_ME_OP_GET;
-	idx = me_add(&s);
+	idx = checked_entry(&s, msg, 21, &me);
 	if (idx < 0 || !cfg)
 		return;
-	spin_me_get(rt, idx, &me);
-	memset(host + me.host_off, 0, 64);
 
 	a.msg_id = next_id++;
 	mkpkt_from(&f, "10.77.9.9", &a, 64, 0, 64, msg);	/* rank 0, not its address */
@@ -2887,13 +2913,7 @@ static void peer_source(void)
 	forged_ack_get(&a, "10.77.9.9", msg);
 	nothing_taken(&me, SPIN_DROP_BAD_PEER, 5);
 
-	/* the real rank 0 */
-	a.op = SPIN_OP_PUT;
-	a.msg_id = next_id++;
-	mkpkt(&f, &a, 64, 0, 64, msg);
-	run(&f, NULL);
-	ASSERT_MEM(host + me.host_off, msg, 64, "put from the peer's address deposited");
-	ASSERT_EQ(events().n, 1, "its event");
+	put_lands(&a, &me, msg);	/* the real rank 0 */
 
 	/* open: no check */
 	__atomic_or_fetch(&cfg->flags, SPIN_CFG_F_OPEN, __ATOMIC_SEQ_CST);
@@ -2921,14 +2941,9 @@ static void job_key(void)
 	struct fr f, o;
 	int idx;
 
-	reset();
-	fill(msg, sizeof(msg), 22);
-	s.options |= SPIN_ME_OP_GET;
-	idx = me_add(&s);
+	idx = checked_entry(&s, msg, 22, &me);
 	if (idx < 0 || !cfg)
 		return;
-	spin_me_get(rt, idx, &me);
-	memset(host + me.host_off, 0, 64);
 	__atomic_store_n(&cfg->job_key, T_KEY, __ATOMIC_SEQ_CST);
 
 	a.msg_id = next_id++;					/* no key */
@@ -2943,12 +2958,7 @@ static void job_key(void)
 
 	/* the job's key: the put lands, the get's reply carries the key */
 	a.job_key = T_KEY;
-	a.op = SPIN_OP_PUT;
-	a.msg_id = next_id++;
-	mkpkt(&f, &a, 64, 0, 64, msg);
-	run(&f, NULL);
-	ASSERT_MEM(host + me.host_off, msg, 64, "put with the key deposited");
-	ASSERT_EQ(events().n, 1, "its event");
+	put_lands(&a, &me, msg);
 	a.op = SPIN_OP_GET;
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, 64, 0, 0, msg);
