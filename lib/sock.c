@@ -65,6 +65,7 @@
 struct spin_sock {
 	int fd;
 	uint16_t port;
+	uint32_t job_key;		/* $SPIN_JOB_KEY at open, 0: none */
 	struct spin_reasm ra;		/* spin_sock_recv_msg's messages */
 	uint8_t rxbuf[UDP_MAX_PAYLOAD + 1];
 };
@@ -181,11 +182,14 @@ int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	struct spin_sock *s;
+	uint32_t key;
 	int fd, err;
 
 	if (!out)
 		return spin_seterr(SPIN_EUSAGE, "spin_sock_open: out is NULL");
 	*out = NULL;
+	if ((err = spin_job_key_env(&key)))
+		return err;
 	if (bind_ip && *bind_ip && inet_pton(AF_INET, bind_ip, &sa.sin_addr) != 1)
 		return spin_seterr(SPIN_EUSAGE,
 				    "spin_sock_open: '%s' is not an IPv4 address", bind_ip);
@@ -217,6 +221,7 @@ int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out)
 	if (!getsockname(fd, (struct sockaddr *)&sa, &sl))
 		port = ntohs(sa.sin_port);
 	s->fd = fd;
+	s->job_key = key;
 	s->port = port;
 	s->ra.who = "spin_sock_recv_msg";
 	s->ra.remember_done = true;
@@ -283,8 +288,8 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 	args.seg_size = seg;
 	if (!args.msg_id)
 		args.msg_id = spin_next_msg_id();
-	if (!args.job_key && (err = spin_job_key_env(&args.job_key)))
-		return err;
+	if (!args.job_key)
+		args.job_key = s->job_key;
 	npkts = spin_npkts(len, seg);
 	if ((err = spin_check_order("spin_sock_send", order, npkts)))
 		return err;
@@ -353,8 +358,8 @@ int spin_sock_send_get(struct spin_sock *s, const struct sockaddr_in *dst,
 	args.op = SPIN_OP_GET;
 	if (!args.msg_id)
 		args.msg_id = spin_next_msg_id();
-	if (!args.job_key && spin_job_key_env(&args.job_key))
-		return -SPIN_EUSAGE;
+	if (!args.job_key)
+		args.job_key = s->job_key;
 	spin_hdr_build(&h, &args, length, 0);
 	for (;;) {
 		n = sendto(s->fd, &h, sizeof(h), 0, (const struct sockaddr *)dst, sizeof(*dst));

@@ -236,7 +236,8 @@ struct spin_msg_args {
 	uint16_t flags;
 	uint32_t job_key;	/* the job's key (wire.h), 0: none.  AF_XDP
 				 * sends use the runtime's; spin_sock sends
-				 * this, or $SPIN_JOB_KEY if it is 0 */
+				 * this, or if it is 0 $SPIN_JOB_KEY as it
+				 * was at spin_sock_open */
 };
 
 /* Fill a wire header for the packet at pkt_off of a message. */

@@ -201,6 +201,7 @@ static struct kv_rec *store_set(struct store *s, struct cache *c, const struct k
 
 struct replies {
 	int fd;
+	uint32_t job_key;		/* $SPIN_JOB_KEY: the clients' runtimes may want one */
 	uint32_t n;
 	uint8_t buf[BATCH][PKT_MAX];
 	struct iovec iov[BATCH];
@@ -238,7 +239,7 @@ static void reply_add(struct replies *q, const struct sockaddr_in *to, uint32_t 
 	};
 	uint32_t i = q->n;
 
-	spin_job_key_env(&a.job_key);	/* the clients' runtimes may want one */
+	a.job_key = q->job_key;
 	spin_hdr_build((struct spin_hdr *)q->buf[i], &a, sizeof(*r), 0);
 	memcpy(q->buf[i] + sizeof(struct spin_hdr), r, sizeof(*r));
 	q->iov[i] = (struct iovec){ q->buf[i], PKT_MAX };
@@ -355,6 +356,8 @@ static int server(int argc, char **argv)
 	s.q.fd = udp_socket(INADDR_ANY, 0);
 	if (s.q.fd < 0)
 		return perror("kvstore: socket"), 1;
+	if (spin_job_key_env(&s.q.job_key))
+		return fprintf(stderr, "kvstore: %s\n", spin_errmsg()), 2;
 	sample_obj_path("kvstore.bpf.o", obj, sizeof(obj));
 	rc = spin_handler_load(s.rt, obj, "kvstore");
 	if (rc < 0) {
@@ -459,6 +462,8 @@ static int udp_server(int argc, char **argv)
 		return perror("kvstore: udp socket"), 1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	q.fd = fd;
+	if (spin_job_key_env(&q.job_key))
+		return fprintf(stderr, "kvstore: %s\n", spin_errmsg()), 2;
 	store_init(&st, nkeys);
 	store_load(&st, NULL, nkeys);
 	printf("kvstore udp server on %s:%u: %llu keys: ready\n", argv[0], port,
