@@ -27,6 +27,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#define SPIN_RT_SACK	/* this program builds SACKs (rt_common.bpf.h) */
 #include <spin/rt_common.bpf.h>
 
 #define CLOCK_MONOTONIC	1
@@ -50,10 +51,85 @@ static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 ra
 
 	if (cfg->flags & SPIN_CFG_F_NO_DEDUP)
 		return false;
+	__u32 k = id & (SPIN_DEDUP_SLOTS - 1);
+
 	d = bpf_map_lookup_elem(&spin_dedup, &rank);
 	if (!d)
 		return false;
-	return __sync_lock_test_and_set(&d->id[id & (SPIN_DEDUP_SLOTS - 1)], id) == id;
+	if (__sync_lock_test_and_set(&d->id[k], id) == id)
+		return true;
+	/* the slot is this message's now: nothing recorded yet */
+	d->out[k] = SPIN_DD_OUT(id, SPIN_DD_SEEN, 0, 0);
+	return false;
+}
+
+/* A reliable message refused with SPIN_FAIL_QUEUE_FULL ("not now"): forget
+ * its id, so that the sender's next try is a new message, not a duplicate. */
+static __always_inline void spin_dd_forget(__u32 rank, __u32 id)
+{
+	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+
+	if (d)
+		__sync_val_compare_and_swap(&d->id[id & (SPIN_DEDUP_SLOTS - 1)], id, 0);
+}
+
+/* Hand this frame to the owning process's AF_XDP socket; job_key carries
+ * the matched entry (wire.h). */
+static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st, __u32 mi)
+{
+	struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+	long act;
+
+	if ((void *)(sh + 1) > spin_xdp_end(xdp))
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	sh->job_key = bpf_htonl(mi);
+	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+	if (act != XDP_REDIRECT)
+		return spin_drop(st, SPIN_DROP_NO_XSK);
+	if (st)
+		st->to_xsk++;
+	return act;
+}
+
+/*
+ * A duplicate of message (rank, id), whose id is in the window: a reliable
+ * sender (SPIN_F_REL) sent it again because the answer was lost or late.
+ * A message the runtime finished is answered again from the window (its
+ * ACK or nack; for a multi-packet message only on the packet that asks,
+ * SPIN_F_SACK_REQ, `single` says the message is this one packet); a packet
+ * of a message handed to an AF_XDP socket goes there again (the owning
+ * process keeps its own window and answers).  Everything else is dropped.
+ */
+static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 single)
+{
+	struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+	struct spin_stats *st = spin_stats_get();
+	struct spin_cfg *cfg = spin_cfg_get();
+	__u32 k = id & (SPIN_DEDUP_SLOTS - 1), out, fl, op;
+	struct spin_dedup *d;
+	struct spin_ctx *c;
+
+	if (!st || !cfg || (void *)(sh + 1) > spin_xdp_end(xdp))
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	fl = bpf_ntohs(sh->flags);
+	op = sh->op;
+	d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	if (!(fl & SPIN_F_REL) || !d || d->id[k] != id)
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	out = d->out[k];
+	if (SPIN_DD_OUT_ID(out) != (id & 0xffff))
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	if (SPIN_DD_OUT_STATE(out) == SPIN_DD_XSK)
+		return spin_to_xsk(xdp, st, d->len[k]);
+	if (SPIN_DD_OUT_STATE(out) != SPIN_DD_DONE || !(single || (fl & SPIN_F_SACK_REQ)) ||
+	    (op != SPIN_OP_PUT && op != SPIN_OP_ATOMIC))
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	c = spin_ctx_get();
+	if (!c)
+		return XDP_DROP;
+	spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
+	return spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, id, SPIN_DD_OUT_FAIL(out),
+			   d->len[k], SPIN_DD_OUT_LIST(out));
 }
 
 struct spin_match_q {
@@ -194,6 +270,8 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		return 0;
 	if (status == SPIN_MSG_NEW || status == SPIN_MSG_RUNNING) {
 		spin_drop_count(g->st, SPIN_DROP_MSG_TIMEOUT);
+		/* a reliable sender still trying learns that it failed */
+		spin_dd_note(key->src_rank, key->msg_id, SPIN_DD_DONE, SPIN_FAIL_TIMEOUT, 0, 0);
 		/* only the entry the message matched, if it is still there:
 		 * not one appended in its slot since, nor entry 0 for a
 		 * message that never matched */
@@ -431,7 +509,7 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 	struct spin_put_req *r;
 	struct spin_peer *peer;
 	struct spin_ctx *c;
-	__u32 fail, rank, op;
+	__u32 fail, rank, op, rel;
 
 	spin_drop_count(st, reason);
 	if (reason == SPIN_DROP_NO_XSK)
@@ -452,16 +530,25 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 		spin_flowctrl(st, fc, sh);
 		fail = SPIN_FAIL_PT_DISABLED;
 	}
-	if (sh->pkt_off)
+	rank = bpf_ntohl(sh->src_rank);
+	rel = sh->flags & bpf_htons(SPIN_F_REL);
+	/* reliable: "not now" forgets the message (the sender tries again
+	 * later), any other refusal is its outcome, answered again to a
+	 * retransmission */
+	if (rel && fail == SPIN_FAIL_QUEUE_FULL)
+		spin_dd_forget(rank, bpf_ntohl(sh->msg_id));
+	else if (rel)
+		spin_dd_note(rank, bpf_ntohl(sh->msg_id), SPIN_DD_DONE, fail, 0, 0);
+	/* the packet at offset 0 answers, or (reliable) one that asks */
+	if (sh->pkt_off && !(rel && (sh->flags & bpf_htons(SPIN_F_SACK_REQ))))
 		return XDP_DROP;
 	op = sh->op;
 	if (op == SPIN_OP_PUT || op == SPIN_OP_ATOMIC) {
-		if (!(sh->flags & bpf_htons(SPIN_F_ACK_REQ)))
+		if (!(sh->flags & bpf_htons(SPIN_F_ACK_REQ)) && !rel)
 			return XDP_DROP;
 	} else if (op != SPIN_OP_GET && op != SPIN_OP_FETCH) {
 		return XDP_DROP;
 	}
-	rank = bpf_ntohl(sh->src_rank);
 	peer = bpf_map_lookup_elem(&spin_peers, &rank);
 	c = spin_ctx_get();
 	if (!peer || !peer->valid || !c || !cfg)
@@ -515,6 +602,8 @@ __noinline int spin_default(struct xdp_md *xdp)
 		spin_account(c, m);
 		if (c->done && m)	/* every packet is in: ids catch late duplicates */
 			spin_msg_free(&c->key);
+		/* the process answers a retransmission; it goes there again */
+		spin_dd_note(c->key.src_rank, c->key.msg_id, SPIN_DD_XSK, 0, 0, c->me);
 		if ((void *)(sh + 1) > spin_xdp_end(xdp))
 			return spin_drop(st, SPIN_DROP_MALFORMED);
 		sh->job_key = bpf_htonl(c->me);
@@ -663,7 +752,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	hdr_data = bpf_be64_to_cpu(sh->hdr_data);
 
 	if (spin_dedup_seen(cfg, rank, msg_id))
-		return spin_drop(st, SPIN_DROP_DUPLICATE);
+		return spin_dup(xdp, rank, msg_id, 1);
 	if (spin_events_full())
 		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 	mi = spin_match(pt, &q, c, SPIN_OP_GET);
@@ -678,6 +767,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		/* the owning process answers; job_key tells it the entry */
 		long act;
 
+		spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
 		sh->job_key = bpf_htonl(mi);
 		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
@@ -797,7 +887,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->multi = 0;
 	c->done = 1;
 	if (spin_dedup_seen(cfg, rank, msg_id))
-		return spin_drop(st, SPIN_DROP_DUPLICATE);
+		return spin_dup(xdp, rank, msg_id, 1);
 	if (op == SPIN_OP_FETCH)
 		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
 	else
@@ -811,6 +901,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	sh->job_key = bpf_htonl(mi);
+	spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
 	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 	if (act != XDP_REDIRECT) {
 		/* nobody applies it: a use-once entry this claimed stays
@@ -836,6 +927,12 @@ static __noinline int spin_rx_other(struct xdp_md *xdp, __u32 op, struct spin_st
 		return spin_rx_amo(xdp, op, st, cfg);
 	if (op == SPIN_OP_REPLY)
 		return spin_rx_reply(xdp, st);
+	if (op == SPIN_OP_SACK) {
+		/* for the library that sent the message: its AF_XDP socket */
+		if (st)
+			st->sacks_received++;
+		return spin_rx_reply(xdp, NULL);
+	}
 	return spin_drop(st, SPIN_DROP_BAD_OP);
 }
 
@@ -939,7 +1036,7 @@ int spin_rx(struct xdp_md *xdp)
 	if (pkt_off == 0 && pay_len == msg_len) {
 		/* the whole message in one packet: no message state */
 		if (spin_dedup_seen(cfg, rank, msg_id))
-			return spin_drop(st, SPIN_DROP_DUPLICATE);
+			return spin_dup(xdp, rank, msg_id, 1);
 		if (spin_events_full())
 			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
@@ -1007,12 +1104,18 @@ int spin_rx(struct xdp_md *xdp)
 			 * tombstone for the rest of its packets */
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
-			return spin_drop(st, SPIN_DROP_DUPLICATE);
+			return spin_dup(xdp, rank, msg_id, 0);
 		}
 		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
 		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
 		if (spin_events_full()) {
-			/* refused: the rest of its packets are dropped too */
+			/* refused; a reliable sender tries it again later, as a
+			 * new message */
+			if (sh->flags & bpf_htons(SPIN_F_REL)) {
+				spin_msg_free(&c->key);
+				return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
+			}
+			/* else the rest of its packets are dropped too */
 			m->flags |= SPIN_MSGF_NOMATCH;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
 			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
@@ -1053,16 +1156,30 @@ existing:
 			return spin_drop(st, SPIN_DROP_MSG_TIMEOUT);
 	}
 	if (m->status == SPIN_MSG_DONE)
-		return spin_drop(st, SPIN_DROP_DUPLICATE);
+		return spin_dup(xdp, rank, msg_id, 0);
 	old = __sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
-	if (old & bit)
-		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	c->me = m->me;
 	c->mlength = m->mlength;
 	c->start = m->start;
 	me = bpf_map_lookup_elem(&spin_me, &c->me);
 	if (!me)
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
+	if (sh->flags & bpf_htons(SPIN_F_REL)) {
+		/* a reliable message lives while its packets come */
+		if (!(old & bit))
+			m->deadline = bpf_ktime_get_ns() +
+				      (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
+		else if ((me->options & SPIN_ME_XSK) && m->status != SPIN_MSG_DROP &&
+			 spin_me_same(me, m))
+			/* its process keeps the packets it has: it sorts
+			 * out duplicates (the first copy may have been
+			 * lost at a full ring) */
+			return spin_to_xsk(xdp, st, c->me);
+		else if ((sh->flags & bpf_htons(SPIN_F_SACK_REQ)) && m->status != SPIN_MSG_DROP)
+			return spin_sack(xdp, c, cfg, st, m);
+	}
+	if (old & bit)
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	if (m->status != SPIN_MSG_DROP && !spin_me_same(me, m)) {
 		/* the entry the first packet matched was unlinked (and maybe
 		 * another appended in its slot): the rest of the message goes
@@ -1079,6 +1196,15 @@ existing:
 			spin_msg_free(&c->key);
 		if (m->flags & SPIN_MSGF_NOMATCH)	/* nack if this is packet 0 */
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_MATCH);
+		if ((c->done || (sh->flags & bpf_htons(SPIN_F_SACK_REQ))) &&
+		    (sh->flags & bpf_htons(SPIN_F_REL))) {
+			/* a reliable sender learns that it failed */
+			spin_dd_note(rank, msg_id, SPIN_DD_DONE, SPIN_FAIL_DROPPED, 0, 0);
+			spin_drop_count(st, (m->flags & SPIN_MSGF_ME_GONE) ? SPIN_DROP_ME_GONE :
+					SPIN_DROP_MSG_DROPPED);
+			return spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, msg_id,
+					   SPIN_FAIL_DROPPED, 0, 0);
+		}
 		return spin_drop(st, (m->flags & SPIN_MSGF_ME_GONE) ? SPIN_DROP_ME_GONE :
 				 SPIN_DROP_MSG_DROPPED);
 	}

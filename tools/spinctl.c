@@ -1531,7 +1531,8 @@ static const struct {
 	F(deposited_bytes), F(dma_to_host_bytes), F(dma_from_host_bytes), F(tx_device),
 	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
 	F(acks_received), F(replies_sent), F(replies_received), F(nacks_sent), F(pt_disabled),
-	F(fanout), F(fanout_copies), F(events_quiet), F(wakes_deferred),
+	F(fanout), F(fanout_copies), F(events_quiet), F(wakes_deferred), F(sacks_sent),
+	F(sacks_received),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };

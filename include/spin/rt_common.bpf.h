@@ -327,7 +327,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		/* an ack or a get reply carries the acknowledged message's /
 		 * the get's id and fields */
 		id = r->ack_msg_id;
-		sh->op = r->kind == SPIN_PUT_ACK ? SPIN_OP_ACK : SPIN_OP_REPLY;
+		sh->op = r->kind == SPIN_PUT_ACK ? SPIN_OP_ACK :
+			 r->kind == SPIN_PUT_SACK ? SPIN_OP_SACK : SPIN_OP_REPLY;
 		sh->flags = 0;
 	} else {
 		/* per-CPU id space: no shared cache line on the fast path */
@@ -367,6 +368,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			st->nacks_sent++;	/* a negative ack or reply: refused */
 		else if (r->kind == SPIN_PUT_ACK)
 			st->acks_sent++;
+		else if (r->kind == SPIN_PUT_SACK)
+			st->sacks_sent++;
 		else if (r->kind == SPIN_PUT_REPLY)
 			st->replies_sent++;
 		else
@@ -442,14 +445,129 @@ fail:
 	return verdict;
 }
 
-/* The frame's sender asked for an acknowledgement. */
-static __always_inline bool spin_ack_requested(struct xdp_md *xdp)
+/* The frame's sPIN header flags (SPIN_F_*, host order), 0 if it has none. */
+static __always_inline __u32 spin_hdr_flags(struct xdp_md *xdp)
 {
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
 
-	return (void *)(sh + 1) <= end && (sh->flags & bpf_htons(SPIN_F_ACK_REQ));
+	return (void *)(sh + 1) <= end ? bpf_ntohs(sh->flags) : 0;
 }
+
+/* Record in message (rank, id)'s duplicate-window slot what became of it
+ * (wire.h, struct spin_dedup), if the slot is still the message's. */
+static __always_inline void spin_dd_note(__u32 rank, __u32 id, __u32 state, __u32 fail,
+					 __u32 list, __u32 len)
+{
+	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	__u32 k = id & (SPIN_DEDUP_SLOTS - 1);
+
+	if (!d || d->id[k] != id)
+		return;
+	d->len[k] = len;
+	d->out[k] = SPIN_DD_OUT(id, state, fail, list);
+}
+
+/* Turn this frame into an answer to the reliable message (rank, id) it
+ * belongs to: an ACK (kind SPIN_PUT_ACK; a nack if fail is one) or a SACK
+ * (SPIN_PUT_SACK, len bitmap bytes in c->scratch), wire.h. */
+static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
+				       struct spin_cfg *cfg, struct spin_stats *st, __u32 kind,
+				       __u32 len, __u32 rank, __u32 id, __u32 fail, __u32 mlength,
+				       __u32 list)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_put_req *r = &c->put[0];
+
+	if ((void *)(sh + 1) > end)
+		return XDP_DROP;
+	r->kind = kind;
+	r->len = len;
+	r->src = len ? SPIN_SRC_SCRATCH : SPIN_SRC_PACKET;
+	r->src_off = SPIN_PAY_OFF;
+	r->target_rank = rank;
+	r->match_bits = bpf_be64_to_cpu(sh->match_bits);
+	r->remote_off = bpf_be64_to_cpu(sh->remote_off);
+	r->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
+	r->user_ptr = 0;
+	r->ack_req = 0;
+	r->ct = 0;
+	r->ack_msg_id = id;
+	r->ack_fail = fail;
+	r->ack_mlength = mlength;
+	r->ack_list = list;
+	r->pad = 0;
+	return spin_do_put(xdp, c, cfg, st, r);
+}
+
+#ifdef SPIN_RT_SACK
+/* SACKs are built by the runtime program only: a call from a handler
+ * program would add a stack frame to handlers that use all 512 bytes.  A
+ * handler entry's message gets its SACK when the packet that asks is a
+ * duplicate (spin_rx), at worst one retransmission timer later. */
+struct spin_sack_q {
+	struct spin_msg *m;
+	struct spin_ctx *c;
+	__u32 npkts, nwords, w0, n;
+};
+
+/* bpf_loop: stop at the first bitmap word with a gap (w0) */
+static int spin_sack_gap_cb(__u32 w, struct spin_sack_q *q)
+{
+	__u32 left = q->npkts - w * 64;
+	__u64 full = left >= 64 ? ~0ull : (1ull << (left & 63)) - 1;
+
+	q->w0 = w;
+	if (w >= q->nwords)
+		return 1;
+	return q->m->bitmap[w & (SPIN_BITMAP_WORDS - 1)] != full;
+}
+
+/* bpf_loop: copy bitmap word w0 + i into the SACK's payload */
+static int spin_sack_copy_cb(__u32 i, struct spin_sack_q *q)
+{
+	__u32 w = q->w0 + i, n = q->n;
+
+	if (w >= q->nwords || n > SPIN_MAX_SEG - 8)
+		return 1;
+	*(__u64 *)(q->c->scratch + n) = q->m->bitmap[w & (SPIN_BITMAP_WORDS - 1)];
+	q->n = n + 8;
+	return 0;
+}
+
+/*
+ * A reliable message is still incomplete after a packet that asked
+ * (SPIN_F_SACK_REQ): turn this frame into a SACK (wire.h) to its sender
+ * with the message's packet bitmap from the first word with a gap on.
+ * Out of line: it runs once per loss, not per packet.
+ */
+static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct spin_cfg *cfg,
+				struct spin_stats *st, struct spin_msg *m)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_sack_q q = {};
+	__u32 seg;
+
+	if (!c || !m || !cfg || (void *)(sh + 1) > end)
+		return XDP_DROP;
+	seg = bpf_ntohs(sh->seg_size);
+	if (!seg)
+		return XDP_DROP;
+	q.m = m;
+	q.c = c;
+	q.npkts = (m->msg_len + seg - 1) / seg;
+	q.nwords = (q.npkts + 63) / 64;
+	q.w0 = SPIN_BITMAP_WORDS;
+	bpf_loop(SPIN_BITMAP_WORDS, spin_sack_gap_cb, &q, 0);
+	if (q.w0 >= q.nwords)
+		return XDP_DROP;	/* complete meanwhile: its ACK goes out */
+	bpf_loop(SPIN_BITMAP_WORDS, spin_sack_copy_cb, &q, 0);
+	return spin_answer(xdp, c, cfg, st, SPIN_PUT_SACK, q.n, c->key.src_rank, c->key.msg_id,
+			   0, q.npkts, q.w0);
+}
+#endif /* SPIN_RT_SACK */
 
 /*
  * Everything after the handlers: counters, the completion event, use-once
@@ -460,7 +578,8 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 					  struct spin_stats *st, struct spin_cfg *cfg)
 {
 	struct spin_me *me;
-	__u32 k = c->me;
+	__u32 k = c->me, fl = spin_hdr_flags(xdp);
+	__u32 fail = c->msg_dropped ? SPIN_FAIL_DROPPED : c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK;
 	int verdict = XDP_DROP;
 
 	if (c->drop_reason) {
@@ -493,38 +612,34 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if ((me->options & SPIN_ME_USE_ONCE) &&
 		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
 			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
+		/* a retransmission of it is answered from the window */
+		spin_dd_note(c->key.src_rank, c->key.msg_id, SPIN_DD_DONE, fail, me->list,
+			     c->mlength);
 	}
 	/* the message is complete: its state goes now (a late duplicate
 	 * packet is caught by the per-source id window when it arrives) */
 	if (c->done && c->multi)
 		spin_msg_free(&c->key);
 	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped) {
-		if (c->done && spin_ack_requested(xdp))
+		/* a reliable sender gets its ack when it retransmits: the
+		 * duplicate is answered from the window */
+		if (c->done && (fl & SPIN_F_ACK_REQ))
 			spin_drop_count(st, SPIN_DROP_ACK_LOST);
 		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
 		if (c->n_puts > 1 && verdict != XDP_DROP)
 			verdict = spin_fanout(xdp, c, cfg, st, verdict);
-	} else if (c->done && !c->msg_dropped && me && spin_ack_requested(xdp)) {
+	} else if (c->done && me &&
+		   ((fl & SPIN_F_REL) || ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {
 		/* the completing packet becomes the acknowledgement */
-		struct spin_put_req *r = &c->put[0];
-		void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
-		const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+		verdict = spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
+				      c->key.msg_id, fail, c->mlength, me->list);
+#ifdef SPIN_RT_SACK
+	} else if (!c->done && c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ)) {
+		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 
-		if ((void *)(sh + 1) > end)
-			return XDP_DROP;
-		r->kind = SPIN_PUT_ACK;
-		r->len = 0;
-		r->src = SPIN_SRC_PACKET;
-		r->src_off = SPIN_PAY_OFF;
-		r->target_rank = c->key.src_rank;
-		r->match_bits = bpf_be64_to_cpu(sh->match_bits);
-		r->remote_off = bpf_be64_to_cpu(sh->remote_off);
-		r->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
-		r->ack_msg_id = c->key.msg_id;
-		r->ack_fail = c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK;
-		r->ack_mlength = c->mlength;
-		r->ack_list = me->list;
-		verdict = spin_do_put(xdp, c, cfg, st, r);
+		if (m)
+			verdict = spin_sack(xdp, c, cfg, st, m);
+#endif
 	}
 	return verdict;
 }

@@ -28,6 +28,8 @@ enum spin_op {
 	SPIN_OP_ATOMIC	= 5,	/* Portals atomic: combine the payload into the target */
 	SPIN_OP_FETCH	= 6,	/* Portals fetch-atomic or swap: as ATOMIC, and the
 				 * target's old bytes come back in a REPLY */
+	SPIN_OP_SACK	= 7,	/* selective ack of a reliable message's packets
+				 * (SPIN_F_REL), see "Reliable delivery" below */
 	SPIN_OP_MAX,
 };
 
@@ -35,6 +37,36 @@ enum spin_op {
 #define SPIN_F_ACK_REQ		0x0001	/* initiator wants an ack */
 #define SPIN_F_FROM_DEVICE	0x0002	/* sent by a handler (put from device) */
 #define SPIN_F_FROM_HOST	0x0004	/* sent by a handler (put from host) */
+#define SPIN_F_REL		0x0008	/* reliable: the initiator retransmits until the
+					 * target acknowledges (see below) */
+#define SPIN_F_SACK_REQ		0x0010	/* reliable: answer with a SACK if the message is
+					 * still incomplete after this packet */
+
+/*
+ * Reliable delivery (SPIN_F_REL; docs/reliable.md).  The initiator keeps a
+ * reliable message until the target answers it, and the target answers
+ * every one: an ACK when it completes (as for SPIN_F_ACK_REQ, which only
+ * says whether the initiator's application wants the Portals ack event),
+ * or a nack.  A nack with SPIN_FAIL_QUEUE_FULL means "not now" (event
+ * ring, message table or source share full: receiver not ready): the
+ * target forgot the message and the initiator sends it again later; every
+ * other answer is final.  The initiator marks the last packet of a message,
+ * and the last of every retransmission, with SPIN_F_SACK_REQ; a target that
+ * still misses packets of the message after it answers with a SACK
+ * (SPIN_OP_SACK, target to initiator): msg_id, match_bits, remote_off and
+ * hdr_data of the message, user_hdr[0] the packets the message has,
+ * user_hdr[2] the index of the first 64-packet word the SACK covers (the
+ * first with a gap), payload: the message's packet bitmap from that word
+ * on, little-endian 64-bit words (as many as fit in the frame).  A
+ * message whose entry is an AF_XDP one is acknowledged by the owning
+ * process, which receives it.  A duplicate of
+ * a message the target completed is answered again from the duplicate
+ * window (spin_dedup), which keeps each id's outcome: an ACK with the same
+ * failure, list and length, without running a handler, depositing or
+ * posting anything again.  The initiator never has a message unanswered
+ * whose id is SPIN_DEDUP_SLOTS or more below the newest it sent, so the
+ * window remembers every id a retransmission can carry.
+ */
 
 /*
  * An acknowledgement (SPIN_OP_ACK) is a header without payload sent to the
@@ -207,7 +239,8 @@ enum spin_hslot {
 	X(ME_GONE,	"me_gone",	"the message's match entry was unlinked or replaced") \
 	X(BAD_PEER,	"bad_peer",	"source address is not the peer table's for the claimed rank") \
 	X(SRC_QUOTA,	"src_quota",	"the source rank has its share of the message table in flight") \
-	X(BAD_KEY,	"bad_key",	"the packet does not carry the runtime's job key")
+	X(BAD_KEY,	"bad_key",	"the packet does not carry the runtime's job key") \
+	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -245,6 +278,8 @@ struct spin_stats {
 				 * (spin_me.wake_at) was not reached */
 	__u64	wakes_deferred;	/* wake-ups of the reader handed to the work
 				 * item (SPIN_CFG_F_WAKE_DEFER) */
+	__u64	sacks_sent;	/* selective acks sent (target side) */
+	__u64	sacks_received;	/* selective acks handed to the AF_XDP socket */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -391,9 +426,27 @@ struct spin_msg_key {
 	__u32	msg_id;
 };
 /* spin_dedup[rank]: recently seen message ids of that source rank, slot
- * id % SPIN_DEDUP_SLOTS */
+ * id % SPIN_DEDUP_SLOTS, and what became of each (for re-acknowledging a
+ * retransmission): out[] is SPIN_DD_OUT(id, state, fail, list), valid
+ * while its id bits match; len[] the manipulated length (DONE) or the
+ * matched entry's index (XSK). */
+enum spin_dd_state {
+	SPIN_DD_SEEN = 0,	/* arrived, not finished (or nothing recorded) */
+	SPIN_DD_DONE = 1,	/* the runtime completed it (or refused it for good) */
+	SPIN_DD_XSK = 2,	/* handed to the owning process's AF_XDP socket,
+				 * which acknowledges and remembers it itself */
+};
+#define SPIN_DD_OUT(id, state, fail, list) \
+	(((__u32)(id) & 0xffff) << 16 | ((__u32)(list) & 0xf) << 12 | \
+	 ((__u32)(fail) & 0xff) << 4 | ((__u32)(state) & 0xf))
+#define SPIN_DD_OUT_ID(o)	((o) >> 16)
+#define SPIN_DD_OUT_STATE(o)	((o) & 0xf)
+#define SPIN_DD_OUT_FAIL(o)	(((o) >> 4) & 0xff)
+#define SPIN_DD_OUT_LIST(o)	(((o) >> 12) & 0xf)
 struct spin_dedup {
 	__u32	id[SPIN_DEDUP_SLOTS];
+	__u32	out[SPIN_DEDUP_SLOTS];
+	__u32	len[SPIN_DEDUP_SLOTS];
 };
 /* spin_src[rank]: message-table entries held by that source rank */
 struct spin_src {
@@ -443,6 +496,7 @@ enum spin_put_kind {
 	SPIN_PUT_HOST,		/* PtlHandlerPutFromHost */
 	SPIN_PUT_ACK,		/* acknowledgement of a message with SPIN_F_ACK_REQ */
 	SPIN_PUT_REPLY,		/* reply to a get, from the host window */
+	SPIN_PUT_SACK,		/* selective ack (SPIN_OP_SACK), bitmap in scratch */
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * libspin's Portals layer: reliable delivery (docs/reliable.md, wire.h
+ * "Reliable delivery").
+ *
+ * Initiator: every put goes out with SPIN_F_REL and stays in the pending
+ * table, its bytes in the MD, until the target answers it.  The last packet
+ * of a message asks for a SACK (SPIN_F_SACK_REQ); a SACK names the packets
+ * the target misses and exactly those are sent again (fast retransmit, no
+ * timer).  A retransmission timer (RTO from the smoothed round-trip time,
+ * doubled per expiry) covers lost tails and lost answers: it sends the
+ * message's last packet again, asking, which the target answers with its
+ * ACK (if it completed the message: from its duplicate window), a SACK, or
+ * "not now".  A message fails (PTL_NI_UNDELIVERABLE) when the target has
+ * not answered anything about it for $SPIN_PTL_TIMEOUT_MS.
+ *
+ * Target (AF_XDP entries, which this process receives itself): the same
+ * answers as the runtime gives for window entries, from a per-source window
+ * of outcomes (struct ptl_ldd).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <endian.h>
+
+#include "ptl_internal.h"
+
+#define REL_RTO_INIT_US	10000	/* before the first round-trip sample */
+
+void ptl_rel_init(struct ptl_ni *ni)
+{
+	ni->rel_head = ni->rel_tail = -1;
+	ni->rel_next_us = UINT64_MAX;
+	ni->rto_us = REL_RTO_INIT_US < ni->rto_min_us ? ni->rto_min_us : REL_RTO_INIT_US;
+	if (ni->rto_us > ni->rto_max_us)
+		ni->rto_us = ni->rto_max_us;
+	ni->srtt_us = ni->rttvar_us = 0;
+	memset(&ni->rs, 0, sizeof(ni->rs));
+}
+
+void ptl_rel_fini(struct ptl_ni *ni)
+{
+	for (int r = 0; r < SPIN_MAX_PEERS; r++) {
+		free(ni->ldd[r]);
+		ni->ldd[r] = NULL;
+	}
+	free(ni->retx_list);
+	ni->retx_list = NULL;
+	ni->rel_head = ni->rel_tail = -1;
+	ni->rel_next_us = UINT64_MAX;
+}
+
+/* ------------------------------------------------------------ initiator -- */
+
+static int32_t pidx(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	return (int32_t)(p - ni->pend);
+}
+
+static void rel_link(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	int32_t i = pidx(ni, p);
+
+	p->rel_next = -1;
+	p->rel_prev = ni->rel_tail;
+	if (ni->rel_tail >= 0)
+		ni->pend[ni->rel_tail].rel_next = i;
+	else
+		ni->rel_head = i;
+	ni->rel_tail = i;
+}
+
+void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	if (!p->rel)
+		return;
+	if (p->rel_prev >= 0)
+		ni->pend[p->rel_prev].rel_next = p->rel_next;
+	else
+		ni->rel_head = p->rel_next;
+	if (p->rel_next >= 0)
+		ni->pend[p->rel_next].rel_prev = p->rel_prev;
+	else
+		ni->rel_tail = p->rel_prev;
+	p->rel = false;
+}
+
+static void arm(struct ptl_ni *ni, uint64_t at)
+{
+	if (at < ni->rel_next_us)
+		ni->rel_next_us = at;
+}
+
+/* The timer after `tries` expiries: RTO doubled per expiry, capped. */
+static uint64_t backoff(struct ptl_ni *ni, uint32_t tries)
+{
+	uint64_t t = ni->rto_us << (tries < 10 ? tries : 10);
+
+	return t < ni->rto_max_us ? t : ni->rto_max_us;
+}
+
+/* Jacobson/Karels (RFC 6298) on the time from a message's first send to
+ * its ACK, for messages that were never sent again (Karn). */
+static void rtt_sample(struct ptl_ni *ni, uint64_t us)
+{
+	uint64_t d;
+
+	if (!ni->srtt_us) {
+		ni->srtt_us = us ? us : 1;
+		ni->rttvar_us = us / 2;
+	} else {
+		d = us > ni->srtt_us ? us - ni->srtt_us : ni->srtt_us - us;
+		ni->rttvar_us = (3 * ni->rttvar_us + d) / 4;
+		ni->srtt_us = (7 * ni->srtt_us + us) / 8;
+	}
+	ni->rto_us = ni->srtt_us + 4 * ni->rttvar_us;
+	if (ni->rto_us < ni->rto_min_us)
+		ni->rto_us = ni->rto_min_us;
+	if (ni->rto_us > ni->rto_max_us)
+		ni->rto_us = ni->rto_max_us;
+}
+
+static bool window_free(struct ptl_ni *ni, void *arg)
+{
+	struct ptl_pending *p = ptl_pend_find(ni, *(uint32_t *)arg);
+
+	return !p || !p->rel;
+}
+
+int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
+{
+	uint32_t old = (id - SPIN_DEDUP_SLOTS) & 0xffffff;
+
+	if (window_free(ni, &old))
+		return PTL_OK;
+	ni->rs.window_waits++;
+	/* it is answered or fails within the timeout (plus a timer round) */
+	if (ptl_wait(ni, window_free, NULL, &old, ni->timeout_ms + 1000) != PTL_OK)
+		return ptl_seterr(PTL_NO_SPACE,
+				  "reliable send: message %u still unanswered after %llu ms", old,
+				  (unsigned long long)ni->timeout_ms + 1000);
+	return PTL_OK;
+}
+
+int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
+{
+	uint64_t now;
+	int err;
+
+	err = spin_xsk_send_pkts(ni->xsk, p->rank, &p->args, p->buf, (uint32_t)p->len, NULL, 0,
+				 p->npkts > 1 ? SPIN_F_SACK_REQ : 0, post_only);
+	if (err)
+		return err;
+	now = ptl_now_us();
+	p->sent_us = p->alive_us = now;
+	p->rto_at_us = now + ni->rto_us;
+	p->rel = true;
+	rel_link(ni, p);
+	arm(ni, p->rto_at_us);
+	ni->rs.msgs++;
+	return 0;
+}
+
+/* Send packets list[0..n) of p again, the last one asking for a SACK. */
+static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *list, uint32_t n,
+		   uint64_t now)
+{
+	if (spin_xsk_send_pkts(ni->xsk, p->rank, &p->args, p->buf, (uint32_t)p->len, list, n,
+			       SPIN_F_SACK_REQ, ni->bundle > 0))
+		ni->drops++;	/* the timer sends again */
+	p->karn = true;
+	p->retx_us = now;
+	ni->rs.retx_pkts += n;
+}
+
+void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uint64_t mlength,
+		    uint32_t list)
+{
+	uint64_t now = ptl_now_us();
+
+	if (fail == SPIN_FAIL_QUEUE_FULL) {
+		/* "not now": the target forgot the message; the timer sends
+		 * it again (the last packet asks, the SACK brings the rest) */
+		ni->rs.not_now++;
+		p->alive_us = now;
+		p->karn = true;
+		p->rto_at_us = now + backoff(ni, ++p->tries);
+		arm(ni, p->rto_at_us);
+		return;
+	}
+	if (!p->karn)
+		rtt_sample(ni, now - p->sent_us);
+	ni->rs.acked++;
+	ptl_pend_complete(ni, p, ptl_fail_of(fail), mlength, (ptl_list_t)list);
+}
+
+void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
+		     uint32_t len)
+{
+	struct ptl_pending *p = ptl_pend_find(ni, ntohl(h->msg_id));
+	uint64_t now = ptl_now_us(), npk = be64toh(h->user_hdr[0]), w0 = be64toh(h->user_hdr[2]);
+	uint32_t nw = len / 8, n = 0, words;
+
+	if (!p || !p->rel || p->rank != ntohl(h->src_rank) || npk != p->npkts) {
+		ni->drops++;
+		return;
+	}
+	words = (p->npkts + 63) / 64;
+	if (w0 >= words || !nw) {
+		ni->drops++;
+		return;
+	}
+	ni->rs.sacks++;
+	p->alive_us = now;
+	p->rto_at_us = now + backoff(ni, p->tries);
+	arm(ni, p->rto_at_us);
+	/* a SACK asked for before our last retransmission can have landed
+	 * names the same gaps again */
+	if (p->retx_us && now - p->retx_us < ni->srtt_us / 2)
+		return;
+	if (!ni->retx_list && !(ni->retx_list = malloc(SPIN_BITMAP_WORDS * 64 * sizeof(uint32_t))))
+		return;
+	for (uint32_t w = (uint32_t)w0; w < words && w - w0 < nw; w++) {
+		uint64_t v;
+
+		memcpy(&v, pay + (w - w0) * 8, 8);
+		v = le64toh(v);
+		for (uint32_t b = 0; b < 64 && w * 64 + b < p->npkts; b++)
+			if (!(v & (1ull << b)))
+				ni->retx_list[n++] = w * 64 + b;
+	}
+	if (!n)	/* all it covers is in: ask about the rest */
+		ni->retx_list[n++] = p->npkts - 1;
+	resend(ni, p, ni->retx_list, n, now);
+}
+
+void ptl_rel_tick(struct ptl_ni *ni)
+{
+	uint64_t now, next = UINT64_MAX;
+	int32_t i, nx;
+
+	/* a bundle holds everything until it ends */
+	if (ni->rel_next_us == UINT64_MAX || ni->bundle || (now = ptl_now_us()) < ni->rel_next_us)
+		return;
+	for (i = ni->rel_head; i >= 0; i = nx) {
+		struct ptl_pending *p = &ni->pend[i];
+
+		nx = p->rel_next;
+		if (now >= p->rto_at_us) {
+			if (now - p->alive_us >= ni->timeout_ms * 1000) {
+				ni->rs.failed++;
+				p->unsent = true;
+				ptl_pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
+				continue;
+			}
+			/* the tail or the answer was lost: ask again */
+			ni->rs.timeouts++;
+			resend(ni, p, &(uint32_t){ p->npkts - 1 }, 1, now);
+			p->rto_at_us = now + backoff(ni, ++p->tries);
+		}
+		if (p->rto_at_us < next)
+			next = p->rto_at_us;
+	}
+	ni->rel_next_us = next;
+}
+
+/* --------------------------------------------------------------- target -- */
+
+void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, uint64_t mlength,
+		  uint32_t list)
+{
+	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
+	struct ptl_ldd *d;
+
+	if (rank < SPIN_MAX_PEERS) {
+		d = ni->ldd[rank];
+		if (!d)
+			d = ni->ldd[rank] = calloc(1, sizeof(*d));
+		if (d) {
+			__typeof__(d->s[0]) *s = &d->s[id & (SPIN_DEDUP_SLOTS - 1)];
+
+			s->id = id;
+			s->mlength = (uint32_t)mlength;
+			s->fail = (uint8_t)fail;
+			s->list = (uint8_t)list;
+		}
+	}
+	ptl_send_ack(ni, h, mlength, fail, list);
+}
+
+bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
+{
+	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
+	struct ptl_ldd *d = rank < SPIN_MAX_PEERS ? ni->ldd[rank] : NULL;
+	__typeof__(d->s[0]) *s;
+
+	if (!d)
+		return false;
+	s = &d->s[id & (SPIN_DEDUP_SLOTS - 1)];
+	if (s->id != id)
+		return false;
+	if (answer) {
+		ni->rs.dup_answered++;
+		ptl_send_ack(ni, h, s->mlength, s->fail, s->list);
+	}
+	return true;
+}
+
+void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64_t *bitmap,
+		       uint32_t npkts)
+{
+	uint64_t words[SPIN_MAX_SEG / 8];
+	uint32_t nwords = (npkts + 63) / 64, w0, n = 0;
+	struct spin_msg_args a = {
+		.op = SPIN_OP_SACK, .pt_index = ntohs(h->pt_index), .msg_id = ntohl(h->msg_id),
+		.match_bits = be64toh(h->match_bits), .remote_off = be64toh(h->remote_off),
+		.hdr_data = be64toh(h->hdr_data),
+	};
+
+	for (w0 = 0; w0 < nwords; w0++) {
+		uint32_t left = npkts - w0 * 64;
+
+		if (bitmap[w0] != (left >= 64 ? ~0ull : (1ull << left) - 1))
+			break;
+	}
+	if (w0 == nwords)
+		return;
+	while (w0 + n < nwords && n < sizeof(words) / 8) {
+		words[n] = htole64(bitmap[w0 + n]);
+		n++;
+	}
+	a.user_hdr[0] = npkts;
+	a.user_hdr[2] = w0;
+	ni->rs.sacks_sent++;
+	if (spin_xsk_send(ni->xsk, ntohl(h->src_rank), &a, words, n * 8, NULL, NULL))
+		ni->drops++;
+}
