@@ -101,6 +101,15 @@ int spin_check_bpffs(void);
 int spin_lock(struct spin_rt *rt);
 /* A fresh host message id from the node's counter (spin_cfg.next_msg_id). */
 uint32_t spin_rt_msg_id(struct spin_rt *rt);
+/* xsk.c: send packets pkts[0..n) of a message (pkts NULL: all, in order)
+ * like spin_xsk_send/spin_xsk_post (post_only); the last one sent gets
+ * last_flags (SPIN_F_*) added.  a->msg_id must be set.  For reliable
+ * delivery (ptl_rel.c): first sends and retransmissions. */
+struct spin_xsk;
+struct spin_msg_args;
+int spin_xsk_send_pkts(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		       const void *buf, uint32_t len, const uint32_t *pkts, uint32_t n,
+		       uint16_t last_flags, bool post_only);
 void spin_unlock(struct spin_rt *rt);
 void spin_gen_bump(struct spin_rt *rt);
 /* The inode of this process's network namespace, 0 for the initial one. */

@@ -319,6 +319,13 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->poll_us = env_u64("SPIN_PTL_POLL_US", 2000) ?: 2000;
 	if (ni->poll_us > 60000000)
 		ni->poll_us = 60000000;	/* poll() takes an int of ms */
+	/* reliable delivery (docs/reliable.md) */
+	ni->reliable = env_u64("SPIN_PTL_RELIABLE", 1) != 0;
+	ni->rto_min_us = env_u64("SPIN_PTL_RTO_MIN_US", 1000) ?: 1;
+	ni->rto_max_us = env_u64("SPIN_PTL_RTO_MAX_US", 200000);
+	if (ni->rto_max_us < ni->rto_min_us)
+		ni->rto_max_us = ni->rto_min_us;
+	ptl_rel_init(ni);
 	ni->poke_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	for (int i = 0; i < SPIN_MAX_ME; i++)
 		ni->me_by_rt[i] = -1;
@@ -357,6 +364,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 			.ifname = ni->ifname, .rank = ni->rank, .pid = ni->pid,
 			.generic = env_u64("SPIN_GENERIC", 0) != 0,
 			.wake_direct = env_u64("SPIN_WAKE_DIRECT", 0) != 0,
+			.host_pages = (uint32_t)env_u64("SPIN_PTL_HOST_PAGES", 0),
 			.job_key = key,
 		};
 
@@ -525,6 +533,7 @@ static void ni_destroy(struct ptl_ni *ni)
 		if (ni->hd[i].used)
 			spin_handler_unload(ni->rt, ni->hd[i].name);
 	ptl_data_fini(ni);
+	ptl_rel_fini(ni);
 	__atomic_and_fetch(&ni->rt->cfg->flags, ~SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < PTL_N_EQ; i++)
 		free(ni->eq[i].ring);
@@ -1533,6 +1542,24 @@ int PtlSpinWaitStats(ptl_handle_ni_t nih, ptl_spin_wait_stats_t *st)
 		return PTL_ARG_INVALID;
 	}
 	*st = ni->ws;
+	ptl_unlock(ni);
+	return PTL_OK;
+}
+
+int PtlSpinRelStats(ptl_handle_ni_t nih, ptl_spin_rel_stats_t *st)
+{
+	int rc;
+	struct ptl_ni *ni = ni_enter_h(nih, &rc);
+
+	if (!ni)
+		return rc;
+	if (!st) {
+		ptl_unlock(ni);
+		return PTL_ARG_INVALID;
+	}
+	*st = ni->rs;
+	st->rto_us = ni->rto_us;
+	st->srtt_us = ni->srtt_us;
 	ptl_unlock(ni);
 	return PTL_OK;
 }

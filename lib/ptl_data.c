@@ -39,7 +39,7 @@ static inline void spin_cpu_relax(void)
 #endif
 }
 
-static uint64_t now_us(void)
+uint64_t ptl_now_us(void)
 {
 	struct timespec ts;
 
@@ -51,7 +51,7 @@ static uint64_t now_us(void)
 
 static int n_pending;
 
-static struct ptl_pending *pend_find(struct ptl_ni *ni, uint32_t id)
+struct ptl_pending *ptl_pend_find(struct ptl_ni *ni, uint32_t id)
 {
 	if (!id)
 		return NULL;
@@ -81,8 +81,9 @@ static struct ptl_pending *pend_add(struct ptl_ni *ni, uint32_t id)
 	return NULL;
 }
 
-static void pend_del(struct ptl_pending *p)
+static void pend_del(struct ptl_ni *ni, struct ptl_pending *p)
 {
+	ptl_rel_unlink(ni, p);
 	free(p->bitmap);
 	p->bitmap = NULL;
 	p->msg_id = 0;
@@ -118,9 +119,11 @@ static void send_event(struct ptl_ni *ni, struct ptl_mdr *md, ptl_size_t loff, p
 	md_event(ni, md, &ev, PTL_MD_EVENT_CT_SEND, true);
 }
 
-/* An ack or reply arrived (or never will): the initiator's event. */
-static void pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t fail,
-			  uint64_t mlength, ptl_list_t list)
+/* An ack or reply arrived (or never will): the initiator's events.  A
+ * reliable put's send event comes now too: its bytes were needed until the
+ * target had them. */
+void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t fail,
+		       uint64_t mlength, ptl_list_t list)
 {
 	struct ptl_mdr *md = &ni->md[p->md];
 	ptl_event_t ev = { .start = (uint8_t *)md->md.start + p->loff, .user_ptr = p->user_ptr,
@@ -131,7 +134,10 @@ static void pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_
 
 	if (md->used && md->busy)
 		md->busy--;
-	if (md->used) {
+	if (md->used && p->rel && p->kind == PEND_ACK)
+		send_event(ni, md, p->loff, p->len, p->target, p->pt, p->bits, p->roff, p->user_ptr,
+			   p->hdr_data, p->unsent ? fail : PTL_NI_OK);
+	if (md->used && (p->kind != PEND_ACK || p->want_ack)) {
 		if (p->kind == PEND_ACK) {
 			ev.type = PTL_EVENT_ACK;
 			md_event(ni, md, &ev, PTL_MD_EVENT_CT_ACK, p->ack_req != PTL_CT_ACK_REQ);
@@ -140,7 +146,7 @@ static void pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_
 			md_event(ni, md, &ev, PTL_MD_EVENT_CT_REPLY, true);
 		}
 	}
-	pend_del(p);
+	pend_del(ni, p);
 }
 
 /* ------------------------------------------------------------ initiator -- */
@@ -184,6 +190,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	bool want_ack = o->wire_op != SPIN_OP_GET && o->wire_op != SPIN_OP_FETCH &&
 			o->ack_req != PTL_NO_ACK_REQ;
 	bool want_reply = o->wire_op == SPIN_OP_GET || o->wire_op == SPIN_OP_FETCH;
+	/* puts are delivered reliably (ptl_rel.c); gets and atomics not yet */
+	bool rel = ni->reliable && o->wire_op == SPIN_OP_PUT;
 	int64_t rank = target_rank(ni, o->target);
 	ptl_ni_fail_t fail = PTL_NI_OK;
 	int err = 0;
@@ -198,7 +206,16 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	a.user_hdr[1] = o->adt;
 	a.user_hdr[2] = o->operand;
 	a.msg_id = spin_rt_msg_id(ni->rt);
-	if (want_ack || want_reply) {
+	if (rel && rank >= 0) {
+		int rc = ptl_rel_window(ni, a.msg_id);
+
+		if (rc != PTL_OK)
+			return rc;
+		a.flags |= SPIN_F_REL;
+	} else {
+		rel = false;
+	}
+	if (want_ack || want_reply || rel) {
 		p = pend_add(ni, a.msg_id);
 		if (!p)
 			return ptl_seterr(PTL_NO_SPACE, "too many operations waiting for an ack or reply");
@@ -216,7 +233,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		p->user_ptr = o->user_ptr;
 		p->aop = o->wire_op == SPIN_OP_GET ? 0 : o->aop;
 		p->adt = o->wire_op == SPIN_OP_GET ? 0 : o->adt;
-		p->deadline_ms = spin_now_ms() + ni->timeout_ms;
+		p->deadline_ms = rel ? UINT64_MAX : spin_now_ms() + ni->timeout_ms;
+		p->want_ack = want_ack;
 		rmd->busy++;
 	}
 	if (rank < 0) {
@@ -224,6 +242,14 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	} else if (o->wire_op == SPIN_OP_GET) {
 		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
+	} else if (rel) {
+		p->args = a;
+		p->buf = (const uint8_t *)o->md->md.start + o->loff;
+		p->npkts = spin_npkts((uint32_t)o->len, SPIN_MAX_SEG);
+		err = ptl_rel_send(ni, p, ni->bundle > 0);
+		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
+		if (err)	/* not sent: the send event below fails */
+			rel = false;
 	} else if (ni->bundle) {
 		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
 				    (uint32_t)o->len, NULL);
@@ -233,12 +259,13 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 				    (uint32_t)o->len, NULL, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	}
-	/* the send event: the MD's bytes may be reused now */
-	if (o->wire_op != SPIN_OP_GET)
+	/* the send event: the MD's bytes may be reused now (a reliable
+	 * put's when the target has them: ptl_pend_complete) */
+	if (o->wire_op != SPIN_OP_GET && !rel)
 		send_event(ni, o->md, o->loff, o->len, o->target, o->pt, o->bits, o->roff,
 			   o->user_ptr, o->hdr, fail);
 	if (p && fail != PTL_NI_OK)
-		pend_complete(ni, p, fail, 0, PTL_PRIORITY_LIST);
+		ptl_pend_complete(ni, p, fail, 0, PTL_PRIORITY_LIST);
 	return PTL_OK;
 }
 
@@ -388,8 +415,8 @@ int PtlAtomicSync(void)
 
 /* --------------------------------------------------------------- target -- */
 
-static void send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength,
-		     uint32_t fail, uint32_t list)
+void ptl_send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength, uint32_t fail,
+		  uint32_t list)
 {
 	struct spin_msg_args a = {
 		.op = SPIN_OP_ACK, .pt_index = ntohs(h->pt_index), .msg_id = ntohl(h->msg_id),
@@ -530,8 +557,10 @@ static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t me
 	};
 
 	ptl_target_done(ni, snap, &ev, ntohl(h->src_rank), ntohl(h->src_pid));
-	if ((ntohs(h->flags) & SPIN_F_ACK_REQ) && !(snap->me.options & PTL_ME_ACK_DISABLE))
-		send_ack(ni, h, mlength, SPIN_FAIL_OK, snap->list);
+	if (ntohs(h->flags) & SPIN_F_REL)
+		ptl_rel_done(ni, h, SPIN_FAIL_OK, mlength, snap->list);
+	else if ((ntohs(h->flags) & SPIN_F_ACK_REQ) && !(snap->me.options & PTL_ME_ACK_DISABLE))
+		ptl_send_ack(ni, h, mlength, SPIN_FAIL_OK, snap->list);
 	me_after(ni, meh);
 }
 
@@ -565,16 +594,23 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 {
 	uint32_t msg_len = ntohl(h->msg_len), pkt_off = ntohl(h->pkt_off);
 	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id), seg = ntohs(h->seg_size), k;
+	uint16_t flags = ntohs(h->flags);
+	bool rel = flags & SPIN_F_REL, sack_req = rel && (flags & SPIN_F_SACK_REQ);
 	struct ptl_mer *m;
 	struct ptl_rx *r;
 	uint64_t off, mlength;
 
+	/* a reliable message completed here before: answer it again */
+	if (rel && ptl_rel_dup(ni, h, sack_req || (pkt_off == 0 && len == msg_len)))
+		return;
 	if (pkt_off == 0 && len == msg_len) {
 		m = me_for(ni, h);
 		if (!m) {
 			ni->drops++;
-			if (ntohs(h->flags) & SPIN_F_ACK_REQ)
-				send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
+			if (rel)
+				ptl_rel_done(ni, h, SPIN_FAIL_NO_MATCH, 0, 0);
+			else if (flags & SPIN_F_ACK_REQ)
+				ptl_send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
 			return;
 		}
 		off = me_place(m, be64toh(h->remote_off), msg_len, &mlength);
@@ -592,6 +628,8 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		m = me_for(ni, h);
 		if (!r || !m || !seg) {
 			ni->drops++;
+			if (rel && !m && seg)
+				ptl_rel_done(ni, h, SPIN_FAIL_NO_MATCH, 0, 0);
 			return;
 		}
 		memset(r, 0, sizeof(*r));
@@ -614,8 +652,13 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	}
 	r->last_ms = spin_now_ms();
 	k = pkt_off / r->seg;
-	if (k >= r->npkts || (r->bitmap[k / 64] & (1ull << (k % 64))))
+	if (k >= r->npkts)
 		return;
+	if (r->bitmap[k / 64] & (1ull << (k % 64))) {
+		if (sack_req)
+			ptl_rel_send_sack(ni, h, r->bitmap, r->npkts);
+		return;
+	}
 	r->bitmap[k / 64] |= 1ull << (k % 64);
 	if (pkt_off < r->mlength)
 		memcpy((uint8_t *)r->me.me.start + r->off + pkt_off, pay,
@@ -627,6 +670,8 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		r->used = false;
 		put_done(ni, &done.me, done.meh, &done.h, done.off, done.mlength);
 		free(done.bitmap);
+	} else if (sack_req) {
+		ptl_rel_send_sack(ni, h, r->bitmap, r->npkts);
 	}
 }
 
@@ -674,7 +719,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 		if (fetch)
 			reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
 		else if (ack)
-			send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
+			ptl_send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
 		return;
 	}
 	if (!es || !ptl_atomic_valid(op, dt, fetch) || len % es || len > sizeof(old))
@@ -691,7 +736,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 	if (fetch)
 		reply_to(ni, h, old, mlength, fail, m->list);
 	else if (ack && !(m->me.options & PTL_ME_ACK_DISABLE))
-		send_ack(ni, h, mlength, fail, m->list);
+		ptl_send_ack(ni, h, mlength, fail, m->list);
 	ev = (ptl_event_t){
 		.type = fetch ? PTL_EVENT_FETCH_ATOMIC : PTL_EVENT_ATOMIC, .start = target,
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
@@ -707,7 +752,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 /* A reply to one of our gets or fetch-atomics. */
 static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len)
 {
-	struct ptl_pending *p = pend_find(ni, ntohl(h->msg_id));
+	struct ptl_pending *p = ptl_pend_find(ni, ntohl(h->msg_id));
 	uint32_t msg_len = ntohl(h->msg_len), pkt_off = ntohl(h->pkt_off), seg = ntohs(h->seg_size);
 	uint32_t fail = (uint32_t)be64toh(h->user_hdr[1]), k;
 	struct ptl_mdr *md;
@@ -717,7 +762,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		return;
 	}
 	if (fail) {
-		pend_complete(ni, p, ptl_fail_of(fail), 0, (ptl_list_t)be64toh(h->user_hdr[2]));
+		ptl_pend_complete(ni, p, ptl_fail_of(fail), 0, (ptl_list_t)be64toh(h->user_hdr[2]));
 		return;
 	}
 	md = &ni->md[p->md];
@@ -726,7 +771,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		if (p->npkts > 1) {
 			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
 			if (!p->bitmap) {
-				pend_complete(ni, p, PTL_NI_DROPPED, 0, PTL_PRIORITY_LIST);
+				ptl_pend_complete(ni, p, PTL_NI_DROPPED, 0, PTL_PRIORITY_LIST);
 				return;
 			}
 		}
@@ -744,7 +789,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		       p->len - pkt_off < len ? p->len - pkt_off : len);
 	p->deadline_ms = spin_now_ms() + ni->timeout_ms;
 	if (++p->got == p->npkts)
-		pend_complete(ni, p, PTL_NI_OK, msg_len, (ptl_list_t)be64toh(h->user_hdr[2]));
+		ptl_pend_complete(ni, p, PTL_NI_OK, msg_len, (ptl_list_t)be64toh(h->user_hdr[2]));
 }
 
 static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
@@ -757,6 +802,7 @@ static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t
 	case SPIN_OP_ATOMIC: on_atomic(ni, h, pay, len, false); break;
 	case SPIN_OP_FETCH: on_atomic(ni, h, pay, len, true); break;
 	case SPIN_OP_REPLY: on_reply(ni, h, pay, len); break;
+	case SPIN_OP_SACK: ptl_rel_on_sack(ni, h, pay, len); break;
 	default: ni->drops++; break;
 	}
 	return 0;
@@ -804,9 +850,11 @@ static int on_event(void *ctx, const struct spin_event *e)
 			ptl_me_auto_unlink(ni, m, false);
 		break;
 	case SPIN_EV_ACK:
-		p = pend_find(ni, e->msg_id);
-		if (p && p->kind == PEND_ACK && p->rank == e->src_rank)
-			pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength, (ptl_list_t)e->list);
+		p = ptl_pend_find(ni, e->msg_id);
+		if (p && p->kind == PEND_ACK && p->rank == e->src_rank && p->rel)
+			ptl_rel_on_ack(ni, p, e->fail, e->mlength, e->list);
+		else if (p && p->kind == PEND_ACK && p->rank == e->src_rank)
+			ptl_pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength, (ptl_list_t)e->list);
 		else
 			ni->drops++;
 		break;
@@ -899,7 +947,7 @@ static void tick(struct ptl_ni *ni)
 			struct ptl_pending *p = &ni->pend[i];
 
 			if (p->msg_id && now > p->deadline_ms)
-				pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
+				ptl_pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
 		}
 	for (int i = 0; i < PTL_N_RX; i++) {
 		struct ptl_rx *r = &ni->rx[i];
@@ -931,6 +979,7 @@ int ptl_progress(struct ptl_ni *ni)
 	if (k > 0)
 		n += k;
 	tick(ni);
+	ptl_rel_tick(ni);
 	if (n) {
 		ni->poke_look = t_look;
 		pthread_cond_broadcast(&ni->cv);
@@ -982,7 +1031,7 @@ void ptl_app_poll(struct ptl_ni *ni)
 	 * it would then see ring events only at its timeout.  The thread's
 	 * next wake-up sends it to wait out the grace period, and the next
 	 * call here quiets the runtime. */
-	ni->last_spin_us = now_us();
+	ni->last_spin_us = ptl_now_us();
 	if (!ni->bg_in_poll && !ni->poller &&
 	    !(__atomic_load_n(&ni->rt->cfg->flags, __ATOMIC_RELAXED) & SPIN_CFG_F_RB_QUIET))
 		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
@@ -1014,7 +1063,7 @@ static void count_wait(struct ptl_ni *ni, enum sleep_end how)
 int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	     bool (*arm)(struct ptl_ni *, void *), void *arg, ptl_time_t timeout_ms)
 {
-	uint64_t start = now_us(), deadline = timeout_ms == PTL_TIME_FOREVER ? UINT64_MAX :
+	uint64_t start = ptl_now_us(), deadline = timeout_ms == PTL_TIME_FOREVER ? UINT64_MAX :
 					      start + (uint64_t)timeout_ms * 1000;
 	bool spinning = true, polling = false;
 	unsigned int spins = 0, early = 0;
@@ -1043,7 +1092,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			rc = PTL_INTERRUPTED;
 			break;
 		}
-		t = now_us();
+		t = ptl_now_us();
 		if (t >= deadline) {
 			rc = PTL_EQ_EMPTY;
 			break;
@@ -1068,7 +1117,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 				    __atomic_load_n(&ni->stop, __ATOMIC_RELAXED))
 					break;
 				/* timers (tick) and the end of the spin */
-				if (spins % 64 == 0 && now_us() - t0 >= 1000)
+				if (spins % 64 == 0 && ptl_now_us() - t0 >= 1000)
 					break;
 			}
 			ptl_lock(ni);
@@ -1119,6 +1168,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			} else if (ni->n_armed) {
 				ptl_wake_disarm(ni);
 			}
+			/* a retransmission timer may not wait for a wake-up */
+			if (ni->rel_next_us < until)
+				until = ni->rel_next_us > t ? ni->rel_next_us : t;
 
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 			if (spin_events_fd(ni->rt) >= 0) {
@@ -1165,7 +1217,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 		/* the progress thread resumes after the grace period (it
 		 * checks at least every 10 ms: no wake-up on this fast path) */
 		ni->spinners--;
-		ni->last_spin_us = now_us();
+		ni->last_spin_us = ptl_now_us();
 	}
 	if (ni->n_armed)
 		ptl_wake_disarm(ni);
@@ -1176,7 +1228,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 		 * caller) polls again, and clears the flag first; a caller
 		 * still waiting on cv becomes the poller */
 		ni->poller = false;
-		ni->last_spin_us = now_us();
+		ni->last_spin_us = ptl_now_us();
 		__atomic_or_fetch(&ni->rt->cfg->flags, SPIN_CFG_F_RB_QUIET, __ATOMIC_SEQ_CST);
 		pthread_cond_broadcast(&ni->cv);
 	}
@@ -1200,7 +1252,7 @@ void *ptl_progress_thread(void *arg)
 		uint64_t extra = 0;
 
 		for (;;) {
-			uint64_t t = now_us(), until = ni->last_spin_us + ni->spin_us;
+			uint64_t t = ptl_now_us(), until = ni->last_spin_us + ni->spin_us;
 			struct timespec ts;
 
 			if (ni->stop)
@@ -1237,10 +1289,17 @@ void *ptl_progress_thread(void *arg)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
 		ni->bg_in_poll = true;
 		ptl_unlock(ni);
-		if (ni->wake_us && ni->wake_us < 10000)
-			r = ppoll(pfd, n, &(struct timespec){ 0, (long)ni->wake_us * 1000 }, NULL);
-		else
-			r = poll(pfd, n, ni->poll_us > 10000 ? (int)(ni->poll_us / 1000) : 10);
+		{
+			/* its period, or the next retransmission timer */
+			uint64_t per = ni->wake_us && ni->wake_us < 10000 ? ni->wake_us :
+				       ni->poll_us > 10000 ? ni->poll_us : 10000, t = ptl_now_us();
+
+			if (ni->rel_next_us != UINT64_MAX)
+				per = ni->rel_next_us <= t ? 0 :
+				      ni->rel_next_us - t < per ? ni->rel_next_us - t : per;
+			r = ppoll(pfd, n, &(struct timespec){ per / 1000000, (long)(per % 1000000) * 1000 },
+				  NULL);
+		}
 		ptl_lock(ni);
 		ni->bg_in_poll = false;
 		if (r > 0)
@@ -1260,7 +1319,7 @@ void ptl_data_fini(struct ptl_ni *ni)
 {
 	for (int i = 0; i < PTL_N_PENDING; i++)
 		if (ni->pend[i].msg_id)
-			pend_del(&ni->pend[i]);
+			pend_del(ni, &ni->pend[i]);
 	for (int i = 0; i < PTL_N_RX; i++)
 		if (ni->rx[i].used)
 			rx_free(&ni->rx[i]);

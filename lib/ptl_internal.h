@@ -154,11 +154,36 @@ struct ptl_pending {
 	ptl_hdr_data_t hdr_data;
 	void *user_ptr;
 	uint64_t deadline_ms;
-	/* replies */
+	/* replies; a reliable put's packets (npkts) */
 	uint32_t got, npkts;
 	uint64_t *bitmap;
 	ptl_op_t aop;
 	ptl_datatype_t adt;
+	/* reliable delivery (ptl_rel.c) */
+	bool rel;		/* kept and sent again until the target answers */
+	bool want_ack;		/* the application asked for the ack event */
+	bool karn;		/* sent again: no round-trip sample from it */
+	bool unsent;		/* it never reached the target (local failure, or
+				 * no answer in time): its send event fails too */
+	struct spin_msg_args args;	/* as sent: msg_id, SPIN_F_REL */
+	const uint8_t *buf;	/* its bytes: the MD's, until the answer
+				 * (npkts above: its packets) */
+	uint32_t tries;		/* retransmission timer expiries */
+	uint64_t sent_us;	/* sent first */
+	uint64_t rto_at_us;	/* retransmission timer */
+	uint64_t alive_us;	/* the target last answered (ack, sack, not now) */
+	uint64_t retx_us;	/* last retransmission */
+	int32_t rel_prev, rel_next;	/* the NI's reliable messages, oldest first */
+};
+
+/* Target side of reliable delivery for AF_XDP entries: the outcome of the
+ * recent messages of one source rank (as the runtime's spin_dedup). */
+struct ptl_ldd {
+	struct {
+		uint32_t id;
+		uint32_t mlength;
+		uint8_t fail, list;
+	} s[SPIN_DEDUP_SLOTS];
 };
 
 /* A message for an AF_XDP entry, being received by the library. */
@@ -239,6 +264,14 @@ struct ptl_ni {
 	/* host window allocations: page ranges [off, off + len) */
 	struct { uint64_t off, len; } walloc[PTL_N_ME * 2];
 	int n_walloc;
+	/* reliable delivery (ptl_rel.c) */
+	bool reliable;		/* $SPIN_PTL_RELIABLE, default 1 */
+	uint64_t rto_us, srtt_us, rttvar_us, rto_min_us, rto_max_us;
+	int32_t rel_head, rel_tail;	/* reliable pending messages, oldest first */
+	uint64_t rel_next_us;	/* earliest retransmission timer (UINT64_MAX: none) */
+	ptl_spin_rel_stats_t rs;
+	struct ptl_ldd *ldd[SPIN_MAX_PEERS];
+	uint32_t *retx_list;	/* scratch: packets to send again */
 };
 
 extern struct ptl_ni *ptl_g_ni;
@@ -277,6 +310,42 @@ ptl_process_t ptl_initiator(struct ptl_ni *ni, uint32_t rank, uint32_t pid);
 ptl_ni_fail_t ptl_fail_of(uint32_t spin_fail);
 
 /* ptl_data.c */
+struct ptl_pending *ptl_pend_find(struct ptl_ni *ni, uint32_t id);
+/* An ack or reply arrived (or never will): the initiator's events. */
+void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t fail,
+		       uint64_t mlength, ptl_list_t list);
+void ptl_send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength, uint32_t fail,
+		  uint32_t list);
+uint64_t ptl_now_us(void);
+
+/* ptl_rel.c: reliable delivery (docs/reliable.md) */
+void ptl_rel_init(struct ptl_ni *ni);
+void ptl_rel_fini(struct ptl_ni *ni);
+/* Before a reliable message gets id `id`: wait until the message
+ * SPIN_DEDUP_SLOTS ids older is answered (the target's window). */
+int ptl_rel_window(struct ptl_ni *ni, uint32_t id);
+/* Send reliable message p (args, buf, len, npkts, rank set) the first time. */
+int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only);
+void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p);
+/* The target answered p (SPIN_EV_ACK). */
+void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uint64_t mlength,
+		    uint32_t list);
+/* A SACK arrived on the socket. */
+void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
+		     uint32_t len);
+/* Retransmission timers; cheap when none is due. */
+void ptl_rel_tick(struct ptl_ni *ni);
+/* Target side, AF_XDP entries: a reliable message (rank, id) completed
+ * (or failed for good) here: remember its outcome and acknowledge it. */
+void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, uint64_t mlength,
+		  uint32_t list);
+/* ... a packet of a message completed before: answer again if it asks
+ * (answer: a single-packet message, or SPIN_F_SACK_REQ); true if it was one. */
+bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer);
+/* ... a message still missing packets was asked for a SACK. */
+void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64_t *bitmap,
+		       uint32_t npkts);
+
 int ptl_progress(struct ptl_ni *ni);
 /* Wake the caller sleeping in poll() (if it is another thread): state it
  * may wait for changed.  Lock held. */

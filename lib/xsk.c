@@ -518,10 +518,13 @@ static int peer_lookup(struct spin_xsk *x, uint32_t rank, struct spin_peer *out)
 }
 
 /* len payload bytes from buf, in a message of msg_len bytes (msg_len != len
- * only for a header-only GET, whose msg_len is the requested length) */
+ * only for a header-only GET, whose msg_len is the requested length).
+ * order: a permutation of the packets (npick 0), or with npick the indexes
+ * of the npick packets to send (a retransmission); the last packet sent
+ * gets last_flags added to its header's flags. */
 static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		    const void *buf, uint32_t len, uint32_t msg_len, const uint32_t *order,
-		    uint32_t *msg_id, bool post_only)
+		    uint32_t npick, uint16_t last_flags, uint32_t *msg_id, bool post_only)
 {
 	static const uint8_t zero[6];
 	struct spin_cfg *cfg;
@@ -548,8 +551,19 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 				   "spin_xsk_send: seg_size %u larger than one frame holds (%d)",
 				   seg, SPIN_MAX_SEG);
 	npkts = spin_npkts(len, seg);
-	if ((err = spin_check_order("spin_xsk_send", order, npkts)))
+	if (npick) {
+		if (!order)
+			return spin_seterr(SPIN_EUSAGE, "spin_xsk_send: packets to pick, but no list");
+		for (i = 0; i < npick; i++)
+			if (order[i] >= npkts)
+				return spin_seterr(SPIN_EUSAGE,
+						   "spin_xsk_send: packet %u of a %u-packet message",
+						   order[i], npkts);
+	} else if ((err = spin_check_order("spin_xsk_send", order, npkts))) {
 		return err;
+	} else {
+		npick = npkts;
+	}
 	if ((err = peer_lookup(x, dst_rank, &peer)))
 		return err;
 	if (!peer.valid)
@@ -577,7 +591,7 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	if (msg_id)
 		*msg_id = args.msg_id;
 
-	for (i = 0; i < npkts; ) {
+	for (i = 0; i < npick; ) {
 		uint32_t idx, off, pay;
 		struct spin_hdr h;
 		struct xdp_desc *d;
@@ -608,6 +622,8 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 		off = idx * seg;
 		pay = len ? (len - off < seg ? len - off : seg) : 0;
 		spin_hdr_build(&h, &args, msg_len, off);
+		if (i + 1 == npick && last_flags)
+			h.flags |= htons(last_flags);
 		addr = x->tx_free[--x->n_free];
 		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
 					pay ? (const uint8_t *)buf + off : NULL, pay);
@@ -633,13 +649,21 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 int spin_xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		  const void *buf, uint32_t len, const uint32_t *order, uint32_t *msg_id)
 {
-	return xsk_send(x, dst_rank, a, buf, len, len, order, msg_id, false);
+	return xsk_send(x, dst_rank, a, buf, len, len, order, 0, 0, msg_id, false);
+}
+
+int spin_xsk_send_pkts(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		       const void *buf, uint32_t len, const uint32_t *pkts, uint32_t n,
+		       uint16_t last_flags, bool post_only)
+{
+	return xsk_send(x, dst_rank, a, buf, len, len, pkts, pkts ? n : 0, last_flags, NULL,
+			post_only);
 }
 
 int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		  const void *buf, uint32_t len, uint32_t *msg_id)
 {
-	return xsk_send(x, dst_rank, a, buf, len, len, NULL, msg_id, true);
+	return xsk_send(x, dst_rank, a, buf, len, len, NULL, 0, 0, msg_id, true);
 }
 
 bool spin_xsk_rx_pending(const struct spin_xsk *x)
@@ -668,7 +692,7 @@ int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_m
 	g = *a;
 	g.op = SPIN_OP_GET;
 	g.seg_size = 0;
-	return xsk_send(x, dst_rank, &g, NULL, 0, length, NULL, msg_id, false);
+	return xsk_send(x, dst_rank, &g, NULL, 0, length, NULL, 0, 0, msg_id, false);
 }
 
 /* ------------------------------------------------------------- receive -- */

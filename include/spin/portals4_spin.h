@@ -75,6 +75,25 @@ typedef struct {
 } ptl_spin_wait_stats_t;
 int PtlSpinWaitStats(ptl_handle_ni_t ni_handle, ptl_spin_wait_stats_t *stats);
 
+/* Reliable delivery (docs/reliable.md): what this process's sends needed
+ * to get through, since PtlNIInit.  Initiator side, then target side (its
+ * AF_XDP entries; the runtime counts its own in spinctl stats). */
+typedef struct {
+	uint64_t msgs;		/* reliable messages sent */
+	uint64_t acked;		/* answered by the target (ack or final nack) */
+	uint64_t failed;	/* given up: no answer within $SPIN_PTL_TIMEOUT_MS */
+	uint64_t timeouts;	/* retransmission timer expiries */
+	uint64_t sacks;		/* selective acks received */
+	uint64_t not_now;	/* "not now" nacks (receiver not ready) */
+	uint64_t retx_pkts;	/* packets sent again */
+	uint64_t window_waits;	/* sends that waited for the duplicate window */
+	uint64_t rto_us;	/* the retransmission timeout now */
+	uint64_t srtt_us;	/* smoothed round-trip time (0: no sample yet) */
+	uint64_t dup_answered;	/* target: duplicates answered from its window */
+	uint64_t sacks_sent;	/* target: selective acks sent */
+} ptl_spin_rel_stats_t;
+int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
+
 /* One line on why the last call of this thread failed ("" if none). */
 const char *PtlSpinErrmsg(void);
 
