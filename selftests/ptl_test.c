@@ -3218,6 +3218,219 @@ static void c_twowaiters(void)
 
 /* ------------------------------------------------------------- main -- */
 
+/*
+ * rel: reliable delivery (docs/reliable.md), run by selftests/test_rel.sh
+ * over an impaired link.  Rank 0 puts the messages of $PTL_REL_SPEC
+ * ("SIZE:COUNT,...") to rank 1 as fast as the library takes them, each
+ * message its own bytes (a pattern seeded with its number, which hdr_data
+ * and user_ptr carry) into its own place of one entry per size, which is
+ * in the host window ($PTL_REL_KIND=window: the runtime deposits) or in
+ * process memory (malloc: this process receives); $PTL_REL_ACK=1 asks for
+ * acks.  Rank 1 wants exactly one PUT event per message, NI_OK, full
+ * length, every byte right, and its counter equal to the messages; rank 0
+ * one SEND (and ACK) per message, NI_OK.  Both print the library's
+ * reliable-delivery counters.  $PTL_REL_HANDLERS=1 (window entries): the
+ * entries run test_handlers.bpf.o, whose handlers count their calls (and
+ * the payload handler copies each packet, T_DMA); then each header and
+ * completion handler ran once per message and each payload handler once
+ * per packet.
+ */
+#define REL_MAXCLS 8
+struct rel_cls { size_t size, count, first; };
+
+static int rel_spec(struct rel_cls *c, size_t *total, size_t *bytes)
+{
+	const char *s = getenv("PTL_REL_SPEC") ? getenv("PTL_REL_SPEC") : "8:1000,65536:20";
+	int n = 0;
+
+	*total = *bytes = 0;
+	while (*s && n < REL_MAXCLS) {
+		char *e;
+
+		c[n].size = strtoull(s, &e, 10);
+		if (*e != ':')
+			DIE("PTL_REL_SPEC: want SIZE:COUNT,... at '%s'", s);
+		c[n].count = strtoull(e + 1, &e, 10);
+		if (!c[n].size || !c[n].count || (*e && *e != ','))
+			DIE("PTL_REL_SPEC: want SIZE:COUNT,... at '%s'", s);
+		c[n].first = *total;
+		*total += c[n].count;
+		*bytes += c[n].size * c[n].count;
+		n++;
+		s = *e ? e + 1 : e;
+	}
+	return n;
+}
+
+static void rel_stats(void)
+{
+	ptl_spin_rel_stats_t st;
+
+	OK(PtlSpinRelStats(ni, &st));
+	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu sacks %llu not_now %llu "
+	    "retx_pkts %llu window_waits %llu rto_us %llu srtt_us %llu dup_answered %llu sacks_sent %llu",
+	    (unsigned long long)st.msgs, (unsigned long long)st.acked,
+	    (unsigned long long)st.failed, (unsigned long long)st.timeouts,
+	    (unsigned long long)st.sacks, (unsigned long long)st.not_now,
+	    (unsigned long long)st.retx_pkts, (unsigned long long)st.window_waits,
+	    (unsigned long long)st.rto_us, (unsigned long long)st.srtt_us,
+	    (unsigned long long)st.dup_answered, (unsigned long long)st.sacks_sent);
+}
+
+static void c_rel(void)
+{
+	struct rel_cls c[REL_MAXCLS];
+	size_t total, bytes, got = 0, bad = 0;
+	int ncls = rel_spec(c, &total, &bytes);
+	int kind = getenv("PTL_REL_KIND") && !strcmp(getenv("PTL_REL_KIND"), "malloc") ? K_MAL : K_WIN;
+	int ack = getenv("PTL_REL_ACK") && atoi(getenv("PTL_REL_ACK"));
+	int hnd = getenv("PTL_REL_HANDLERS") && atoi(getenv("PTL_REL_HANDLERS"));
+	uint8_t *seen = calloc(total, 1);
+	ptl_handle_eq_t eq;
+	ptl_event_t ev;
+
+	if (!seen)
+		DIE("out of memory");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	eq = eq_new(1 << 16);
+	if (R == 1) {
+		ptl_handle_ct_t ct = ct_new();
+		ptl_ct_event_t cv;
+		uint8_t *buf[REL_MAXCLS];
+		ptl_handle_me_t mh[REL_MAXCLS];
+		ptl_handle_handler_t h = PTL_INVALID_HANDLE;
+		char path[512];
+
+		pt_new(0, eq, PT_DATA);
+		if (hnd) {
+			snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", top_dir());
+			if (PtlSpinHandlerLoad(ni, path, &h) != PTL_OK)
+				DIE("PtlSpinHandlerLoad %s: %s", path, PtlSpinErrmsg());
+		}
+		for (int k = 0; k < ncls; k++) {
+			ptl_me_t me;
+
+			buf[k] = kbuf(kind, c[k].size * c[k].count);
+			me = me_spec(buf[k], c[k].size * c[k].count,
+				     PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0x700 + k, 0);
+			me.ct_handle = ct;
+			if (hnd) {
+				struct test_state st = { .mode = T_DMA };
+				ptl_handle_hpu_mem_t hm;
+
+				OK(PtlHPUAllocMem(sizeof(st), ni, &hm));
+				OK(PtlHPUWriteMem(hm, 0, &st, sizeof(st)));
+				me.handlers = h;
+				me.hpu_memory = hm;
+			}
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, NULL, &mh[k]));
+		}
+		barrier("rel.ready");
+		while (got < total && !bad) {
+			size_t n, k;
+
+			if (!want_ev(eq, &ev, 30000, "rel: target event"))
+				break;
+			n = (size_t)ev.hdr_data;
+			for (k = 0; k < (size_t)ncls && (ev.match_bits != 0x700 + k); k++)
+				;
+			if (ev.type != PTL_EVENT_PUT || ev.ni_fail_type != PTL_NI_OK || k == (size_t)ncls ||
+			    n < c[k].first || n >= c[k].first + c[k].count || seen[n] ||
+			    ev.mlength != c[k].size || ev.rlength != c[k].size ||
+			    ev.start != buf[k] + (n - c[k].first) * c[k].size) {
+				FAIL("rel: message %zu: unexpected or repeated event", n);
+				dump_ev("target", &ev);
+				bad++;
+				continue;
+			}
+			seen[n] = 1;
+			got++;
+			/* (test_handlers copies to the message offset, not
+			 * the remote offset: handlers decide where bytes go) */
+			if (!hnd && !check_pat("rel: bytes", ev.start, c[k].size, (uint32_t)n + 1))
+				bad++;
+		}
+		LOG("target: %zu of %zu messages, each once", got, total);
+		no_ev(eq, 200, "rel: after the last message");
+		OK(PtlCTGet(ct, &cv));
+		CHK_EQ(cv.success, total, "rel: counter");
+		CHK_EQ(cv.failure, 0, "rel: counter failures");
+		for (int k = 0; hnd && k < ncls; k++) {
+			struct test_state st;
+			uint64_t np = (c[k].size + 1383) / 1384;
+
+			OK(PtlMEReadHPU(mh[k], 0, &st, sizeof(st)));
+			LOG("handlers of %zu-byte messages: header %llu payload %llu completion %llu",
+			    c[k].size, (unsigned long long)st.hdr_calls,
+			    (unsigned long long)st.pay_calls, (unsigned long long)st.cmpl_calls);
+			CHK_EQ(st.hdr_calls, c[k].count, "rel: header handler runs");
+			CHK_EQ(st.pay_calls, c[k].count * np, "rel: payload handler runs");
+			CHK_EQ(st.pay_bytes, c[k].count * c[k].size, "rel: payload handler bytes");
+			CHK_EQ(st.cmpl_calls, c[k].count, "rel: completion handler runs");
+			CHK_EQ(st.dma_errors, 0, "rel: handler DMA errors");
+		}
+		rel_stats();
+		barrier("rel.done");
+	} else {
+		uint8_t *src = malloc(bytes ? bytes : 1);
+		ptl_handle_md_t md;
+		size_t sends = 0, acks = 0, off = 0, want = total * (ack ? 2 : 1), ev_n = 0;
+		uint64_t t0;
+
+		if (!src)
+			DIE("out of memory");
+		for (int k = 0; k < ncls; k++)
+			for (size_t i = 0; i < c[k].count; i++) {
+				fill(src + off, c[k].size, (uint32_t)(c[k].first + i) + 1);
+				off += c[k].size;
+			}
+		md = md_new(src, bytes, 0, eq, PTL_CT_NONE);
+		barrier("rel.ready");
+		t0 = now_ms();
+		off = 0;
+		for (int k = 0; k < ncls; k++)
+			for (size_t i = 0; i < c[k].count; i++) {
+				size_t n = c[k].first + i;
+
+				OK(PtlPut(md, off, c[k].size, ack ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
+					  rank_proc(1), PT_DATA, 0x700 + k, i * c[k].size,
+					  (void *)(uintptr_t)n, n));
+				off += c[k].size;
+				/* take what came meanwhile: the queue holds 65536 */
+				while (PtlEQGet(eq, &ev) == PTL_OK) {
+					ev_n++;
+					if (ev.ni_fail_type != PTL_NI_OK) {
+						FAIL("rel: %s of message %zu failed", ev_name(ev.type),
+						     (size_t)(uintptr_t)ev.user_ptr);
+						dump_ev("initiator", &ev);
+					}
+					sends += ev.type == PTL_EVENT_SEND;
+					acks += ev.type == PTL_EVENT_ACK;
+				}
+			}
+		while (ev_n < want && want_ev(eq, &ev, 30000, "rel: initiator event")) {
+			ev_n++;
+			if (ev.ni_fail_type != PTL_NI_OK) {
+				FAIL("rel: %s of message %zu failed", ev_name(ev.type),
+				     (size_t)(uintptr_t)ev.user_ptr);
+				dump_ev("initiator", &ev);
+			}
+			sends += ev.type == PTL_EVENT_SEND;
+			acks += ev.type == PTL_EVENT_ACK;
+		}
+		LOG("initiator: %zu messages (%zu bytes) in %llu ms: %zu send, %zu ack events", total,
+		    bytes, (unsigned long long)(now_ms() - t0), sends, acks);
+		CHK_EQ(sends, total, "rel: send events");
+		CHK_EQ(acks, ack ? total : 0, "rel: ack events");
+		rel_stats();
+		barrier("rel.done");
+		no_ev(eq, 100, "rel: initiator, after the last event");
+		free(src);
+	}
+	free(seen);
+	fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -3226,7 +3439,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "unknown", c_unknown }, { "kill", c_kill }, { "kill2", c_kill2 }, { "phys", c_phys },
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
-	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters },
+	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 };
 
 int main(int argc, char **argv)

@@ -46,6 +46,7 @@ run_suite spinctl selftests/test_spinctl.sh
 run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
 run_suite impair selftests/test_impair.sh
+run_suite rel selftests/test_rel.sh
 # every sample with an integration test (samples/<name>/test.sh)
 for t in samples/*/test.sh; do
 	[ -e "$t" ] || continue

@@ -111,6 +111,9 @@ rel dup1_window 0 "dup 10000" "dup 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=window
 rel loss1_malloc 1 "drop 10000" "drop 10000" PTL_REL_SPEC=$ALL PTL_REL_KIND=malloc
 rel loss10_malloc_ack 1 "drop 100000" "drop 100000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
 rel dup1_malloc 0 "dup 10000" "dup 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
+# handlers run once per packet / message through loss and duplication
+rel handlers_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" \
+	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]
