@@ -450,6 +450,23 @@ static void reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *bu
 		   ntohl(h->msg_len), fail, list);
 }
 
+/*
+ * Back-pressure (docs/reliable.md): the event queue a target event goes to
+ * is full (the application is not reading it).  The event waits in
+ * ni->held and the runtime's ring behind it is not read, so the runtime
+ * soon refuses new messages with "not now" and reliable senders wait,
+ * instead of the event being lost (PTL_EQ_DROPPED).
+ */
+static bool eq_full_for(struct ptl_ni *ni, const struct ptl_mer *m)
+{
+	struct ptl_eq *q;
+
+	if (!m || (m->me.options & PTL_ME_EVENT_COMM_DISABLE))
+		return false;
+	q = ptl_eq_get(ni, ni->pt[m->pt].eq);
+	return q && q->count == q->cap;
+}
+
 /* The entry the runtime matched (wire.h: job_key carries its index in a
  * frame the runtime handed to the socket). */
 static struct ptl_mer *me_of_pkt(struct ptl_ni *ni, const struct spin_hdr *h)
@@ -603,6 +620,14 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	/* a reliable message completed here before: answer it again */
 	if (rel && ptl_rel_dup(ni, h, sack_req || (pkt_off == 0 && len == msg_len)))
 		return;
+	/* its event queue is full: "not now" (back-pressure, as the runtime
+	 * gives for its ring); the sender tries again later */
+	if (rel && eq_full_for(ni, me_of_pkt(ni, h))) {
+		ni->rs.held++;
+		if (pkt_off == 0 || sack_req)
+			ptl_send_ack(ni, h, 0, SPIN_FAIL_QUEUE_FULL, 0);
+		return;
+	}
 	if (pkt_off == 0 && len == msg_len) {
 		m = me_for(ni, h);
 		if (!m) {
@@ -825,6 +850,12 @@ static int on_event(void *ctx, const struct spin_event *e)
 	struct ptl_mer *m;
 	struct ptl_pending *p;
 
+	if ((e->kind == SPIN_EV_PUT || e->kind == SPIN_EV_GET) && eq_full_for(ni, me_of_ev(ni, e))) {
+		ni->held = *e;
+		ni->has_held = true;
+		ni->rs.held++;
+		return 1;	/* stop reading the ring */
+	}
 	switch (e->kind) {
 	case SPIN_EV_PUT:
 	case SPIN_EV_GET: {
@@ -975,9 +1006,16 @@ int ptl_progress(struct ptl_ni *ni)
 	k = spin_xsk_recv(ni->xsk, on_pkt, ni, 0);
 	if (k > 0)
 		n += k;
-	k = spin_events_consume(ni->rt, on_event, ni);
-	if (k > 0)
-		n += k;
+	if (ni->has_held && !eq_full_for(ni, me_of_ev(ni, &ni->held))) {
+		ni->has_held = false;
+		on_event(ni, &ni->held);
+		n++;
+	}
+	if (!ni->has_held) {
+		k = spin_events_consume(ni->rt, on_event, ni);
+		if (k > 0)
+			n += k;
+	}
 	tick(ni);
 	ptl_rel_tick(ni);
 	if (n) {
@@ -1173,7 +1211,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 				until = ni->rel_next_us > t ? ni->rel_next_us : t;
 
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
-			if (spin_events_fd(ni->rt) >= 0) {
+			if (spin_events_fd(ni->rt) >= 0 && !ni->has_held) {
 				ring = n;
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
 			}
@@ -1285,7 +1323,7 @@ void *ptl_progress_thread(void *arg)
 		t_look = END_NONE;
 		ptl_progress(ni);
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
-		if (spin_events_fd(ni->rt) >= 0)
+		if (spin_events_fd(ni->rt) >= 0 && !ni->has_held)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
 		ni->bg_in_poll = true;
 		ptl_unlock(ni);

@@ -271,6 +271,8 @@ struct ptl_ni {
 	uint64_t rel_next_us;	/* earliest retransmission timer (UINT64_MAX: none) */
 	ptl_spin_rel_stats_t rs;
 	struct ptl_ldd *ldd[SPIN_MAX_PEERS];
+	struct spin_event held;	/* a target event whose queue is full ... */
+	bool has_held;		/* ... waits here, the ring behind it unread */
 	uint32_t *retx_list;	/* scratch: packets to send again */
 };
 

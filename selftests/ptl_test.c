@@ -3233,7 +3233,9 @@ static void c_twowaiters(void)
  * entries run test_handlers.bpf.o, whose handlers count their calls (and
  * the payload handler copies each packet, T_DMA); then each header and
  * completion handler ran once per message and each payload handler once
- * per packet.
+ * per packet.  $PTL_REL_PAUSE_MS: rank 1 stops reading its event queue
+ * ($PTL_REL_EQ entries, default 65536) for that long after half the
+ * messages: nothing may be lost (no PTL_EQ_DROPPED), the sender waits.
  */
 #define REL_MAXCLS 8
 struct rel_cls { size_t size, count, first; };
@@ -3267,11 +3269,11 @@ static void rel_stats(void)
 	ptl_spin_rel_stats_t st;
 
 	OK(PtlSpinRelStats(ni, &st));
-	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu sacks %llu not_now %llu "
+	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu sacks %llu not_now %llu held %llu "
 	    "retx_pkts %llu window_waits %llu rto_us %llu srtt_us %llu dup_answered %llu sacks_sent %llu",
 	    (unsigned long long)st.msgs, (unsigned long long)st.acked,
 	    (unsigned long long)st.failed, (unsigned long long)st.timeouts,
-	    (unsigned long long)st.sacks, (unsigned long long)st.not_now,
+	    (unsigned long long)st.sacks, (unsigned long long)st.not_now, (unsigned long long)st.held,
 	    (unsigned long long)st.retx_pkts, (unsigned long long)st.window_waits,
 	    (unsigned long long)st.rto_us, (unsigned long long)st.srtt_us,
 	    (unsigned long long)st.dup_answered, (unsigned long long)st.sacks_sent);
@@ -3285,6 +3287,8 @@ static void c_rel(void)
 	int kind = getenv("PTL_REL_KIND") && !strcmp(getenv("PTL_REL_KIND"), "malloc") ? K_MAL : K_WIN;
 	int ack = getenv("PTL_REL_ACK") && atoi(getenv("PTL_REL_ACK"));
 	int hnd = getenv("PTL_REL_HANDLERS") && atoi(getenv("PTL_REL_HANDLERS"));
+	int pause_ms = getenv("PTL_REL_PAUSE_MS") ? atoi(getenv("PTL_REL_PAUSE_MS")) : 0;
+	int eqn = getenv("PTL_REL_EQ") ? atoi(getenv("PTL_REL_EQ")) : 1 << 16;
 	uint8_t *seen = calloc(total, 1);
 	ptl_handle_eq_t eq;
 	ptl_event_t ev;
@@ -3292,7 +3296,7 @@ static void c_rel(void)
 	if (!seen)
 		DIE("out of memory");
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
-	eq = eq_new(1 << 16);
+	eq = eq_new(R == 1 ? eqn : 1 << 16);
 	if (R == 1) {
 		ptl_handle_ct_t ct = ct_new();
 		ptl_ct_event_t cv;
@@ -3329,6 +3333,11 @@ static void c_rel(void)
 		while (got < total && !bad) {
 			size_t n, k;
 
+			if (pause_ms && got == total / 2) {
+				LOG("target: not reading for %d ms", pause_ms);
+				msleep(pause_ms);
+				pause_ms = 0;
+			}
 			if (!want_ev(eq, &ev, 30000, "rel: target event"))
 				break;
 			n = (size_t)ev.hdr_data;

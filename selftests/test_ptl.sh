@@ -210,7 +210,9 @@ run_case atomic atomic 4 4
 run_case atomic_2ranks atomic 2 2
 run_case triggered triggered 2 2
 run_case eventopts eventopts 2 2
-run_case eqdrop eqdrop 2 2
+# the Portals overflow semantics: with reliable delivery a full queue holds
+# senders back instead (test_rel.sh pause_*)
+run_case eqdrop eqdrop 2 2 spin SPIN_PTL_RELIABLE=0
 run_case badargs badargs 2 2
 # rank 2 is in the map and has an address, but no runtime and no process
 nsx "$(ptl_ns "$TAG" 2)" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1

@@ -60,7 +60,8 @@ impair() {
 		nsx "$NM" "$IMPAIR" reset "$PINS" a && nsx "$NM" "$IMPAIR" reset "$PINS" b
 }
 
-# rel NAME LOSSY "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel on both ranks
+# rel NAME CHECK "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel on both ranks; CHECK
+# 1: retransmissions must be counted, notnow: "not now" nacks, 0: nothing more
 rel() {
 	local name=$1 lossy=$2 ia=$3 ib=$4 dir k pids=() bad=0 rc; shift 4
 	[ -n "$FILTER" ] && [[ $name != $FILTER ]] && return 0
@@ -83,6 +84,10 @@ rel() {
 	if [ $bad = 0 ] && [ "$lossy" = 1 ] &&
 		! grep -qE 'retx_pkts [1-9]' "$dir/out.0"; then
 		echo "no retransmission on a lossy link" >>"$dir/why"; bad=1
+	fi
+	if [ $bad = 0 ] && [ "$lossy" = notnow ] &&
+		! grep -qE 'not_now [1-9]' "$dir/out.0"; then
+		echo "the sender was never told 'not now'" >>"$dir/why"; bad=1
 	fi
 	if [ $bad = 0 ]; then
 		echo "PASS rel/$name"; PASS=$((PASS + 1))
@@ -111,6 +116,12 @@ rel dup1_window 0 "dup 10000" "dup 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=window
 rel loss1_malloc 1 "drop 10000" "drop 10000" PTL_REL_SPEC=$ALL PTL_REL_KIND=malloc
 rel loss10_malloc_ack 1 "drop 100000" "drop 100000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
 rel dup1_malloc 0 "dup 10000" "dup 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
+# a receiver that stops reading its event queue for 2 s: held back with
+# "not now", nothing lost, the sender waits and resumes
+rel pause_window notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 \
+	PTL_REL_KIND=window PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
+rel pause_malloc notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 \
+	PTL_REL_KIND=malloc PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
 # handlers run once per packet / message through loss and duplication
 rel handlers_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1

@@ -91,6 +91,9 @@ typedef struct {
 	uint64_t srtt_us;	/* smoothed round-trip time (0: no sample yet) */
 	uint64_t dup_answered;	/* target: duplicates answered from its window */
 	uint64_t sacks_sent;	/* target: selective acks sent */
+	uint64_t held;		/* target: times an event or a packet waited, or was
+				 * refused "not now", because its event queue was
+				 * full (back-pressure) */
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 
