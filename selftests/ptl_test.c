@@ -3440,6 +3440,51 @@ static void c_rel(void)
 	fini_ni();
 }
 
+/*
+ * rel_gone: reliable puts to a target that answers nothing (test_rel.sh
+ * drops every frame towards it): each fails with PTL_NI_UNDELIVERABLE in
+ * its send and ack events, not before $SPIN_PTL_TIMEOUT_MS, after the
+ * retransmission timer tried again.
+ */
+static void c_rel_gone(void)
+{
+	uint64_t tmo = getenv("SPIN_PTL_TIMEOUT_MS") ? strtoull(getenv("SPIN_PTL_TIMEOUT_MS"), NULL, 10) : 2000;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 65536);
+		ptl_handle_md_t md = md_new(src, 65536, 0, eq, PTL_CT_NONE);
+		size_t lens[2] = { 8, 65536 };
+		ptl_spin_rel_stats_t st;
+
+		for (int i = 0; i < 2; i++) {
+			int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+			ptl_event_t evs[2];
+			uint64_t t0 = now_ms(), dt;
+
+			OK(PtlPut(md, 0, lens[i], PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, U(i + 1), 0));
+			if (!collect(eq, (int)tmo + 20000, 2, want, evs, "put to a gone target"))
+				continue;
+			dt = now_ms() - t0;
+			LOG("%zu-byte put to a gone target: %s after %llu ms", lens[i],
+			    fail_name(evs[0].ni_fail_type), (unsigned long long)dt);
+			CHKEV("put to a gone target", &evs[0], .m = F_TYPE | F_UPTR | F_FAIL,
+			      .type = PTL_EVENT_SEND, .uptr = U(i + 1), .fail = PTL_NI_UNDELIVERABLE);
+			CHKEV("put to a gone target", &evs[1], .m = F_TYPE | F_UPTR | F_FAIL,
+			      .type = PTL_EVENT_ACK, .uptr = U(i + 1), .fail = PTL_NI_UNDELIVERABLE);
+			CHK(dt >= tmo, "failed after %llu ms, before the timeout of %llu ms",
+			    (unsigned long long)dt, (unsigned long long)tmo);
+		}
+		OK(PtlSpinRelStats(ni, &st));
+		CHK_EQ(st.failed, 2, "reliable: failed");
+		CHK(st.timeouts >= 2, "the timer sent again: %llu timeouts", (unsigned long long)st.timeouts);
+		no_ev(eq, 100, "after the failures");
+	}
+	barrier("rg.done");
+	fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -3449,6 +3494,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
+	{ "rel_gone", c_rel_gone },
 };
 
 int main(int argc, char **argv)

@@ -60,11 +60,13 @@ impair() {
 		nsx "$NM" "$IMPAIR" reset "$PINS" a && nsx "$NM" "$IMPAIR" reset "$PINS" b
 }
 
-# rel NAME CHECK "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel on both ranks; CHECK
+# rel NAME CHECK "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel (or REL_CASE=...)
+# on both ranks; CHECK
 # 1: retransmissions must be counted, notnow: "not now" nacks, 0: nothing more
 rel() {
-	local name=$1 lossy=$2 ia=$3 ib=$4 dir k pids=() bad=0 rc; shift 4
+	local name=$1 lossy=$2 ia=$3 ib=$4 dir k pids=() bad=0 rc case=rel a; shift 4
 	[ -n "$FILTER" ] && [[ $name != $FILTER ]] && return 0
+	for a in "$@"; do [[ $a == REL_CASE=* ]] && case=${a#REL_CASE=}; done
 	dir=$(mktemp -d "$WORK/$name.XXXX")
 	impair "drop 0 dup 0 corrupt 0" "drop 0 dup 0 corrupt 0" >/dev/null &&
 		impair "$ia" "$ib" >"$dir/impair" 2>&1 || { echo "FAIL rel/$name (impair)"; FAIL=$((FAIL + 1)); return; }
@@ -73,7 +75,7 @@ rel() {
 		nsx "$([ $k = 0 ] && echo "$NA" || echo "$NB")" env SPIN_IFACE=veth0 \
 			SPIN_HOSTFILE="$WORK/hosts" SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=2 \
 			PTL_TEST_TOP="$TOP" SPIN_PTL_HOST_PAGES=8192 "$@" \
-			timeout -k 2 240 "$BIN" rel >"$dir/out.$k" 2>&1 &
+			timeout -k 2 240 "$BIN" "$case" >"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
 	for k in 0 1; do
@@ -122,6 +124,9 @@ rel pause_window notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 
 	PTL_REL_KIND=window PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
 rel pause_malloc notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 \
 	PTL_REL_KIND=malloc PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
+# a target that is gone (every frame to it dropped): each put fails with
+# UNDELIVERABLE, not before the timeout
+rel gone 0 "drop 1000000" "$CLEAN" REL_CASE=rel_gone SPIN_PTL_TIMEOUT_MS=1000
 # handlers run once per packet / message through loss and duplication
 rel handlers_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1
