@@ -121,13 +121,20 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	if (SPIN_DD_OUT_STATE(out) == SPIN_DD_XSK)
 		return spin_to_xsk(xdp, st, d->len[k]);
-	if (SPIN_DD_OUT_STATE(out) != SPIN_DD_DONE || !(single || (fl & SPIN_F_SACK_REQ)) ||
-	    (op != SPIN_OP_PUT && op != SPIN_OP_ATOMIC))
+	if (SPIN_DD_OUT_STATE(out) != SPIN_DD_DONE || !(single || (fl & SPIN_F_SACK_REQ)))
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	c = spin_ctx_get();
 	if (!c)
 		return XDP_DROP;
 	spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
+	if (op == SPIN_OP_GET)
+		/* refused before, or its entry went since (spin_get_again
+		 * found it gone): a header-only REPLY with the failure */
+		return spin_answer(xdp, c, cfg, st, SPIN_PUT_REPLY, 0, rank, id,
+				   SPIN_DD_OUT_FAIL(out) ?: SPIN_FAIL_DROPPED,
+				   bpf_ntohl(sh->msg_len), SPIN_DD_OUT_LIST(out));
+	if (op != SPIN_OP_PUT && op != SPIN_OP_ATOMIC)
+		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	return spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, id, SPIN_DD_OUT_FAIL(out),
 			   d->len[k], SPIN_DD_OUT_LIST(out));
 }
@@ -698,6 +705,40 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 }
 
 /*
+ * A reliable GET whose id is in the window: if the runtime answered it and
+ * its entry is still the one (same slot incarnation, not freed), put the
+ * entry and what the reply read into c and return the entry: the reply is
+ * read again (as an RDMA read retry is), without counters or events.
+ */
+static __always_inline struct spin_me *spin_get_again(__u32 rank, __u32 id,
+						      const struct spin_hdr *sh,
+						      struct spin_ctx *c)
+{
+	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	__u32 k = id & (SPIN_DEDUP_SLOTS - 1), out, ref, mi, state;
+	struct spin_me *me;
+
+	if (!(sh->flags & bpf_htons(SPIN_F_REL)) || !d || d->id[k] != id)
+		return NULL;
+	out = d->out[k];
+	if (SPIN_DD_OUT_ID(out) != (id & 0xffff) || SPIN_DD_OUT_STATE(out) != SPIN_DD_DONE ||
+	    SPIN_DD_OUT_FAIL(out))
+		return NULL;
+	ref = d->ref[k];
+	mi = ref & 0xffff;
+	me = bpf_map_lookup_elem(&spin_me, &mi);
+	if (!me || (me->seq & 0xffff) != ref >> 16)
+		return NULL;
+	state = *(volatile __u32 *)&me->state;
+	if (state != SPIN_ME_ACTIVE && state != SPIN_ME_CLAIMED)
+		return NULL;
+	c->me = mi;
+	c->start = d->aux[k];
+	c->mlength = d->len[k];
+	return me;
+}
+
+/*
  * A get (SPIN_OP_GET, wire.h): validated like a put, matched against entries
  * with SPIN_ME_OP_GET (Portals order, use-once claimed, truncation), then
  * answered without handlers.  An XSK entry's get goes to the owning process's
@@ -751,8 +792,13 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	c->done = 1;
 	hdr_data = bpf_be64_to_cpu(sh->hdr_data);
 
-	if (spin_dedup_seen(cfg, rank, msg_id))
-		return spin_dup(xdp, rank, msg_id, 1);
+	if (spin_dedup_seen(cfg, rank, msg_id)) {
+		me = spin_get_again(rank, msg_id, sh, c);
+		if (!me)
+			return spin_dup(xdp, rank, msg_id, 1);
+		spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
+		goto reply;
+	}
 	if (spin_events_full())
 		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 	mi = spin_match(pt, &q, c, SPIN_OP_GET);
@@ -788,7 +834,19 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	if ((me->options & SPIN_ME_USE_ONCE) &&
 	    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
 		spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
+	if (sh->flags & bpf_htons(SPIN_F_REL)) {
+		/* a retransmission is answered from the window (spin_get_again) */
+		struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+		__u32 k = msg_id & (SPIN_DEDUP_SLOTS - 1);
 
+		if (d && d->id[k] == msg_id) {
+			d->aux[k] = (__u32)c->start;
+			d->ref[k] = c->me | (__u32)(me->seq & 0xffff) << 16;
+		}
+		spin_dd_note(rank, msg_id, SPIN_DD_DONE, SPIN_FAIL_OK, me->list, c->mlength);
+	}
+
+reply:
 	/* the reply: mlength bytes of the window at host_off + remote_off */
 	r = &c->put[0];
 	r->kind = SPIN_PUT_REPLY;
@@ -1165,10 +1223,11 @@ existing:
 	if (!me)
 		return spin_drop(st, SPIN_DROP_NO_MATCH);
 	if (sh->flags & bpf_htons(SPIN_F_REL)) {
-		/* a reliable message lives while its packets come */
+		/* a reliable message lives while its packets come (sent
+		 * again too: an AF_XDP message's process may still miss them) */
+		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
 		if (!(old & bit))
-			m->deadline = bpf_ktime_get_ns() +
-				      (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
+			;
 		else if ((me->options & SPIN_ME_XSK) && m->status != SPIN_MSG_DROP &&
 			 spin_me_same(me, m))
 			/* its process keeps the packets it has: it sorts

@@ -134,9 +134,9 @@ void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t f
 
 	if (md->used && md->busy)
 		md->busy--;
-	if (md->used && p->rel && p->kind == PEND_ACK)
-		send_event(ni, md, p->loff, p->len, p->target, p->pt, p->bits, p->roff, p->user_ptr,
-			   p->hdr_data, p->unsent ? fail : PTL_NI_OK);
+	if (p->rel && p->wire_op != SPIN_OP_GET && ni->md[p->smd].used)
+		send_event(ni, &ni->md[p->smd], p->sloff, p->len, p->target, p->pt, p->bits,
+			   p->roff, p->user_ptr, p->hdr_data, p->unsent ? fail : PTL_NI_OK);
 	if (md->used && (p->kind != PEND_ACK || p->want_ack)) {
 		if (p->kind == PEND_ACK) {
 			ev.type = PTL_EVENT_ACK;
@@ -190,8 +190,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	bool want_ack = o->wire_op != SPIN_OP_GET && o->wire_op != SPIN_OP_FETCH &&
 			o->ack_req != PTL_NO_ACK_REQ;
 	bool want_reply = o->wire_op == SPIN_OP_GET || o->wire_op == SPIN_OP_FETCH;
-	/* puts are delivered reliably (ptl_rel.c); gets and atomics not yet */
-	bool rel = ni->reliable && o->wire_op == SPIN_OP_PUT;
+	/* every operation is delivered reliably (ptl_rel.c) */
+	bool rel = ni->reliable;
 	int64_t rank = target_rank(ni, o->target);
 	ptl_ni_fail_t fail = PTL_NI_OK;
 	int err = 0;
@@ -239,17 +239,24 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	}
 	if (rank < 0) {
 		fail = PTL_NI_UNDELIVERABLE;
-	} else if (o->wire_op == SPIN_OP_GET) {
-		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
-		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else if (rel) {
 		p->args = a;
-		p->buf = (const uint8_t *)o->md->md.start + o->loff;
-		p->npkts = spin_npkts((uint32_t)o->len, SPIN_MAX_SEG);
+		p->wire_op = o->wire_op;
+		p->smd = (uint32_t)(o->md - ni->md);
+		p->sloff = o->loff;
+		if (o->wire_op != SPIN_OP_GET)
+			p->buf = (const uint8_t *)o->md->md.start + o->loff;
+		/* gets and fetches: one request packet; npkts counts the
+		 * reply's packets then (on_reply) */
+		if (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC)
+			p->npkts = spin_npkts((uint32_t)o->len, SPIN_MAX_SEG);
 		err = ptl_rel_send(ni, p, ni->bundle > 0);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 		if (err)	/* not sent: the send event below fails */
 			rel = false;
+	} else if (o->wire_op == SPIN_OP_GET) {
+		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
+		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else if (ni->bundle) {
 		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
 				    (uint32_t)o->len, NULL);
@@ -442,8 +449,8 @@ static void send_reply(struct ptl_ni *ni, uint32_t rank, uint32_t pt, uint32_t m
 		ni->drops++;
 }
 
-static void reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
-		     uint32_t fail, uint32_t list)
+void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
+		  uint32_t fail, uint32_t list)
 {
 	send_reply(ni, ntohl(h->src_rank), ntohs(h->pt_index), ntohl(h->msg_id),
 		   be64toh(h->match_bits), be64toh(h->remote_off), be64toh(h->hdr_data), buf, len,
@@ -703,16 +710,25 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 {
 	struct ptl_mer *m = me_for(ni, h), snap;
+	bool rel = ntohs(h->flags) & SPIN_F_REL;
+	struct ptl_ldd_slot *sl;
 	uint64_t off, mlength;
 	ptl_event_t ev;
 
 	if (!m) {
 		ni->drops++;
-		reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
+		if (rel)
+			ptl_rel_note(ni, h, SPIN_FAIL_NO_MATCH, 0, 0);
+		ptl_reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
 		return;
 	}
 	off = me_place(m, be64toh(h->remote_off), ntohl(h->msg_len), &mlength);
-	reply_to(ni, h, (uint8_t *)m->me.start + off, mlength, SPIN_FAIL_OK, m->list);
+	if (rel && (sl = ptl_rel_note(ni, h, SPIN_FAIL_OK, mlength, m->list))) {
+		/* a retransmission reads the entry again, while it lives */
+		sl->meh = ptl_me_handle(ni, m);
+		sl->off = off;
+	}
+	ptl_reply_to(ni, h, (uint8_t *)m->me.start + off, mlength, SPIN_FAIL_OK, m->list);
 	ev = (ptl_event_t){
 		.type = PTL_EVENT_GET, .start = (uint8_t *)m->me.start + off,
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
@@ -735,14 +751,20 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 	size_t es = ptl_atomic_dt_size(dt);
 	uint8_t old[SPIN_MAX_SEG];
 	bool ack = !fetch && (ntohs(h->flags) & SPIN_F_ACK_REQ);
+	bool rel = ntohs(h->flags) & SPIN_F_REL;
 	uint32_t fail = SPIN_FAIL_OK;
+	struct ptl_ldd_slot *sl;
 	uint8_t *target;
 	ptl_event_t ev;
 
 	if (!m) {
 		ni->drops++;
+		if (fetch && rel)
+			ptl_rel_note(ni, h, SPIN_FAIL_NO_MATCH, 0, 0);
 		if (fetch)
-			reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
+			ptl_reply_to(ni, h, NULL, 0, SPIN_FAIL_NO_MATCH, 0);
+		else if (rel)
+			ptl_rel_done(ni, h, SPIN_FAIL_NO_MATCH, 0, 0);
 		else if (ack)
 			ptl_send_ack(ni, h, 0, SPIN_FAIL_NO_MATCH, 0);
 		return;
@@ -758,8 +780,13 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 		fail = SPIN_FAIL_OP_VIOLATION;
 	if (fail != SPIN_FAIL_OK)
 		mlength = 0;
+	if (fetch && rel && (sl = ptl_rel_note(ni, h, fail, mlength, m->list)) && mlength &&
+	    (sl->reply = malloc(mlength)))
+		memcpy(sl->reply, old, mlength);	/* a retransmission gets these again */
 	if (fetch)
-		reply_to(ni, h, old, mlength, fail, m->list);
+		ptl_reply_to(ni, h, old, mlength, fail, m->list);
+	else if (rel)
+		ptl_rel_done(ni, h, fail, mlength, m->list);
 	else if (ack && !(m->me.options & PTL_ME_ACK_DISABLE))
 		ptl_send_ack(ni, h, mlength, fail, m->list);
 	ev = (ptl_event_t){
@@ -786,6 +813,12 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		ni->drops++;
 		return;
 	}
+	if (p->rel && fail == SPIN_FAIL_QUEUE_FULL) {
+		ptl_rel_on_ack(ni, p, fail, 0, 0);	/* "not now" */
+		return;
+	}
+	if (p->rel)
+		ptl_rel_alive(ni, p);
 	if (fail) {
 		ptl_pend_complete(ni, p, ptl_fail_of(fail), 0, (ptl_list_t)be64toh(h->user_hdr[2]));
 		return;
@@ -813,14 +846,31 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		memcpy((uint8_t *)md->md.start + p->loff + pkt_off, pay,
 		       p->len - pkt_off < len ? p->len - pkt_off : len);
 	p->deadline_ms = spin_now_ms() + ni->timeout_ms;
-	if (++p->got == p->npkts)
+	if (++p->got == p->npkts) {
+		if (p->rel)
+			ptl_rel_replied(ni, p);
 		ptl_pend_complete(ni, p, PTL_NI_OK, msg_len, (ptl_list_t)be64toh(h->user_hdr[2]));
+	}
 }
 
 static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
 {
 	struct ptl_ni *ni = ctx;
 
+	if ((h->op == SPIN_OP_GET || h->op == SPIN_OP_ATOMIC || h->op == SPIN_OP_FETCH) &&
+	    (ntohs(h->flags) & SPIN_F_REL)) {
+		/* answered before: again; its queue full: "not now" */
+		if (ptl_rel_dup(ni, h, true))
+			return 0;
+		if (eq_full_for(ni, me_of_pkt(ni, h))) {
+			ni->rs.held++;
+			if (h->op == SPIN_OP_ATOMIC)
+				ptl_send_ack(ni, h, 0, SPIN_FAIL_QUEUE_FULL, 0);
+			else
+				ptl_reply_to(ni, h, NULL, 0, SPIN_FAIL_QUEUE_FULL, 0);
+			return 0;
+		}
+	}
 	switch (h->op) {
 	case SPIN_OP_PUT: on_put(ni, h, pay, len); break;
 	case SPIN_OP_GET: on_get(ni, h); break;

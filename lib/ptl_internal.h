@@ -168,6 +168,9 @@ struct ptl_pending {
 	struct spin_msg_args args;	/* as sent: msg_id, SPIN_F_REL */
 	const uint8_t *buf;	/* its bytes: the MD's, until the answer
 				 * (npkts above: its packets) */
+	uint8_t wire_op;	/* SPIN_OP_* */
+	uint32_t smd;		/* the MD whose bytes are sent (send event) */
+	ptl_size_t sloff;
 	uint32_t tries;		/* retransmission timer expiries */
 	uint64_t sent_us;	/* sent first */
 	uint64_t rto_at_us;	/* retransmission timer */
@@ -178,12 +181,16 @@ struct ptl_pending {
 
 /* Target side of reliable delivery for AF_XDP entries: the outcome of the
  * recent messages of one source rank (as the runtime's spin_dedup). */
+struct ptl_ldd_slot {
+	uint32_t id;
+	uint32_t mlength;
+	uint8_t fail, list, op;	/* op: SPIN_OP_* answered (ACK or REPLY) */
+	uint8_t *reply;		/* FETCH: the old bytes it returned (owned) */
+	ptl_handle_me_t meh;	/* GET: the entry and offset its bytes came from */
+	uint64_t off;
+};
 struct ptl_ldd {
-	struct {
-		uint32_t id;
-		uint32_t mlength;
-		uint8_t fail, list;
-	} s[SPIN_DEDUP_SLOTS];
+	struct ptl_ldd_slot s[SPIN_DEDUP_SLOTS];
 };
 
 /* A message for an AF_XDP entry, being received by the library. */
@@ -318,6 +325,9 @@ void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t f
 		       uint64_t mlength, ptl_list_t list);
 void ptl_send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength, uint32_t fail,
 		  uint32_t list);
+/* Answer the GET or FETCH h with len bytes of buf (a REPLY). */
+void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
+		  uint32_t fail, uint32_t list);
 uint64_t ptl_now_us(void);
 
 /* ptl_rel.c: reliable delivery (docs/reliable.md) */
@@ -332,13 +342,21 @@ void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p);
 /* The target answered p (SPIN_EV_ACK). */
 void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uint64_t mlength,
 		    uint32_t list);
+/* The target answered something about p (a reply packet): restart its timer. */
+void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p);
+/* p's reply is complete (a get or fetch): a round-trip sample, counted. */
+void ptl_rel_replied(struct ptl_ni *ni, struct ptl_pending *p);
 /* A SACK arrived on the socket. */
 void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
 		     uint32_t len);
 /* Retransmission timers; cheap when none is due. */
 void ptl_rel_tick(struct ptl_ni *ni);
 /* Target side, AF_XDP entries: a reliable message (rank, id) completed
- * (or failed for good) here: remember its outcome and acknowledge it. */
+ * (or failed for good) here: remember its outcome (the slot, NULL if no
+ * memory; a GET's or FETCH's caller fills in what the reply needs). */
+struct ptl_ldd_slot *ptl_rel_note(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail,
+				  uint64_t mlength, uint32_t list);
+/* ... a PUT or ATOMIC: remember it and acknowledge it. */
 void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, uint64_t mlength,
 		  uint32_t list);
 /* ... a packet of a message completed before: answer again if it asks

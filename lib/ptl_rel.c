@@ -42,6 +42,10 @@ void ptl_rel_init(struct ptl_ni *ni)
 void ptl_rel_fini(struct ptl_ni *ni)
 {
 	for (int r = 0; r < SPIN_MAX_PEERS; r++) {
+		if (!ni->ldd[r])
+			continue;
+		for (int i = 0; i < SPIN_DEDUP_SLOTS; i++)
+			free(ni->ldd[r]->s[i].reply);
 		free(ni->ldd[r]);
 		ni->ldd[r] = NULL;
 	}
@@ -143,13 +147,28 @@ int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
 	return PTL_OK;
 }
 
+/* Send packets list[0..n) (NULL: all) of p, the last one with last_flags;
+ * a get is its one header-only request. */
+static int send_pkts(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *list, uint32_t n,
+		     uint16_t last_flags, bool post_only)
+{
+	struct spin_msg_args a;
+
+	if (p->wire_op == SPIN_OP_GET) {
+		a = p->args;
+		a.flags |= last_flags;
+		return spin_xsk_send_get(ni->xsk, p->rank, &a, (uint32_t)p->len, NULL);
+	}
+	return spin_xsk_send_pkts(ni->xsk, p->rank, &p->args, p->buf, (uint32_t)p->len, list, n,
+				  last_flags, post_only);
+}
+
 int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 {
 	uint64_t now;
 	int err;
 
-	err = spin_xsk_send_pkts(ni->xsk, p->rank, &p->args, p->buf, (uint32_t)p->len, NULL, 0,
-				 p->npkts > 1 ? SPIN_F_SACK_REQ : 0, post_only);
+	err = send_pkts(ni, p, NULL, 0, p->npkts > 1 ? SPIN_F_SACK_REQ : 0, post_only);
 	if (err)
 		return err;
 	now = ptl_now_us();
@@ -162,15 +181,18 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 	return 0;
 }
 
-/* Send packets list[0..n) of p again, the last one asking for a SACK. */
+/* Send packets list[0..n) of p again, the last one asking for a SACK.
+ * retx_us marks a SACK's repair: a SACK asked for before it landed names
+ * the same gaps (a timer's probe does not count: the SACK that answers it
+ * must be acted on). */
 static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *list, uint32_t n,
-		   uint64_t now)
+		   uint64_t now, bool repair)
 {
-	if (spin_xsk_send_pkts(ni->xsk, p->rank, &p->args, p->buf, (uint32_t)p->len, list, n,
-			       SPIN_F_SACK_REQ, ni->bundle > 0))
+	if (send_pkts(ni, p, list, n, SPIN_F_SACK_REQ, ni->bundle > 0))
 		ni->drops++;	/* the timer sends again */
 	p->karn = true;
-	p->retx_us = now;
+	if (repair)
+		p->retx_us = now;
 	ni->rs.retx_pkts += n;
 }
 
@@ -189,10 +211,27 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 		arm(ni, p->rto_at_us);
 		return;
 	}
-	if (!p->karn)
+	if (!p->karn && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC))
 		rtt_sample(ni, now - p->sent_us);
 	ni->rs.acked++;
 	ptl_pend_complete(ni, p, ptl_fail_of(fail), mlength, (ptl_list_t)list);
+}
+
+void ptl_rel_replied(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	/* a one-packet reply's round trip is a sample like an ack's */
+	if (!p->karn && p->npkts == 1)
+		rtt_sample(ni, ptl_now_us() - p->sent_us);
+	ni->rs.acked++;
+}
+
+void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	uint64_t now = ptl_now_us();
+
+	p->alive_us = now;
+	p->rto_at_us = now + backoff(ni, p->tries);
+	arm(ni, p->rto_at_us);
 }
 
 void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
@@ -202,7 +241,8 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	uint64_t now = ptl_now_us(), npk = be64toh(h->user_hdr[0]), w0 = be64toh(h->user_hdr[2]);
 	uint32_t nw = len / 8, n = 0, words;
 
-	if (!p || !p->rel || p->rank != ntohl(h->src_rank) || npk != p->npkts) {
+	if (!p || !p->rel || p->rank != ntohl(h->src_rank) || npk != p->npkts ||
+	    (p->wire_op != SPIN_OP_PUT && p->wire_op != SPIN_OP_ATOMIC)) {
 		ni->drops++;
 		return;
 	}
@@ -232,7 +272,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	}
 	if (!n)	/* all it covers is in: ask about the rest */
 		ni->retx_list[n++] = p->npkts - 1;
-	resend(ni, p, ni->retx_list, n, now);
+	resend(ni, p, ni->retx_list, n, now, true);
 }
 
 void ptl_rel_tick(struct ptl_ni *ni)
@@ -254,9 +294,11 @@ void ptl_rel_tick(struct ptl_ni *ni)
 				ptl_pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
 				continue;
 			}
-			/* the tail or the answer was lost: ask again */
+			/* the tail or the answer was lost: ask again (a get
+			 * or fetch: its one request) */
 			ni->rs.timeouts++;
-			resend(ni, p, &(uint32_t){ p->npkts - 1 }, 1, now);
+			resend(ni, p, &(uint32_t){ p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC ?
+						   p->npkts - 1 : 0 }, 1, now, false);
 			p->rto_at_us = now + backoff(ni, ++p->tries);
 		}
 		if (p->rto_at_us < next)
@@ -267,25 +309,33 @@ void ptl_rel_tick(struct ptl_ni *ni)
 
 /* --------------------------------------------------------------- target -- */
 
+struct ptl_ldd_slot *ptl_rel_note(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail,
+				  uint64_t mlength, uint32_t list)
+{
+	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
+	struct ptl_ldd_slot *s;
+	struct ptl_ldd *d;
+
+	if (rank >= SPIN_MAX_PEERS)
+		return NULL;
+	d = ni->ldd[rank];
+	if (!d && !(d = ni->ldd[rank] = calloc(1, sizeof(*d))))
+		return NULL;
+	s = &d->s[id & (SPIN_DEDUP_SLOTS - 1)];
+	free(s->reply);
+	memset(s, 0, sizeof(*s));
+	s->id = id;
+	s->mlength = (uint32_t)mlength;
+	s->fail = (uint8_t)fail;
+	s->list = (uint8_t)list;
+	s->op = h->op;
+	return s;
+}
+
 void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, uint64_t mlength,
 		  uint32_t list)
 {
-	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
-	struct ptl_ldd *d;
-
-	if (rank < SPIN_MAX_PEERS) {
-		d = ni->ldd[rank];
-		if (!d)
-			d = ni->ldd[rank] = calloc(1, sizeof(*d));
-		if (d) {
-			__typeof__(d->s[0]) *s = &d->s[id & (SPIN_DEDUP_SLOTS - 1)];
-
-			s->id = id;
-			s->mlength = (uint32_t)mlength;
-			s->fail = (uint8_t)fail;
-			s->list = (uint8_t)list;
-		}
-	}
+	ptl_rel_note(ni, h, fail, mlength, list);
 	ptl_send_ack(ni, h, mlength, fail, list);
 }
 
@@ -293,17 +343,27 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
 {
 	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
 	struct ptl_ldd *d = rank < SPIN_MAX_PEERS ? ni->ldd[rank] : NULL;
-	__typeof__(d->s[0]) *s;
+	struct ptl_ldd_slot *s;
+	struct ptl_mer *m;
 
 	if (!d)
 		return false;
 	s = &d->s[id & (SPIN_DEDUP_SLOTS - 1)];
-	if (s->id != id)
+	if (s->id != id || s->op != h->op)
 		return false;
-	if (answer) {
-		ni->rs.dup_answered++;
+	if (!answer)
+		return true;
+	ni->rs.dup_answered++;
+	if (h->op == SPIN_OP_FETCH)
+		ptl_reply_to(ni, h, s->reply, s->reply ? s->mlength : 0,
+			     s->reply || s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
+	else if (h->op == SPIN_OP_GET && !s->fail && (m = ptl_me_get(ni, s->meh)))
+		/* read again, as an RDMA read retry does */
+		ptl_reply_to(ni, h, (uint8_t *)m->me.start + s->off, s->mlength, 0, s->list);
+	else if (h->op == SPIN_OP_GET)	/* its entry is gone: the bytes with it */
+		ptl_reply_to(ni, h, NULL, 0, s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
+	else
 		ptl_send_ack(ni, h, s->mlength, s->fail, s->list);
-	}
 	return true;
 }
 

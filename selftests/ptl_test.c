@@ -3236,6 +3236,11 @@ static void c_twowaiters(void)
  * per packet.  $PTL_REL_PAUSE_MS: rank 1 stops reading its event queue
  * ($PTL_REL_EQ entries, default 65536) for that long after half the
  * messages: nothing may be lost (no PTL_EQ_DROPPED), the sender waits.
+ * $PTL_REL_OP=get: rank 0 gets each message's bytes (patterned by rank 1)
+ * and checks them; atomic: each message adds 1 to one of 64 counters
+ * (PtlAtomic), fetch: to one counter with PtlFetchAtomic.  The counters
+ * must end at the number of messages and the fetched old values must all
+ * differ: no operation applied twice.
  */
 #define REL_MAXCLS 8
 struct rel_cls { size_t size, count, first; };
@@ -3279,164 +3284,262 @@ static void rel_stats(void)
 	    (unsigned long long)st.dup_answered, (unsigned long long)st.sacks_sent);
 }
 
+/* what one message of c_rel does: put, get, atomic (+1 on one of 64
+ * counters) or fetch (+1 on one counter, the old value comes back) */
+enum rel_op { REL_PUT, REL_GET, REL_ATOMIC, REL_FETCH };
+
+static int rel_event_ok(enum rel_op op, const ptl_event_t *ev)
+{
+	static const int want[] = { PTL_EVENT_PUT, PTL_EVENT_GET, PTL_EVENT_ATOMIC,
+				    PTL_EVENT_FETCH_ATOMIC };
+
+	return ev->type == want[op] && ev->ni_fail_type == PTL_NI_OK;
+}
+
+static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int ncls,
+		       size_t total, ptl_handle_eq_t eq, int pause_ms)
+{
+	ptl_handle_ct_t ct = ct_new();
+	ptl_ct_event_t cv;
+	uint8_t *buf[REL_MAXCLS], *seen = calloc(total, 1);
+	ptl_handle_me_t mh[REL_MAXCLS];
+	ptl_handle_handler_t h = PTL_INVALID_HANDLE;
+	size_t got = 0, bad = 0;
+	ptl_event_t ev;
+	char path[512];
+
+	if (!seen)
+		DIE("out of memory");
+	pt_new(0, eq, PT_DATA);
+	if (hnd) {
+		snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", top_dir());
+		if (PtlSpinHandlerLoad(ni, path, &h) != PTL_OK)
+			DIE("PtlSpinHandlerLoad %s: %s", path, PtlSpinErrmsg());
+	}
+	for (int k = 0; k < ncls; k++) {
+		size_t len = op == REL_PUT || op == REL_GET ? c[k].size * c[k].count : 64 * 8;
+		ptl_me_t me;
+
+		buf[k] = kbuf(kind, len);
+		if (op == REL_GET)
+			for (size_t i = 0; i < c[k].count; i++)
+				fill(buf[k] + i * c[k].size, c[k].size, (uint32_t)(c[k].first + i) + 1);
+		me = me_spec(buf[k], len, (op == REL_GET ? PTL_ME_OP_GET :
+					   op == REL_FETCH ? PTL_ME_OP_GET | PTL_ME_OP_PUT : PTL_ME_OP_PUT) |
+			     PTL_ME_EVENT_CT_COMM, 0x700 + k, 0);
+		me.ct_handle = ct;
+		if (hnd) {
+			struct test_state st = { .mode = T_DMA };
+			ptl_handle_hpu_mem_t hm;
+
+			OK(PtlHPUAllocMem(sizeof(st), ni, &hm));
+			OK(PtlHPUWriteMem(hm, 0, &st, sizeof(st)));
+			me.handlers = h;
+			me.hpu_memory = hm;
+		}
+		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, NULL, &mh[k]));
+	}
+	barrier("rel.ready");
+	while (got < total && !bad) {
+		size_t n, k;
+
+		if (pause_ms && got == total / 2) {
+			LOG("target: not reading for %d ms", pause_ms);
+			msleep(pause_ms);
+			pause_ms = 0;
+		}
+		if (!want_ev(eq, &ev, 30000, "rel: target event"))
+			break;
+		n = (size_t)ev.hdr_data;
+		for (k = 0; k < (size_t)ncls && (ev.match_bits != 0x700 + k); k++)
+			;
+		if (op == REL_GET && k < (size_t)ncls)	/* a get has no header data */
+			n = c[k].first + ev.remote_offset / c[k].size;
+		if (!rel_event_ok(op, &ev) || k == (size_t)ncls || n < c[k].first ||
+		    n >= c[k].first + c[k].count || seen[n] ||
+		    ((op == REL_PUT || op == REL_GET) &&
+		     (ev.mlength != c[k].size || ev.rlength != c[k].size ||
+		      ev.start != buf[k] + (n - c[k].first) * c[k].size))) {
+			FAIL("rel: message %zu: unexpected or repeated event", n);
+			dump_ev("target", &ev);
+			bad++;
+			continue;
+		}
+		seen[n] = 1;
+		got++;
+		/* (test_handlers copies to the message offset, not the remote
+		 * offset: handlers decide where bytes go) */
+		if (op == REL_PUT && !hnd &&
+		    !check_pat("rel: bytes", ev.start, c[k].size, (uint32_t)n + 1))
+			bad++;
+	}
+	LOG("target: %zu of %zu messages, each once", got, total);
+	no_ev(eq, 200, "rel: after the last message");
+	OK(PtlCTGet(ct, &cv));
+	CHK_EQ(cv.success, total, "rel: counter");
+	CHK_EQ(cv.failure, 0, "rel: counter failures");
+	for (int k = 0; (op == REL_ATOMIC || op == REL_FETCH) && k < ncls; k++) {
+		/* each message added 1 exactly once */
+		uint64_t sum = 0, v;
+
+		for (int i = 0; i < 64; i++) {
+			memcpy(&v, buf[k] + i * 8, 8);
+			sum += v;
+		}
+		CHK_EQ(sum, c[k].count, "rel: atomic sum");
+	}
+	for (int k = 0; hnd && k < ncls; k++) {
+		struct test_state st;
+		uint64_t np = (c[k].size + 1383) / 1384;
+
+		OK(PtlMEReadHPU(mh[k], 0, &st, sizeof(st)));
+		LOG("handlers of %zu-byte messages: header %llu payload %llu completion %llu",
+		    c[k].size, (unsigned long long)st.hdr_calls, (unsigned long long)st.pay_calls,
+		    (unsigned long long)st.cmpl_calls);
+		CHK_EQ(st.hdr_calls, c[k].count, "rel: header handler runs");
+		CHK_EQ(st.pay_calls, c[k].count * np, "rel: payload handler runs");
+		CHK_EQ(st.pay_bytes, c[k].count * c[k].size, "rel: payload handler bytes");
+		CHK_EQ(st.cmpl_calls, c[k].count, "rel: completion handler runs");
+		CHK_EQ(st.dma_errors, 0, "rel: handler DMA errors");
+	}
+	free(seen);
+}
+
+static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, size_t total,
+			  size_t bytes, ptl_handle_eq_t eq)
+{
+	/* put/get: each message its own bytes; atomic/fetch: 8 bytes each */
+	size_t cap = op == REL_PUT || op == REL_GET ? bytes : total * 8;
+	uint8_t *src = calloc(1, cap ? cap : 1), *dst = calloc(1, cap ? cap : 1);
+	uint8_t *fseen = calloc(total, 1);
+	ptl_handle_md_t md, gmd;
+	size_t sends = 0, acks = 0, replies = 0, off = 0, ev_n = 0, want;
+	const uint64_t one = 1;
+	ptl_event_t ev;
+	uint64_t t0;
+
+	if (!src || !dst || !fseen)
+		DIE("out of memory");
+	want = op == REL_GET ? total : op == REL_FETCH ? 2 * total : total * (ack ? 2 : 1);
+	for (int k = 0; k < ncls; k++)
+		for (size_t i = 0; i < c[k].count; i++) {
+			if (op == REL_PUT)
+				fill(src + off, c[k].size, (uint32_t)(c[k].first + i) + 1);
+			else if (op != REL_GET)
+				memcpy(src + (c[k].first + i) * 8, &one, 8);
+			off += c[k].size;
+		}
+	md = md_new(src, cap, 0, eq, PTL_CT_NONE);
+	gmd = md_new(dst, cap, 0, eq, PTL_CT_NONE);
+	barrier("rel.ready");
+	t0 = now_ms();
+	off = 0;
+	for (int k = 0; k < ncls; k++)
+		for (size_t i = 0; i < c[k].count; i++) {
+			size_t n = c[k].first + i;
+			void *u = (void *)(uintptr_t)n;
+
+			switch (op) {
+			case REL_PUT:
+				OK(PtlPut(md, off, c[k].size, ack ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
+					  rank_proc(1), PT_DATA, 0x700 + k, i * c[k].size, u, n));
+				break;
+			case REL_GET:
+				OK(PtlGet(gmd, off, c[k].size, rank_proc(1), PT_DATA, 0x700 + k,
+					  i * c[k].size, u));
+				break;
+			case REL_ATOMIC:
+				OK(PtlAtomic(md, n * 8, 8, ack ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
+					     rank_proc(1), PT_DATA, 0x700 + k, (n % 64) * 8, u, n,
+					     PTL_SUM, PTL_UINT64_T));
+				break;
+			case REL_FETCH:
+				OK(PtlFetchAtomic(gmd, n * 8, md, n * 8, 8, rank_proc(1), PT_DATA,
+						  0x700 + k, 0, u, n, PTL_SUM, PTL_UINT64_T));
+				break;
+			}
+			off += c[k].size;
+			/* take what came meanwhile: the queue holds 65536 */
+			while (PtlEQGet(eq, &ev) == PTL_OK) {
+				ev_n++;
+				if (ev.ni_fail_type != PTL_NI_OK) {
+					FAIL("rel: %s of message %zu failed", ev_name(ev.type),
+					     (size_t)(uintptr_t)ev.user_ptr);
+					dump_ev("initiator", &ev);
+				}
+				sends += ev.type == PTL_EVENT_SEND;
+				acks += ev.type == PTL_EVENT_ACK;
+				replies += ev.type == PTL_EVENT_REPLY;
+			}
+		}
+	while (ev_n < want && want_ev(eq, &ev, 30000, "rel: initiator event")) {
+		ev_n++;
+		if (ev.ni_fail_type != PTL_NI_OK) {
+			FAIL("rel: %s of message %zu failed", ev_name(ev.type),
+			     (size_t)(uintptr_t)ev.user_ptr);
+			dump_ev("initiator", &ev);
+		}
+		sends += ev.type == PTL_EVENT_SEND;
+		acks += ev.type == PTL_EVENT_ACK;
+		replies += ev.type == PTL_EVENT_REPLY;
+	}
+	LOG("initiator: %zu messages (%zu bytes) in %llu ms: %zu send, %zu ack, %zu reply events",
+	    total, bytes, (unsigned long long)(now_ms() - t0), sends, acks, replies);
+	CHK_EQ(sends, op == REL_GET ? 0 : total, "rel: send events");
+	CHK_EQ(acks, (op == REL_PUT || op == REL_ATOMIC) && ack ? total : 0, "rel: ack events");
+	CHK_EQ(replies, op == REL_GET || op == REL_FETCH ? total : 0, "rel: reply events");
+	off = 0;
+	for (int k = 0; op == REL_GET && k < ncls; k++)
+		for (size_t i = 0; i < c[k].count; i++) {
+			if (!check_pat("rel: got bytes", dst + off, c[k].size,
+				       (uint32_t)(c[k].first + i) + 1))
+				break;
+			off += c[k].size;
+		}
+	if (op == REL_FETCH) {
+		/* the old values are 0..count-1 of each counter, each once:
+		 * no fetch was applied twice */
+		size_t dups = 0;
+
+		for (int k = 0; k < ncls; k++)
+			for (size_t i = 0; i < c[k].count; i++) {
+				uint64_t v;
+
+				memcpy(&v, dst + (c[k].first + i) * 8, 8);
+				if (v >= c[k].count || fseen[c[k].first + v]++)
+					dups++;
+			}
+		CHK_EQ(dups, 0, "rel: fetched values repeated or out of range");
+	}
+	rel_stats();
+	/* (src and dst stay: the MDs are bound until PtlNIFini) */
+	free(fseen);
+}
+
 static void c_rel(void)
 {
 	struct rel_cls c[REL_MAXCLS];
-	size_t total, bytes, got = 0, bad = 0;
+	size_t total, bytes;
 	int ncls = rel_spec(c, &total, &bytes);
 	int kind = getenv("PTL_REL_KIND") && !strcmp(getenv("PTL_REL_KIND"), "malloc") ? K_MAL : K_WIN;
 	int ack = getenv("PTL_REL_ACK") && atoi(getenv("PTL_REL_ACK"));
 	int hnd = getenv("PTL_REL_HANDLERS") && atoi(getenv("PTL_REL_HANDLERS"));
 	int pause_ms = getenv("PTL_REL_PAUSE_MS") ? atoi(getenv("PTL_REL_PAUSE_MS")) : 0;
 	int eqn = getenv("PTL_REL_EQ") ? atoi(getenv("PTL_REL_EQ")) : 1 << 16;
-	uint8_t *seen = calloc(total, 1);
+	const char *o = getenv("PTL_REL_OP") ? getenv("PTL_REL_OP") : "put";
+	enum rel_op op = !strcmp(o, "get") ? REL_GET : !strcmp(o, "atomic") ? REL_ATOMIC :
+			 !strcmp(o, "fetch") ? REL_FETCH : REL_PUT;
 	ptl_handle_eq_t eq;
-	ptl_event_t ev;
 
-	if (!seen)
-		DIE("out of memory");
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
 	eq = eq_new(R == 1 ? eqn : 1 << 16);
-	if (R == 1) {
-		ptl_handle_ct_t ct = ct_new();
-		ptl_ct_event_t cv;
-		uint8_t *buf[REL_MAXCLS];
-		ptl_handle_me_t mh[REL_MAXCLS];
-		ptl_handle_handler_t h = PTL_INVALID_HANDLE;
-		char path[512];
-
-		pt_new(0, eq, PT_DATA);
-		if (hnd) {
-			snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", top_dir());
-			if (PtlSpinHandlerLoad(ni, path, &h) != PTL_OK)
-				DIE("PtlSpinHandlerLoad %s: %s", path, PtlSpinErrmsg());
-		}
-		for (int k = 0; k < ncls; k++) {
-			ptl_me_t me;
-
-			buf[k] = kbuf(kind, c[k].size * c[k].count);
-			me = me_spec(buf[k], c[k].size * c[k].count,
-				     PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0x700 + k, 0);
-			me.ct_handle = ct;
-			if (hnd) {
-				struct test_state st = { .mode = T_DMA };
-				ptl_handle_hpu_mem_t hm;
-
-				OK(PtlHPUAllocMem(sizeof(st), ni, &hm));
-				OK(PtlHPUWriteMem(hm, 0, &st, sizeof(st)));
-				me.handlers = h;
-				me.hpu_memory = hm;
-			}
-			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, NULL, &mh[k]));
-		}
-		barrier("rel.ready");
-		while (got < total && !bad) {
-			size_t n, k;
-
-			if (pause_ms && got == total / 2) {
-				LOG("target: not reading for %d ms", pause_ms);
-				msleep(pause_ms);
-				pause_ms = 0;
-			}
-			if (!want_ev(eq, &ev, 30000, "rel: target event"))
-				break;
-			n = (size_t)ev.hdr_data;
-			for (k = 0; k < (size_t)ncls && (ev.match_bits != 0x700 + k); k++)
-				;
-			if (ev.type != PTL_EVENT_PUT || ev.ni_fail_type != PTL_NI_OK || k == (size_t)ncls ||
-			    n < c[k].first || n >= c[k].first + c[k].count || seen[n] ||
-			    ev.mlength != c[k].size || ev.rlength != c[k].size ||
-			    ev.start != buf[k] + (n - c[k].first) * c[k].size) {
-				FAIL("rel: message %zu: unexpected or repeated event", n);
-				dump_ev("target", &ev);
-				bad++;
-				continue;
-			}
-			seen[n] = 1;
-			got++;
-			/* (test_handlers copies to the message offset, not
-			 * the remote offset: handlers decide where bytes go) */
-			if (!hnd && !check_pat("rel: bytes", ev.start, c[k].size, (uint32_t)n + 1))
-				bad++;
-		}
-		LOG("target: %zu of %zu messages, each once", got, total);
-		no_ev(eq, 200, "rel: after the last message");
-		OK(PtlCTGet(ct, &cv));
-		CHK_EQ(cv.success, total, "rel: counter");
-		CHK_EQ(cv.failure, 0, "rel: counter failures");
-		for (int k = 0; hnd && k < ncls; k++) {
-			struct test_state st;
-			uint64_t np = (c[k].size + 1383) / 1384;
-
-			OK(PtlMEReadHPU(mh[k], 0, &st, sizeof(st)));
-			LOG("handlers of %zu-byte messages: header %llu payload %llu completion %llu",
-			    c[k].size, (unsigned long long)st.hdr_calls,
-			    (unsigned long long)st.pay_calls, (unsigned long long)st.cmpl_calls);
-			CHK_EQ(st.hdr_calls, c[k].count, "rel: header handler runs");
-			CHK_EQ(st.pay_calls, c[k].count * np, "rel: payload handler runs");
-			CHK_EQ(st.pay_bytes, c[k].count * c[k].size, "rel: payload handler bytes");
-			CHK_EQ(st.cmpl_calls, c[k].count, "rel: completion handler runs");
-			CHK_EQ(st.dma_errors, 0, "rel: handler DMA errors");
-		}
-		rel_stats();
-		barrier("rel.done");
-	} else {
-		uint8_t *src = malloc(bytes ? bytes : 1);
-		ptl_handle_md_t md;
-		size_t sends = 0, acks = 0, off = 0, want = total * (ack ? 2 : 1), ev_n = 0;
-		uint64_t t0;
-
-		if (!src)
-			DIE("out of memory");
-		for (int k = 0; k < ncls; k++)
-			for (size_t i = 0; i < c[k].count; i++) {
-				fill(src + off, c[k].size, (uint32_t)(c[k].first + i) + 1);
-				off += c[k].size;
-			}
-		md = md_new(src, bytes, 0, eq, PTL_CT_NONE);
-		barrier("rel.ready");
-		t0 = now_ms();
-		off = 0;
-		for (int k = 0; k < ncls; k++)
-			for (size_t i = 0; i < c[k].count; i++) {
-				size_t n = c[k].first + i;
-
-				OK(PtlPut(md, off, c[k].size, ack ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
-					  rank_proc(1), PT_DATA, 0x700 + k, i * c[k].size,
-					  (void *)(uintptr_t)n, n));
-				off += c[k].size;
-				/* take what came meanwhile: the queue holds 65536 */
-				while (PtlEQGet(eq, &ev) == PTL_OK) {
-					ev_n++;
-					if (ev.ni_fail_type != PTL_NI_OK) {
-						FAIL("rel: %s of message %zu failed", ev_name(ev.type),
-						     (size_t)(uintptr_t)ev.user_ptr);
-						dump_ev("initiator", &ev);
-					}
-					sends += ev.type == PTL_EVENT_SEND;
-					acks += ev.type == PTL_EVENT_ACK;
-				}
-			}
-		while (ev_n < want && want_ev(eq, &ev, 30000, "rel: initiator event")) {
-			ev_n++;
-			if (ev.ni_fail_type != PTL_NI_OK) {
-				FAIL("rel: %s of message %zu failed", ev_name(ev.type),
-				     (size_t)(uintptr_t)ev.user_ptr);
-				dump_ev("initiator", &ev);
-			}
-			sends += ev.type == PTL_EVENT_SEND;
-			acks += ev.type == PTL_EVENT_ACK;
-		}
-		LOG("initiator: %zu messages (%zu bytes) in %llu ms: %zu send, %zu ack events", total,
-		    bytes, (unsigned long long)(now_ms() - t0), sends, acks);
-		CHK_EQ(sends, total, "rel: send events");
-		CHK_EQ(acks, ack ? total : 0, "rel: ack events");
-		rel_stats();
-		barrier("rel.done");
+	if (R == 1)
+		rel_target(op, kind, hnd, c, ncls, total, eq, pause_ms);
+	else
+		rel_initiator(op, ack, c, ncls, total, bytes, eq);
+	barrier("rel.done");
+	if (R == 0)
 		no_ev(eq, 100, "rel: initiator, after the last event");
-		free(src);
-	}
-	free(seen);
 	fini_ni();
 }
 

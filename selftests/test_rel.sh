@@ -124,6 +124,16 @@ rel pause_window notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 
 	PTL_REL_KIND=window PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
 rel pause_malloc notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 \
 	PTL_REL_KIND=malloc PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
+# gets and atomics: a lost request or reply is sent again, a repeated
+# request is answered without a second event (a fetch: its old bytes again)
+rel get_loss10_window 1 "drop 100000" "drop 100000" PTL_REL_OP=get \
+	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:2 PTL_REL_KIND=window
+rel get_loss10_malloc 1 "drop 100000" "drop 100000" PTL_REL_OP=get \
+	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:2 PTL_REL_KIND=malloc
+rel atomic_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" PTL_REL_OP=atomic \
+	PTL_REL_SPEC=8:20000 PTL_REL_KIND=malloc PTL_REL_ACK=1
+rel fetch_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" PTL_REL_OP=fetch \
+	PTL_REL_SPEC=8:20000 PTL_REL_KIND=window
 # a target that is gone (every frame to it dropped): each put fails with
 # UNDELIVERABLE, not before the timeout
 rel gone 0 "drop 1000000" "$CLEAN" REL_CASE=rel_gone SPIN_PTL_TIMEOUT_MS=1000

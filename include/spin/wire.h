@@ -429,7 +429,10 @@ struct spin_msg_key {
  * id % SPIN_DEDUP_SLOTS, and what became of each (for re-acknowledging a
  * retransmission): out[] is SPIN_DD_OUT(id, state, fail, list), valid
  * while its id bits match; len[] the manipulated length (DONE) or the
- * matched entry's index (XSK). */
+ * matched entry's index (XSK); for a GET the runtime answered, aux[] the
+ * window offset its reply was read from and ref[] the entry
+ * (index | (seq & 0xffff) << 16), so a retransmitted GET is answered by
+ * reading the entry again while it is still that entry. */
 enum spin_dd_state {
 	SPIN_DD_SEEN = 0,	/* arrived, not finished (or nothing recorded) */
 	SPIN_DD_DONE = 1,	/* the runtime completed it (or refused it for good) */
@@ -447,6 +450,8 @@ struct spin_dedup {
 	__u32	id[SPIN_DEDUP_SLOTS];
 	__u32	out[SPIN_DEDUP_SLOTS];
 	__u32	len[SPIN_DEDUP_SLOTS];
+	__u32	aux[SPIN_DEDUP_SLOTS];
+	__u32	ref[SPIN_DEDUP_SLOTS];
 };
 /* spin_src[rank]: message-table entries held by that source rank */
 struct spin_src {
