@@ -3588,6 +3588,97 @@ static void c_rel_gone(void)
 	fini_ni();
 }
 
+/*
+ * rel_incast: ranks 1..N-1 all put $PTL_REL_SPEC (one size: SIZE:COUNT) to
+ * rank 0 at once, each into its own entry in rank 0's host window: every
+ * message of every sender arrives once with its bytes; every sender gets
+ * one send event per message, NI_OK.  (selftests/test_rel.sh: 8 senders.)
+ */
+static void c_rel_incast(void)
+{
+	struct rel_cls c[REL_MAXCLS];
+	size_t total, bytes;
+	int ncls = rel_spec(c, &total, &bytes);
+	size_t size = c[0].size, count = c[0].count;
+	ptl_handle_eq_t eq;
+	ptl_event_t ev;
+
+	if (ncls != 1)
+		DIE("rel_incast: PTL_REL_SPEC is one SIZE:COUNT");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	eq = eq_new(1 << 16);
+	if (R == 0) {
+		uint8_t *buf[64], *seen = calloc((size_t)N * count, 1);
+		ptl_handle_ct_t ct = ct_new();
+		ptl_ct_event_t cv;
+		size_t got = 0, want = (size_t)(N - 1) * count;
+
+		if (!seen || N > 64)
+			DIE("rel_incast: at most 64 ranks");
+		pt_new(0, eq, PT_DATA);
+		for (int r = 1; r < N; r++) {
+			buf[r] = kbuf(K_WIN, size * count);
+			me_add(PT_DATA, buf[r], size * count, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM,
+			       0x800 + r, 0, ct, PTL_PRIORITY_LIST, NULL);
+		}
+		barrier("ri.ready");
+		while (got < want) {
+			size_t n;
+			ptl_rank_t r;
+
+			if (!want_ev(eq, &ev, 30000, "rel_incast: target event"))
+				break;
+			r = ev.initiator.rank;
+			n = (size_t)ev.hdr_data;
+			if (ev.type != PTL_EVENT_PUT || ev.ni_fail_type != PTL_NI_OK || r < 1 ||
+			    (int)r >= N || ev.match_bits != 0x800 + r || n >= count ||
+			    seen[r * count + n] || ev.mlength != size ||
+			    ev.start != buf[r] + n * size) {
+				FAIL("rel_incast: unexpected or repeated event");
+				dump_ev("target", &ev);
+				break;
+			}
+			seen[r * count + n] = 1;
+			got++;
+			if (!check_pat("rel_incast: bytes", ev.start, size, ((uint32_t)r << 20 | (uint32_t)n) + 1))
+				break;
+		}
+		LOG("target: %zu of %zu messages from %d senders, each once", got, want, N - 1);
+		OK(PtlCTGet(ct, &cv));
+		CHK_EQ(cv.success, want, "rel_incast: counter");
+		rel_stats();
+		barrier("ri.done");
+		free(seen);
+	} else {
+		uint8_t *src = malloc(size * count);
+		ptl_handle_md_t md;
+		size_t sends = 0;
+		uint64_t t0;
+
+		if (!src)
+			DIE("out of memory");
+		for (size_t n = 0; n < count; n++)
+			fill(src + n * size, size, ((uint32_t)R << 20 | (uint32_t)n) + 1);
+		md = md_new(src, size * count, 0, eq, PTL_CT_NONE);
+		barrier("ri.ready");
+		t0 = now_ms();
+		for (size_t n = 0; n < count; n++) {
+			OK(PtlPut(md, n * size, size, PTL_NO_ACK_REQ, rank_proc(0), PT_DATA, 0x800 + R,
+				  n * size, (void *)(uintptr_t)n, n));
+			while (PtlEQGet(eq, &ev) == PTL_OK)
+				sends += ev.type == PTL_EVENT_SEND && ev.ni_fail_type == PTL_NI_OK;
+		}
+		while (sends < count && want_ev(eq, &ev, 30000, "rel_incast: send event"))
+			sends += ev.type == PTL_EVENT_SEND && ev.ni_fail_type == PTL_NI_OK;
+		LOG("sender %d: %zu messages of %zu bytes in %llu ms", R, count, size,
+		    (unsigned long long)(now_ms() - t0));
+		CHK_EQ(sends, count, "rel_incast: send events NI_OK");
+		rel_stats();
+		barrier("ri.done");
+	}
+	fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -3597,7 +3688,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone },
+	{ "rel_gone", c_rel_gone }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)

@@ -15,6 +15,7 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP" || exit 1
 . selftests/lib/netns.sh
+. selftests/lib/ptl_topo.sh
 
 FILTER= VERBOSE=0
 while [ $# -gt 0 ]; do
@@ -140,6 +141,39 @@ rel gone 0 "drop 1000000" "$CLEAN" REL_CASE=rel_gone SPIN_PTL_TIMEOUT_MS=1000
 # handlers run once per packet / message through loss and duplication
 rel handlers_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1
+
+# incast: 8 senders into one receiver on a bridge (ptl_topo, 9 namespaces);
+# the receiver's queues, not the link, lose what does not fit
+incast() {
+	local name=$1 dir k pids=() bad=0 rc; shift
+	[ -n "$FILTER" ] && [[ $name != $FILTER ]] && return 0
+	if [ ! -e "$WORK/hosts9" ] && ! ptl_topo_up "$TAG" 9 "$WORK" >"$WORK/topo9" 2>&1; then
+		echo "FAIL rel/$name (topology)"; sed 's/^/    /' "$WORK/topo9"; FAIL=$((FAIL + 1)); return
+	fi
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	for k in $(seq 0 8); do
+		nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts9" \
+			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=9 PTL_TEST_TOP="$TOP" \
+			SPIN_PTL_HOST_PAGES=65536 "$@" timeout -k 2 240 "$BIN" rel_incast \
+			>"$dir/out.$k" 2>&1 &
+		pids+=($!)
+	done
+	for k in $(seq 0 8); do
+		wait "${pids[$k]}"; rc=$?
+		[ $rc -eq 0 ] || { echo "rank $k exit $rc" >>"$dir/why"; bad=1; }
+	done
+	if [ $bad = 0 ]; then
+		echo "PASS rel/$name"; PASS=$((PASS + 1))
+	else
+		echo "FAIL rel/$name"; FAIL=$((FAIL + 1))
+	fi
+	if [ $bad = 1 ] || [ "$VERBOSE" = 1 ]; then
+		[ -s "$dir/why" ] && sed 's/^/    /' "$dir/why"
+		for k in $(seq 0 8); do sed "s/^/    [$k] /" "$dir/out.$k" | tail -8; done
+	fi
+}
+incast incast8_small PTL_REL_SPEC=8:20000
+incast incast8_64k PTL_REL_SPEC=65536:200
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]
