@@ -27,7 +27,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
-#define SPIN_RT_SACK	/* this program builds SACKs (rt_common.bpf.h) */
+#define SPIN_RT_PROG	/* the runtime program: SACKs, checksums (rt_common.bpf.h) */
 #include <spin/rt_common.bpf.h>
 
 #define CLOCK_MONOTONIC	1
@@ -83,6 +83,7 @@ static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	sh->job_key = bpf_htonl(mi);
+	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 	if (act != XDP_REDIRECT)
 		return spin_drop(st, SPIN_DROP_NO_XSK);
@@ -614,6 +615,7 @@ __noinline int spin_default(struct xdp_md *xdp)
 		if ((void *)(sh + 1) > spin_xdp_end(xdp))
 			return spin_drop(st, SPIN_DROP_MALFORMED);
 		sh->job_key = bpf_htonl(c->me);
+		((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
@@ -815,6 +817,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 
 		spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
 		sh->job_key = bpf_htonl(mi);
+		((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 		if (act != XDP_REDIRECT)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
@@ -959,6 +962,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	sh->job_key = bpf_htonl(mi);
+	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 	spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
 	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
 	if (act != XDP_REDIRECT) {
@@ -1041,6 +1045,9 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	if (sh->version != SPIN_VERSION)
 		return spin_drop(st, SPIN_DROP_BAD_VERSION);
+	/* a frame damaged on the way (a reliable sender sends it again) */
+	if (udp->check && spin_udp_sum(xdp) != 0xffff)
+		return spin_drop(st, SPIN_DROP_BAD_CSUM);
 	if (!(cfg->flags & SPIN_CFG_F_OPEN)) {
 		/* only configured peers, from their own address: a packet
 		 * cannot claim another rank (nor its acks, replies, entries).

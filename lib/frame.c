@@ -19,6 +19,45 @@ static uint16_t ip_csum(const void *p, size_t len)
 	return (uint16_t)~sum;
 }
 
+/* One's-complement sum of len bytes (network order), not folded. */
+static uint64_t sum16(const uint8_t *p, size_t len, uint64_t sum)
+{
+	uint32_t w;
+
+	for (; len >= 4; len -= 4, p += 4) {
+		memcpy(&w, p, 4);
+		sum += w;
+	}
+	if (len) {	/* zero-padded, as the checksum pads an odd length */
+		w = 0;
+		memcpy(&w, p, len);
+		sum += w;
+	}
+	return sum;
+}
+
+int spin_frame_csum(void *frame, size_t flen)
+{
+	uint8_t *f = frame;
+	struct iphdr *ip = (void *)(f + sizeof(struct ethhdr));
+	struct udphdr *udp = (void *)(ip + 1);
+	size_t ulen;
+	uint64_t sum;
+
+	if (flen < SPIN_HDR_OFF || ip->ihl != 5 || ip->protocol != IPPROTO_UDP)
+		return -1;
+	ulen = ntohs(udp->len);
+	if (ulen < sizeof(*udp) || SPIN_HDR_OFF - sizeof(*udp) + ulen > flen)
+		return -1;
+	udp->check = 0;
+	sum = (uint64_t)ip->saddr + ip->daddr + htons(IPPROTO_UDP) + udp->len;
+	sum = sum16((const uint8_t *)udp, ulen, sum);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	udp->check = (uint16_t)~sum ? (uint16_t)~sum : 0xffff;
+	return 0;
+}
+
 int spin_frame_build(void *buf, size_t cap, const struct spin_frame_addr *a,
 		     const struct spin_hdr *h, const void *payload, uint32_t len)
 {

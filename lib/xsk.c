@@ -627,6 +627,10 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 		addr = x->tx_free[--x->n_free];
 		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
 					pay ? (const uint8_t *)buf + off : NULL, pay);
+		/* the runtime checks it: a frame damaged on the way is dropped
+		 * (and sent again, for reliable messages) */
+		if (flen > 0)
+			spin_frame_csum(x->umem + addr, (size_t)flen);
 		d = &((struct xdp_desc *)x->tx.ring)[x->tx.cached_prod & x->tx.mask];
 		d->addr = addr;
 		d->len = (uint32_t)flen;

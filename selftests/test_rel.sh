@@ -119,6 +119,13 @@ rel dup1_window 0 "dup 10000" "dup 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=window
 rel loss1_malloc 1 "drop 10000" "drop 10000" PTL_REL_SPEC=$ALL PTL_REL_KIND=malloc
 rel loss10_malloc_ack 1 "drop 100000" "drop 100000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
 rel dup1_malloc 0 "dup 10000" "dup 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
+# corruption: one bit flipped in 1% of the frames after the Ethernet
+# header; the UDP checksum (set by the library and by the runtime's
+# answers) catches it, the frame counts as lost
+rel corrupt1_window 1 "corrupt 10000" "corrupt 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=window PTL_REL_ACK=1
+rel corrupt1_malloc 1 "corrupt 10000" "corrupt 10000" PTL_REL_SPEC=$SOME PTL_REL_KIND=malloc PTL_REL_ACK=1
+rel corrupt1_get 1 "corrupt 10000" "corrupt 10000" PTL_REL_OP=get \
+	PTL_REL_SPEC=8:5000,1024:100,65536:50 PTL_REL_KIND=window
 # a receiver that stops reading its event queue for 2 s: held back with
 # "not now", nothing lost, the sender waits and resumes
 rel pause_window notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 \

@@ -777,6 +777,90 @@ static void duplicates(void)
 	ASSERT_EQ(stats().msgs_completed, 2, "completed");
 }
 
+/* The frame's UDP checksum is right (recomputed on a copy). */
+static int csum_ok(const struct fr *f)
+{
+	struct fr c = *f;
+	uint16_t got;
+
+	memcpy(&got, c.b + SPIN_HDR_OFF - 2, 2);
+	if (!got || spin_frame_csum(c.b, (size_t)c.len))
+		return 0;
+	return memcmp(c.b + SPIN_HDR_OFF - 2, &got, 2) == 0;
+}
+
+/*
+ * Reliable delivery (wire.h): a SPIN_F_REL message is acked when it
+ * completes, with a checksum; its retransmission is acked again from the
+ * duplicate window, with no second event; a packet that asks for a SACK
+ * while packets are missing becomes one with the packet bitmap; a frame
+ * whose checksum is wrong is dropped (bad_csum), one whose checksum is
+ * right is taken.
+ */
+static void reliable_answers(void)
+{
+	struct spin_me_spec s = spec(0, 7, 8192);
+	struct spin_msg_args a = margs(0, next_id++, 7);
+	uint8_t msg[4000];
+	struct spin_hdr *oh;
+	struct fr f, out;
+	uint64_t word;
+	struct evs v;
+
+	reset();
+	fill(msg, sizeof(msg), 9);
+	if (me_add(&s) < 0)
+		return;
+	a.flags = SPIN_F_REL;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "a reliable message is answered");
+	oh = (void *)(out.b + SPIN_HDR_OFF);
+	ASSERT_EQ(oh->op, SPIN_OP_ACK, "with an ACK");
+	ASSERT_EQ(ntohl(oh->msg_id), a.msg_id, "of its id");
+	ASSERT_EQ(be64toh(oh->user_hdr[0]), 100, "and its length");
+	ASSERT_TRUE(csum_ok(&out), "the ACK carries a right checksum");
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "its retransmission is answered again");
+	ASSERT_EQ(oh->op, SPIN_OP_ACK, "with an ACK");
+	ASSERT_EQ(drops(SPIN_DROP_DUP_ANSWERED), 1, "from the window");
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event for both");
+
+	/* 3 packets: 0, then 2 asking while 1 is missing, then 1 */
+	a.msg_id = next_id++;
+	a.seg_size = 1384;
+	mkpkt(&f, &a, 4000, 0, 1384, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 0 is deposited");
+	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;
+	mkpkt(&f, &a, 4000, 2768, 1232, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "the last packet, asking, is answered");
+	ASSERT_EQ(oh->op, SPIN_OP_SACK, "with a SACK");
+	ASSERT_EQ(be64toh(oh->user_hdr[0]), 3, "of a 3-packet message");
+	ASSERT_EQ(be64toh(oh->user_hdr[2]), 0, "from word 0");
+	memcpy(&word, out.b + SPIN_PAY_OFF, 8);
+	ASSERT_EQ(le64toh(word), 0x5, "packets 0 and 2 in");
+	ASSERT_TRUE(csum_ok(&out), "the SACK carries a right checksum");
+	a.flags = SPIN_F_REL;
+	mkpkt(&f, &a, 4000, 1384, 1384, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "the missing packet completes it");
+	ASSERT_EQ(oh->op, SPIN_OP_ACK, "and it is acked");
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event");
+
+	/* checksums */
+	a = margs(0, next_id++, 7);
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	spin_frame_csum(f.b, (size_t)f.len);
+	f.b[SPIN_PAY_OFF + 50] ^= 0x10;
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_CSUM), 1, "a damaged frame is dropped");
+	f.b[SPIN_PAY_OFF + 50] ^= 0x10;
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.n, 1, "the undamaged one is taken");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_CSUM), 1, "and not dropped");
+}
+
 static void multi_packet_any_order(void)
 {
 	static uint8_t msg[20000];
@@ -3063,6 +3147,7 @@ int main(int argc, char **argv)
 	RUN_TEST(match_order);
 	RUN_TEST(use_once);
 	RUN_TEST(duplicates);
+	RUN_TEST(reliable_answers);
 	RUN_TEST(multi_packet_any_order);
 	RUN_TEST(handler_order_and_counts);
 	RUN_TEST(handler_drops);

@@ -243,6 +243,82 @@ static __always_inline int spin_frame_fit(struct xdp_md *xdp, struct spin_ctx *c
 	return bpf_xdp_store_bytes(xdp, 0, c->bounce, SPIN_PAY_OFF) ? -1 : 0;
 }
 
+#ifdef SPIN_RT_PROG
+/*
+ * The one's-complement sum (16 bits, folded) of the frame's UDP datagram and
+ * its pseudo-header: 0xffff when its checksum field is right (or, with the
+ * field 0, the checksum is ~ of it).  0 if it cannot be computed.  The
+ * datagram goes through the per-CPU bounce buffer (bpf_csum_diff takes at
+ * most 512 bytes at a time).  Only in the runtime program.
+ */
+static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = (void *)(ip + 1);
+	struct spin_ctx *c = spin_ctx_get();
+	__u32 ulen, padded;
+	__u64 sum;
+	__s64 s;
+
+	if (!c || (void *)(udp + 1) > end)
+		return 0;
+	ulen = bpf_ntohs(udp->len);
+	if (ulen > 1500 - 20)
+		return 0;
+	ulen &= 2047;	/* (the verifier keeps this bound) */
+	if (ulen < sizeof(*udp))
+		return 0;
+	sum = (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + udp->len;
+	if (bpf_xdp_load_bytes(xdp, SPIN_HDR_OFF - sizeof(*udp), c->bounce, ulen))
+		return 0;
+	/* an odd tail is summed zero-padded */
+	c->bounce[ulen & 2047] = 0;
+	c->bounce[(ulen + 1) & 2047] = 0;
+	c->bounce[(ulen + 2) & 2047] = 0;
+	padded = (ulen + 3) & ~3u;
+	for (int i = 0; i < 3; i++) {
+		__u32 off = i * 512, n;
+
+		if (off >= padded)
+			break;
+		n = padded - off;
+		if (n > 512)
+			n = 512;
+		if (n < 4)	/* (never: for the verifier) */
+			break;
+		s = bpf_csum_diff(NULL, 0, (__be32 *)(c->bounce + off), n, 0);
+		if (s < 0)
+			return 0;
+		sum += (__u32)s;
+	}
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u32)sum;
+}
+#endif
+
+/* The UDP checksum of a header-only frame (udp: its UDP header, 96 bytes
+ * with the sPIN header, in bounds): inline, it is in every handler. */
+static __always_inline void spin_csum_hdr_only(struct iphdr *ip, struct udphdr *udp)
+{
+	__u64 sum = (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + udp->len;
+	__s64 s;
+
+	udp->check = 0;
+	s = bpf_csum_diff(NULL, 0, (__be32 *)udp, sizeof(*udp) + sizeof(struct spin_hdr), 0);
+	if (s < 0)
+		return;
+	sum += (__u32)s;
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	udp->check = (__u16)~sum ?: 0xffff;
+}
+
 /*
  * Turn this frame into the message a handler put (or an ACK, or a get's
  * REPLY, or a negative ACK/REPLY, counted as nacks_sent): resize it, fill the payload, rewrite Ethernet/IPv4/UDP/sPIN for
@@ -358,7 +434,25 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		sh->user_hdr[2] = 0;
 	}
 	sh->user_hdr[3] = 0;
+	/* answers carry a checksum (the receiving runtime checks it); a
+	 * handler's device put does not (best-effort, and a second pass
+	 * over its bytes) */
+	if (r->kind >= SPIN_PUT_ACK && !len) {
+		spin_csum_hdr_only(ip, udp);
+	}
+#ifdef SPIN_RT_PROG
+	else if (r->kind >= SPIN_PUT_ACK) {
+		__u32 sum = spin_udp_sum(xdp);
 
+		data = spin_xdp_data(xdp);
+		end = spin_xdp_end(xdp);
+		udp = data + sizeof(struct ethhdr) + sizeof(struct iphdr);
+		if ((void *)(udp + 1) > end)
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+		if (sum)
+			udp->check = (__u16)~sum ?: 0xffff;
+	}
+#endif
 	if (st) {
 		if (r->kind == SPIN_PUT_DEVICE)
 			st->tx_device++;
@@ -501,7 +595,7 @@ static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
 	return spin_do_put(xdp, c, cfg, st, r);
 }
 
-#ifdef SPIN_RT_SACK
+#ifdef SPIN_RT_PROG
 /* SACKs are built by the runtime program only: a call from a handler
  * program would add a stack frame to handlers that use all 512 bytes.  A
  * handler entry's message gets its SACK when the packet that asks is a
@@ -567,7 +661,7 @@ static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct s
 	return spin_answer(xdp, c, cfg, st, SPIN_PUT_SACK, q.n, c->key.src_rank, c->key.msg_id,
 			   0, q.npkts, q.w0);
 }
-#endif /* SPIN_RT_SACK */
+#endif /* SPIN_RT_PROG */
 
 /*
  * Everything after the handlers: counters, the completion event, use-once
@@ -633,7 +727,7 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		/* the completing packet becomes the acknowledgement */
 		verdict = spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
 				      c->key.msg_id, fail, c->mlength, me->list);
-#ifdef SPIN_RT_SACK
+#ifdef SPIN_RT_PROG
 	} else if (!c->done && c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ)) {
 		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 

@@ -286,6 +286,11 @@ struct spin_frame_addr {
 /* Returns the frame length, or -1 if it does not fit in cap. */
 int spin_frame_build(void *buf, size_t cap, const struct spin_frame_addr *a,
 		     const struct spin_hdr *h, const void *payload, uint32_t len);
+/* Fill in the UDP checksum of a frame spin_frame_build made (flen bytes;
+ * spin_frame_build leaves it 0: no checksum).  The runtime drops a sPIN
+ * packet whose checksum is set and wrong (bad_csum).  0, or -1 if the
+ * frame is not IPv4/UDP. */
+int spin_frame_csum(void *frame, size_t flen);
 
 /* A fresh message id for rank `rank` (process-unique, never 0). */
 uint32_t spin_next_msg_id(void);

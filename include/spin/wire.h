@@ -240,7 +240,8 @@ enum spin_hslot {
 	X(BAD_PEER,	"bad_peer",	"source address is not the peer table's for the claimed rank") \
 	X(SRC_QUOTA,	"src_quota",	"the source rank has its share of the message table in flight") \
 	X(BAD_KEY,	"bad_key",	"the packet does not carry the runtime's job key") \
-	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again")
+	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again") \
+	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
