@@ -588,6 +588,9 @@ static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t me
 	me_after(ni, meh);
 }
 
+/* Open addressing by id; a freed slot stays a tombstone, so the probe
+ * chains of the messages after it stay intact (a lookup that stopped there
+ * would start a second reassembly of a message in progress). */
 static struct ptl_rx *rx_find(struct ptl_ni *ni, uint32_t rank, uint32_t id, bool create)
 {
 	struct ptl_rx *free_rx = NULL;
@@ -597,21 +600,31 @@ static struct ptl_rx *rx_find(struct ptl_ni *ni, uint32_t rank, uint32_t id, boo
 
 		if (r->used && r->rank == rank && r->msg_id == id)
 			return r;
-		if (!r->used && !free_rx) {
-			free_rx = r;
-			if (!create)
-				return NULL;
-			break;
+		if (!r->used) {
+			if (!free_rx)
+				free_rx = r;
+			if (!r->tomb)
+				break;	/* the end of the chain */
 		}
 	}
 	return create ? free_rx : NULL;
 }
 
-static void rx_free(struct ptl_rx *r)
+static void rx_gone(struct ptl_ni *ni, struct ptl_rx *r)
 {
-	free(r->bitmap);
 	r->bitmap = NULL;
 	r->used = false;
+	r->tomb = true;
+	/* nothing in flight: no chain to keep */
+	if (--ni->n_rx == 0)
+		for (int i = 0; i < PTL_N_RX; i++)
+			ni->rx[i].tomb = false;
+}
+
+static void rx_free(struct ptl_ni *ni, struct ptl_rx *r)
+{
+	free(r->bitmap);
+	rx_gone(ni, r);
 }
 
 static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len)
@@ -664,13 +677,17 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 				ptl_rel_done(ni, h, SPIN_FAIL_NO_MATCH, 0, 0);
 			return;
 		}
-		memset(r, 0, sizeof(*r));
-		r->npkts = spin_npkts(msg_len, seg);
-		r->bitmap = calloc((r->npkts + 63) / 64, sizeof(uint64_t));
-		if (!r->bitmap) {
+		uint32_t npkts = spin_npkts(msg_len, seg);
+		uint64_t *bm = calloc((npkts + 63) / 64, sizeof(uint64_t));
+
+		if (!bm) {
 			ni->drops++;
 			return;
 		}
+		memset(r, 0, sizeof(*r));
+		ni->n_rx++;
+		r->npkts = npkts;
+		r->bitmap = bm;
 		r->used = true;
 		r->rank = rank;
 		r->msg_id = id;
@@ -698,8 +715,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	if (++r->got_bytes == r->npkts) {	/* got_bytes counts packets */
 		struct ptl_rx done = *r;
 
-		r->bitmap = NULL;
-		r->used = false;
+		rx_gone(ni, r);
 		put_done(ni, &done.me, done.meh, &done.h, done.off, done.mlength);
 		free(done.bitmap);
 	} else if (sack_req) {
@@ -992,7 +1008,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 			struct ptl_rx dead = *r;
 
 			r->bitmap = NULL;
-			rx_free(r);
+			rx_free(ni, r);
 			ev.start = (uint8_t *)dead.me.me.start + dead.off;
 			ev.hdr_data = be64toh(dead.h.hdr_data);
 			ev.remote_offset = be64toh(dead.h.remote_off);
@@ -1034,7 +1050,7 @@ static void tick(struct ptl_ni *ni)
 		struct ptl_rx *r = &ni->rx[i];
 
 		if (r->used && now > r->last_ms + 2 * (SPIN_MSG_TIMEOUT_NS / 1000000)) {
-			rx_free(r);
+			rx_free(ni, r);
 			ni->drops++;
 		}
 	}
@@ -1410,6 +1426,6 @@ void ptl_data_fini(struct ptl_ni *ni)
 			pend_del(ni, &ni->pend[i]);
 	for (int i = 0; i < PTL_N_RX; i++)
 		if (ni->rx[i].used)
-			rx_free(&ni->rx[i]);
+			rx_free(ni, &ni->rx[i]);
 	n_pending = 0;
 }

@@ -196,6 +196,7 @@ struct ptl_ldd {
 /* A message for an AF_XDP entry, being received by the library. */
 struct ptl_rx {
 	bool used;
+	bool tomb;		/* freed: a lookup goes on past it (rx_find) */
 	uint32_t rank, msg_id;
 	uint32_t msg_len, got_bytes;
 	uint64_t off, mlength;
@@ -268,6 +269,7 @@ struct ptl_ni {
 	int n_trig;		/* armed triggered operations */
 	struct ptl_pending pend[PTL_N_PENDING];
 	struct ptl_rx rx[PTL_N_RX];
+	int n_rx;		/* of them in use */
 	/* host window allocations: page ranges [off, off + len) */
 	struct { uint64_t off, len; } walloc[PTL_N_ME * 2];
 	int n_walloc;
