@@ -514,7 +514,6 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 {
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
-	struct spin_put_req *r;
 	struct spin_peer *peer;
 	struct spin_ctx *c;
 	__u32 fail, rank, op, rel;
@@ -561,24 +560,9 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 	c = spin_ctx_get();
 	if (!peer || !peer->valid || !c || !cfg)
 		return XDP_DROP;
-	r = &c->put[0];
-	r->kind = (op == SPIN_OP_PUT || op == SPIN_OP_ATOMIC) ? SPIN_PUT_ACK : SPIN_PUT_REPLY;
-	r->len = 0;
-	r->src = SPIN_SRC_PACKET;
-	r->target_rank = rank;
-	r->src_off = SPIN_PAY_OFF;
-	r->match_bits = bpf_be64_to_cpu(sh->match_bits);
-	r->remote_off = bpf_be64_to_cpu(sh->remote_off);
-	r->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
-	r->user_ptr = 0;
-	r->ack_req = 0;
-	r->ct = 0;
-	r->ack_msg_id = bpf_ntohl(sh->msg_id);
-	r->ack_fail = fail;
-	r->ack_mlength = 0;
-	r->ack_list = 0;
-	r->pad = 0;
-	return spin_do_put(xdp, c, cfg, st, r);
+	return spin_answer(xdp, c, cfg, st,
+			   (op == SPIN_OP_PUT || op == SPIN_OP_ATOMIC) ? SPIN_PUT_ACK : SPIN_PUT_REPLY,
+			   0, rank, bpf_ntohl(sh->msg_id), fail, 0, 0);
 }
 
 /* Default work for an entry without handlers (or whose handler program is

@@ -1551,17 +1551,14 @@ int PtlSpinRelStats(ptl_handle_ni_t nih, ptl_spin_rel_stats_t *st)
 	int rc;
 	struct ptl_ni *ni = ni_enter_h(nih, &rc);
 
-	if (!ni)
-		return rc;
-	if (!st) {
-		ptl_unlock(ni);
-		return PTL_ARG_INVALID;
+	if (ni && st) {
+		*st = ni->rs;
+		st->rto_us = ni->rto_us;
+		st->srtt_us = ni->srtt_us;
 	}
-	*st = ni->rs;
-	st->rto_us = ni->rto_us;
-	st->srtt_us = ni->srtt_us;
-	ptl_unlock(ni);
-	return PTL_OK;
+	if (ni)
+		ptl_unlock(ni);
+	return !ni ? rc : st ? PTL_OK : PTL_ARG_INVALID;
 }
 
 /* ------------------------------------------------------- host window -- */

@@ -36,17 +36,7 @@ sample_test_need() {
 
 sample_test_begin() {
 	SAMPLE=$1; shift
-	FILTER= VERBOSE=0
-	while [ $# -gt 0 ]; do
-		case $1 in
-		-t) FILTER=$2; shift ;;
-		-v) VERBOSE=1 ;;
-		*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
-		esac
-		shift
-	done
-	# shellcheck disable=SC2034
-	PASS=0 FAIL=0 SKIP=0
+	spin_test_args "$@"
 	WORK=$(mktemp -d "/tmp/spin-$SAMPLE.XXXXXX")
 	chmod 755 "$WORK"
 	trap sample_test_cleanup EXIT

@@ -3405,6 +3405,21 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 	free(seen);
 }
 
+/* An initiator event of c_rel: counted by type, a failure reported. */
+static void rel_count(const ptl_event_t *ev, size_t *n, size_t *sends, size_t *acks,
+		      size_t *replies)
+{
+	(*n)++;
+	if (ev->ni_fail_type != PTL_NI_OK) {
+		FAIL("rel: %s of message %zu failed", ev_name(ev->type),
+		     (size_t)(uintptr_t)ev->user_ptr);
+		dump_ev("initiator", ev);
+	}
+	*sends += ev->type == PTL_EVENT_SEND;
+	*acks += ev->type == PTL_EVENT_ACK;
+	*replies += ev->type == PTL_EVENT_REPLY;
+}
+
 static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, size_t total,
 			  size_t bytes, ptl_handle_eq_t eq)
 {
@@ -3460,29 +3475,11 @@ static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, 
 			}
 			off += c[k].size;
 			/* take what came meanwhile: the queue holds 65536 */
-			while (PtlEQGet(eq, &ev) == PTL_OK) {
-				ev_n++;
-				if (ev.ni_fail_type != PTL_NI_OK) {
-					FAIL("rel: %s of message %zu failed", ev_name(ev.type),
-					     (size_t)(uintptr_t)ev.user_ptr);
-					dump_ev("initiator", &ev);
-				}
-				sends += ev.type == PTL_EVENT_SEND;
-				acks += ev.type == PTL_EVENT_ACK;
-				replies += ev.type == PTL_EVENT_REPLY;
-			}
+			while (PtlEQGet(eq, &ev) == PTL_OK)
+				rel_count(&ev, &ev_n, &sends, &acks, &replies);
 		}
-	while (ev_n < want && want_ev(eq, &ev, 30000, "rel: initiator event")) {
-		ev_n++;
-		if (ev.ni_fail_type != PTL_NI_OK) {
-			FAIL("rel: %s of message %zu failed", ev_name(ev.type),
-			     (size_t)(uintptr_t)ev.user_ptr);
-			dump_ev("initiator", &ev);
-		}
-		sends += ev.type == PTL_EVENT_SEND;
-		acks += ev.type == PTL_EVENT_ACK;
-		replies += ev.type == PTL_EVENT_REPLY;
-	}
+	while (ev_n < want && want_ev(eq, &ev, 30000, "rel: initiator event"))
+		rel_count(&ev, &ev_n, &sends, &acks, &replies);
 	LOG("initiator: %zu messages (%zu bytes) in %llu ms: %zu send, %zu ack, %zu reply events",
 	    total, bytes, (unsigned long long)(now_ms() - t0), sends, acks, replies);
 	CHK_EQ(sends, op == REL_GET ? 0 : total, "rel: send events");

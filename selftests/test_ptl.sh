@@ -14,16 +14,7 @@ cd "$TOP" || exit 1
 
 BIN=$TOP/selftests/ptl_test
 TAG=spinp$$
-FILTER= VERBOSE=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	-t) FILTER=$2; shift ;;
-	-v) VERBOSE=1 ;;
-	*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
-	esac
-	shift
-done
-PASS=0 FAIL=0 SKIP=0
+spin_test_args "$@"
 WORK=$(mktemp -d /tmp/spin-ptl.XXXXXX)
 chmod 755 "$WORK"
 

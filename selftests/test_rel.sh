@@ -17,16 +17,7 @@ cd "$TOP" || exit 1
 . selftests/lib/netns.sh
 . selftests/lib/ptl_topo.sh
 
-FILTER= VERBOSE=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	-t) FILTER=$2; shift ;;
-	-v) VERBOSE=1 ;;
-	*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
-	esac
-	shift
-done
-PASS=0 FAIL=0 SKIP=0
+spin_test_args "$@"
 TAG=spinrl$$
 NA=$TAG-a NB=$TAG-b NM=$TAG-m
 PINS=/sys/fs/bpf/$TAG
@@ -61,6 +52,22 @@ impair() {
 		nsx "$NM" "$IMPAIR" reset "$PINS" a && nsx "$NM" "$IMPAIR" reset "$PINS" b
 }
 
+# report NAME DIR BAD LAST_RANK LINES: the case's PASS/FAIL line; on failure
+# (or -v) why, the link's counters and each rank's last LINES lines
+report() {
+	local name=$1 dir=$2 bad=$3 last=$4 lines=$5 k
+	if [ "$bad" = 0 ]; then
+		echo "PASS rel/$name"; PASS=$((PASS + 1))
+	else
+		echo "FAIL rel/$name"; FAIL=$((FAIL + 1))
+	fi
+	if [ "$bad" = 1 ] || [ "$VERBOSE" = 1 ]; then
+		[ -s "$dir/why" ] && sed 's/^/    /' "$dir/why"
+		[ -s "$dir/link" ] && sed 's/^/    link: /' "$dir/link"
+		for k in $(seq 0 "$last"); do sed "s/^/    [$k] /" "$dir/out.$k" | tail -"$lines"; done
+	fi
+}
+
 # rel NAME CHECK "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel (or REL_CASE=...)
 # on both ranks; CHECK
 # 1: retransmissions must be counted, notnow: "not now" nacks, 0: nothing more
@@ -92,16 +99,7 @@ rel() {
 		! grep -qE 'not_now [1-9]' "$dir/out.0"; then
 		echo "the sender was never told 'not now'" >>"$dir/why"; bad=1
 	fi
-	if [ $bad = 0 ]; then
-		echo "PASS rel/$name"; PASS=$((PASS + 1))
-	else
-		echo "FAIL rel/$name"; FAIL=$((FAIL + 1))
-	fi
-	if [ $bad = 1 ] || [ "$VERBOSE" = 1 ]; then
-		[ -s "$dir/why" ] && sed 's/^/    /' "$dir/why"
-		sed 's/^/    link: /' "$dir/link"
-		for k in 0 1; do sed "s/^/    [$k] /" "$dir/out.$k" | tail -30; done
-	fi
+	report "$name" "$dir" $bad 1 30
 }
 
 # what the issue asks of every run: 10^5 8-byte messages and messages from
@@ -169,15 +167,7 @@ incast() {
 		wait "${pids[$k]}"; rc=$?
 		[ $rc -eq 0 ] || { echo "rank $k exit $rc" >>"$dir/why"; bad=1; }
 	done
-	if [ $bad = 0 ]; then
-		echo "PASS rel/$name"; PASS=$((PASS + 1))
-	else
-		echo "FAIL rel/$name"; FAIL=$((FAIL + 1))
-	fi
-	if [ $bad = 1 ] || [ "$VERBOSE" = 1 ]; then
-		[ -s "$dir/why" ] && sed 's/^/    /' "$dir/why"
-		for k in $(seq 0 8); do sed "s/^/    [$k] /" "$dir/out.$k" | tail -8; done
-	fi
+	report "$name" "$dir" $bad 8 8
 }
 incast incast8_small PTL_REL_SPEC=8:20000
 incast incast8_64k PTL_REL_SPEC=65536:200

@@ -166,6 +166,23 @@ spin_ns_mac() {
 	ip -n "$1" -o link show "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'
 }
 
+# spin_test_args "$@": a suite's options, -t GLOB (FILTER: run only the
+# cases it matches) and -v (VERBOSE=1: show every case's output); PASS,
+# FAIL and SKIP start at 0.  Anything else: usage, exit 2.
+spin_test_args() {
+	FILTER= VERBOSE=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-t) FILTER=$2; shift ;;
+		-v) VERBOSE=1 ;;
+		*) echo "usage: $0 [-t GLOB] [-v]" >&2; exit 2 ;;
+		esac
+		shift
+	done
+	# shellcheck disable=SC2034
+	PASS=0 FAIL=0 SKIP=0
+}
+
 spin_ns_cleanup() {
 	# never stops half-way (also when the caller runs with set -e)
 	local ns dev ino
