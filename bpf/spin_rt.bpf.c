@@ -92,6 +92,26 @@ static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st
 	return act;
 }
 
+struct spin_range_q {
+	struct spin_dedup *d;
+	__u32 id;
+	__u64 bits;
+};
+
+/* bpf_loop: bit i when message id - 1 - i completed here without failure */
+static int spin_range_cb(__u32 i, struct spin_range_q *q)
+{
+	__u32 id = q->id - 1 - i, k = id & (SPIN_DEDUP_SLOTS - 1), out;
+
+	if (q->d->id[k] != id)
+		return 0;
+	out = q->d->out[k];
+	if (SPIN_DD_OUT_ID(out) == (id & 0xffff) && SPIN_DD_OUT_STATE(out) == SPIN_DD_DONE &&
+	    !SPIN_DD_OUT_FAIL(out))
+		q->bits |= 1ull << (i & 63);
+	return 0;
+}
+
 /*
  * A duplicate of message (rank, id), whose id is in the window: a reliable
  * sender (SPIN_F_REL) sent it again because the answer was lost or late.
@@ -136,6 +156,15 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 				   bpf_ntohl(sh->msg_len), SPIN_DD_OUT_LIST(out));
 	if (op != SPIN_OP_PUT && op != SPIN_OP_ATOMIC)
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
+	if (single && (fl & SPIN_F_SACK_REQ)) {
+		/* a probe: the range ack of the ids before it */
+		struct spin_range_q q = { .d = d, .id = id };
+
+		bpf_loop(64, spin_range_cb, &q, 0);
+		return spin_answer_range(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, id,
+					 SPIN_DD_OUT_FAIL(out), d->len[k], SPIN_DD_OUT_LIST(out),
+					 q.bits);
+	}
 	return spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, id, SPIN_DD_OUT_FAIL(out),
 			   d->len[k], SPIN_DD_OUT_LIST(out));
 }
@@ -683,6 +712,7 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 	e->src_rank = bpf_ntohl(sh->src_rank);
 	e->src_pid = bpf_ntohl(sh->src_pid);
 	e->msg_id = bpf_ntohl(sh->msg_id);
+	e->user_ptr = bpf_be64_to_cpu(sh->user_hdr[3]);	/* range ack */
 	e->timestamp_ns = bpf_ktime_get_ns();
 	spin_rb_submit(e, spin_rb_flags());
 	st->acks_received++;

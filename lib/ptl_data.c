@@ -55,6 +55,11 @@ struct ptl_pending *ptl_pend_find(struct ptl_ni *ni, uint32_t id)
 {
 	if (!id)
 		return NULL;
+	/* with reliable delivery every operation waiting is in the send
+	 * window, one slot per id: no probing (the table's tombstones made
+	 * a miss cost a walk of all of it) */
+	if (ni->reliable)
+		return ptl_rel_find(ni, id);
 	for (uint32_t k = 0; k < PTL_N_PENDING; k++) {
 		struct ptl_pending *p = &ni->pend[(id + k) & (PTL_N_PENDING - 1)];
 
@@ -84,6 +89,8 @@ static struct ptl_pending *pend_add(struct ptl_ni *ni, uint32_t id)
 static void pend_del(struct ptl_ni *ni, struct ptl_pending *p)
 {
 	ptl_rel_unlink(ni, p);
+	free(p->copy);
+	p->copy = NULL;
 	free(p->bitmap);
 	p->bitmap = NULL;
 	p->msg_id = 0;
@@ -134,7 +141,7 @@ void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t f
 
 	if (md->used && md->busy)
 		md->busy--;
-	if (p->rel && p->wire_op != SPIN_OP_GET && ni->md[p->smd].used)
+	if (p->rel && p->wire_op != SPIN_OP_GET && !p->send_posted && ni->md[p->smd].used)
 		send_event(ni, &ni->md[p->smd], p->sloff, p->len, p->target, p->pt, p->bits,
 			   p->roff, p->user_ptr, p->hdr_data, p->unsent ? fail : PTL_NI_OK);
 	if (md->used && (p->kind != PEND_ACK || p->want_ack)) {
@@ -205,6 +212,12 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	a.user_hdr[0] = o->aop;
 	a.user_hdr[1] = o->adt;
 	a.user_hdr[2] = o->operand;
+	/* a sender that only sends still takes its answers and sends again
+	 * when a retransmission timer is due (not from inside progress: a
+	 * triggered operation starts here too) */
+	if (rel && !ni->in_progress && ni->rel_next_us != UINT64_MAX &&
+	    ptl_now_us() >= ni->rel_next_us)
+		ptl_progress(ni);
 	a.msg_id = spin_rt_msg_id(ni->rt);
 	if (rel && rank >= 0) {
 		int rc = ptl_rel_window(ni, a.msg_id);
@@ -250,9 +263,18 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		 * reply's packets then (on_reply) */
 		if (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC)
 			p->npkts = spin_npkts((uint32_t)o->len, SPIN_MAX_SEG);
+		/* a one-packet put keeps a copy: its send event comes now (an
+		 * MPI send completes on it), and without an ack wanted it is
+		 * acknowledged in bulk (ptl_rel.c, probes) */
+		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 && (p->copy = malloc(o->len ?: 1))) {
+			memcpy(p->copy, p->buf, o->len);
+			p->buf = p->copy;
+			p->quiet = !want_ack;
+			p->send_posted = true;
+		}
 		err = ptl_rel_send(ni, p, ni->bundle > 0);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
-		if (err)	/* not sent: the send event below fails */
+		if (err || p->send_posted)	/* the send event below, now */
 			rel = false;
 	} else if (o->wire_op == SPIN_OP_GET) {
 		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
@@ -425,10 +447,16 @@ int PtlAtomicSync(void)
 void ptl_send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength, uint32_t fail,
 		  uint32_t list)
 {
+	ptl_send_ack_range(ni, h, mlength, fail, list, 0);
+}
+
+void ptl_send_ack_range(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength,
+			uint32_t fail, uint32_t list, uint64_t range)
+{
 	struct spin_msg_args a = {
 		.op = SPIN_OP_ACK, .pt_index = ntohs(h->pt_index), .msg_id = ntohl(h->msg_id),
 		.match_bits = be64toh(h->match_bits), .remote_off = be64toh(h->remote_off),
-		.hdr_data = be64toh(h->hdr_data), .user_hdr = { mlength, fail, list },
+		.hdr_data = be64toh(h->hdr_data), .user_hdr = { mlength, fail, list, range },
 	};
 
 	if (spin_xsk_send(ni->xsk, ntohl(h->src_rank), &a, NULL, 0, NULL, NULL))
@@ -569,6 +597,12 @@ static void me_after(struct ptl_ni *ni, ptl_handle_me_t meh)
 		ptl_me_auto_unlink(ni, m, true);
 }
 
+/* The payload bytes one packet of h's message carries at most. */
+static uint32_t mlength_pkt(const struct spin_hdr *h)
+{
+	return ntohs(h->seg_size) ? ntohs(h->seg_size) : SPIN_MAX_SEG;
+}
+
 static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t meh,
 		     const struct spin_hdr *h, uint64_t off, uint64_t mlength)
 {
@@ -581,8 +615,11 @@ static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t me
 	};
 
 	ptl_target_done(ni, snap, &ev, ntohl(h->src_rank), ntohl(h->src_pid));
-	if (ntohs(h->flags) & SPIN_F_REL)
+	if ((ntohs(h->flags) & SPIN_F_REL) &&
+	    (ntohl(h->msg_len) > mlength_pkt(h) || (ntohs(h->flags) & (SPIN_F_SACK_REQ | SPIN_F_ACK_REQ))))
 		ptl_rel_done(ni, h, SPIN_FAIL_OK, mlength, snap->list);
+	else if (ntohs(h->flags) & SPIN_F_REL)	/* quiet: a probe asks (ptl_rel_dup) */
+		ptl_rel_note(ni, h, SPIN_FAIL_OK, mlength, snap->list);
 	else if ((ntohs(h->flags) & SPIN_F_ACK_REQ) && !(snap->me.options & PTL_ME_ACK_DISABLE))
 		ptl_send_ack(ni, h, mlength, SPIN_FAIL_OK, snap->list);
 	me_after(ni, meh);
@@ -952,8 +989,10 @@ static int on_event(void *ctx, const struct spin_event *e)
 			ptl_rel_on_ack(ni, p, e->fail, e->mlength, e->list);
 		else if (p && p->kind == PEND_ACK && p->rank == e->src_rank)
 			ptl_pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength, (ptl_list_t)e->list);
-		else
-			ni->drops++;
+		else if (!e->user_ptr)
+			ni->drops++;	/* (a probe's ack may name an acked message) */
+		if (e->user_ptr)
+			ptl_rel_on_range(ni, e->src_rank, e->msg_id, e->user_ptr);
 		break;
 	case SPIN_EV_GET_FROM_HOST: {
 		const struct spin_put_req *r = &e->put;
@@ -1069,6 +1108,8 @@ int ptl_progress(struct ptl_ni *ni)
 {
 	int n = 0, k;
 
+	ni->in_progress = true;
+
 	k = spin_xsk_recv(ni->xsk, on_pkt, ni, 0);
 	if (k > 0)
 		n += k;
@@ -1084,6 +1125,7 @@ int ptl_progress(struct ptl_ni *ni)
 	}
 	tick(ni);
 	ptl_rel_tick(ni);
+	ni->in_progress = false;
 	if (n) {
 		ni->poke_look = t_look;
 		pthread_cond_broadcast(&ni->cv);

@@ -165,6 +165,10 @@ struct ptl_pending {
 	bool karn;		/* sent again: no round-trip sample from it */
 	bool unsent;		/* it never reached the target (local failure, or
 				 * no answer in time): its send event fails too */
+	bool quiet;		/* one packet, no ack event wanted: acknowledged in
+				 * bulk by a probe's range ack (wire.h) */
+	bool send_posted;	/* its send event is out already */
+	uint8_t *copy;		/* its bytes, copied (quiet messages) */
 	struct spin_msg_args args;	/* as sent: msg_id, SPIN_F_REL */
 	const uint8_t *buf;	/* its bytes: the MD's, until the answer
 				 * (npkts above: its packets) */
@@ -280,9 +284,18 @@ struct ptl_ni {
 	uint64_t rel_next_us;	/* earliest retransmission timer (UINT64_MAX: none) */
 	ptl_spin_rel_stats_t rs;
 	struct ptl_ldd *ldd[SPIN_MAX_PEERS];
+	bool in_progress;	/* inside ptl_progress (which may start operations) */
 	struct spin_event held;	/* a target event whose queue is full ... */
 	bool has_held;		/* ... waits here, the ring behind it unread */
 	uint32_t *retx_list;	/* scratch: packets to send again */
+	/* per target rank: quiet messages since the last probe, the newest */
+	uint16_t quiet_n[SPIN_MAX_PEERS];
+	uint32_t quiet_last[SPIN_MAX_PEERS];
+	uint32_t *probed;	/* scratch for ptl_rel_tick: probe id per rank */
+	uint64_t alive_rank[SPIN_MAX_PEERS];	/* a rank last answered anything */
+	int32_t rel_win[SPIN_DEDUP_SLOTS];	/* the reliable message whose
+						 * id % SPIN_DEDUP_SLOTS is this,
+						 * -1: none (the send window) */
 };
 
 extern struct ptl_ni *ptl_g_ni;
@@ -327,6 +340,9 @@ void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t f
 		       uint64_t mlength, ptl_list_t list);
 void ptl_send_ack(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength, uint32_t fail,
 		  uint32_t list);
+/* ... with a range ack (user_hdr[3], wire.h) */
+void ptl_send_ack_range(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t mlength,
+			uint32_t fail, uint32_t list, uint64_t range);
 /* Answer the GET or FETCH h with len bytes of buf (a REPLY). */
 void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
 		  uint32_t fail, uint32_t list);
@@ -338,12 +354,17 @@ void ptl_rel_fini(struct ptl_ni *ni);
 /* Before a reliable message gets id `id`: wait until the message
  * SPIN_DEDUP_SLOTS ids older is answered (the target's window). */
 int ptl_rel_window(struct ptl_ni *ni, uint32_t id);
+/* The reliable message with this id waiting for its answer, or NULL. */
+struct ptl_pending *ptl_rel_find(struct ptl_ni *ni, uint32_t id);
 /* Send reliable message p (args, buf, len, npkts, rank set) the first time. */
 int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only);
 void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p);
 /* The target answered p (SPIN_EV_ACK). */
 void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uint64_t mlength,
 		    uint32_t list);
+/* An ACK of msg_id from rank carried a range ack: the quiet messages it
+ * names completed. */
+void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_t range);
 /* The target answered something about p (a reply packet): restart its timer. */
 void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p);
 /* p's reply is complete (a get or fetch): a round-trip sample, counted. */

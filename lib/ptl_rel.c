@@ -27,11 +27,15 @@
 #include "ptl_internal.h"
 
 #define REL_RTO_INIT_US	10000	/* before the first round-trip sample */
+#define REL_PROBE_EVERY	32	/* quiet messages to one rank per probe (half
+				 * the 64 ids a range ack covers) */
 
 void ptl_rel_init(struct ptl_ni *ni)
 {
 	ni->rel_head = ni->rel_tail = -1;
 	ni->rel_next_us = UINT64_MAX;
+	for (int i = 0; i < SPIN_DEDUP_SLOTS; i++)
+		ni->rel_win[i] = -1;
 	ni->rto_us = REL_RTO_INIT_US < ni->rto_min_us ? ni->rto_min_us : REL_RTO_INIT_US;
 	if (ni->rto_us > ni->rto_max_us)
 		ni->rto_us = ni->rto_max_us;
@@ -66,6 +70,7 @@ static void rel_link(struct ptl_ni *ni, struct ptl_pending *p)
 {
 	int32_t i = pidx(ni, p);
 
+	ni->rel_win[p->args.msg_id & (SPIN_DEDUP_SLOTS - 1)] = i;
 	p->rel_next = -1;
 	p->rel_prev = ni->rel_tail;
 	if (ni->rel_tail >= 0)
@@ -77,8 +82,13 @@ static void rel_link(struct ptl_ni *ni, struct ptl_pending *p)
 
 void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p)
 {
+	int32_t *w;
+
 	if (!p->rel)
 		return;
+	w = &ni->rel_win[p->args.msg_id & (SPIN_DEDUP_SLOTS - 1)];
+	if (*w == pidx(ni, p))
+		*w = -1;
 	if (p->rel_prev >= 0)
 		ni->pend[p->rel_prev].rel_next = p->rel_next;
 	else
@@ -88,6 +98,26 @@ void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p)
 	else
 		ni->rel_tail = p->rel_prev;
 	p->rel = false;
+}
+
+/* The target of p answered something: p's and its rank's sign of life. */
+static void alive(struct ptl_ni *ni, struct ptl_pending *p, uint64_t now)
+{
+	p->alive_us = now;
+	if (p->rank < SPIN_MAX_PEERS)
+		ni->alive_rank[p->rank] = now;
+}
+
+/* p failed: its target has answered nothing, about it or anything else,
+ * for the timeout (a busy target answers "not now", a probe for its
+ * newer messages may stand for p). */
+static bool gone(struct ptl_ni *ni, struct ptl_pending *p, uint64_t now)
+{
+	uint64_t last = p->alive_us;
+
+	if (p->rank < SPIN_MAX_PEERS && ni->alive_rank[p->rank] > last)
+		last = ni->alive_rank[p->rank];
+	return now - last >= ni->timeout_ms * 1000;
 }
 
 static void arm(struct ptl_ni *ni, uint64_t at)
@@ -125,26 +155,60 @@ static void rtt_sample(struct ptl_ni *ni, uint64_t us)
 		ni->rto_us = ni->rto_max_us;
 }
 
+/* The slot of the window for an id (and for the id 1024 before it). */
 static bool window_free(struct ptl_ni *ni, void *arg)
 {
-	struct ptl_pending *p = ptl_pend_find(ni, *(uint32_t *)arg);
+	return ni->rel_win[*(uint32_t *)arg & (SPIN_DEDUP_SLOTS - 1)] < 0;
+}
 
-	return !p || !p->rel;
+struct ptl_pending *ptl_rel_find(struct ptl_ni *ni, uint32_t id)
+{
+	int32_t i = ni->rel_win[id & (SPIN_DEDUP_SLOTS - 1)];
+
+	return i >= 0 && ni->pend[i].msg_id == id ? &ni->pend[i] : NULL;
+}
+
+static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *list, uint32_t n,
+		   uint64_t now, bool repair);
+
+/* Ask rank about its quiet messages: its newest one again, asking; the
+ * answer's range ack covers the 64 ids before it. */
+static void probe(struct ptl_ni *ni, uint32_t rank, uint64_t now)
+{
+	struct ptl_pending *p = ptl_pend_find(ni, ni->quiet_last[rank]);
+
+	ni->quiet_n[rank] = 0;
+	if (!p || !p->rel || !p->quiet || p->rank != rank)
+		return;
+	ni->rs.probes++;
+	resend(ni, p, &(uint32_t){ 0 }, 1, now, false);
+	ni->rs.retx_pkts--;	/* (a probe, not a loss) */
 }
 
 int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
 {
 	uint32_t old = (id - SPIN_DEDUP_SLOTS) & 0xffffff;
+	struct ptl_pending *p;
 
 	if (window_free(ni, &old))
 		return PTL_OK;
 	ni->rs.window_waits++;
-	/* it is answered or fails within the timeout (plus a timer round) */
-	if (ptl_wait(ni, window_free, NULL, &old, ni->timeout_ms + 1000) != PTL_OK)
-		return ptl_seterr(PTL_NO_SPACE,
-				  "reliable send: message %u still unanswered after %llu ms", old,
-				  (unsigned long long)ni->timeout_ms + 1000);
-	return PTL_OK;
+	/* its answer may only wait for a probe */
+	p = ptl_pend_find(ni, old);
+	if (p && p->quiet)
+		probe(ni, p->rank, ptl_now_us());
+	/* it is answered, or fails once its target has answered nothing for
+	 * the timeout (ptl_rel_tick); a busy target ("not now") is waited for */
+	for (;;) {
+		int rc = ptl_wait(ni, window_free, NULL, &old, 1000);
+
+		if (rc == PTL_OK)
+			return PTL_OK;
+		if (rc == PTL_INTERRUPTED)
+			return ptl_seterr(PTL_INTERRUPTED,
+					  "reliable send: interrupted waiting for message %u's answer",
+					  old);
+	}
 }
 
 /* Send packets list[0..n) (NULL: all) of p, the last one with last_flags;
@@ -178,6 +242,11 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 	rel_link(ni, p);
 	arm(ni, p->rto_at_us);
 	ni->rs.msgs++;
+	if (p->quiet) {
+		ni->quiet_last[p->rank] = p->args.msg_id;
+		if (++ni->quiet_n[p->rank] >= REL_PROBE_EVERY && !post_only)
+			probe(ni, p->rank, now);
+	}
 	return 0;
 }
 
@@ -205,7 +274,7 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 		/* "not now": the target forgot the message; the timer sends
 		 * it again (the last packet asks, the SACK brings the rest) */
 		ni->rs.not_now++;
-		p->alive_us = now;
+		alive(ni, p, now);
 		p->karn = true;
 		p->rto_at_us = now + backoff(ni, ++p->tries);
 		arm(ni, p->rto_at_us);
@@ -213,6 +282,7 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 	}
 	if (!p->karn && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC))
 		rtt_sample(ni, now - p->sent_us);
+	alive(ni, p, now);
 	ni->rs.acked++;
 	ptl_pend_complete(ni, p, ptl_fail_of(fail), mlength, (ptl_list_t)list);
 }
@@ -225,11 +295,28 @@ void ptl_rel_replied(struct ptl_ni *ni, struct ptl_pending *p)
 	ni->rs.acked++;
 }
 
+void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_t range)
+{
+	for (uint32_t i = 0; i < 64; i++) {
+		struct ptl_pending *p;
+
+		if (!(range & (1ull << i)))
+			continue;
+		p = ptl_pend_find(ni, (msg_id - 1 - i) & 0xffffff);
+		if (p && p->rel && p->quiet && p->rank == rank) {
+			alive(ni, p, ptl_now_us());
+			ni->rs.acked++;
+			ni->rs.range_acked++;
+			ptl_pend_complete(ni, p, PTL_NI_OK, p->len, PTL_PRIORITY_LIST);
+		}
+	}
+}
+
 void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p)
 {
 	uint64_t now = ptl_now_us();
 
-	p->alive_us = now;
+	alive(ni, p, now);
 	p->rto_at_us = now + backoff(ni, p->tries);
 	arm(ni, p->rto_at_us);
 }
@@ -252,7 +339,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		return;
 	}
 	ni->rs.sacks++;
-	p->alive_us = now;
+	alive(ni, p, now);
 	p->rto_at_us = now + backoff(ni, p->tries);
 	arm(ni, p->rto_at_us);
 	/* a SACK asked for before our last retransmission can have landed
@@ -283,12 +370,30 @@ void ptl_rel_tick(struct ptl_ni *ni)
 	/* a bundle holds everything until it ends */
 	if (ni->rel_next_us == UINT64_MAX || ni->bundle || (now = ptl_now_us()) < ni->rel_next_us)
 		return;
+	if (!ni->probed && !(ni->probed = calloc(SPIN_MAX_PEERS, sizeof(uint32_t))))
+		return;
+	memset(ni->probed, 0, SPIN_MAX_PEERS * sizeof(uint32_t));
+	/* newest first: a probe's range ack covers the quiet messages of its
+	 * rank up to 64 ids older, which then wait for that answer */
+	for (i = ni->rel_tail; i >= 0; i = nx) {
+		struct ptl_pending *p = &ni->pend[i];
+		uint32_t id = p->args.msg_id, pr = ni->probed[p->rank];
+
+		nx = p->rel_prev;
+		if (!p->quiet || now < p->rto_at_us || gone(ni, p, now))
+			continue;
+		if (pr && ((pr - id) & 0xffffff) <= 64) {
+			p->rto_at_us = now + backoff(ni, p->tries);
+			continue;
+		}
+		ni->probed[p->rank] = id;
+	}
 	for (i = ni->rel_head; i >= 0; i = nx) {
 		struct ptl_pending *p = &ni->pend[i];
 
 		nx = p->rel_next;
 		if (now >= p->rto_at_us) {
-			if (now - p->alive_us >= ni->timeout_ms * 1000) {
+			if (gone(ni, p, now)) {
 				ni->rs.failed++;
 				p->unsent = true;
 				ptl_pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
@@ -304,6 +409,10 @@ void ptl_rel_tick(struct ptl_ni *ni)
 		if (p->rto_at_us < next)
 			next = p->rto_at_us;
 	}
+	/* at most every quarter of the shortest timeout: a walk costs the
+	 * messages in flight, and a sender takes its answers only here */
+	if (next < now + ni->rto_min_us / 4)
+		next = now + ni->rto_min_us / 4;
 	ni->rel_next_us = next;
 }
 
@@ -339,6 +448,22 @@ void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, ui
 	ptl_send_ack(ni, h, mlength, fail, list);
 }
 
+/* A probe's range ack (wire.h): bit i when put id - 1 - i completed here
+ * without failure. */
+static uint64_t range_of(const struct ptl_ldd *d, uint32_t id)
+{
+	uint64_t bits = 0;
+
+	for (uint32_t i = 0; i < 64; i++) {
+		uint32_t o = (id - 1 - i) & 0xffffff;
+		const struct ptl_ldd_slot *s = &d->s[o & (SPIN_DEDUP_SLOTS - 1)];
+
+		if (s->id == o && s->op == SPIN_OP_PUT && !s->fail)
+			bits |= 1ull << i;
+	}
+	return bits;
+}
+
 bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
 {
 	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
@@ -363,7 +488,8 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
 	else if (h->op == SPIN_OP_GET)	/* its entry is gone: the bytes with it */
 		ptl_reply_to(ni, h, NULL, 0, s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
 	else
-		ptl_send_ack(ni, h, s->mlength, s->fail, s->list);
+		ptl_send_ack_range(ni, h, s->mlength, s->fail, s->list,
+				   (ntohs(h->flags) & SPIN_F_SACK_REQ) ? range_of(d, id) : 0);
 	return true;
 }
 

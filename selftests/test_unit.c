@@ -811,24 +811,38 @@ static void reliable_answers(void)
 	fill(msg, sizeof(msg), 9);
 	if (me_add(&s) < 0)
 		return;
+	/* two single-packet messages that do not ask: no answer yet */
 	a.flags = SPIN_F_REL;
 	mkpkt(&f, &a, 100, 0, 100, msg);
-	ASSERT_EQ(run(&f, &out), XDP_TX, "a reliable message is answered");
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "a single-packet message that does not ask is quiet");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "and the next one");
+	/* the probe: the second again, asking */
+	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "a probe is answered");
 	oh = (void *)(out.b + SPIN_HDR_OFF);
 	ASSERT_EQ(oh->op, SPIN_OP_ACK, "with an ACK");
 	ASSERT_EQ(ntohl(oh->msg_id), a.msg_id, "of its id");
 	ASSERT_EQ(be64toh(oh->user_hdr[0]), 100, "and its length");
+	ASSERT_EQ(be64toh(oh->user_hdr[3]) & 1, 1, "and the one before in its range");
 	ASSERT_TRUE(csum_ok(&out), "the ACK carries a right checksum");
-	mkpkt(&f, &a, 100, 0, 100, msg);
-	ASSERT_EQ(run(&f, &out), XDP_TX, "its retransmission is answered again");
-	ASSERT_EQ(oh->op, SPIN_OP_ACK, "with an ACK");
 	ASSERT_EQ(drops(SPIN_DROP_DUP_ANSWERED), 1, "from the window");
 	v = events();
-	ASSERT_EQ(v.n, 1, "one event for both");
+	ASSERT_EQ(v.n, 2, "one event per message");
+	/* a single-packet message that asks is acked at once */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "a message that asks is answered");
+	ASSERT_EQ(oh->op, SPIN_OP_ACK, "with an ACK");
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event");
 
 	/* 3 packets: 0, then 2 asking while 1 is missing, then 1 */
 	a.msg_id = next_id++;
 	a.seg_size = 1384;
+	a.flags = SPIN_F_REL;
 	mkpkt(&f, &a, 4000, 0, 1384, msg);
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 0 is deposited");
 	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;

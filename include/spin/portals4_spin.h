@@ -87,6 +87,9 @@ typedef struct {
 	uint64_t not_now;	/* "not now" nacks (receiver not ready) */
 	uint64_t retx_pkts;	/* packets sent again */
 	uint64_t window_waits;	/* sends that waited for the duplicate window */
+	uint64_t probes;	/* probes sent for quiet messages (one-packet puts
+				 * without an ack wanted, acknowledged in bulk) */
+	uint64_t range_acked;	/* of acked: by a probe's range ack */
 	uint64_t rto_us;	/* the retransmission timeout now */
 	uint64_t srtt_us;	/* smoothed round-trip time (0: no sample yet) */
 	uint64_t dup_answered;	/* target: duplicates answered from its window */

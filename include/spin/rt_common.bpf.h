@@ -433,7 +433,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		sh->user_hdr[1] = 0;
 		sh->user_hdr[2] = 0;
 	}
-	sh->user_hdr[3] = 0;
+	/* an ACK's range ack (wire.h) rides in user_ptr */
+	sh->user_hdr[3] = r->kind == SPIN_PUT_ACK ? bpf_cpu_to_be64(r->user_ptr) : 0;
 	/* answers carry a checksum (the receiving runtime checks it); a
 	 * handler's device put does not (best-effort, and a second pass
 	 * over its bytes) */
@@ -565,10 +566,10 @@ static __always_inline void spin_dd_note(__u32 rank, __u32 id, __u32 state, __u3
 /* Turn this frame into an answer to the reliable message (rank, id) it
  * belongs to: an ACK (kind SPIN_PUT_ACK; a nack if fail is one) or a SACK
  * (SPIN_PUT_SACK, len bitmap bytes in c->scratch), wire.h. */
-static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
-				       struct spin_cfg *cfg, struct spin_stats *st, __u32 kind,
-				       __u32 len, __u32 rank, __u32 id, __u32 fail, __u32 mlength,
-				       __u32 list)
+static __always_inline int spin_answer_range(struct xdp_md *xdp, struct spin_ctx *c,
+					     struct spin_cfg *cfg, struct spin_stats *st,
+					     __u32 kind, __u32 len, __u32 rank, __u32 id,
+					     __u32 fail, __u32 mlength, __u32 list, __u64 range)
 {
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
@@ -584,7 +585,7 @@ static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
 	r->match_bits = bpf_be64_to_cpu(sh->match_bits);
 	r->remote_off = bpf_be64_to_cpu(sh->remote_off);
 	r->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
-	r->user_ptr = 0;
+	r->user_ptr = range;
 	r->ack_req = 0;
 	r->ct = 0;
 	r->ack_msg_id = id;
@@ -593,6 +594,14 @@ static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
 	r->ack_list = list;
 	r->pad = 0;
 	return spin_do_put(xdp, c, cfg, st, r);
+}
+
+static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
+				       struct spin_cfg *cfg, struct spin_stats *st, __u32 kind,
+				       __u32 len, __u32 rank, __u32 id, __u32 fail, __u32 mlength,
+				       __u32 list)
+{
+	return spin_answer_range(xdp, c, cfg, st, kind, len, rank, id, fail, mlength, list, 0);
 }
 
 #ifdef SPIN_RT_PROG
@@ -723,7 +732,10 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if (c->n_puts > 1 && verdict != XDP_DROP)
 			verdict = spin_fanout(xdp, c, cfg, st, verdict);
 	} else if (c->done && me &&
-		   ((fl & SPIN_F_REL) || ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {
+		   (((fl & SPIN_F_REL) && (c->multi || (fl & (SPIN_F_SACK_REQ | SPIN_F_ACK_REQ)))) ||
+		    ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {
+		/* (a single-packet reliable message that does not ask is
+		 * acknowledged in bulk, when a probe asks: spin_dup) */
 		/* the completing packet becomes the acknowledgement */
 		verdict = spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
 				      c->key.msg_id, fail, c->mlength, me->list);

@@ -44,10 +44,15 @@ enum spin_op {
 
 /*
  * Reliable delivery (SPIN_F_REL; docs/reliable.md).  The initiator keeps a
- * reliable message until the target answers it, and the target answers
- * every one: an ACK when it completes (as for SPIN_F_ACK_REQ, which only
- * says whether the initiator's application wants the Portals ack event),
- * or a nack.  A nack with SPIN_FAIL_QUEUE_FULL means "not now" (event
+ * reliable message until the target answers it.  The target answers a
+ * multi-packet message, and a single-packet one that asks (SPIN_F_SACK_REQ
+ * or SPIN_F_ACK_REQ, which also says that the initiator's application
+ * wants the Portals ack event), with an ACK when it completes, or a nack.
+ * Single-packet messages that do not ask are acknowledged in bulk: the
+ * initiator sends one of them again with SPIN_F_SACK_REQ now and then
+ * (a probe), and the target's answer to that duplicate, its ACK, carries
+ * in user_hdr[3] bit i set when message id (msg_id - 1 - i) of the same
+ * source completed there without failure (a range ack).  A nack with SPIN_FAIL_QUEUE_FULL means "not now" (event
  * ring, message table or source share full: receiver not ready): the
  * target forgot the message and the initiator sends it again later; every
  * other answer is final.  The initiator marks the last packet of a message,
@@ -632,7 +637,7 @@ struct spin_event {
 	__u64	remote_off;
 	__u64	start;		/* byte offset in spin_host where data went */
 	__u64	hdr_data;
-	__u64	user_ptr;
+	__u64	user_ptr;	/* SPIN_EV_ACK: the ACK's user_hdr[3] (range ack) */
 	__u32	src_rank;
 	__u32	src_pid;
 	__u32	msg_id;
