@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# What a lossy link does to spin today (no retransmission yet, issue 13):
+# What a lossy link does to spin's raw sends (spin_sock: no retransmission;
+# the Portals library retransmits, docs/reliable.md and bench/rel.sh):
 # the share of messages the receiver's runtime completes when the link
 # drops a given share of the frames.  Two namespaces joined through the
 # impairing link (selftests/impair, spin_ns_impair); the sender sends
