@@ -17,15 +17,32 @@
  *                     in UMEM, one kick per batch) and spin_xsk_recv_msg()
  *                     (the runtime redirects packets of an SPIN_ME_XSK entry
  *                     to the socket; user space reassembles)
+ *   --transport tcp   one kernel TCP connection (rank 1 listens on --port,
+ *                     7801, at its hostfile address; rank 0 connects),
+ *                     TCP_NODELAY, 4 MiB socket buffers; a message is one
+ *                     write of its bytes (looped over partial writes), the
+ *                     boundaries are implicit (both sides know the size);
+ *                     the receiver reads straight into the message buffer
+ *                     (at least 1 MiB: a stream of small messages is read
+ *                     in large chunks, each message at a multiple of its
+ *                     size), never past the last byte asked for; poll()
+ *                     bounds the wait for the next byte (--timeout-ms; TCP
+ *                     loses nothing, so a timeout is a stall: netpipe.sh
+ *                     gives tcp 10 s; after one, both ranks start the next
+ *                     phase on a new connection).  The kernel retransmits
+ *                     what a lossy link drops: the baseline for spin's
+ *                     reliable puts.
  *   --busy            the receiver busy-polls (non-blocking receives)
  *
  * The measurement and the control protocol are in bench/netpipe.h.
  * Run by bench/netpipe.sh; alone: SPIN_HOSTFILE=... SPIN_RANK=0|1
- * [SPIN_IFACE=veth0] bench/netpipe --transport udp|xsk [options].
+ * [SPIN_IFACE=veth0] bench/netpipe --transport udp|tcp|xsk [options].
  */
 #include <endian.h>
 #include <netinet/udp.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <linux/sockios.h>
 
 #include "netpipe.h"
 #include <spin/xsk.h>
@@ -52,17 +69,17 @@ static const struct option tr_opts[] = {
 };
 
 static const char usage[] =
-"usage: netpipe --transport udp|xsk [options]   (SPIN_HOSTFILE, SPIN_RANK set)\n"
-"  --port P       UDP port of the udp transport (7800)\n"
+"usage: netpipe --transport udp|tcp|xsk [options]   (SPIN_HOSTFILE, SPIN_RANK set)\n"
+"  --port P       udp: the UDP port (7800); tcp: rank 1's listening port (7801)\n"
 "  --gso          udp: send with UDP GSO (UDP_SEGMENT)\n"
 "  --gro          udp: receive with UDP_GRO\n"
-"  --busy         busy-poll receives (udp, xsk)\n"
+"  --busy         busy-poll receives (udp, tcp, xsk)\n"
 "  --iface IF     xsk: interface (default $SPIN_IFACE)\n"
 "  --frames N     xsk: UMEM frames (16384)\n"
 "  --pt N         xsk: portal index of the SPIN_ME_XSK entry (9)\n";
 
 static const char *transport = "udp";
-static uint16_t udp_port = 7800;
+static uint16_t opt_port;		/* --port; 0: the transport's default */
 static int opt_gso, opt_gro, opt_busy;
 static const char *opt_iface;
 static uint32_t opt_frames = 16384, opt_pt = 9;
@@ -71,7 +88,7 @@ static void tr_opt(int c, const char *a)
 {
 	switch (c) {
 	case O_TRANSPORT: transport = a; break;
-	case O_PORT: udp_port = (uint16_t)atoi(a); break;
+	case O_PORT: opt_port = (uint16_t)atoi(a); break;
 	case O_GSO: opt_gso = 1; break;
 	case O_GRO: opt_gro = 1; break;
 	case O_BUSY: opt_busy = 1; break;
@@ -355,9 +372,9 @@ static void udp_report(void *p, FILE *f)
 static void udp_setup(struct np_transport *t)
 {
 	static struct udp_ctx c;
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(udp_port),
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(opt_port),
 				  .sin_addr = np_o.my_ip };
-	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(udp_port),
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(opt_port),
 				    .sin_addr = np_o.peer_ip };
 	int rb = 256 << 20, sb = 16 << 20, one = 1, seg = UDP_DGRAM;
 	struct timeval tv = { np_o.timeout_ms / 1000, (np_o.timeout_ms % 1000) * 1000 };
@@ -399,6 +416,292 @@ static void udp_setup(struct np_transport *t)
 	t->recv = udp_recv;
 	t->resync = udp_resync;
 	t->report = udp_report;
+}
+
+/* ------------------------------------------------------------------ TCP -- */
+
+#define TCP_BUF		(4 << 20)	/* SO_SNDBUF and SO_RCVBUF asked for */
+#define TCP_CHUNK	(1 << 20)	/* least receive buffer: chunks of a stream */
+
+struct tcp_ctx {
+	int fd;
+	int lfd;			/* rank 1: the listening socket, for resyncs */
+	uint8_t *sbuf, *rbuf;
+	size_t rcap;			/* bytes at rbuf: max(max, TCP_CHUNK) */
+	uint64_t tx_bytes, tx_calls, tx_waits, rx_bytes, rx_calls, rx_waits;
+	uint64_t resyncs, dropped;	/* reconnections, bytes they threw away */
+	uint64_t retrans;		/* segments retransmitted on closed connections */
+};
+
+static struct tcp_ctx tc = { .fd = -1, .lfd = -1 };
+
+static int tcp_buffers(void *p, size_t max, void **sbuf, void **rbuf)
+{
+	struct tcp_ctx *c = p;
+
+	c->rcap = max > TCP_CHUNK ? max : TCP_CHUNK;
+	c->sbuf = aligned_alloc(4096, (max + 4095) & ~(size_t)4095);
+	c->rbuf = aligned_alloc(4096, (c->rcap + 4095) & ~(size_t)4095);
+	if (!c->sbuf || !c->rbuf)
+		return -1;
+	memset(c->sbuf, 0, max);
+	memset(c->rbuf, 0, c->rcap);
+	*sbuf = c->sbuf;
+	*rbuf = c->rbuf;
+	return 0;
+}
+
+/* Wait at most timeout_ms for ev on fd: 1 ready (or an error the next call
+ * reports), 0 timed out, -1 poll failed. */
+static int tcp_wait(int fd, short ev, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = ev };
+	double deadline = np_now() + timeout_ms / 1e3;
+
+	for (;;) {
+		int left = (int)((deadline - np_now()) * 1e3 + 0.999), r;
+
+		r = poll(&pfd, 1, left > 0 ? left : 0);
+		if (r > 0)
+			return 1;
+		if (r == 0)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+/* The whole message, looped over partial writes; a send buffer that stays
+ * full for 2 * --timeout-ms (the peer stopped reading) fails it. */
+static int tcp_send(void *p, const void *buf, size_t len)
+{
+	struct tcp_ctx *c = p;
+	const uint8_t *b = buf;
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t r = send(c->fd, b + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		int w;
+
+		c->tx_calls++;
+		if (r > 0) {
+			off += (size_t)r;
+			c->tx_bytes += (uint64_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->tx_waits++;
+			w = tcp_wait(c->fd, POLLOUT, 2 * np_o.timeout_ms);
+			if (w > 0)
+				continue;
+			if (w == 0)
+				np_log("tcp: send of %zu bytes: no room for %d ms after %zu bytes", len,
+				       2 * np_o.timeout_ms, off);
+			else
+				np_log("tcp: poll: %s", strerror(errno));
+			return -1;
+		}
+		np_log("tcp: send: %s", r < 0 ? strerror(errno) : "nothing written");
+		return -1;
+	}
+	return 0;
+}
+
+/* n messages of len bytes, each at rbuf + k * len (k = 0 for the first;
+ * a stream wraps at the last whole message that fits).  Never reads past
+ * the n-th message: the next phase's bytes stay in the socket.  Gives up
+ * when no byte came for timeout_ms; returns the whole messages read. */
+static uint64_t tcp_recv(void *p, size_t len, uint64_t n, int timeout_ms)
+{
+	struct tcp_ctx *c = p;
+	uint64_t want = (uint64_t)len * n, got = 0;
+	size_t wrap = c->rcap / len * len, at = 0;
+	double deadline = np_now() + timeout_ms / 1e3;
+	int ready = 0;		/* the last read filled what it asked for */
+
+	while (got < want) {
+		size_t ask = wrap - at;
+		ssize_t r;
+
+		if (ask > want - got)
+			ask = (size_t)(want - got);
+		if (!ready && !opt_busy) {
+			/* wait first: in a ping-pong the bytes are not there yet */
+			int w = tcp_wait(c->fd, POLLIN, timeout_ms);
+
+			c->rx_waits++;
+			if (w < 0)
+				np_log("tcp: poll: %s", strerror(errno));
+			if (w <= 0)
+				break;
+		}
+		r = recv(c->fd, c->rbuf + at, ask, MSG_DONTWAIT);
+		c->rx_calls++;
+		if (r > 0) {
+			got += (uint64_t)r;
+			c->rx_bytes += (uint64_t)r;
+			at += (size_t)r;
+			if (at == wrap)
+				at = 0;
+			ready = (size_t)r == ask;
+			if (opt_busy)
+				deadline = np_now() + timeout_ms / 1e3;
+			continue;
+		}
+		if (r == 0) {
+			np_log("tcp: the peer closed the connection");
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			np_log("tcp: recv: %s", strerror(errno));
+			break;
+		}
+		ready = 0;
+		if (opt_busy && np_now() > deadline)
+			break;
+	}
+	return got / len;
+}
+
+/* Large buffers (root: past wmem_max/rmem_max), set before listen() or
+ * connect() so the window scale covers them. */
+static void tcp_bufsize(int fd)
+{
+	int b = TCP_BUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof(b)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof(b));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof(b)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof(b));
+}
+
+/* Rank 0: a new connection to rank 1's listening socket, retried for up to
+ * 10 s (rank 1 may not listen yet). */
+static int tcp_connect(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(opt_port),
+				  .sin_addr = np_o.peer_ip };
+	double t0 = np_now();
+	int fd, err, one = 1;
+
+	for (;;) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			np_die("tcp: socket: %s", strerror(errno));
+		tcp_bufsize(fd);
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			break;
+		err = errno;
+		close(fd);
+		if (np_now() - t0 > 10)
+			np_die("tcp: cannot connect to %s:%u: %s", inet_ntoa(np_o.peer_ip), opt_port,
+			       strerror(err));
+		usleep(20000);
+	}
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		np_die("tcp: TCP_NODELAY: %s", strerror(errno));
+	return fd;
+}
+
+/* Rank 1: the next connection from rank 0 (it inherits the buffer sizes). */
+static int tcp_accept(void)
+{
+	int fd, one = 1;
+
+	if (tcp_wait(tc.lfd, POLLIN, 30000) <= 0)
+		np_die("tcp: no connection from rank 0 within 30 s");
+	fd = accept4(tc.lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		np_die("tcp: accept: %s", strerror(errno));
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		np_die("tcp: TCP_NODELAY: %s", strerror(errno));
+	return fd;
+}
+
+/* After a failure (a stall longer than the timeout: TCP loses nothing)
+ * both sides must start the next phase at a message boundary with nothing
+ * of the failed phase in flight, in either direction, and a byte stream
+ * has no boundaries to look for.  So the connection is replaced: each side
+ * closes it with a reset (SO_LINGER 0: what is queued is thrown away, late
+ * segments are refused); rank 0, whose resync comes first (np_resync),
+ * connects again at once, into rank 1's listen backlog, and rank 1 accepts
+ * that connection in its own resync (NP_RESYNC). */
+static void tcp_resync(void *p)
+{
+	struct tcp_ctx *c = p;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+	int outq = 0, inq = 0;
+
+	memset(&ti, 0, sizeof(ti));
+	getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
+	ioctl(c->fd, SIOCOUTQ, &outq);
+	ioctl(c->fd, SIOCINQ, &inq);
+	np_log("tcp: resync: new connection; %d bytes unacknowledged, %d unread; rto %u us, "
+	       "backoff %u, last data received %u ms ago", outq, inq, ti.tcpi_rto, ti.tcpi_backoff,
+	       ti.tcpi_last_data_recv);
+	c->dropped += (uint64_t)(outq > 0 ? outq : 0) + (uint64_t)(inq > 0 ? inq : 0);
+	c->retrans += ti.tcpi_total_retrans;
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(c->fd);
+	c->fd = np_o.rank == 0 ? tcp_connect() : tcp_accept();
+	c->resyncs++;
+}
+
+static void tcp_report(void *p, FILE *f)
+{
+	struct tcp_ctx *c = p;
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti), il = sizeof(int);
+	int sb = 0, rb = 0;
+
+	memset(&ti, 0, sizeof(ti));
+	getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &tl);
+	getsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sb, &il);
+	il = sizeof(int);
+	getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rb, &il);
+	fprintf(f, "netpipe[%u]: tcp%s: tx %llu bytes in %llu sends (%llu waits for room), rx "
+		"%llu bytes in %llu recvs (%llu polls), %llu resyncs (new connections, %llu bytes "
+		"thrown away); sndbuf %d rcvbuf %d, rtt %u us, cwnd %u, %llu segments "
+		"retransmitted\n", np_o.rank, opt_busy ? " busy" : "",
+		(unsigned long long)c->tx_bytes, (unsigned long long)c->tx_calls,
+		(unsigned long long)c->tx_waits, (unsigned long long)c->rx_bytes,
+		(unsigned long long)c->rx_calls, (unsigned long long)c->rx_waits,
+		(unsigned long long)c->resyncs, (unsigned long long)c->dropped, sb, rb, ti.tcpi_rtt,
+		ti.tcpi_snd_cwnd, (unsigned long long)(c->retrans + ti.tcpi_total_retrans));
+}
+
+static void tcp_setup(struct np_transport *t)
+{
+	if (np_o.rank == 1) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(opt_port),
+					  .sin_addr = np_o.my_ip };
+		int one = 1;
+
+		tc.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (tc.lfd < 0)
+			np_die("tcp: socket: %s", strerror(errno));
+		setsockopt(tc.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		tcp_bufsize(tc.lfd);	/* the accepted sockets inherit them */
+		if (bind(tc.lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(tc.lfd, 1))
+			np_die("tcp: listen on %s:%u: %s", inet_ntoa(np_o.my_ip), opt_port,
+			       strerror(errno));
+		tc.fd = tcp_accept();
+	} else {
+		tc.fd = tcp_connect();
+	}
+	t->name = opt_busy ? "tcp_busy" : "tcp";
+	t->ctx = &tc;
+	t->buffers = tcp_buffers;
+	t->send = tcp_send;
+	t->recv = tcp_recv;
+	t->resync = tcp_resync;
+	t->report = tcp_report;
 }
 
 /* ----------------------------------------------------------------- AF_XDP -- */
@@ -595,11 +898,18 @@ int main(int argc, char **argv)
 	/* SIGINT/SIGTERM: the default action.  No clean-up from a signal
 	 * handler (it could wait for a lock the interrupted code holds);
 	 * netpipe.sh detaches the runtime and removes the namespaces. */
-	if (!strcmp(transport, "udp"))
+	if (!strcmp(transport, "udp")) {
+		if (!opt_port)
+			opt_port = 7800;
 		udp_setup(&t);
-	else if (!strcmp(transport, "xsk"))
+	} else if (!strcmp(transport, "tcp")) {
+		if (!opt_port)
+			opt_port = 7801;
+		tcp_setup(&t);
+	} else if (!strcmp(transport, "xsk")) {
 		xsk_setup(&t);
-	else
-		np_die("unknown transport '%s' (udp or xsk)", transport);
+	} else {
+		np_die("unknown transport '%s' (udp, tcp or xsk)", transport);
+	}
 	return np_run(&t);
 }
