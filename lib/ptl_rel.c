@@ -181,8 +181,7 @@ static void probe(struct ptl_ni *ni, uint32_t rank, uint64_t now)
 	if (!p || !p->rel || !p->quiet || p->rank != rank)
 		return;
 	ni->rs.probes++;
-	resend(ni, p, &(uint32_t){ 0 }, 1, now, false);
-	ni->rs.retx_pkts--;	/* (a probe, not a loss) */
+	resend(ni, p, &(uint32_t){ 0 }, 1, now, false);	/* (not counted as a loss) */
 }
 
 int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
@@ -262,7 +261,6 @@ static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *lis
 	p->karn = true;
 	if (repair)
 		p->retx_us = now;
-	ni->rs.retx_pkts += n;
 }
 
 void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uint64_t mlength,
@@ -360,6 +358,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	if (!n)	/* all it covers is in: ask about the rest */
 		ni->retx_list[n++] = p->npkts - 1;
 	resend(ni, p, ni->retx_list, n, now, true);
+	ni->rs.retx_pkts += n;
 }
 
 void ptl_rel_tick(struct ptl_ni *ni)
@@ -404,6 +403,7 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			ni->rs.timeouts++;
 			resend(ni, p, &(uint32_t){ p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC ?
 						   p->npkts - 1 : 0 }, 1, now, false);
+			ni->rs.retx_pkts++;
 			p->rto_at_us = now + backoff(ni, ++p->tries);
 		}
 		if (p->rto_at_us < next)
