@@ -256,6 +256,11 @@ static uint64_t env_u64(const char *name, uint64_t def)
 	return *end ? def : v;
 }
 
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 static void default_limits(ptl_ni_limits_t *l)
 {
 	memset(l, 0, sizeof(*l));
@@ -325,6 +330,11 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->rto_max_us = env_u64("SPIN_PTL_RTO_MAX_US", 200000);
 	if (ni->rto_max_us < ni->rto_min_us)
 		ni->rto_max_us = ni->rto_min_us;
+	ni->cc_on = env_u64("SPIN_PTL_CC", 1) != 0;
+	/* congestion window, packets: 8 <= init <= max <= 2^20 */
+	ni->cwnd_min = 8;
+	ni->cwnd_max = (uint32_t)clamp_u64(env_u64("SPIN_PTL_CWND_MAX", 4096), ni->cwnd_min, 1u << 20);
+	ni->cwnd_init = (uint32_t)clamp_u64(env_u64("SPIN_PTL_CWND_INIT", 64), ni->cwnd_min, ni->cwnd_max);
 	ptl_rel_init(ni);
 	ni->poke_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	for (int i = 0; i < SPIN_MAX_ME; i++)
@@ -1555,6 +1565,10 @@ int PtlSpinRelStats(ptl_handle_ni_t nih, ptl_spin_rel_stats_t *st)
 		*st = ni->rs;
 		st->rto_us = ni->rto_us;
 		st->srtt_us = ni->srtt_us;
+		st->cwnd_max = 0;
+		for (int r = 0; r < SPIN_MAX_PEERS; r++)
+			if (ni->cc[r].cwnd > st->cwnd_max)
+				st->cwnd_max = ni->cc[r].cwnd;
 	}
 	if (ni)
 		ptl_unlock(ni);

@@ -222,6 +222,9 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	if (rel && rank >= 0) {
 		int rc = ptl_rel_window(ni, a.msg_id);
 
+		/* puts and atomics wait for the congestion window too */
+		if (rc == PTL_OK && (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC))
+			rc = ptl_rel_cc_wait(ni, (uint32_t)rank);
 		if (rc != PTL_OK)
 			return rc;
 		a.flags |= SPIN_F_REL;

@@ -181,6 +181,21 @@ struct ptl_pending {
 	uint64_t alive_us;	/* the target last answered (ack, sack, not now) */
 	uint64_t retx_us;	/* last retransmission */
 	int32_t rel_prev, rel_next;	/* the NI's reliable messages, oldest first */
+	/* congestion window (ptl_rel.c): a put's packets go out as its
+	 * rank's window allows */
+	uint32_t sent_upto;	/* packets [0, sent_upto) were sent at least once */
+	uint32_t cc_out;	/* of them, counted in flight for its rank */
+};
+
+/* Congestion window of one target rank (ptl_rel.c, docs/reliable.md):
+ * packets in flight (sent, not known to have arrived) at most cwnd;
+ * AIMD. */
+struct ptl_cc {
+	uint32_t cwnd, ssthresh;	/* packets */
+	uint32_t inflight;
+	uint32_t acc;		/* packets acknowledged towards cwnd + 1 */
+	uint32_t partial;	/* its messages not all sent yet */
+	uint64_t cut_us;	/* the window was last cut */
 };
 
 /* Target side of reliable delivery for AF_XDP entries: the outcome of the
@@ -293,6 +308,11 @@ struct ptl_ni {
 	uint32_t quiet_last[SPIN_MAX_PEERS];
 	uint32_t *probed;	/* scratch for ptl_rel_tick: probe id per rank */
 	uint64_t alive_rank[SPIN_MAX_PEERS];	/* a rank last answered anything */
+	bool cc_on;		/* $SPIN_PTL_CC, default 1 */
+	uint32_t cwnd_init, cwnd_min, cwnd_max;	/* packets */
+	uint32_t cc_partial;	/* messages not all sent yet (all ranks) */
+	uint32_t *send_list, send_cap;	/* scratch: new packets to send */
+	struct ptl_cc cc[SPIN_MAX_PEERS];
 	int32_t rel_win[SPIN_DEDUP_SLOTS];	/* the reliable message whose
 						 * id % SPIN_DEDUP_SLOTS is this,
 						 * -1: none (the send window) */
@@ -354,6 +374,8 @@ void ptl_rel_fini(struct ptl_ni *ni);
 /* Before a reliable message gets id `id`: wait until the message
  * SPIN_DEDUP_SLOTS ids older is answered (the target's window). */
 int ptl_rel_window(struct ptl_ni *ni, uint32_t id);
+/* Wait until rank's congestion window takes a new message. */
+int ptl_rel_cc_wait(struct ptl_ni *ni, uint32_t rank);
 /* The reliable message with this id waiting for its answer, or NULL. */
 struct ptl_pending *ptl_rel_find(struct ptl_ni *ni, uint32_t id);
 /* Send reliable message p (args, buf, len, npkts, rank set) the first time. */

@@ -14,6 +14,16 @@
  * "not now".  A message fails (PTL_NI_UNDELIVERABLE) when the target has
  * not answered anything about it for $SPIN_PTL_TIMEOUT_MS.
  *
+ * Congestion window: per target rank, the packets in flight (sent, not
+ * known to have arrived) are at most cwnd.  A new message waits until its
+ * rank's window has room (PtlPut returns then); a long put's packets go
+ * out as the window opens, each batch followed by its last packet once more,
+ * asking for a SACK, which tells how far the target got.  AIMD: slow start from
+ * $SPIN_PTL_CWND_INIT to ssthresh (one packet more per packet answered),
+ * then one packet more per window; halved, at most once per round trip,
+ * when a SACK names a hole below a packet that arrived, when a message's
+ * timer expires, or when the target says "not now".
+ *
  * Target (AF_XDP entries, which this process receives itself): the same
  * answers as the runtime gives for window entries, from a per-source window
  * of outcomes (struct ptl_ldd).
@@ -32,6 +42,9 @@
 
 void ptl_rel_init(struct ptl_ni *ni)
 {
+	for (int r = 0; r < SPIN_MAX_PEERS; r++)
+		ni->cc[r] = (struct ptl_cc){ .cwnd = ni->cwnd_init, .ssthresh = ni->cwnd_max };
+	ni->cc_partial = 0;
 	ni->rel_head = ni->rel_tail = -1;
 	ni->rel_next_us = UINT64_MAX;
 	for (int i = 0; i < SPIN_DEDUP_SLOTS; i++)
@@ -55,11 +68,113 @@ void ptl_rel_fini(struct ptl_ni *ni)
 	}
 	free(ni->retx_list);
 	ni->retx_list = NULL;
+	free(ni->send_list);
+	ni->send_list = NULL;
+	ni->send_cap = 0;
 	ni->rel_head = ni->rel_tail = -1;
 	ni->rel_next_us = UINT64_MAX;
 }
 
 /* ------------------------------------------------------------ initiator -- */
+
+/* ----------------------------------------------------- congestion window -- */
+
+static struct ptl_cc *cc_of(struct ptl_ni *ni, uint32_t rank)
+{
+	return ni->cc_on && rank < SPIN_MAX_PEERS ? &ni->cc[rank] : NULL;
+}
+
+/* p's packets count in its rank's window (puts and atomics: a get's reply
+ * is the target's to send) */
+static bool cc_counts(const struct ptl_pending *p)
+{
+	return p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC;
+}
+
+/* packets rank's window takes now */
+static uint32_t cc_room(struct ptl_ni *ni, uint32_t rank)
+{
+	struct ptl_cc *c = cc_of(ni, rank);
+
+	if (!c)
+		return UINT32_MAX;
+	return c->cwnd > c->inflight ? c->cwnd - c->inflight : 0;
+}
+
+static void cc_sent(struct ptl_ni *ni, struct ptl_pending *p, uint32_t n)
+{
+	struct ptl_cc *c = cc_of(ni, p->rank);
+
+	if (!c || !cc_counts(p))
+		return;
+	p->cc_out += n;
+	c->inflight += n;
+}
+
+/* n of p's packets in flight arrived: the window grows (slow start below
+ * ssthresh, else one packet per window's worth) */
+static void cc_arrived(struct ptl_ni *ni, struct ptl_pending *p, uint32_t n)
+{
+	struct ptl_cc *c = cc_of(ni, p->rank);
+
+	if (!c || !n)
+		return;
+	if (n > p->cc_out)
+		n = p->cc_out;
+	p->cc_out -= n;
+	c->inflight -= n < c->inflight ? n : c->inflight;
+	if (c->cwnd < c->ssthresh) {
+		c->cwnd += n;
+	} else {
+		c->acc += n;
+		if (c->acc >= c->cwnd) {
+			c->acc -= c->cwnd;
+			c->cwnd++;
+		}
+	}
+	if (c->cwnd > ni->cwnd_max)
+		c->cwnd = ni->cwnd_max;
+}
+
+/* p left the window without arriving (failed, forgotten) */
+static void cc_forget(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	struct ptl_cc *c = cc_of(ni, p->rank);
+
+	if (c) {
+		c->inflight -= p->cc_out < c->inflight ? p->cc_out : c->inflight;
+		if (cc_counts(p) && p->sent_upto < p->npkts) {
+			c->partial--;
+			ni->cc_partial--;
+		}
+	}
+	p->cc_out = 0;
+}
+
+/* a sign of congestion on the way to rank: halve its window, at most once
+ * per round trip (one loss event, however many packets it took) */
+static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now)
+{
+	struct ptl_cc *c = cc_of(ni, rank);
+	uint64_t rtt = ni->srtt_us ? ni->srtt_us : ni->rto_us;
+
+	if (!c || (c->cut_us && now - c->cut_us < rtt))
+		return;
+	c->ssthresh = c->cwnd / 2 > ni->cwnd_min ? c->cwnd / 2 : ni->cwnd_min;
+	c->cwnd = c->ssthresh;
+	c->acc = 0;
+	c->cut_us = now;
+	ni->rs.cc_cuts++;
+}
+
+static bool cc_open(struct ptl_ni *ni, void *arg)
+{
+	uint32_t rank = *(uint32_t *)arg;
+	struct ptl_cc *c = cc_of(ni, rank);
+
+	return !c || (!c->partial && c->inflight < c->cwnd);
+}
+
 
 static int32_t pidx(struct ptl_ni *ni, struct ptl_pending *p)
 {
@@ -86,6 +201,7 @@ void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p)
 
 	if (!p->rel)
 		return;
+	cc_forget(ni, p);
 	w = &ni->rel_win[p->args.msg_id & (SPIN_DEDUP_SLOTS - 1)];
 	if (*w == pidx(ni, p))
 		*w = -1;
@@ -226,12 +342,110 @@ static int send_pkts(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *l
 				  last_flags, post_only);
 }
 
+/* Send p's next packets never sent, as many as its rank's window takes
+ * (all of them: `all`; at least one of a message not started), the last
+ * asking for a SACK (the message's last: for its ACK) so that the answer
+ * tells how far the target got. */
+static int send_new(struct ptl_ni *ni, struct ptl_pending *p, bool all, bool post_only)
+{
+	uint32_t before = p->sent_upto, left = p->npkts - before, n = left, room;
+	struct ptl_cc *c = cc_of(ni, p->rank);
+	int err;
+
+	if (!all && (room = cc_room(ni, p->rank)) < n)
+		n = room ? room : !before;
+	if (!n)
+		return 0;
+	if (!before && n == left) {
+		err = send_pkts(ni, p, NULL, 0, p->npkts > 1 ? SPIN_F_SACK_REQ : 0, post_only);
+	} else {
+		if (n > ni->send_cap) {
+			uint32_t *l = realloc(ni->send_list, n * sizeof(*l));
+
+			if (!l)
+				return ptl_seterr(PTL_NO_SPACE, "reliable send: out of memory");
+			ni->send_list = l;
+			ni->send_cap = n;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			ni->send_list[i] = before + i;
+		if (before + n == p->npkts) {
+			err = send_pkts(ni, p, ni->send_list, n, SPIN_F_SACK_REQ, post_only);
+		} else {
+			/* not the end: the batch's last packet once more, asking.
+			 * A duplicate is answered with a SACK by the runtime
+			 * program whatever the entry (a handler program answers
+			 * no SACK for a new packet), one packet per batch. */
+			err = send_pkts(ni, p, ni->send_list, n, 0, post_only);
+			if (!err)
+				err = send_pkts(ni, p, &ni->send_list[n - 1], 1, SPIN_F_SACK_REQ,
+						post_only);
+		}
+	}
+	if (err)
+		return err;
+	p->sent_upto = before + n;
+	cc_sent(ni, p, n);
+	if (c) {
+		/* a message is "partial" while the window holds some of it */
+		bool was = before && before < p->npkts, is = p->sent_upto < p->npkts;
+
+		if (is && !was) {
+			c->partial++;
+			ni->cc_partial++;
+			ni->rs.cc_held += p->npkts - p->sent_upto;
+			p->karn = true;	/* its answer times the batches: no sample */
+		} else if (was && !is) {
+			c->partial--;
+			ni->cc_partial--;
+		}
+	}
+	return 0;
+}
+
+/* Send more of the messages the window held back, oldest first. */
+static void pump(struct ptl_ni *ni)
+{
+	for (int32_t i = ni->rel_head; i >= 0 && ni->cc_partial; i = ni->pend[i].rel_next) {
+		struct ptl_pending *p = &ni->pend[i];
+
+		if (cc_counts(p) && p->sent_upto < p->npkts && cc_room(ni, p->rank) &&
+		    send_new(ni, p, false, false))
+			ni->drops++;	/* the timer sends again */
+	}
+}
+
+int ptl_rel_cc_wait(struct ptl_ni *ni, uint32_t rank)
+{
+	/* a bundle only queues, and progress (a triggered operation) cannot
+	 * wait for itself: those go out anyway, counted in flight */
+	if (cc_open(ni, &rank) || ni->bundle || ni->in_progress)
+		return PTL_OK;
+	ni->rs.cc_waits++;
+	/* quiet messages are answered only when asked */
+	if (ni->quiet_n[rank])
+		probe(ni, rank, ptl_now_us());
+	for (;;) {
+		int rc = ptl_wait(ni, cc_open, NULL, &rank, 1000);
+
+		if (rc == PTL_OK)
+			return PTL_OK;
+		if (rc == PTL_INTERRUPTED)
+			return ptl_seterr(PTL_INTERRUPTED,
+					  "reliable send: interrupted waiting for rank %u's congestion window",
+					  rank);
+	}
+}
+
 int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 {
 	uint64_t now;
 	int err;
 
-	err = send_pkts(ni, p, NULL, 0, p->npkts > 1 ? SPIN_F_SACK_REQ : 0, post_only);
+	if (cc_counts(p))
+		err = send_new(ni, p, post_only, post_only);
+	else
+		err = send_pkts(ni, p, NULL, 0, 0, post_only);
 	if (err)
 		return err;
 	now = ptl_now_us();
@@ -273,6 +487,7 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 		 * it again (the last packet asks, the SACK brings the rest) */
 		ni->rs.not_now++;
 		alive(ni, p, now);
+		cc_cut(ni, p->rank, now);
 		p->karn = true;
 		p->rto_at_us = now + backoff(ni, ++p->tries);
 		arm(ni, p->rto_at_us);
@@ -281,6 +496,8 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 	if (!p->karn && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC))
 		rtt_sample(ni, now - p->sent_us);
 	alive(ni, p, now);
+	if (!fail)
+		cc_arrived(ni, p, p->cc_out);
 	ni->rs.acked++;
 	ptl_pend_complete(ni, p, ptl_fail_of(fail), mlength, (ptl_list_t)list);
 }
@@ -303,6 +520,7 @@ void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_
 		p = ptl_pend_find(ni, (msg_id - 1 - i) & 0xffffff);
 		if (p && p->rel && p->quiet && p->rank == rank) {
 			alive(ni, p, ptl_now_us());
+			cc_arrived(ni, p, p->cc_out);
 			ni->rs.acked++;
 			ni->rs.range_acked++;
 			ptl_pend_complete(ni, p, PTL_NI_OK, p->len, PTL_PRIORITY_LIST);
@@ -324,7 +542,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 {
 	struct ptl_pending *p = ptl_pend_find(ni, ntohl(h->msg_id));
 	uint64_t now = ptl_now_us(), npk = be64toh(h->user_hdr[0]), w0 = be64toh(h->user_hdr[2]);
-	uint32_t nw = len / 8, n = 0, words;
+	uint32_t nw = len / 8, n = 0, words, got, hi, out;
 
 	if (!p || !p->rel || p->rank != ntohl(h->src_rank) || npk != p->npkts ||
 	    (p->wire_op != SPIN_OP_PUT && p->wire_op != SPIN_OP_ATOMIC)) {
@@ -340,25 +558,53 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	alive(ni, p, now);
 	p->rto_at_us = now + backoff(ni, p->tries);
 	arm(ni, p->rto_at_us);
-	/* a SACK asked for before our last retransmission can have landed
-	 * names the same gaps again */
-	if (p->retx_us && now - p->retx_us < ni->srtt_us / 2)
-		return;
-	if (!ni->retx_list && !(ni->retx_list = malloc(SPIN_BITMAP_WORDS * 64 * sizeof(uint32_t))))
-		return;
+	/* the target has every packet before word w0 and the ones set from
+	 * it on; hi: one past the highest it has */
+	got = w0 * 64;
+	hi = (uint32_t)w0 * 64;
 	for (uint32_t w = (uint32_t)w0; w < words && w - w0 < nw; w++) {
 		uint64_t v;
 
 		memcpy(&v, pay + (w - w0) * 8, 8);
 		v = le64toh(v);
-		for (uint32_t b = 0; b < 64 && w * 64 + b < p->npkts; b++)
-			if (!(v & (1ull << b)))
-				ni->retx_list[n++] = w * 64 + b;
+		if ((w + 1) * 64 > p->npkts)
+			v &= (1ull << (p->npkts - w * 64)) - 1;
+		got += (uint32_t)__builtin_popcountll(v);
+		if (v)
+			hi = w * 64 + 64 - (uint32_t)__builtin_clzll(v);
 	}
-	if (!n)	/* all it covers is in: ask about the rest */
-		ni->retx_list[n++] = p->npkts - 1;
-	resend(ni, p, ni->retx_list, n, now, true);
-	ni->rs.retx_pkts += n;
+	/* what arrived leaves the window */
+	out = p->sent_upto > got ? p->sent_upto - got : 0;
+	if (out < p->cc_out)
+		cc_arrived(ni, p, p->cc_out - out);
+	if (hi > p->sent_upto)
+		hi = p->sent_upto;
+	/* a SACK asked for before our last retransmission can have landed
+	 * names the same gaps again */
+	if (!(p->retx_us && now - p->retx_us < ni->srtt_us / 2)) {
+		if (!ni->retx_list &&
+		    !(ni->retx_list = malloc(SPIN_BITMAP_WORDS * 64 * sizeof(uint32_t))))
+			return;
+		/* the holes below the highest packet it has were lost (or
+		 * are late); the ones above may be on their way */
+		for (uint32_t w = (uint32_t)w0; w < words && w - w0 < nw && w * 64 < hi; w++) {
+			uint64_t v;
+
+			memcpy(&v, pay + (w - w0) * 8, 8);
+			v = le64toh(v);
+			for (uint32_t b = 0; b < 64 && w * 64 + b < hi; b++)
+				if (!(v & (1ull << b)))
+					ni->retx_list[n++] = w * 64 + b;
+		}
+		if (n) {
+			cc_cut(ni, p->rank, now);
+			resend(ni, p, ni->retx_list, n, now, true);
+			ni->rs.retx_pkts += n;
+		}
+	}
+	/* the window may take more of it now */
+	if (p->sent_upto < p->npkts && send_new(ni, p, false, ni->bundle > 0))
+		ni->drops++;
 }
 
 void ptl_rel_tick(struct ptl_ni *ni)
@@ -367,7 +613,11 @@ void ptl_rel_tick(struct ptl_ni *ni)
 	int32_t i, nx;
 
 	/* a bundle holds everything until it ends */
-	if (ni->rel_next_us == UINT64_MAX || ni->bundle || (now = ptl_now_us()) < ni->rel_next_us)
+	if (ni->bundle)
+		return;
+	if (ni->cc_partial)
+		pump(ni);
+	if (ni->rel_next_us == UINT64_MAX || (now = ptl_now_us()) < ni->rel_next_us)
 		return;
 	if (!ni->probed && !(ni->probed = calloc(SPIN_MAX_PEERS, sizeof(uint32_t))))
 		return;
@@ -401,8 +651,9 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			/* the tail or the answer was lost: ask again (a get
 			 * or fetch: its one request) */
 			ni->rs.timeouts++;
-			resend(ni, p, &(uint32_t){ p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC ?
-						   p->npkts - 1 : 0 }, 1, now, false);
+			if (!p->quiet)	/* a quiet message's timer is its probe */
+				cc_cut(ni, p->rank, now);
+			resend(ni, p, &(uint32_t){ cc_counts(p) ? p->sent_upto - 1 : 0 }, 1, now, false);
 			ni->rs.retx_pkts++;
 			p->rto_at_us = now + backoff(ni, ++p->tries);
 		}

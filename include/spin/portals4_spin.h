@@ -97,6 +97,11 @@ typedef struct {
 	uint64_t held;		/* target: times an event or a packet waited, or was
 				 * refused "not now", because its event queue was
 				 * full (back-pressure) */
+	/* congestion window (initiator, per target rank) */
+	uint64_t cc_waits;	/* sends that waited for the window */
+	uint64_t cc_cuts;	/* times a window was halved (loss or "not now") */
+	uint64_t cc_held;	/* packets held back by a window, sent later */
+	uint64_t cwnd_max;	/* the largest window of any rank now, packets */
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 
