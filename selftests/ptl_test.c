@@ -50,6 +50,14 @@ static uint64_t now_ms(void)
 	return ts.tv_sec * 1000ull + ts.tv_nsec / 1000000;
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ull + ts.tv_nsec / 1000;
+}
+
 static void msleep(int ms) { usleep(ms * 1000); }
 
 #define LOG(fmt, ...) fprintf(stderr, "r%d %s:%d: " fmt "\n", R, CASE, __LINE__, ##__VA_ARGS__)
@@ -3275,14 +3283,17 @@ static void rel_stats(void)
 
 	OK(PtlSpinRelStats(ni, &st));
 	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu sacks %llu not_now %llu held %llu "
-	    "retx_pkts %llu window_waits %llu probes %llu range_acked %llu rto_us %llu srtt_us %llu dup_answered %llu sacks_sent %llu",
+	    "retx_pkts %llu window_waits %llu probes %llu range_acked %llu rto_us %llu srtt_us %llu dup_answered %llu sacks_sent %llu "
+	    "cc_waits %llu cc_cuts %llu cc_held %llu cwnd_max %llu",
 	    (unsigned long long)st.msgs, (unsigned long long)st.acked,
 	    (unsigned long long)st.failed, (unsigned long long)st.timeouts,
 	    (unsigned long long)st.sacks, (unsigned long long)st.not_now, (unsigned long long)st.held,
 	    (unsigned long long)st.retx_pkts, (unsigned long long)st.window_waits,
 	    (unsigned long long)st.probes, (unsigned long long)st.range_acked,
 	    (unsigned long long)st.rto_us, (unsigned long long)st.srtt_us,
-	    (unsigned long long)st.dup_answered, (unsigned long long)st.sacks_sent);
+	    (unsigned long long)st.dup_answered, (unsigned long long)st.sacks_sent,
+	    (unsigned long long)st.cc_waits, (unsigned long long)st.cc_cuts,
+	    (unsigned long long)st.cc_held, (unsigned long long)st.cwnd_max);
 }
 
 /* what one message of c_rel does: put, get, atomic (+1 on one of 64
@@ -3589,6 +3600,25 @@ static void c_rel_gone(void)
 	fini_ni();
 }
 
+/* a send event of rel_incast: its message's latency; 1 if NI_OK */
+static int incast_sent(const ptl_event_t *ev, const uint64_t *t_put, uint64_t *lat, size_t count)
+{
+	size_t n = (size_t)(uintptr_t)ev->user_ptr;
+
+	if (ev->type != PTL_EVENT_SEND || ev->ni_fail_type != PTL_NI_OK)
+		return 0;
+	if (n < count)
+		lat[n] = now_us() - t_put[n];
+	return 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * rel_incast: ranks 1..N-1 all put $PTL_REL_SPEC (one size: SIZE:COUNT) to
  * rank 0 at once, each into its own entry in rank 0's host window: every
@@ -3604,6 +3634,10 @@ static void c_rel_incast(void)
 	ptl_handle_eq_t eq;
 	ptl_event_t ev;
 
+	/* bench/incast.sh: failed messages are counted, not a failure, and
+	 * each sender writes its latencies to PTL_TEST_DIR/lat.RANK */
+	int bench = getenv("PTL_INCAST_BENCH") && atoi(getenv("PTL_INCAST_BENCH"));
+
 	if (ncls != 1)
 		DIE("rel_incast: PTL_REL_SPEC is one SIZE:COUNT");
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
@@ -3612,7 +3646,8 @@ static void c_rel_incast(void)
 		uint8_t *buf[64], *seen = calloc((size_t)N * count, 1);
 		ptl_handle_ct_t ct = ct_new();
 		ptl_ct_event_t cv;
-		size_t got = 0, want = (size_t)(N - 1) * count;
+		size_t got = 0, lost = 0, want = (size_t)(N - 1) * count;
+		uint64_t t0;
 
 		if (!seen || N > 64)
 			DIE("rel_incast: at most 64 ranks");
@@ -3623,7 +3658,8 @@ static void c_rel_incast(void)
 			       0x800 + r, 0, ct, PTL_PRIORITY_LIST, NULL);
 		}
 		barrier("ri.ready");
-		while (got < want) {
+		t0 = now_us();
+		while (got + lost < want) {
 			size_t n;
 			ptl_rank_t r;
 
@@ -3631,6 +3667,10 @@ static void c_rel_incast(void)
 				break;
 			r = ev.initiator.rank;
 			n = (size_t)ev.hdr_data;
+			if (bench && ev.type == PTL_EVENT_PUT && ev.ni_fail_type != PTL_NI_OK) {
+				lost++;	/* the benchmark counts what a run lost */
+				continue;
+			}
 			if (ev.type != PTL_EVENT_PUT || ev.ni_fail_type != PTL_NI_OK || r < 1 ||
 			    (int)r >= N || ev.match_bits != 0x800 + r || n >= count ||
 			    seen[r * count + n] || ev.mlength != size ||
@@ -3644,19 +3684,25 @@ static void c_rel_incast(void)
 			if (!check_pat("rel_incast: bytes", ev.start, size, ((uint32_t)r << 20 | (uint32_t)n) + 1))
 				break;
 		}
+		t0 = now_us() - t0;
 		LOG("target: %zu of %zu messages from %d senders, each once", got, want, N - 1);
+		/* what bench/incast.sh reads: the aggregate rate at the target */
+		LOG("incast: %zu bytes in %llu us: %.1f MB/s, %zu messages lost", got * size,
+		    (unsigned long long)t0, t0 ? (double)(got * size) / (double)t0 : 0.0, lost);
 		OK(PtlCTGet(ct, &cv));
-		CHK_EQ(cv.success, want, "rel_incast: counter");
+		if (!bench)
+			CHK_EQ(cv.success, want, "rel_incast: counter");
 		rel_stats();
 		barrier("ri.done");
 		free(seen);
 	} else {
 		uint8_t *src = malloc(size * count);
+		uint64_t *t_put = calloc(count, sizeof(*t_put)), *lat = calloc(count, sizeof(*lat));
 		ptl_handle_md_t md;
 		size_t sends = 0;
 		uint64_t t0;
 
-		if (!src)
+		if (!src || !t_put || !lat)
 			DIE("out of memory");
 		for (size_t n = 0; n < count; n++)
 			fill(src + n * size, size, ((uint32_t)R << 20 | (uint32_t)n) + 1);
@@ -3664,15 +3710,38 @@ static void c_rel_incast(void)
 		barrier("ri.ready");
 		t0 = now_ms();
 		for (size_t n = 0; n < count; n++) {
+			/* a message's latency: from the call (which may wait for
+			 * the congestion window) to its send event (the target
+			 * has it) */
+			t_put[n] = now_us();
 			OK(PtlPut(md, n * size, size, PTL_NO_ACK_REQ, rank_proc(0), PT_DATA, 0x800 + R,
 				  n * size, (void *)(uintptr_t)n, n));
 			while (PtlEQGet(eq, &ev) == PTL_OK)
-				sends += ev.type == PTL_EVENT_SEND && ev.ni_fail_type == PTL_NI_OK;
+				sends += incast_sent(&ev, t_put, lat, count);
 		}
 		while (sends < count && want_ev(eq, &ev, 30000, "rel_incast: send event"))
-			sends += ev.type == PTL_EVENT_SEND && ev.ni_fail_type == PTL_NI_OK;
+			sends += incast_sent(&ev, t_put, lat, count);
 		LOG("sender %d: %zu messages of %zu bytes in %llu ms", R, count, size,
 		    (unsigned long long)(now_ms() - t0));
+		if (sends == count) {
+			qsort(lat, count, sizeof(*lat), cmp_u64);
+			LOG("incast latency: p50 %llu us p99 %llu us max %llu us",
+			    (unsigned long long)lat[count / 2], (unsigned long long)lat[count * 99 / 100],
+			    (unsigned long long)lat[count - 1]);
+		}
+		if (bench && getenv("PTL_TEST_DIR")) {
+			char path[4096];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/lat.%d", getenv("PTL_TEST_DIR"), R);
+			if ((f = fopen(path, "w"))) {
+				for (size_t n = 0; n < count; n++)
+					fprintf(f, "%llu\n", (unsigned long long)lat[n]);
+				fclose(f);
+			}
+		}
+		free(t_put);
+		free(lat);
 		CHK_EQ(sends, count, "rel_incast: send events NI_OK");
 		rel_stats();
 		barrier("ri.done");

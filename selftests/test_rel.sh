@@ -147,30 +147,56 @@ rel gone 0 "drop 1000000" "$CLEAN" REL_CASE=rel_gone SPIN_PTL_TIMEOUT_MS=1000
 rel handlers_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1
 
-# incast: 8 senders into one receiver on a bridge (ptl_topo, 9 namespaces);
-# the receiver's queues, not the link, lose what does not fit
+# incast: 8 or 16 senders into one receiver on a bridge (ptl_topo, 17
+# namespaces); with BOTTLENECK the bridge's port to the receiver is a
+# token bucket with a shallow queue (what a switch port does: it drops what
+# does not fit), so the senders' congestion windows have something to do
+# incast NAME SENDERS [BOTTLENECK] VAR=VALUE...
+INCAST_MAX=16
 incast() {
-	local name=$1 dir k pids=() bad=0 rc; shift
+	local name=$1 n=$2 tbf= dir k pids=() bad=0 rc cuts; shift 2
+	[ "${1:-}" = BOTTLENECK ] && { tbf=1; shift; }
 	[ -n "$FILTER" ] && [[ $name != $FILTER ]] && return 0
-	if [ ! -e "$WORK/hosts9" ] && ! ptl_topo_up "$TAG" 9 "$WORK" >"$WORK/topo9" 2>&1; then
-		echo "FAIL rel/$name (topology)"; sed 's/^/    /' "$WORK/topo9"; FAIL=$((FAIL + 1)); return
+	if [ ! -e "$WORK/hosts$((INCAST_MAX + 1))" ] &&
+		! ptl_topo_up "$TAG" $((INCAST_MAX + 1)) "$WORK" >"$WORK/topo_incast" 2>&1; then
+		echo "FAIL rel/$name (topology)"; sed 's/^/    /' "$WORK/topo_incast"; FAIL=$((FAIL + 1)); return
 	fi
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	for k in $(seq 0 8); do
-		nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts9" \
-			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=9 PTL_TEST_TOP="$TOP" \
+	if [ -n "$tbf" ]; then
+		# 400 Mbit/s, 256 KB of queue
+		tc -n "$TAG-br" qdisc replace dev p0 root tbf rate 400mbit burst 64k limit 256k ||
+			{ echo "FAIL rel/$name (tbf)"; FAIL=$((FAIL + 1)); return; }
+	fi
+	for k in $(seq 0 "$n"); do
+		nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$((n + 1))" \
+			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$((n + 1)) PTL_TEST_TOP="$TOP" \
 			SPIN_PTL_HOST_PAGES=65536 "$@" timeout -k 2 240 "$BIN" rel_incast \
 			>"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
-	for k in $(seq 0 8); do
+	for k in $(seq 0 "$n"); do
 		wait "${pids[$k]}"; rc=$?
 		[ $rc -eq 0 ] || { echo "rank $k exit $rc" >>"$dir/why"; bad=1; }
 	done
-	report "$name" "$dir" $bad 8 8
+	if [ -n "$tbf" ]; then
+		tc -n "$TAG-br" -s qdisc show dev p0 >"$dir/link" 2>&1
+		tc -n "$TAG-br" qdisc del dev p0 root 2>/dev/null
+		# the bottleneck dropped, and the senders' windows saw it
+		cuts=$(cat "$dir"/out.* | sed -n 's/.* cc_cuts \([0-9]*\).*/\1/p' |
+			awk '{ s += $1 } END { print s + 0 }')
+		if [ $bad = 0 ] && [ "$cuts" -eq 0 ] && [[ " $* " != *" SPIN_PTL_CC=0 "* ]]; then
+			echo "a dropping bottleneck and no congestion window was ever cut" >>"$dir/why"; bad=1
+		fi
+	fi
+	report "$name" "$dir" $bad "$n" 8
 }
-incast incast8_small PTL_REL_SPEC=8:20000
-incast incast8_64k PTL_REL_SPEC=65536:200
+incast incast8_small 8 PTL_REL_SPEC=8:20000
+incast incast8_64k 8 PTL_REL_SPEC=65536:200
+incast incast16_64k 16 PTL_REL_SPEC=65536:100
+# through a bottleneck that drops: the congestion windows are cut, and
+# every message still arrives once
+incast incast8_bottleneck 8 BOTTLENECK PTL_REL_SPEC=65536:200
+incast incast16_bottleneck 16 BOTTLENECK PTL_REL_SPEC=65536:100
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]
