@@ -17,6 +17,8 @@
 #   spin_norel  the same with SPIN_PTL_RELIABLE=0 in both ranks: the
 #             library without reliable delivery (a lost packet loses the
 #             message: the size is marked failed)
+#   spin_nocc  spin with SPIN_PTL_CC=0: reliable, without the congestion
+#             window (only the 1024-message send window)
 #   udp       bench/netpipe --transport udp: 1472-byte datagrams,
 #             sendmmsg/recvmmsg, blocking receives
 #   udp_gso   the same sent with UDP GSO (UDP_SEGMENT)
@@ -121,7 +123,7 @@ trap 'exit 130' INT TERM
 [ "$(id -u)" = 0 ] || die "run as root (namespaces, XDP)"
 [ -x bench/netpipe ] || die "bench/netpipe missing: run 'make' first"
 if [ ! -x bench/netpipe_ptl ]; then
-	for l in spin spin_md_host spin_norel; do
+	for l in spin spin_md_host spin_norel spin_nocc; do
 		case " $TRANSPORTS " in *" $l "*)
 			log "SKIP $l: bench/netpipe_ptl not built (no Portals library?)"
 			TRANSPORTS=$(echo " $TRANSPORTS " | sed "s/ $l / /") ;;
@@ -240,6 +242,7 @@ run_transport() {	# run_transport LABEL REP
 	case $l in
 	spin)		cmd=(bench/netpipe_ptl) ;;
 	spin_norel)	cmd=(bench/netpipe_ptl); RANK_ENV=(SPIN_PTL_RELIABLE=0) ;;
+	spin_nocc)	cmd=(bench/netpipe_ptl); RANK_ENV=(SPIN_PTL_CC=0) ;;
 	spin_md_host)	cmd=(bench/netpipe_ptl --md-host) ;;
 	udp)		cmd=(bench/netpipe --transport udp) ;;
 	udp_gso)	cmd=(bench/netpipe --transport udp --gso) ;;
