@@ -196,6 +196,8 @@ struct ptl_cc {
 	uint32_t acc;		/* packets acknowledged towards cwnd + 1 */
 	uint32_t partial;	/* its messages not all sent yet */
 	uint64_t cut_us;	/* the window was last cut */
+	uint64_t ep_sent, ep_lost;	/* packets sent (also again) and found
+					 * lost since then */
 };
 
 /* Target side of reliable delivery for AF_XDP entries: the outcome of the

@@ -20,9 +20,10 @@
  * out as the window opens, each batch followed by its last packet once more,
  * asking for a SACK, which tells how far the target got.  AIMD: slow start from
  * $SPIN_PTL_CWND_INIT to ssthresh (one packet more per packet answered),
- * then one packet more per window; halved, at most once per round trip,
- * when a SACK names a hole below a packet that arrived, when a message's
- * timer expires, or when the target says "not now".
+ * then one packet more per window.  Losses (the holes a SACK names below a
+ * packet that arrived, a message's timer expiry) shrink it at most once per
+ * round trip by half the share of packets lost since the last cut; "not
+ * now" from the target halves it.
  *
  * Target (AF_XDP entries, which this process receives itself): the same
  * answers as the runtime gives for window entries, from a per-source window
@@ -109,6 +110,7 @@ static void cc_sent(struct ptl_ni *ni, struct ptl_pending *p, uint32_t n)
 		return;
 	p->cc_out += n;
 	c->inflight += n;
+	c->ep_sent += n;
 }
 
 /* n of p's packets in flight arrived: the window grows (slow start below
@@ -151,19 +153,31 @@ static void cc_forget(struct ptl_ni *ni, struct ptl_pending *p)
 	p->cc_out = 0;
 }
 
-/* a sign of congestion on the way to rank: halve its window, at most once
- * per round trip (one loss event, however many packets it took) */
-static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now)
+/* `lost` packets to rank were found lost (REL_LOST_ALL: the target said
+ * "not now").  At most once per round trip the window shrinks by half the
+ * share of packets lost since the last cut (as DCTCP scales its cut by the
+ * share of marked packets): a random loss in a long run of packets costs
+ * little, a queue that drops half of a burst halves the window. */
+#define REL_LOST_ALL	UINT32_MAX
+static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost)
 {
 	struct ptl_cc *c = cc_of(ni, rank);
-	uint64_t rtt = ni->srtt_us ? ni->srtt_us : ni->rto_us;
+	uint64_t rtt = ni->srtt_us ? ni->srtt_us : ni->rto_us, w;
 
-	if (!c || (c->cut_us && now - c->cut_us < rtt))
+	if (!c)
 		return;
-	c->ssthresh = c->cwnd / 2 > ni->cwnd_min ? c->cwnd / 2 : ni->cwnd_min;
+	c->ep_lost = lost == REL_LOST_ALL ? UINT64_MAX / 2 : c->ep_lost + lost;
+	if (c->cut_us && now - c->cut_us < rtt)
+		return;
+	if (c->ep_lost >= c->ep_sent)
+		w = c->cwnd / 2;
+	else	/* cwnd * (1 - lost / sent / 2) */
+		w = c->cwnd - (uint64_t)c->cwnd * c->ep_lost / (2 * c->ep_sent);
+	c->ssthresh = w > ni->cwnd_min ? (uint32_t)w : ni->cwnd_min;
 	c->cwnd = c->ssthresh;
 	c->acc = 0;
 	c->cut_us = now;
+	c->ep_sent = c->ep_lost = 0;
 	ni->rs.cc_cuts++;
 }
 
@@ -472,6 +486,8 @@ static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *lis
 {
 	if (send_pkts(ni, p, list, n, SPIN_F_SACK_REQ, ni->bundle > 0))
 		ni->drops++;	/* the timer sends again */
+	else if (cc_counts(p) && cc_of(ni, p->rank))
+		cc_of(ni, p->rank)->ep_sent += n;
 	p->karn = true;
 	if (repair)
 		p->retx_us = now;
@@ -487,7 +503,7 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 		 * it again (the last packet asks, the SACK brings the rest) */
 		ni->rs.not_now++;
 		alive(ni, p, now);
-		cc_cut(ni, p->rank, now);
+		cc_cut(ni, p->rank, now, REL_LOST_ALL);
 		p->karn = true;
 		p->rto_at_us = now + backoff(ni, ++p->tries);
 		arm(ni, p->rto_at_us);
@@ -597,7 +613,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 					ni->retx_list[n++] = w * 64 + b;
 		}
 		if (n) {
-			cc_cut(ni, p->rank, now);
+			cc_cut(ni, p->rank, now, n);
 			resend(ni, p, ni->retx_list, n, now, true);
 			ni->rs.retx_pkts += n;
 		}
@@ -652,7 +668,7 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			 * or fetch: its one request) */
 			ni->rs.timeouts++;
 			if (!p->quiet)	/* a quiet message's timer is its probe */
-				cc_cut(ni, p->rank, now);
+				cc_cut(ni, p->rank, now, 1);
 			resend(ni, p, &(uint32_t){ cc_counts(p) ? p->sent_upto - 1 : 0 }, 1, now, false);
 			ni->rs.retx_pkts++;
 			p->rto_at_us = now + backoff(ni, ++p->tries);
