@@ -44,18 +44,26 @@ struct {
 	__type(value, struct spin_msg_bytes);
 } spin_tmpl SEC(".maps");
 
-/* Remember (rank, id); true if it was seen among the recent ids. */
-static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 rank, __u32 id)
+/* Remember (rank, id); true if it was seen among the recent ids, or if it
+ * is a reliable message's copy older than them (stale: SPIN_DEDUP_STALE). */
+static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 rank, __u32 id,
+					    __u16 flags_be)
 {
 	struct spin_dedup *d;
 
 	if (cfg->flags & SPIN_CFG_F_NO_DEDUP)
 		return false;
-	__u32 k = id & (SPIN_DEDUP_SLOTS - 1);
+	__u32 k = id & (SPIN_DEDUP_SLOTS - 1), old;
 
 	d = bpf_map_lookup_elem(&spin_dedup, &rank);
 	if (!d)
 		return false;
+	/* (a newer id written between this read and the exchange below is
+	 * overwritten, as before: two packets of one slot at once) */
+	old = *(volatile __u32 *)&d->id[k];
+	if ((flags_be & bpf_htons(SPIN_F_REL)) && old && old != id &&
+	    ((old - id) & 0xffffff) <= SPIN_DEDUP_STALE)
+		return true;	/* keep the newer id's slot and outcome */
 	if (__sync_lock_test_and_set(&d->id[k], id) == id)
 		return true;
 	/* the slot is this message's now: nothing recorded yet */
@@ -808,7 +816,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	c->done = 1;
 	hdr_data = bpf_be64_to_cpu(sh->hdr_data);
 
-	if (spin_dedup_seen(cfg, rank, msg_id)) {
+	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
 		me = spin_get_again(rank, msg_id, sh, c);
 		if (!me)
 			return spin_dup(xdp, rank, msg_id, 1);
@@ -961,7 +969,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->phases = SPIN_PH_XSK;
 	c->multi = 0;
 	c->done = 1;
-	if (spin_dedup_seen(cfg, rank, msg_id))
+	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
 		return spin_dup(xdp, rank, msg_id, 1);
 	if (op == SPIN_OP_FETCH)
 		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
@@ -1114,7 +1122,7 @@ int spin_rx(struct xdp_md *xdp)
 
 	if (pkt_off == 0 && pay_len == msg_len) {
 		/* the whole message in one packet: no message state */
-		if (spin_dedup_seen(cfg, rank, msg_id))
+		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
 			return spin_dup(xdp, rank, msg_id, 1);
 		if (spin_events_full())
 			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
@@ -1178,7 +1186,7 @@ int spin_rx(struct xdp_md *xdp)
 
 		/* first packet of the message on this node */
 		spin_gc_arm();
-		if (spin_dedup_seen(cfg, rank, msg_id)) {
+		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
 			/* the message completed and its state expired: keep a
 			 * tombstone for the rest of its packets */
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;

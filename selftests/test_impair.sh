@@ -3,9 +3,11 @@
 #
 # Tests of the impairing link (selftests/impair, progs/impair.bpf.c) that
 # the reliable-delivery tests run over: two namespaces (10.77.50.1 and .2)
-# joined through a relay namespace.  Decided by the link's own counters
-# and ping's: no timing is checked.  One PASS/FAIL line per case, then
-# "N passed, N failed, N skipped".
+# joined through a relay namespace.  Decided by the link's own counters,
+# ping's and selftests/udp_seq's (numbered datagrams: how many arrived
+# after a higher number).  The only timing checked is a lower bound (a
+# delayed ping takes at least the delay), which load cannot break.  One
+# PASS/FAIL line per case, then "N passed, N failed, N skipped".
 #
 #   selftests/test_impair.sh [-t GLOB]
 set -u
@@ -20,6 +22,7 @@ TAG=spinti$$
 NA=$TAG-a NB=$TAG-b NM=$TAG-m
 DIR=/sys/fs/bpf/$TAG
 IMPAIR=$TOP/selftests/impair
+UDPSEQ=$TOP/selftests/udp_seq
 LOG=$(mktemp -d /tmp/spin-impair.XXXXXX)
 
 cleanup() {
@@ -47,10 +50,28 @@ pings() { nsx "$NA" ping -c "$1" -i 0.002 -W 2 10.77.50.2 2>&1 | grep -E 'packet
 # received SUMMARY: the replies ping counted (duplicates apart)
 received() { sed -n 's/.* \([0-9]*\) received.*/\1/p' <<<"$1"; }
 
+CLEAN="drop 0 dup 0 corrupt 0 delay 0 jitter 0 reorder 0"
+# seqs N GAP_US: N numbered datagrams from NS_A to NS_B, GAP_US apart; print
+# udp_seq's "received R distinct D inversions I"
+seqs() {
+	local pid
+	nsx "$NB" timeout -k 2 60 "$UDPSEQ" recv 9100 "$1" 1000 >"$LOG/seq" 2>&1 &
+	pid=$!
+	spin_wait_until 10 spin_ns_udp_bound "$NB" 9100 || { kill "$pid"; fail "the receiver did not bind"; }
+	nsx "$NA" "$UDPSEQ" send 10.77.50.2 9100 "$1" "$2"
+	wait "$pid" || fail "udp_seq recv failed: $(cat "$LOG/seq")"
+	cat "$LOG/seq"
+}
+# field LINE NAME: the number after NAME in LINE
+field() { awk -v f="$2" '{ for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }' <<<"$1"; }
+# min_rtt SUMMARY: ping's least round trip in microseconds
+min_rtt() { sed -n 's/^rtt [^=]*= \([0-9]*\)\.\([0-9]*\)\/.*/\1 \2/p' <<<"$1" |
+	awk '{ printf "%d\n", $1 * 1000 + substr($2 "000", 1, 3) }'; }
+
 run() {
 	local name=$1 fn=$2 rc
 	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then return; fi
-	set_end a drop 0 dup 0 corrupt 0 && set_end b drop 0 dup 0 corrupt 0 &&
+	set_end a $CLEAN && set_end b $CLEAN &&
 		nsx "$NM" "$IMPAIR" reset "$DIR" a && nsx "$NM" "$IMPAIR" reset "$DIR" b || return
 	# not as an if's condition: set -e would not apply inside it
 	( set -e; "$fn" ) >"$LOG/$name" 2>&1
@@ -72,6 +93,47 @@ t_clean() {
 	[ "$(received "$s")" = 50 ] || fail "want 50 replies"
 	[ $(($(count a frames) - f0)) -ge 50 ] || fail "fewer than 50 frames counted at a"
 	[ "$(count a dropped)" = 0 ] && [ "$(count a duplicated)" = 0 ] || fail "impaired with nothing set"
+	[ "$(count a delayed)" = 0 ] && [ "$(count a reordered)" = 0 ] || fail "held with nothing set"
+}
+
+t_delay() {
+	# 20 ms on the way there, 5 ms back: every round trip takes at least
+	# 25 ms (a lower bound: a busy holder only sends later), every frame
+	# counted as delayed, none reordered, nothing lost
+	local s rtt f
+	set_end a delay 20000
+	set_end b delay 5000
+	s=$(nsx "$NA" ping -c 20 -i 0.01 -W 5 10.77.50.2 2>&1 | grep -A1 'packets transmitted'); echo "$s"
+	[ "$(received "$s")" = 20 ] || fail "want 20 replies"
+	rtt=$(min_rtt "$s"); echo "least round trip $rtt us"
+	[ -n "$rtt" ] && [ "$rtt" -ge 25000 ] || fail "a round trip shorter than the 25 ms delay"
+	for e in a b; do
+		f=$(count $e frames)
+		[ "$f" -ge 20 ] && [ "$(count $e delayed)" = "$f" ] || fail "$e: delayed $(count $e delayed) of $f frames"
+		[ "$(count $e reordered)" = 0 ] && [ "$(count $e hold_lost)" = 0 ] ||
+			fail "$e: reordered $(count $e reordered), hold_lost $(count $e hold_lost)"
+	done
+}
+
+t_reorder() {
+	# 5% of the frames held 1 ms more while the rest pass: datagrams sent
+	# 20 us apart arrive after higher-numbered ones
+	local s r
+	set_end a reorder 50000
+	s=$(seqs 2000 20); echo "$s"
+	r=$(count a reordered); echo "reordered $r delayed $(count a delayed) of $(count a frames)"
+	[ "$r" -gt 0 ] && [ "$(count a delayed)" = "$r" ] || fail "no frame held back, or others too"
+	[ "$(field "$s" inversions)" -gt 0 ] || fail "every datagram arrived in order"
+}
+
+t_jitter() {
+	# a delay of 0-500 us, drawn per frame: frames 20 us apart overtake
+	# each other; with a fixed delay as well, the order is the same
+	local s
+	set_end a delay 200 jitter 500
+	s=$(seqs 2000 20); echo "$s"
+	[ "$(count a delayed)" -gt 0 ] && [ "$(count a reordered)" = 0 ] || fail "delayed $(count a delayed), reordered $(count a reordered)"
+	[ "$(field "$s" inversions)" -gt 0 ] || fail "every datagram arrived in order"
 }
 
 t_drop_all() {
@@ -134,9 +196,27 @@ t_bad_input() {
 	rc=0
 	nsx "$NM" "$IMPAIR" set "$DIR" nosuchdev drop 5 2>"$LOG/err" || rc=$?
 	[ "$rc" = 1 ] && grep -q "no interface 'nosuchdev'" "$LOG/err" || fail "unknown device: exit $rc"
+	# microseconds 0 to 10^7, checked for overflow; hold only after reorder
+	local a
+	for a in "delay 10000001" "jitter 18446744073709551617" "delay -1" "jitter +5" \
+		"delay ''" "reorder 1000001" "reorder 10 hold 10000001"; do
+		rc=0
+		eval nsx "$NM" "$IMPAIR" set "$DIR" a "$a" 2>"$LOG/err" || rc=$?
+		[ "$rc" = 2 ] && [ "$(wc -l <"$LOG/err")" = 1 ] || fail "$a: exit $rc, $(cat "$LOG/err")"
+	done
+	for a in "hold 5" "reorder 10 hold" "delay" "reorder 10 jitter"; do
+		rc=0
+		nsx "$NM" "$IMPAIR" set "$DIR" a $a 2>"$LOG/err" || rc=$?
+		[ "$rc" = 2 ] && grep -q "^usage" "$LOG/err" || fail "$a: exit $rc"
+	done
+	nsx "$NM" "$IMPAIR" set "$DIR" a delay 10000000 jitter 0 reorder 1000000 hold 0 ||
+		fail "the largest values were refused"
 }
 
 run clean t_clean
+run delay t_delay
+run reorder t_reorder
+run jitter t_jitter
 run drop_all t_drop_all
 run drop_half t_drop_half
 run dup_all t_dup_all

@@ -3,12 +3,13 @@
 #
 # Reliable delivery (docs/reliable.md): Portals puts between two namespaces
 # (10.77.60.1 = rank 0, .2 = rank 1) joined through the impairing link
-# (selftests/impair: drops and duplicates frames with set probabilities,
-# each direction).  Every case is selftests/ptl_test rel: every message
-# arrives once with every byte right, every event once, no failure.  The
-# loss cases also want retransmissions counted (the link really lost
-# something).  No timing is checked.  One PASS/FAIL line per case, then
-# "N passed, N failed, N skipped".
+# (selftests/impair: drops, duplicates, corrupts, delays and reorders
+# frames as set for each direction).  Every case is selftests/ptl_test rel:
+# every message arrives once with every byte right, every event once, no
+# failure.  The loss cases also want retransmissions counted (the link
+# really lost something), the reordering ones the link's delayed and
+# reordered frames counted.  No timing is checked.  One PASS/FAIL line per
+# case, then "N passed, N failed, N skipped".
 #
 #   selftests/test_rel.sh [-t GLOB] [-v]
 set -u
@@ -45,6 +46,7 @@ if ! spin_ns_impair "$NA" 10.77.60.1 "$NB" 10.77.60.2 "$NM" "$PINS" >"$WORK/topo
 fi
 printf '10.77.60.1\n10.77.60.2\n' >"$WORK/hosts"
 
+RESET="drop 0 dup 0 corrupt 0 delay 0 jitter 0 reorder 0"
 # impair A_ARGS B_ARGS: what frames arriving at each end of the relay go
 # through (a: from rank 0, b: from rank 1), e.g. "drop 10000 dup 0"
 impair() {
@@ -68,6 +70,16 @@ report() {
 	fi
 }
 
+# held ARGS END LINKFILE: if ARGS delay or reorder frames, END's counters
+# in LINKFILE (impair stats) say some frames were delayed / reordered
+held() {
+	local w=" $1 " line
+	line=$(grep "^$2 " "$3")
+	if [[ $w =~ \ (delay|jitter)\ [1-9] ]] && ! [[ $line =~ \ delayed\ [1-9] ]]; then return 1; fi
+	if [[ $w =~ \ reorder\ [1-9] ]] && ! [[ $line =~ \ reordered\ [1-9] ]]; then return 1; fi
+	return 0
+}
+
 # rel NAME CHECK "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel (or REL_CASE=...)
 # on both ranks; CHECK
 # 1: retransmissions must be counted, notnow: "not now" nacks, 0: nothing more
@@ -76,7 +88,7 @@ rel() {
 	[ -n "$FILTER" ] && [[ $name != $FILTER ]] && return 0
 	for a in "$@"; do [[ $a == REL_CASE=* ]] && case=${a#REL_CASE=}; done
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	impair "drop 0 dup 0 corrupt 0" "drop 0 dup 0 corrupt 0" >/dev/null &&
+	impair "$RESET" "$RESET" >/dev/null &&
 		impair "$ia" "$ib" >"$dir/impair" 2>&1 || { echo "FAIL rel/$name (impair)"; FAIL=$((FAIL + 1)); return; }
 	for k in 0 1; do
 		# shellcheck disable=SC2046
@@ -94,6 +106,10 @@ rel() {
 	if [ $bad = 0 ] && [ "$lossy" = 1 ] &&
 		! grep -qE 'retx_pkts [1-9]' "$dir/out.0"; then
 		echo "no retransmission on a lossy link" >>"$dir/why"; bad=1
+	fi
+	# a case that asks the link to hold frames back wants it to have
+	if [ $bad = 0 ] && { ! held "$ia" a "$dir/link" || ! held "$ib" b "$dir/link"; }; then
+		echo "the link did not delay or reorder as asked" >>"$dir/why"; bad=1
 	fi
 	if [ $bad = 0 ] && [ "$lossy" = notnow ] &&
 		! grep -qE 'not_now [1-9]' "$dir/out.0"; then
@@ -145,6 +161,27 @@ rel fetch_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" PTL_REL_
 rel gone 0 "drop 1000000" "$CLEAN" REL_CASE=rel_gone SPIN_PTL_TIMEOUT_MS=1000
 # handlers run once per packet / message through loss and duplication
 rel handlers_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" \
+	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1
+
+# reordering: 5% of the frames in each direction held back 1 ms, so that
+# the frames behind them overtake them (impair reorder); in a burst, the
+# sender uses more than 1024 new ids in that time, and the held copy must
+# still count as a duplicate (SPIN_DEDUP_STALE).  Spurious retransmissions
+# are expected (a held last packet or answer), so none are required
+RO="reorder 50000"
+rel reorder5_window 0 "$RO" "$RO" PTL_REL_SPEC=$ALL PTL_REL_KIND=window
+rel reorder5_loss1_malloc 1 "$RO drop 10000" "$RO drop 10000" PTL_REL_SPEC=$ALL PTL_REL_KIND=malloc
+# and a slow, jittery link: every frame 200-500 us late (its own draw, so
+# frames overtake each other), 2% of them 1 ms more, 10% lost, 1% doubled
+RLD="delay 200 jitter 300 reorder 20000 drop 100000 dup 10000"
+rel reorder_loss10_dup1_window_ack 1 "$RLD" "$RLD" PTL_REL_SPEC=$SOME PTL_REL_KIND=window PTL_REL_ACK=1
+rel reorder_get_loss10_dup1 1 "$RLD" "$RLD" PTL_REL_OP=get \
+	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:2 PTL_REL_KIND=malloc
+rel reorder_atomic_loss10_dup1 1 "$RLD" "$RLD" PTL_REL_OP=atomic \
+	PTL_REL_SPEC=8:20000 PTL_REL_KIND=malloc PTL_REL_ACK=1
+rel reorder_fetch_loss10_dup1 1 "$RLD" "$RLD" PTL_REL_OP=fetch \
+	PTL_REL_SPEC=8:20000 PTL_REL_KIND=window
+rel reorder_handlers_loss10_dup1 1 "$RLD" "$RLD" \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:4 PTL_REL_KIND=window PTL_REL_HANDLERS=1
 
 # incast: 8 or 16 senders into one receiver on a bridge (ptl_topo, 17

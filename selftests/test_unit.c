@@ -875,6 +875,62 @@ static void reliable_answers(void)
 	ASSERT_EQ(drops(SPIN_DROP_BAD_CSUM), 1, "and not dropped");
 }
 
+/*
+ * A reliable message's copy that the network held back past
+ * SPIN_DEDUP_SLOTS newer ids of its source (wire.h) is a duplicate: it is
+ * dropped without an event, and the newer id keeps its slot (its
+ * retransmission is still answered from the window).  An unreliable
+ * message's id is taken as before.
+ */
+static void stale_duplicates(void)
+{
+	struct spin_me_spec s = spec(0, 7, 8192);
+	struct spin_msg_args a = margs(0, next_id, 7);
+	uint32_t x = next_id;
+	uint8_t msg[100];
+	struct spin_hdr *oh;
+	struct fr f, out;
+	struct evs v;
+
+	reset();
+	next_id += 4 * SPIN_DEDUP_SLOTS;
+	fill(msg, sizeof(msg), 3);
+	if (me_add(&s) < 0)
+		return;
+	a.flags = SPIN_F_REL;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	a.msg_id = x + SPIN_DEDUP_SLOTS;	/* the same slot, newer */
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.n, 2, "two messages");
+	a.msg_id = x;				/* the first, late */
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "a stale copy is dropped");
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "as a duplicate");
+	v = events();
+	ASSERT_EQ(v.n, 0, "without an event");
+	a.msg_id = x + SPIN_DEDUP_SLOTS;	/* the newer one again, asking */
+	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	ASSERT_EQ(run(&f, &out), XDP_TX, "the newer id is still in the window");
+	oh = (void *)(out.b + SPIN_HDR_OFF);
+	ASSERT_EQ(oh->op, SPIN_OP_ACK, "and answered with its ACK");
+	v = events();
+	ASSERT_EQ(v.n, 0, "again without an event");
+	/* unreliable: an older id in a slot is a new message */
+	a.flags = 0;
+	a.msg_id = x + 2 * SPIN_DEDUP_SLOTS + 1;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	a.msg_id = x + SPIN_DEDUP_SLOTS + 1;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	v = events();
+	ASSERT_EQ(v.n, 2, "unreliable messages are not judged by age");
+}
+
 static void multi_packet_any_order(void)
 {
 	static uint8_t msg[20000];
@@ -3162,6 +3218,7 @@ int main(int argc, char **argv)
 	RUN_TEST(use_once);
 	RUN_TEST(duplicates);
 	RUN_TEST(reliable_answers);
+	RUN_TEST(stale_duplicates);
 	RUN_TEST(multi_packet_any_order);
 	RUN_TEST(handler_order_and_counts);
 	RUN_TEST(handler_drops);

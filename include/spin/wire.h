@@ -70,7 +70,12 @@ enum spin_op {
  * failure, list and length, without running a handler, depositing or
  * posting anything again.  The initiator never has a message unanswered
  * whose id is SPIN_DEDUP_SLOTS or more below the newest it sent, so the
- * window remembers every id a retransmission can carry.
+ * window remembers every id a retransmission can carry.  A copy the network
+ * held back longer (reordered past SPIN_DEDUP_SLOTS newer ids of its
+ * source) finds a newer id in its slot: it was answered before that id was
+ * used, so a reliable packet whose slot holds an id at most
+ * SPIN_DEDUP_STALE newer (24-bit ids, wrapping) is dropped as a duplicate,
+ * and the newer id keeps its slot.
  */
 
 /*
@@ -185,6 +190,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
 #define SPIN_MAX_PEERS		256	/* logical ranks */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
+#define SPIN_DEDUP_STALE	(8 * SPIN_DEDUP_SLOTS)	/* older copies: duplicates */
 #define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
 #define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank */
 #define SPIN_BITMAP_WORDS	64	/* packets per message: 64*64 = 4096 */

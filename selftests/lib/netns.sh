@@ -138,8 +138,11 @@ spin_ns_xdp_pass() {
 # NS_B's veth0 (IP_B/24) on one link that runs through the relay namespace
 # NS_M, whose ends are "a" (towards NS_A) and "b".  selftests/impair passes
 # every frame from one end to the other, impaired as
-# `nsx NS_M selftests/impair set DIR a|b drop PPM dup PPM corrupt PPM` says
-# for frames arriving at that end (a: from NS_A); its pins go in DIR, which
+# `nsx NS_M selftests/impair set DIR a|b drop PPM dup PPM corrupt PPM
+# delay US jitter US reorder PPM [hold US]` says for frames arriving at that
+# end (a: from NS_A): dropped, duplicated, corrupted, delayed, reordered.
+# Frames that wait are kept by a holder process in NS_M (it ends with the
+# namespace, spin_ns_cleanup, or when DIR goes); its pins go in DIR, which
 # the caller removes.  Namespaces are made if needed.
 spin_ns_impair() {
 	local nsa=$1 ipa=$2 nsb=$3 ipb=$4 nsm=$5 dir=$6 top ns
