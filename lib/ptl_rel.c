@@ -159,6 +159,7 @@ static void cc_forget(struct ptl_ni *ni, struct ptl_pending *p)
  * share of marked packets): a random loss in a long run of packets costs
  * little, a queue that drops half of a burst halves the window. */
 #define REL_LOST_ALL	UINT32_MAX
+#define REL_CC_CONGESTED 16	/* a loss share of 1/16 or more is congestion */
 static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost)
 {
 	struct ptl_cc *c = cc_of(ni, rank);
@@ -173,8 +174,13 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 		w = c->cwnd / 2;
 	else	/* cwnd * (1 - lost / sent / 2) */
 		w = c->cwnd - (uint64_t)c->cwnd * c->ep_lost / (2 * c->ep_sent);
-	c->ssthresh = w > ni->cwnd_min ? (uint32_t)w : ni->cwnd_min;
-	c->cwnd = c->ssthresh;
+	if (w < ni->cwnd_min)
+		w = ni->cwnd_min;
+	c->cwnd = (uint32_t)w;
+	/* a queue that overflows loses a share of a burst; a lossy link a
+	 * packet here and there: only the first ends slow start */
+	if (c->ep_lost * REL_CC_CONGESTED >= c->ep_sent)
+		c->ssthresh = c->cwnd;
 	c->acc = 0;
 	c->cut_us = now;
 	c->ep_sent = c->ep_lost = 0;
