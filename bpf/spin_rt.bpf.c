@@ -184,7 +184,9 @@ struct spin_match_q {
 	__u32 msg_len;
 	__u64 bits;
 	__u64 roff;
+	__u32 admit;	/* check the event ring's room (spin_admit) */
 	/* result */
+	__u32 refused;	/* 1 + the drop reason of a refusal by spin_admit, 0 */
 	__u32 best;
 	__u32 best_list;
 	__u64 best_seq;
@@ -241,8 +243,36 @@ static int spin_match_fetch_cb(__u32 i, struct spin_match_q *q)
 }
 
 /*
+ * Admission of a message that matched entry `me` (mlength bytes of it):
+ * if the runtime will post an event for it (spin_do_finish, spin_rx_get),
+ * the event ring must have room, and its source rank must not have its
+ * share of the ring unread (except for an AF_XDP entry, whose messages
+ * post nothing to the ring: the ring's room only, as before).  Returns 0,
+ * or 1 + the drop reason.  A message for an entry that posts nothing is
+ * taken whatever the ring holds: the runtime keeps serving those entries
+ * when nobody reads the events.
+ */
+static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, const int op,
+					__u64 mlength)
+{
+	__u32 o = me->options;
+
+	if (!(o & (SPIN_ME_XSK | SPIN_ME_USE_ONCE)) &&	/* no unlink event */
+	    (o & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) &&
+	    !(op == SPIN_OP_GET && mlength > SPIN_MAX_SEG))	/* no reply from host */
+		return 0;
+	if (spin_events_full())
+		return 1 + SPIN_DROP_HOST_QUEUE_FULL;
+	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank))
+		return 1 + SPIN_DROP_EV_QUOTA;
+	return 0;
+}
+
+/*
  * Portals matching on one portal table entry.  A use-once entry is claimed
  * with compare-and-swap; if another CPU claimed it first, search again.
+ * A message refused by admission (q->admit, spin_admit) claims nothing:
+ * -1 with q->refused set.
  */
 static __always_inline int spin_match(const struct spin_pt *pt, struct spin_match_q *q,
 				      struct spin_ctx *c, const int op)
@@ -253,6 +283,7 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 		n = SPIN_MAX_ME_PER_PT;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		struct spin_me *me;
+		__u64 mlength;
 		__u32 best;
 
 		q->best = ~0u;
@@ -277,16 +308,19 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 		me = bpf_map_lookup_elem(&spin_me, &best);
 		if (!me)
 			return -1;
+		if (q->roff >= me->host_len)
+			mlength = 0;
+		else if (q->msg_len > me->host_len - q->roff)
+			mlength = me->host_len - q->roff;
+		else
+			mlength = q->msg_len;
+		if (q->admit && (q->refused = spin_admit(me, q->rank, op, mlength)))
+			return -1;
 		if ((me->options & SPIN_ME_USE_ONCE) &&
 		    __sync_val_compare_and_swap(&me->state, SPIN_ME_ACTIVE, SPIN_ME_CLAIMED) != SPIN_ME_ACTIVE)
 			continue;
 		c->start = me->host_off + q->roff;
-		if (q->roff >= me->host_len)
-			c->mlength = 0;
-		else if (q->msg_len > me->host_len - q->roff)
-			c->mlength = me->host_len - q->roff;
-		else
-			c->mlength = q->msg_len;
+		c->mlength = mlength;
 		return best;
 	}
 	return -1;
@@ -329,9 +363,14 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		/* a use-once XSK entry stays claimed: its process unlinks it */
 		if ((me->options & (SPIN_ME_USE_ONCE | SPIN_ME_XSK)) == SPIN_ME_USE_ONCE)
 			__sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE);
-		/* events only for entries that want them */
+		/* events only for entries that want them, and within the
+		 * source's share of the ring */
 		if (me->options & SPIN_ME_EVENT_COMM_DISABLE)
 			goto out;
+		if (spin_src_ev_over(key->src_rank)) {
+			spin_drop_count(g->st, SPIN_DROP_EV_QUOTA);
+			goto out;
+		}
 		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 		if (e) {
 			__builtin_memset(e, 0, sizeof(*e));
@@ -353,7 +392,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 			if (g->st)
 				g->st->events++;
 		} else {
-			spin_drop_count(g->st, SPIN_DROP_HOST_QUEUE_FULL);
+			spin_drop_count(g->st, SPIN_DROP_EV_LOST);
 		}
 	}
 out:
@@ -479,6 +518,8 @@ static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *
 	c->put[0].kind = SPIN_PUT_NONE;
 
 	q->pt = pti;
+	q->admit = 1;
+	q->refused = 0;
 	q->rank = rank;
 	q->pid = bpf_ntohl(sh->src_pid);
 	q->msg_len = msg_len;
@@ -513,7 +554,7 @@ static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt 
 		st->pt_disabled++;
 	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 	if (!e) {
-		spin_drop_count(st, SPIN_DROP_HOST_QUEUE_FULL);
+		spin_drop_count(st, SPIN_DROP_EV_LOST);
 		return;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -563,7 +604,7 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
 	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
-		 reason == SPIN_DROP_SRC_QUOTA)
+		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA)
 		fail = SPIN_FAIL_QUEUE_FULL;
 	else
 		return XDP_DROP;
@@ -697,7 +738,10 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 	return spin_default(xdp);
 }
 
-/* An acknowledgement for a message this node sent: an event for the host. */
+/* An acknowledgement for a message this node sent: an event for the host,
+ * within its source's share of the ring (the runtime cannot tell an ack of
+ * an operation still outstanding from any other: the reader sorts them
+ * out; a reliable sender's lost ack is asked for again). */
 static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 				  struct spin_stats *st)
 {
@@ -705,9 +749,11 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 
 	if (!st)
 		return XDP_DROP;
+	if (spin_src_ev_over(bpf_ntohl(sh->src_rank)))
+		return spin_drop(st, SPIN_DROP_EV_QUOTA);
 	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 	if (!e)
-		return spin_drop(st, SPIN_DROP_HOST_QUEUE_FULL);
+		return spin_drop(st, SPIN_DROP_EV_LOST);
 	__builtin_memset(e, 0, sizeof(*e));
 	e->kind = SPIN_EV_ACK;
 	e->fail = (__u32)bpf_be64_to_cpu(sh->user_hdr[1]);
@@ -823,11 +869,9 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
 		goto reply;
 	}
-	if (spin_events_full())
-		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 	mi = spin_match(pt, &q, c, SPIN_OP_GET);
 	if (mi < 0)
-		return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
+		return spin_reject(xdp, st, cfg, pt, q.refused ? q.refused - 1 : SPIN_DROP_NO_MATCH);
 	c->me = mi;
 	me = bpf_map_lookup_elem(&spin_me, &c->me);
 	if (!me)
@@ -969,6 +1013,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->phases = SPIN_PH_XSK;
 	c->multi = 0;
 	c->done = 1;
+	q.admit = 0;	/* posts no event: its process answers */
 	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
 		return spin_dup(xdp, rank, msg_id, 1);
 	if (op == SPIN_OP_FETCH)
@@ -1124,11 +1169,10 @@ int spin_rx(struct xdp_md *xdp)
 		/* the whole message in one packet: no message state */
 		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
 			return spin_dup(xdp, rank, msg_id, 1);
-		if (spin_events_full())
-			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0)
-			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_NO_MATCH);
+			return spin_reject(xdp, st, cfg, pt,
+					   q.refused ? q.refused - 1 : SPIN_DROP_NO_MATCH);
 		c->me = mi;
 		c->multi = 0;
 		me = bpf_map_lookup_elem(&spin_me, &c->me);
@@ -1195,19 +1239,19 @@ int spin_rx(struct xdp_md *xdp)
 		}
 		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
 		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
-		if (spin_events_full()) {
-			/* refused; a reliable sender tries it again later, as a
-			 * new message */
+		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
+		if (mi < 0 && q.refused) {
+			/* refused (admission); a reliable sender tries it again
+			 * later, as a new message */
 			if (sh->flags & bpf_htons(SPIN_F_REL)) {
 				spin_msg_free(&c->key);
-				return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
+				return spin_reject(xdp, st, cfg, pt, q.refused - 1);
 			}
 			/* else the rest of its packets are dropped too */
 			m->flags |= SPIN_MSGF_NOMATCH;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);
-			return spin_reject(xdp, st, cfg, pt, SPIN_DROP_HOST_QUEUE_FULL);
+			return spin_reject(xdp, st, cfg, pt, q.refused - 1);
 		}
-		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0) {
 			m->flags |= SPIN_MSGF_NOMATCH;
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DROP);

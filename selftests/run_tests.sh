@@ -47,6 +47,7 @@ run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
 run_suite impair selftests/test_impair.sh
 run_suite rel selftests/test_rel.sh
+run_suite flood selftests/test_flood.sh
 # every sample with an integration test (samples/<name>/test.sh)
 for t in samples/*/test.sh; do
 	[ -e "$t" ] || continue

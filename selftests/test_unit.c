@@ -2143,14 +2143,17 @@ static void rare_drop_reasons(void)
 		close(msgs_fd);
 	}
 
-	/* host_queue_full: nobody reads the events */
+	/* host_queue_full: nobody reads the events (sent by four ranks: one
+	 * rank's share of the ring is half of it) */
 	a.match_bits = 0x60;
 	for (int i = 0; i < 9000 && !drops(SPIN_DROP_HOST_QUEUE_FULL); i++) {
+		a.src_rank = i & 3;
 		a.msg_id = next_id++;
 		mkpkt(&f, &a, 8, 0, 8, msg);
 		run(&f, NULL);
 	}
 	ASSERT_TRUE(drops(SPIN_DROP_HOST_QUEUE_FULL) > 0, "host_queue_full");
+	a.src_rank = 0;
 	events();
 
 	/* no_xsk: an entry for an AF_XDP socket that is not there */
@@ -2311,68 +2314,145 @@ static int count_puts_cb(void *ctx, const struct spin_event *ev)
 	return 0;
 }
 
-/* Nobody reads the event ring: once it is nearly full, puts are refused
- * before matching and nacked QUEUE_FULL (never accepted with the completion
- * lost); every accepted put has its event; a flow-controlled portal table
- * entry disables itself; after the ring is read, puts are accepted again. */
+/* An 8-byte put asking for an ack from a->src_rank (id `id`): the answer's
+ * failure (0: acked), or -1 if there was no answer. */
+static int put_answer(struct spin_msg_args *a, uint32_t id, struct fr *o)
+{
+	static const uint8_t msg[8] = "8 bytes";
+	struct fr f;
+
+	a->msg_id = id;
+	mkpkt(&f, a, sizeof(msg), 0, sizeof(msg), msg);
+	if (run(&f, o) != XDP_TX)
+		return -1;
+	return (int)be64toh(((const struct spin_hdr *)(o->b + SPIN_HDR_OFF))->user_hdr[1]);
+}
+
+/* Puts from a's rank until one is refused: how many were acked first; the
+ * refusal must be a QUEUE_FULL nack. */
+static int puts_until_refused(struct spin_msg_args *a, uint32_t *id)
+{
+	int acked = 0, fail;
+	struct fr o;
+
+	for (int i = 0; i < 20000; i++) {
+		fail = put_answer(a, (*id)++, &o);
+		if (fail < 0) {
+			ASSERT_TRUE(0, "every put answered");
+			return -1;
+		}
+		if (fail) {
+			check_nack(&o, SPIN_OP_ACK, a, SPIN_FAIL_QUEUE_FULL);
+			return acked;
+		}
+		acked++;
+	}
+	return acked;
+}
+
+/* An ACK from rank r: 1 if it was posted as an event. */
+static int ack_posted(uint32_t r, uint32_t id)
+{
+	struct spin_msg_args a = margs(r, id, 0x1);
+	uint64_t before = stats().acks_received;
+	struct fr f;
+
+	a.op = SPIN_OP_ACK;
+	mkpkt(&f, &a, 0, 0, 0, (const uint8_t *)"");
+	run(&f, NULL);
+	return stats().acks_received > before;
+}
+
+/*
+ * Nobody reads the event ring.  A source rank's messages for entries that
+ * post events are refused before matching (nacked QUEUE_FULL, never taken
+ * with the completion lost) once the rank has its share of the ring
+ * unread (ev_quota); another rank is taken until the ring is nearly full
+ * (host_queue_full).  A flow-controlled portal table entry disables itself
+ * for a full ring.  Entries that post no event are served whatever the
+ * ring holds (puts and gets, from every rank); an ack beyond its rank's
+ * share is not posted (ev_quota), one that finds the ring full is lost
+ * (ev_lost).  After the ring is read, puts are accepted again.
+ */
 static void event_ring_admission(void)
 {
-	struct spin_me_spec s = spec(0, 0xa0, 64), sf = spec(6, 0xa1, 64);
+	struct spin_me_spec s = spec(0, 0xa0, 64), sf = spec(6, 0xa1, 64),
+			    sn = spec(0, 0xa2, 64), sg = spec(0, 0xa3, 64);
 	struct spin_msg_args a = margs(0, 0, 0xa0);
-	static uint8_t msg[8];
-	int accepted = 0, refused = 0, got = 0, first_refused = -1, rc;
+	uint32_t id = 0x500000;
+	int acked0, acked1, quiet = 0, got = 0, fail, ni, acks = 0;
+	struct spin_me me;
 	struct spin_pt pt;
 	struct fr f, o;
 
 	reset();
 	spin_pt_free(rt, 6);
+	sn.options |= SPIN_ME_EVENT_COMM_DISABLE;
+	sg.options = SPIN_ME_OP_GET | SPIN_ME_EVENT_COMM_DISABLE;
 	if (me_add(&s) < 0 || !ASSERT_OK(spin_pt_alloc_flags(rt, 6, SPIN_PT_FLOWCTRL), "pt 6") ||
-	    me_add(&sf) < 0)
+	    me_add(&sf) < 0 || (ni = me_add(&sn)) < 0 || me_add(&sg) < 0)
 		return;
 	a.flags = SPIN_F_ACK_REQ;
-	for (int i = 0; i < 20000 && refused < 10; i++) {
-		a.msg_id = 0x500000 + i;
-		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-		rc = run(&f, &o);
-		if (!ASSERT_EQ(rc, XDP_TX, "acked or nacked"))
-			return;
-		if (((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1]) {
-			if (first_refused < 0) {
-				first_refused = i;
-				check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
-			}
-			refused++;
-		} else {
-			if (!ASSERT_EQ(refused, 0, "accepted after a refusal, with nobody reading"))
-				return;
-			accepted++;
-		}
-	}
-	T_MSG("%d puts accepted, then refused", accepted);
-	ASSERT_EQ(refused, 10, "refused once the ring is nearly full");
-	ASSERT_TRUE(accepted > 1000, "a ring's worth accepted first");
-	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), (uint64_t)refused, "counted as host_queue_full");
-	ASSERT_EQ(stats().nacks_sent, (uint64_t)refused, "the refusals counted as nacks");
-	ASSERT_EQ(stats().acks_sent, (uint64_t)accepted, "acks only for accepted puts");
+	/* rank 0: its share of the ring */
+	acked0 = puts_until_refused(&a, &id);
+	T_MSG("rank 0: %d puts acked, then refused (share %u events)", acked0,
+	      (unsigned)SPIN_SRC_EV_QUOTA);
+	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "one rank takes its share of the ring");
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
+	ASSERT_EQ(put_answer(&a, id++, &o), SPIN_FAIL_QUEUE_FULL, "refused again");
+	/* rank 1: the rest, until the ring is nearly full */
+	a.src_rank = 1;
+	acked1 = puts_until_refused(&a, &id);
+	T_MSG("rank 1: %d puts acked, then refused", acked1);
+	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
+	ASSERT_EQ(stats().nacks_sent, 3, "the refusals counted as nacks");
+	ASSERT_EQ(stats().acks_sent, (uint64_t)(acked0 + acked1), "acks only for accepted puts");
 	/* a flow-controlled portal table entry disables itself instead */
+	a.src_rank = 2;
 	a.pt_index = 6;
 	a.match_bits = 0xa1;
-	a.msg_id = 0x5fffff;
-	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	ASSERT_EQ(run(&f, &o), XDP_TX, "nacked");
+	ASSERT_EQ(put_answer(&a, id++, &o), SPIN_FAIL_PT_DISABLED, "nacked");
 	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
 	spin_pt_get(rt, 6, &pt);
 	ASSERT_EQ(pt.flags & SPIN_PT_ENABLED, 0, "flow control disabled the entry");
+	/* an entry that posts no event is served, from every rank */
+	a.pt_index = 0;
+	a.match_bits = 0xa2;
+	for (uint32_t r = 0; r < 4; r++) {
+		a.src_rank = r;
+		for (int i = 0; i < 25; i++)
+			quiet += put_answer(&a, id++, &o) == 0;
+	}
+	ASSERT_EQ(quiet, 100, "no-events entry: every put acked, whatever the ring holds");
+	if (ASSERT_OK(spin_me_get(rt, ni, &me), "me_get"))
+		ASSERT_MEM(host + me.host_off, "8 bytes", 8, "deposited");
+	/* and a get from it answered */
+	a.op = SPIN_OP_GET;
+	a.match_bits = 0xa3;
+	a.msg_id = id++;
+	mkpkt(&f, &a, 64, 0, 0, (const uint8_t *)"");
+	ASSERT_EQ(run(&f, &o), XDP_TX, "no-events get entry: replied");
+	ASSERT_EQ(stats().replies_sent, 1, "counted as a reply");
+	a.op = SPIN_OP_PUT;
+	/* acks: not beyond the rank's share; a full ring loses them */
+	ASSERT_EQ(ack_posted(0, id++), 0, "ack over rank 0's share: not posted");
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 3, "counted as ev_quota");
+	for (int i = 0; i < 2000 && !drops(SPIN_DROP_EV_LOST); i++)
+		acks += ack_posted(3, id++);
+	T_MSG("rank 3: %d acks posted until the ring was full", acks);
+	ASSERT_TRUE(acks > 0, "an ack of another rank posted");
+	ASSERT_EQ(drops(SPIN_DROP_EV_LOST), 1, "an ack that finds the ring full: ev_lost");
+	a.src_rank = 3;
+	a.match_bits = 0xa2;
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "no-events entry served with the ring full");
 	/* every accepted put has its completion */
 	spin_events_poll(rt, count_puts_cb, &got, 0);
-	ASSERT_EQ(got, accepted, "one event per accepted put");
-	a.pt_index = 0;
+	ASSERT_EQ(got, acked0 + acked1, "one event per accepted put, none for the no-events entry");
+	a.src_rank = 0;
 	a.match_bits = 0xa0;
-	a.msg_id = 0x5ffffe;
-	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	ASSERT_EQ(run(&f, &o), XDP_TX, "acked");
-	ASSERT_EQ(((const struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1], 0,
-		  "accepted again once the ring was read");
+	fail = put_answer(&a, id++, &o);
+	ASSERT_EQ(fail, 0, "accepted again once the ring was read");
 	spin_events_poll(rt, drain_cb, NULL, 0);
 	spin_pt_free(rt, 6);
 }

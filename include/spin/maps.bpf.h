@@ -116,8 +116,7 @@ struct {
 	__type(value, struct spin_gc);
 } spin_gc SEC(".maps");
 
-#define SPIN_EVENTS_SIZE	(1 << 20)
-#define SPIN_EVENTS_RESERVE	(64 << 10)	/* kept for acks, unlinks, timeouts */
+/* SPIN_EVENTS_SIZE, SPIN_EVENTS_RESERVE, SPIN_SRC_EV_QUOTA: wire.h */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, SPIN_EVENTS_SIZE);
@@ -423,10 +422,15 @@ static __always_inline void spin_rb_doorbell(void)
 static __noinline void spin_rb_submit(void *e, __u64 flags)
 {
 	struct spin_cfg *cfg = spin_cfg_get();
+	__u32 zero = 0, rank = ((struct spin_event *)e)->src_rank;
 	struct spin_stats *st;
 	struct spin_waker *w;
-	__u32 zero = 0;
+	struct spin_src *src;
 
+	/* the event counts towards its source's share (spin_src_ev_over) */
+	src = bpf_map_lookup_elem(&spin_src, &rank);
+	if (src)
+		__sync_fetch_and_add(&src->ev_new, 1);
 	if (flags == BPF_RB_NO_WAKEUP || !cfg || !(cfg->flags & SPIN_CFG_F_WAKE_DEFER) ||
 	    !(w = bpf_map_lookup_elem(&spin_waker, &zero)) || w->armed != 2) {
 		bpf_ringbuf_submit(e, flags);
@@ -447,6 +451,32 @@ static __always_inline bool spin_events_full(void)
 {
 	return bpf_ringbuf_query(&spin_events, BPF_RB_AVAIL_DATA) >
 	       SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE;
+}
+
+/*
+ * Source rank `rank` has its share of the event ring unread (admission of
+ * a message that will post an event, and events nothing admitted: acks,
+ * timeouts).  The count is an upper bound (wire.h, struct spin_src): a
+ * generation ends when the reader's position passes the producer position
+ * at which it started; with nobody reading, nothing ends and the source
+ * keeps at most SPIN_SRC_EV_QUOTA events in the ring.  Racing CPUs may
+ * lose an update of the counts (a few events either way).
+ */
+static __always_inline bool spin_src_ev_over(__u32 rank)
+{
+	struct spin_src *s = bpf_map_lookup_elem(&spin_src, &rank);
+	__u64 cons, prod;
+
+	if (!s)
+		return false;
+	cons = bpf_ringbuf_query(&spin_events, BPF_RB_CONS_POS);
+	if (cons >= *(volatile __u64 *)&s->ev_mark) {
+		prod = bpf_ringbuf_query(&spin_events, BPF_RB_PROD_POS);
+		s->ev_old = cons >= prod ? 0 : s->ev_new;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	}
+	return s->ev_old + s->ev_new >= SPIN_SRC_EV_QUOTA;
 }
 
 #endif /* SPIN_MAPS_BPF_H */

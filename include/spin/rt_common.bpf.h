@@ -186,7 +186,7 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 
 	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
 	if (!e) {
-		spin_drop_count(st, SPIN_DROP_HOST_QUEUE_FULL);
+		spin_drop_count(st, SPIN_DROP_EV_LOST);
 		return;
 	}
 	spin_fill_event(e, kind, fail, c, me);

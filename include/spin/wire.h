@@ -131,10 +131,19 @@ enum spin_op {
  * user_hdr[1] is the failure (enum spin_fail) and user_hdr[0] 0, so the
  * initiator sees an event instead of waiting forever.
  *
- * Admission: a put or get that arrives while the event ring is nearly full
- * (less than SPIN_EVENTS_RESERVE free: the process that reads it fell
- * behind) is refused before it is matched, counted as host_queue_full and
- * nacked with SPIN_FAIL_QUEUE_FULL, so no completion is ever lost silently.
+ * Admission: a message whose matched entry will post an event for it (an
+ * entry that wants events, a use-once entry (its unlink event), a get
+ * whose reply the owning process sends; AF_XDP entries too) is refused
+ * before the entry is claimed when the event ring is nearly full (less
+ * than SPIN_EVENTS_RESERVE free: the process that reads it fell behind),
+ * counted as host_queue_full, or, except for AF_XDP entries, when its
+ * source rank has SPIN_SRC_EV_QUOTA events unread (ev_quota), and nacked
+ * with SPIN_FAIL_QUEUE_FULL: no completion is ever lost silently.  A
+ * message whose entry posts nothing (no-events, not use-once) is taken
+ * whatever the ring holds: a runtime whose events nobody reads keeps
+ * serving those entries.  Events that no admission precedes are posted
+ * only within the source's share: an ACK, a timeout (ev_quota
+ * otherwise); one that finds the ring full is lost (ev_lost).
  * So is the first packet of a multi-packet message that finds the message
  * table full (msg_table_full) or its source rank holding
  * SPIN_SRC_MSG_QUOTA entries of it already (src_quota): one source cannot
@@ -243,7 +252,7 @@ enum spin_hslot {
 	X(NO_PEER,	"no_peer",	"put to an unknown peer")		\
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
-	X(HOST_QUEUE_FULL, "host_queue_full", "event or put-from-host queue full") \
+	X(HOST_QUEUE_FULL, "host_queue_full", "event ring nearly full: a message that would post an event refused") \
 	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)") \
@@ -252,7 +261,9 @@ enum spin_hslot {
 	X(SRC_QUOTA,	"src_quota",	"the source rank has its share of the message table in flight") \
 	X(BAD_KEY,	"bad_key",	"the packet does not carry the runtime's job key") \
 	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again") \
-	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way")
+	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
+	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
+	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -465,9 +476,21 @@ struct spin_dedup {
 	__u32	aux[SPIN_DEDUP_SLOTS];
 	__u32	ref[SPIN_DEDUP_SLOTS];
 };
-/* spin_src[rank]: message-table entries held by that source rank */
+/* spin_src[rank]: message-table entries held by that source rank, and
+ * its share of the event ring: the events posted for it (completions,
+ * acks, timeouts, ...) that the reader may not have consumed yet, counted
+ * in two generations.  ev_new counts events posted since the producer
+ * position ev_mark, ev_old those posted before it; once the reader's
+ * position passes ev_mark, every event of ev_old was read: the runtime
+ * moves ev_new to ev_old and starts a new generation at the producer
+ * position (see spin_src_ev_over in maps.bpf.h).  ev_old + ev_new is an
+ * upper bound of the source's unread events. */
 struct spin_src {
 	__u32	msgs;
+	__u32	ev_old;
+	__u32	ev_new;
+	__u32	pad;
+	__u64	ev_mark;
 };
 enum spin_msg_status {
 	SPIN_MSG_NEW = 0,	/* created; header handler not finished */
@@ -630,7 +653,7 @@ enum spin_fail {
 	SPIN_FAIL_NO_TARGET,	/* nack: the owning process is gone (no AF_XDP socket) */
 	SPIN_FAIL_OP_VIOLATION,	/* the entry does not allow the operation */
 	SPIN_FAIL_QUEUE_FULL,	/* nack: the target's event ring is (nearly) full, or its
-				 * message table, or the source's share of it */
+				 * message table, or the source's share of either */
 };
 struct spin_event {
 	__u32	kind;		/* enum spin_event_kind */
@@ -655,6 +678,17 @@ struct spin_event {
 	__u64	timestamp_ns;
 	struct spin_put_req put;	/* SPIN_EV_PUT_FROM_HOST, SPIN_EV_GET_FROM_HOST */
 };
+
+/* The event ring (spin_events): its size; the room admission keeps for
+ * the events of messages already taken (completions, unlinks) and for
+ * acks and timeouts; one event's bytes in it (with the record header);
+ * and the events one source rank may have unread: half the ring, so one
+ * source (its acks, timeouts and completions) cannot take it from the
+ * others (maps.bpf.h, spin_src_ev_over). */
+#define SPIN_EVENTS_SIZE	(1 << 20)
+#define SPIN_EVENTS_RESERVE	(64 << 10)
+#define SPIN_EV_REC_SIZE	((((__u32)sizeof(struct spin_event) + 7) & ~7u) + 8)
+#define SPIN_SRC_EV_QUOTA	((SPIN_EVENTS_SIZE / 2) / SPIN_EV_REC_SIZE)
 
 /* Names of pinned objects below the interface's bpffs directory. */
 #define SPIN_PIN_ROOT		"/sys/fs/bpf/spin"
