@@ -145,6 +145,24 @@ static inline int sample_tally_wait(struct sample_tally *t, uint32_t target, int
  * $SAMPLE_DIR; up to timeout_ms).  Exits on timeout: a sample that cannot
  * synchronise cannot produce a result.
  */
+/* $SAMPLE_GATE, if set, names a file: wait (at most timeout_ms) until it
+ * exists.  A test holds a job there to look at its set-up while it is all
+ * in place (samples/raid/lib.sh RAID_HOOK). */
+static inline void sample_gate(int timeout_ms)
+{
+	const char *g = getenv("SAMPLE_GATE");
+
+	if (!g || !*g)
+		return;
+	for (int t = 0; t < timeout_ms; t++) {
+		if (access(g, F_OK) == 0)
+			return;
+		usleep(1000);
+	}
+	fprintf(stderr, "sample: gate %s did not open in %d ms\n", g, timeout_ms);
+	exit(1);
+}
+
 static inline void sample_barrier(const char *name, uint32_t rank, uint32_t size, int timeout_ms)
 {
 	const char *dir = getenv("SAMPLE_DIR");

@@ -10,14 +10,17 @@
 #                            failed.  RAID_CPUS="c0 c1 ..." pins rank K to
 #                            the K-th CPU of the list (the last one repeats).
 #                            RAID_HOOK (a command) runs once all ranks are
-#                            ready.
+#                            ready; the client writes nothing until it has
+#                            run (SAMPLE_GATE), so the hook sees the job's
+#                            whole set-up in place.
 
 RAID_NET=22	# 10.79.22.0/24
 
 raid_job() {
-	local tag=$1 n=$2 dir=$3 log=$4 k rc=0 r cpu pids=() cpus t; shift 4
+	local tag=$1 n=$2 dir=$3 log=$4 k rc=0 r cpu pids=() cpus t gate=; shift 4
 	read -r -a cpus <<<"${RAID_CPUS:-}"
-	rm -f "$dir"/barrier.* "$dir"/spin.* "$dir"/udp.*
+	rm -f "$dir"/barrier.* "$dir"/spin.* "$dir"/udp.* "$dir/gate"
+	[ -n "${RAID_HOOK:-}" ] && gate="SAMPLE_GATE=$dir/gate"
 	for k in $(seq 0 $((n - 1))); do
 		cpu=
 		if [ ${#cpus[@]} -gt 0 ]; then
@@ -25,7 +28,7 @@ raid_job() {
 			cpu="taskset -c ${cpus[$t]}"
 		fi
 		# shellcheck disable=SC2086
-		sample_run "$tag" "$k" "$dir/hosts" SAMPLE_DIR="$dir" timeout -k 2 "${RAID_TIMEOUT:-60}" $cpu \
+		sample_run "$tag" "$k" "$dir/hosts" SAMPLE_DIR="$dir" $gate timeout -k 2 "${RAID_TIMEOUT:-60}" $cpu \
 			"$RAID_BIN" "$@" >"$log.$k" 2>&1 &
 		pids+=($!)
 	done
@@ -35,6 +38,7 @@ raid_job() {
 			sleep 0.1
 		done
 		eval "$RAID_HOOK"
+		: >"$dir/gate"
 	fi
 	for k in $(seq 0 $((n - 1))); do
 		wait "${pids[$k]}"; r=$?

@@ -539,6 +539,7 @@ static int client(void)
 		}
 	}
 	sample_barrier("ready", sn.rank, sn.size, 30000);
+	sample_gate(30000);
 
 	/* sizes outer, modes inner: both versions see the same conditions */
 	for (uint32_t si = 0; si < cf.nsizes && !bad; si++)
