@@ -603,7 +603,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		hi = p->sent_upto;
 	/* a SACK asked for before our last retransmission can have landed
 	 * names the same gaps again */
-	if (!(p->retx_us && now - p->retx_us < ni->srtt_us / 2)) {
+	if (!(p->retx_us && now - p->retx_us < (ni->srtt_us ? ni->srtt_us : ni->rto_us) / 2)) {
 		if (!ni->retx_list &&
 		    !(ni->retx_list = malloc(SPIN_BITMAP_WORDS * 64 * sizeof(uint32_t))))
 			return;
