@@ -320,6 +320,22 @@ static void probe(struct ptl_ni *ni, uint32_t rank, uint64_t now)
 	resend(ni, p, &(uint32_t){ 0 }, 1, now, false);	/* (not counted as a loss) */
 }
 
+/* Make progress until done(arg) (answers come, timers fail messages of a
+ * gone target, so it ends); a send that waits says what for (WHAT N). */
+static int wait_for(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), void *arg,
+		    const char *what, uint32_t n)
+{
+	for (;;) {
+		int rc = ptl_wait(ni, done, NULL, arg, 1000);
+
+		if (rc == PTL_OK)
+			return PTL_OK;
+		if (rc == PTL_INTERRUPTED)
+			return ptl_seterr(PTL_INTERRUPTED, "reliable send: interrupted waiting for %s %u",
+					  what, n);
+	}
+}
+
 int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
 {
 	uint32_t old = (id - SPIN_DEDUP_SLOTS) & 0xffffff;
@@ -334,16 +350,7 @@ int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
 		probe(ni, p->rank, ptl_now_us());
 	/* it is answered, or fails once its target has answered nothing for
 	 * the timeout (ptl_rel_tick); a busy target ("not now") is waited for */
-	for (;;) {
-		int rc = ptl_wait(ni, window_free, NULL, &old, 1000);
-
-		if (rc == PTL_OK)
-			return PTL_OK;
-		if (rc == PTL_INTERRUPTED)
-			return ptl_seterr(PTL_INTERRUPTED,
-					  "reliable send: interrupted waiting for message %u's answer",
-					  old);
-	}
+	return wait_for(ni, window_free, &old, "the answer to message", old);
 }
 
 /* Send packets list[0..n) (NULL: all) of p, the last one with last_flags;
@@ -445,16 +452,7 @@ int ptl_rel_cc_wait(struct ptl_ni *ni, uint32_t rank)
 	/* quiet messages are answered only when asked */
 	if (ni->quiet_n[rank])
 		probe(ni, rank, ptl_now_us());
-	for (;;) {
-		int rc = ptl_wait(ni, cc_open, NULL, &rank, 1000);
-
-		if (rc == PTL_OK)
-			return PTL_OK;
-		if (rc == PTL_INTERRUPTED)
-			return ptl_seterr(PTL_INTERRUPTED,
-					  "reliable send: interrupted waiting for rank %u's congestion window",
-					  rank);
-	}
+	return wait_for(ni, cc_open, &rank, "the congestion window of rank", rank);
 }
 
 int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
