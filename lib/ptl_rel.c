@@ -344,7 +344,9 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	 * names the same gaps again */
 	if (p->retx_us && now - p->retx_us < ni->srtt_us / 2)
 		return;
-	if (!ni->retx_list && !(ni->retx_list = malloc(SPIN_BITMAP_WORDS * 64 * sizeof(uint32_t))))
+	if (nw > SPIN_MAX_SEG / 8)	/* what a frame holds; retx_list has room for it */
+		nw = SPIN_MAX_SEG / 8;
+	if (!ni->retx_list && !(ni->retx_list = malloc(SPIN_MAX_SEG / 8 * 64 * sizeof(uint32_t))))
 		return;
 	for (uint32_t w = (uint32_t)w0; w < words && w - w0 < nw; w++) {
 		uint64_t v;
