@@ -643,11 +643,13 @@ static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
  * program would add a stack frame to handlers that use all 512 bytes.  A
  * handler entry's message gets its SACK when the packet that asks is a
  * duplicate (spin_rx), at worst one retransmission timer later. */
+#define SPIN_SACK_GROW	192	/* bytes a SACK may be longer than the packet it
+				 * answers (XDP headroom 256 - struct xdp_frame) */
 struct spin_sack_q {
 	struct spin_msg *m;
 	struct spin_ctx *c;
 	struct spin_msg_chunk_key ck;
-	__u32 npkts, nwords, w0, n;
+	__u32 npkts, nwords, w0, n, maxw;
 };
 
 /* The bitmap word with full packets [w*64, w*64+64) of the message. */
@@ -716,7 +718,7 @@ static int spin_sack_copy_cb(__u32 i, struct spin_sack_q *q)
 {
 	__u32 w = q->w0 + i;
 
-	if (w >= q->nwords || i >= SPIN_MAX_SEG / 8)
+	if (w >= q->nwords || i >= q->maxw)
 		return 1;
 	*(__u64 *)(q->c->scratch + (i & 255) * 8) = spin_sack_word(q, w);
 	q->n = (i + 1) * 8;
@@ -755,6 +757,12 @@ static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct s
 		bpf_loop(SPIN_MSG_MAX_CHUNKS - 1, spin_sack_chunk_gap_cb, &q, 0);
 	if (q.w0 >= q.nwords)
 		return XDP_DROP;	/* complete meanwhile: its ACK goes out */
+	/* as many words as the frame can take: this packet's payload and
+	 * SPIN_SACK_GROW bytes more (a frame built from an skb, as on veth,
+	 * grows only into its headroom) */
+	q.maxw = (c->pay_len + SPIN_SACK_GROW) / 8;
+	if (q.maxw > SPIN_MAX_SEG / 8)
+		q.maxw = SPIN_MAX_SEG / 8;
 	bpf_loop(SPIN_MAX_SEG / 8, spin_sack_copy_cb, &q, 0);
 	/* the length through memory: the verifier checks the rest once for
 	 * any length, not once for each it can tell apart */
