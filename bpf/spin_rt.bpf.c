@@ -44,6 +44,87 @@ struct {
 	__type(value, struct spin_msg_bytes);
 } spin_tmpl SEC(".maps");
 
+/* ... and a zeroed bitmap chunk (only gen is ever written). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_msg_chunk);
+} spin_tmpl_chunk SEC(".maps");
+
+/* The bitmap word of packet idx of message m (key): in its inline bitmap
+ * (packets 0..4095) or in its chunk; NULL if the chunk is not there (the
+ * message state is being freed) or is another message's. */
+static __always_inline __u64 *spin_msg_word(struct spin_msg *m, const struct spin_msg_key *key,
+					    __u32 idx)
+{
+	struct spin_msg_chunk_key ck;
+	struct spin_msg_chunk *ch;
+
+	if (idx < SPIN_CHUNK_PKTS)
+		return &m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)];
+	ck.src_rank = key->src_rank;
+	ck.msg_id = key->msg_id;
+	ck.chunk = idx / SPIN_CHUNK_PKTS;
+	ch = bpf_map_lookup_elem(&spin_msg_bits, &ck);
+	if (!ch || ch->gen != m->gen)
+		return NULL;
+	return &ch->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)];
+}
+
+struct spin_chunks_q {
+	struct spin_msg_chunk_key ck;
+	struct spin_msg_chunk *t;
+	struct spin_src *src;
+	__u32 n;
+	__u32 err;
+};
+
+/* bpf_loop: insert chunk i + 1 (zeroed, the message's gen) */
+static int spin_chunk_new_cb(__u32 i, struct spin_chunks_q *q)
+{
+	if (i >= q->n)
+		return 1;
+	q->ck.chunk = i + 1;
+	if (!bpf_map_update_elem(&spin_msg_bits, &q->ck, q->t, BPF_NOEXIST)) {
+		__sync_fetch_and_add(&q->src->chunks, 1);
+		return 0;
+	}
+	/* a stale chunk of an earlier message with this key (which the
+	 * sweeper would remove): replace it; else the map is full */
+	if (bpf_map_lookup_elem(&spin_msg_bits, &q->ck) &&
+	    !bpf_map_update_elem(&spin_msg_bits, &q->ck, q->t, BPF_EXIST))
+		return 0;
+	q->err = 1;
+	return 1;
+}
+
+/*
+ * The packet bitmap of a new message m with more than 4096 packets: all of
+ * its chunks (m->nchunks), inserted now, before any other packet of it can
+ * look for one (they wait while the message is SPIN_MSG_NEW).  0, or the
+ * drop reason: the source's share of the chunks (src_quota) or the map
+ * (msg_table_full) is used up.  On failure the caller frees the message
+ * (spin_msg_free deletes the chunks inserted so far).
+ */
+static __noinline int spin_chunks_new(const struct spin_msg_key *key, struct spin_msg *m,
+				      struct spin_src *src)
+{
+	struct spin_chunks_q q = { .ck = { .src_rank = key->src_rank, .msg_id = key->msg_id } };
+	__u32 zero = 0, n = m->nchunks;
+
+	if (!src || *(volatile __u32 *)&src->chunks + n > SPIN_SRC_CHUNK_QUOTA)
+		return SPIN_DROP_SRC_QUOTA;
+	q.t = bpf_map_lookup_elem(&spin_tmpl_chunk, &zero);
+	if (!q.t)
+		return SPIN_DROP_MSG_TABLE_FULL;
+	q.t->gen = m->gen;
+	q.src = src;
+	q.n = n;
+	bpf_loop(SPIN_MSG_MAX_CHUNKS - 1, spin_chunk_new_cb, &q, 0);
+	return q.err ? SPIN_DROP_MSG_TABLE_FULL : 0;
+}
+
 /* Remember (rank, id); true if it was seen among the recent ids, or if it
  * is a reliable message's copy older than them (stale: SPIN_DEDUP_STALE). */
 static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 rank, __u32 id,
@@ -412,11 +493,29 @@ static __u64 spin_gc_period(void)
 	return p;
 }
 
+/* A bitmap chunk whose message state is gone: nothing should leave one
+ * (spin_msg_free deletes a message's chunks before its state), so this is
+ * a backstop against a leak that would keep the chunk for good. */
+static long spin_gc_chunk(struct bpf_map *map, struct spin_msg_chunk_key *key,
+			  struct spin_msg_chunk *ch, struct spin_gc_ctx *g)
+{
+	struct spin_msg_key mk = { .src_rank = key->src_rank, .msg_id = key->msg_id };
+	struct spin_src *s;
+
+	if (bpf_map_lookup_elem(&spin_msgs, &mk) || bpf_map_delete_elem(&spin_msg_bits, key))
+		return 0;
+	s = bpf_map_lookup_elem(&spin_src, &mk.src_rank);
+	if (s)
+		__sync_fetch_and_add(&s->chunks, -1);
+	return 0;
+}
+
 static int spin_gc_run(void *map, __u32 *key, struct spin_gc *gc)
 {
 	struct spin_gc_ctx g = { .now = bpf_ktime_get_ns(), .st = spin_stats_get() };
 
 	bpf_for_each_map_elem(&spin_msgs, spin_gc_msg, &g, 0);
+	bpf_for_each_map_elem(&spin_msg_bits, spin_gc_chunk, &g, 0);
 	gc->runs++;
 	bpf_timer_start(&gc->timer, spin_gc_period(), 0);
 	return 0;
@@ -1080,8 +1179,8 @@ int spin_rx(struct xdp_md *xdp)
 	struct spin_me *me;
 	struct spin_msg *m = NULL;
 	struct spin_match_q q;
-	__u32 ulen, pay_len, msg_len, pkt_off, msg_id, pti, rank, seg, idx, zero = 0;
-	__u64 bit, old;
+	__u32 ulen, pay_len, msg_len, pkt_off, msg_id, pti, rank, seg, idx, npkts, zero = 0;
+	__u64 bit, old, *w;
 	int mi, reason;
 
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
@@ -1182,10 +1281,14 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_dispatch(xdp, c, me, st);
 	}
 
-	/* multi-packet message */
+	/* multi-packet message: 0 < msg_len <= SPIN_MAX_MSG, pkt_off + pay_len
+	 * <= msg_len (checked above, without overflow), so idx < npkts */
 	seg = bpf_ntohs(sh->seg_size);
-	if (!seg || pkt_off % seg || (pay_len != seg && pkt_off + pay_len != msg_len) ||
-	    msg_len / seg >= SPIN_BITMAP_WORDS * 64)
+	if (!seg || pay_len > seg || pkt_off % seg ||
+	    (pay_len != seg && pkt_off + pay_len != msg_len))
+		return spin_drop(st, SPIN_DROP_BAD_SEG);
+	npkts = (msg_len + seg - 1) / seg;
+	if (npkts > SPIN_MSG_MAX_PKTS)
 		return spin_drop(st, SPIN_DROP_BAD_SEG);
 	idx = pkt_off / seg;
 	bit = 1ull << (idx & 63);
@@ -1219,6 +1322,9 @@ int spin_rx(struct xdp_md *xdp)
 		t->start = 0;
 		t->me_seq = 0;
 		t->deadline = ~0ull;	/* set below, once the insert won */
+		t->seg = seg;
+		t->nchunks = (npkts - 1) / SPIN_CHUNK_PKTS;
+		t->gen = bpf_ktime_get_ns();
 		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
 		if (err)	/* no entry of ours: the slot goes back */
 			__sync_fetch_and_add(&src->msgs, -1);
@@ -1234,11 +1340,22 @@ int spin_rx(struct xdp_md *xdp)
 			/* the message completed and its state expired: keep a
 			 * tombstone for the rest of its packets */
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
+			m->nchunks = 0;		/* (a tombstone has no bitmap) */
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_DONE);
 			return spin_dup(xdp, rank, msg_id, 0);
 		}
+		/* packets 4096 and on: their bitmap chunks, now or never */
+		if (m->nchunks && (reason = spin_chunks_new(&c->key, m, src))) {
+			spin_msg_free(&c->key);
+			return spin_reject(xdp, st, cfg, NULL, reason);
+		}
 		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
-		__sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
+		w = spin_msg_word(m, &c->key, idx);
+		if (!w) {
+			spin_msg_free(&c->key);
+			return spin_drop(st, SPIN_DROP_MSG_TIMEOUT);
+		}
+		__sync_fetch_and_or(w, bit);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0 && q.refused) {
 			/* refused (admission); a reliable sender tries it again
@@ -1286,9 +1403,16 @@ existing:
 		if (!m)
 			return spin_drop(st, SPIN_DROP_MSG_TIMEOUT);
 	}
+	/* every packet of a message agrees with its first on the length and
+	 * the cut (which bounds idx by the message's bitmap) */
+	if (msg_len != m->msg_len || seg != m->seg)
+		return spin_drop(st, SPIN_DROP_BAD_SEG);
 	if (m->status == SPIN_MSG_DONE)
 		return spin_dup(xdp, rank, msg_id, 0);
-	old = __sync_fetch_and_or(&m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)], bit);
+	w = spin_msg_word(m, &c->key, idx);
+	if (!w)		/* its state is going: a late packet */
+		return spin_drop(st, SPIN_DROP_MSG_TIMEOUT);
+	old = __sync_fetch_and_or(w, bit);
 	c->me = m->me;
 	c->mlength = m->mlength;
 	c->start = m->start;

@@ -901,7 +901,11 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	if (pkt_off < p->len)
 		memcpy((uint8_t *)md->md.start + p->loff + pkt_off, pay,
 		       p->len - pkt_off < len ? p->len - pkt_off : len);
-	p->deadline_ms = spin_now_ms() + ni->timeout_ms;
+	/* (a reliable get fails only when its target answers nothing at all
+	 * for the timeout, ptl_rel.c: a target busy with other replies is
+	 * not gone) */
+	if (!p->rel)
+		p->deadline_ms = spin_now_ms() + ni->timeout_ms;
 	if (++p->got == p->npkts) {
 		if (p->rel)
 			ptl_rel_replied(ni, p);

@@ -578,6 +578,8 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	alive(ni, p, now);
 	p->rto_at_us = now + backoff(ni, p->tries);
 	arm(ni, p->rto_at_us);
+	if (nw > SPIN_MAX_SEG / 8)	/* what a frame holds; retx_list has room for it */
+		nw = SPIN_MAX_SEG / 8;
 	/* the target has every packet before word w0 and the ones set from
 	 * it on; hi: one past the highest it has */
 	got = w0 * 64;
@@ -603,7 +605,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	 * names the same gaps again */
 	if (!(p->retx_us && now - p->retx_us < (ni->srtt_us ? ni->srtt_us : ni->rto_us) / 2)) {
 		if (!ni->retx_list &&
-		    !(ni->retx_list = malloc(SPIN_BITMAP_WORDS * 64 * sizeof(uint32_t))))
+		    !(ni->retx_list = malloc(SPIN_MAX_SEG / 8 * 64 * sizeof(uint32_t))))
 			return;
 		/* the holes below the highest packet it has were lost (or
 		 * are late); the ones above may be on their way */

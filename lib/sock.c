@@ -291,6 +291,10 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 	if (!args.job_key)
 		args.job_key = s->job_key;
 	npkts = spin_npkts(len, seg);
+	if (len > SPIN_MAX_MSG || npkts > SPIN_MSG_MAX_PKTS)
+		return spin_seterr(SPIN_EUSAGE,
+				   "spin_sock_send: %u bytes in %u-byte packets: a message has at most %u bytes and %u packets",
+				   len, seg, SPIN_MAX_MSG, SPIN_MSG_MAX_PKTS);
 	if ((err = spin_check_order("spin_sock_send", order, npkts)))
 		return err;
 

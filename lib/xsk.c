@@ -551,6 +551,10 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 				   "spin_xsk_send: seg_size %u larger than one frame holds (%d)",
 				   seg, SPIN_MAX_SEG);
 	npkts = spin_npkts(len, seg);
+	if (npkts > SPIN_MSG_MAX_PKTS)
+		return spin_seterr(SPIN_EUSAGE,
+				   "spin_xsk_send: %u bytes in %u-byte packets: a message has at most %u packets",
+				   len, seg, SPIN_MSG_MAX_PKTS);
 	if (npick) {
 		if (!order)
 			return spin_seterr(SPIN_EUSAGE, "spin_xsk_send: packets to pick, but no list");

@@ -2025,7 +2025,8 @@ static void c_badargs(void)
 	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
 	CHK_EQ(lim.max_pt_index, 15, "max_pt_index");
 	CHK_EQ(lim.max_list_size, 32, "max_list_size");
-	CHK_EQ(lim.max_msg_size, 64ull << 20, "max_msg_size");
+	CHK_EQ(lim.max_msg_size, 1ull << 30, "max_msg_size: 1 GiB (SPIN_MAX_MSG)");
+	CHK_EQ(lim.max_msg_size, SPIN_MAX_MSG, "max_msg_size");
 
 	/* bad handles of every type */
 	for (int i = 0; i < 2; i++) {
@@ -2214,10 +2215,13 @@ static void c_badargs(void)
 	RC(PtlFetchAtomic(md, 0, md, 8, 8, p1, 3, 0, 0, NULL, 0, PTL_SUM, PTL_FLOAT + 100),
 	   PTL_ARG_INVALID);
 	{
-		uint8_t *big = malloc((64u << 20) + 4096);
-		ptl_handle_md_t bmd = md_new(big, (64u << 20) + 4096, 0, PTL_EQ_NONE, PTL_CT_NONE);
+		/* one byte more than max_msg_size (not touched: no memory) */
+		uint8_t *big = malloc((size_t)SPIN_MAX_MSG + 4096);
+		ptl_handle_md_t bmd = md_new(big, (size_t)SPIN_MAX_MSG + 4096, 0, PTL_EQ_NONE, PTL_CT_NONE);
 
-		RC(PtlPut(bmd, 0, (64u << 20) + 1, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
+		RC(PtlPut(bmd, 0, (size_t)SPIN_MAX_MSG + 1, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0),
+		   PTL_ARG_INVALID);
+		RC(PtlGet(bmd, 0, (size_t)SPIN_MAX_MSG + 1, p1, 3, 0, 0, NULL), PTL_ARG_INVALID);
 		RC(PtlMDRelease(bmd), PTL_OK);
 		free(big);
 	}

@@ -220,6 +220,15 @@ static void msgs_clear(void)
 	for (int i = 0; i < 4 * SPIN_MAX_MSGS && !bpf_map_get_next_key(fd, NULL, &k); i++)
 		bpf_map_delete_elem(fd, &k);
 	close(fd);
+	/* and their bitmap chunks */
+	fd = pinned_map("spin_msg_bits");
+	if (fd >= 0) {
+		struct spin_msg_chunk_key ck;
+
+		for (int i = 0; i < 4 * SPIN_MSG_CHUNKS && !bpf_map_get_next_key(fd, NULL, &ck); i++)
+			bpf_map_delete_elem(fd, &ck);
+		close(fd);
+	}
 	/* the sources' shares of the table, which the runtime would have
 	 * given back had it removed the entries itself */
 	fd = pinned_map("spin_src");
@@ -338,6 +347,22 @@ static void mkpkt(struct fr *f, const struct spin_msg_args *a, uint32_t msg_len,
 		  uint32_t pkt_off, uint32_t len, const uint8_t *msg)
 {
 	mkpkt_from(f, "10.77.9.2", a, msg_len, pkt_off, len, msg);
+}
+
+/* ... with the payload at pay (pkt_off only goes into the header) */
+static void mkpkt_pay(struct fr *f, const struct spin_msg_args *a, uint32_t msg_len,
+		      uint32_t pkt_off, uint32_t len, const uint8_t *pay)
+{
+	struct spin_frame_addr ad = {
+		.src_mac = PEER_MAC, .dst_mac = "\x02\x00\x00\x00\x00\x01",
+		.sport = 7000, .dport = port,
+	};
+	struct spin_hdr h;
+
+	inet_pton(AF_INET, "10.77.9.2", &ad.src_ip);
+	inet_pton(AF_INET, "10.77.9.1", &ad.dst_ip);
+	spin_hdr_build(&h, a, msg_len, pkt_off);
+	f->len = spin_frame_build(f->b, sizeof(f->b), &ad, &h, pay, len);
 }
 
 static int run(struct fr *f, struct fr *out)
@@ -2057,6 +2082,274 @@ static int msg_table_entries(void)
 	return cnt;
 }
 
+/* ------------------------------------------------------ large messages -- */
+
+/* Entries of the runtime's bitmap-chunk map (spin_msg_bits), or -1. */
+static int chunk_entries(void)
+{
+	struct spin_msg_chunk_key k, nk, *kp = NULL;
+	int cnt = 0, fd = pinned_map("spin_msg_bits");
+
+	if (fd < 0)
+		return -1;
+	while (!bpf_map_get_next_key(fd, kp, &nk)) {
+		cnt++;
+		k = nk;
+		kp = &k;
+	}
+	close(fd);
+	return cnt;
+}
+
+/* Bitmap chunks the runtime counts for source rank r (spin_src). */
+static uint32_t src_chunks(uint32_t r)
+{
+	struct spin_src v = { ~0u, ~0u };
+	int fd = pinned_map("spin_src");
+
+	if (fd >= 0) {
+		bpf_map_lookup_elem(fd, &r, &v);
+		close(fd);
+	}
+	return v.chunks;
+}
+
+#define BIG_SEG		1384
+#define BIG_PKTS	(2 * SPIN_CHUNK_PKTS + 100)	/* the inline bitmap and 2 chunks */
+#define BIG_LEN		(BIG_PKTS * BIG_SEG - 500)
+
+/* Packet k of a BIG_LEN message (a) from msg, with flags; the verdict. */
+static int big_pkt(struct spin_msg_args *a, const uint8_t *msg, uint32_t k, uint16_t flags,
+		   struct fr *out)
+{
+	uint32_t off = k * BIG_SEG, l = BIG_LEN - off < BIG_SEG ? BIG_LEN - off : BIG_SEG;
+	static struct fr f;
+
+	a->flags = flags;
+	a->seg_size = BIG_SEG;
+	mkpkt(&f, a, BIG_LEN, off, l, msg);
+	return run(&f, out);
+}
+
+/*
+ * Messages of more than 4096 packets (docs/design.md, "Message state"): the
+ * first 4096 packets' bits are in the message state, the others in chunks
+ * of spin_msg_bits, inserted by the first packet and deleted with the
+ * state.  A message of 8292 packets with a gap in each chunk: the SACK
+ * names the gaps above packet 4096, duplicates there are dropped, the
+ * message completes once with every byte, and no chunk is left, after
+ * completion by the runtime, by a handler program, after a header handler
+ * dropped the message, and after a timeout.
+ */
+static void large_messages(void)
+{
+	static uint8_t msg[BIG_LEN];
+	struct spin_me_spec s = spec(0, 0x4b, BIG_LEN);
+	struct spin_msg_args a = margs(0, 0, 0x4b);
+	struct test_state init = { 0 }, t;
+	const uint32_t gap1 = 5000, gap2 = 8200, last = BIG_PKTS - 1;
+	struct spin_hdr *oh;
+	struct spin_me me;
+	struct fr out;
+	uint64_t word, t0;
+	struct evs v;
+	int idx, hidx, rc = 0;
+
+	reset();
+	fill(msg, sizeof(msg), 17);
+	idx = me_add(&s);
+	if (!ASSERT_TRUE(idx >= 0, "entry"))
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0, BIG_LEN);
+	a.msg_id = next_id++;
+	for (uint32_t k = 0; k < last && rc >= 0; k++)
+		if (k != gap1 && k != gap2)
+			rc = big_pkt(&a, msg, k, SPIN_F_REL, NULL);
+	ASSERT_EQ(chunk_entries(), 2, "two bitmap chunks in use");
+	ASSERT_EQ(src_chunks(0), 2, "counted for the source");
+	/* the last packet asks: a SACK from the first gap, in chunk 1 */
+	ASSERT_EQ(big_pkt(&a, msg, last, SPIN_F_REL | SPIN_F_SACK_REQ, &out), XDP_TX,
+		  "the last packet, asking, is answered");
+	oh = (void *)(out.b + SPIN_HDR_OFF);
+	ASSERT_EQ(oh->op, SPIN_OP_SACK, "with a SACK");
+	ASSERT_EQ(be64toh(oh->user_hdr[0]), BIG_PKTS, "of all the message's packets");
+	ASSERT_EQ(be64toh(oh->user_hdr[2]), gap1 / 64, "from the word of the first gap");
+	ASSERT_EQ(out.len - SPIN_PAY_OFF, ((last / 64) - gap1 / 64 + 1) * 8,
+		  "to the message's last word");
+	memcpy(&word, out.b + SPIN_PAY_OFF, 8);
+	ASSERT_EQ(le64toh(word), ~(1ull << (gap1 % 64)), "gap 1 (chunk 1) named");
+	memcpy(&word, out.b + SPIN_PAY_OFF + (gap2 / 64 - gap1 / 64) * 8, 8);
+	ASSERT_EQ(le64toh(word), ~(1ull << (gap2 % 64)), "gap 2 (chunk 2) named");
+	memcpy(&word, out.b + SPIN_PAY_OFF + (last / 64 - gap1 / 64) * 8, 8);
+	ASSERT_EQ(le64toh(word), (1ull << (BIG_PKTS % 64)) - 1, "the last word full");
+	ASSERT_TRUE(csum_ok(&out), "the SACK carries a right checksum");
+	/* duplicates above packet 4096 */
+	ASSERT_EQ(big_pkt(&a, msg, 6000, SPIN_F_REL, NULL), XDP_DROP, "a duplicate in chunk 1");
+	ASSERT_EQ(big_pkt(&a, msg, 8291, SPIN_F_REL, NULL), XDP_DROP, "a duplicate in chunk 2");
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 2, "both dropped as duplicates");
+	ASSERT_EQ(events().n, 0, "no event yet");
+	/* the gaps filled: complete, acked, once */
+	ASSERT_EQ(big_pkt(&a, msg, gap1, SPIN_F_REL, NULL), XDP_DROP, "gap 1 filled");
+	ASSERT_EQ(big_pkt(&a, msg, gap2, SPIN_F_REL, &out), XDP_TX, "gap 2 completes it");
+	ASSERT_EQ(oh->op, SPIN_OP_ACK, "and it is acked");
+	ASSERT_EQ(be64toh(oh->user_hdr[0]), BIG_LEN, "with its length");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "exactly one completion event")) {
+		ASSERT_EQ(v.e[0].kind, SPIN_EV_PUT, "a put");
+		ASSERT_EQ(v.e[0].mlength, BIG_LEN, "of the whole message");
+		ASSERT_EQ(v.e[0].dropped_bytes, 0, "nothing dropped");
+	}
+	ASSERT_MEM(host + me.host_off, msg, BIG_LEN, "every byte deposited");
+	ASSERT_EQ(msg_table_entries(), 0, "message state freed");
+	ASSERT_EQ(chunk_entries(), 0, "its chunks freed");
+	ASSERT_EQ(src_chunks(0), 0, "and given back");
+	/* a late duplicate above 4096: a tombstone, no chunk, no event */
+	ASSERT_EQ(big_pkt(&a, msg, 7000, SPIN_F_REL, NULL), XDP_DROP, "a late duplicate");
+	ASSERT_EQ(chunk_entries(), 0, "a tombstone has no chunks");
+	ASSERT_EQ(events().n, 0, "and no event");
+	ASSERT_EQ(stats().msgs_completed, 1, "one message completed");
+	msgs_clear();	/* (the tombstone) */
+
+	/* a handler program completes it: header, payload per packet and
+	 * completion once; the handler program frees the chunks */
+	s = spec(0, 0x4c, 4096);	/* (the handlers deposit nothing) */
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	hidx = me_add(&s);
+	if (!ASSERT_TRUE(hidx >= 0, "handler entry"))
+		return;
+	a = margs(0, next_id++, 0x4c);
+	for (uint32_t k = 0; k <= last && rc >= 0; k++) {
+		rc = big_pkt(&a, msg, (k * 7) % BIG_PKTS, 0, NULL);	/* 7 and 8292 coprime */
+		if (k == 5000)
+			big_pkt(&a, msg, 4096 + 3, 0, NULL);	/* a duplicate */
+	}
+	t = tstate(hidx);
+	ASSERT_EQ(t.hdr_calls, 1, "header handler once");
+	ASSERT_EQ(t.pay_calls, BIG_PKTS, "payload handler once per packet");
+	ASSERT_EQ(t.pay_bytes, BIG_LEN, "over every byte");
+	ASSERT_EQ(t.cmpl_calls, 1, "completion handler once");
+	ASSERT_EQ(events().n, 1, "one event");
+	ASSERT_EQ(chunk_entries(), 0, "chunks freed by the handler program");
+	ASSERT_EQ(src_chunks(0), 0, "and given back");
+
+	/* the header handler drops it: the rest is accounted, then freed */
+	init.mode = T_HDR_DROP;
+	spin_hpu_write(rt, hidx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	for (uint32_t k = 0; k <= last && rc >= 0; k++)
+		rc = big_pkt(&a, msg, k, 0, NULL);
+	t = tstate(hidx);
+	ASSERT_EQ(t.hdr_calls, 1, "header handler ran");
+	ASSERT_EQ(t.cmpl_calls, 0, "no completion after DROP");
+	ASSERT_EQ(msg_table_entries(), 0, "dropped message freed at its end");
+	ASSERT_EQ(chunk_entries(), 0, "with its chunks");
+	ASSERT_EQ(src_chunks(0), 0, "given back");
+
+	/* an incomplete one expires: the sweeper frees its chunks too */
+	a = margs(0, next_id++, 0x4b);
+	if (!ASSERT_OK(set_msg_timeout(200ull * 1000 * 1000), "message timeout"))
+		return;
+	big_pkt(&a, msg, 0, 0, NULL);
+	big_pkt(&a, msg, 4500, 0, NULL);
+	set_msg_timeout(MSG_TIMEOUT_NS);
+	ASSERT_EQ(chunk_entries(), 2, "an incomplete message holds its chunks");
+	t0 = t_now_ns();
+	while (msg_table_entries() > 0 && t_now_ns() - t0 < WAIT_NS)
+		usleep(10 * 1000);
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), 1, "it expired");
+	ASSERT_EQ(chunk_entries(), 0, "its chunks freed with it");
+	ASSERT_EQ(src_chunks(0), 0, "and given back");
+	events();
+}
+
+/* What the wire says about lengths cannot overflow the runtime, and a
+ * source's share of the chunks is enforced. */
+static void large_message_limits(void)
+{
+	static uint8_t msg[2 * 1384];
+	struct spin_me_spec s = spec(0, 0x4d, 65536);
+	struct spin_msg_args a = margs(1, 0, 0x4d);
+	struct fr f;
+	uint32_t n;
+
+	reset();
+	if (!ASSERT_TRUE(me_add(&s) >= 0, "entry"))
+		return;
+	a.seg_size = 1384;
+	/* msg_len beyond SPIN_MAX_MSG, up to 2^32 - 1 */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 0xffffffffu, 0, 1384, msg);
+	run(&f, NULL);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, SPIN_MAX_MSG + 1, 0, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 2, "msg_len > SPIN_MAX_MSG is malformed");
+	/* pkt_off + length past msg_len, also where the sum wraps */
+	a.msg_id = next_id++;
+	mkpkt_pay(&f, &a, 1 << 20, 0xffffff00u, 1384, msg);
+	run(&f, NULL);
+	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_MSG - 100, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_OFFSET), 2, "pkt_off beyond the message is bad_offset");
+	/* more than SPIN_MSG_MAX_PKTS packets (tiny segments) */
+	a.msg_id = next_id++;
+	a.seg_size = 16;
+	mkpkt(&f, &a, SPIN_MSG_MAX_PKTS * 16 + 16, 0, 16, msg);
+	run(&f, NULL);
+	/* a payload longer than the cut */
+	a.seg_size = 100;
+	mkpkt_pay(&f, &a, 10000, 9800, 200, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_SEG), 2, "too many packets, or a packet over its seg");
+	ASSERT_EQ(msg_table_entries(), 0, "none of them made state");
+	ASSERT_EQ(chunk_entries(), 0, "nor chunks");
+
+	/* later packets must agree with the first on msg_len and seg_size */
+	a.msg_id = next_id++;
+	a.seg_size = 1384;
+	mkpkt(&f, &a, 10 * 1384, 0, 1384, msg);
+	run(&f, NULL);
+	mkpkt_pay(&f, &a, SPIN_MAX_MSG, 1384, 1384, msg);
+	run(&f, NULL);
+	a.seg_size = 692;
+	mkpkt_pay(&f, &a, 10 * 1384, 1384, 692, msg);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_BAD_SEG), 4, "a packet that disagrees is bad_seg");
+	ASSERT_EQ(chunk_entries(), 0, "and makes no chunks");
+	msgs_clear();
+
+	/* the largest message is taken: 190 chunks' worth of packets (its
+	 * state only: nothing is deposited beyond the entry's 64 KiB) */
+	a.seg_size = 1384;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+	run(&f, NULL);
+	n = (SPIN_MAX_MSG / 1384) / SPIN_CHUNK_PKTS;	/* chunks beyond the inline bitmap */
+	ASSERT_EQ(chunk_entries(), (int)n, "a SPIN_MAX_MSG message holds its chunks");
+	ASSERT_EQ(src_chunks(1), n, "counted for its source");
+	/* ... until the source's share is used up: not now */
+	for (uint32_t i = 1; i < SPIN_SRC_CHUNK_QUOTA / n + 1; i++) {
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+		run(&f, NULL);
+	}
+	ASSERT_EQ(src_chunks(1), (SPIN_SRC_CHUNK_QUOTA / n) * n, "the source's share taken");
+	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "the message beyond it refused");
+	ASSERT_EQ(msg_table_entries(), (int)(SPIN_SRC_CHUNK_QUOTA / n), "and not kept");
+	ASSERT_EQ(chunk_entries(), (int)((SPIN_SRC_CHUNK_QUOTA / n) * n), "nor its chunks");
+	/* another source still gets its messages in */
+	a = margs(2, next_id++, 0x4d);
+	a.seg_size = 1384;
+	mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+	run(&f, NULL);
+	ASSERT_EQ(src_chunks(2), n, "another source is not refused");
+	msgs_clear();
+	events();
+}
+
 /* The drop reasons the other tests do not reach. */
 static void rare_drop_reasons(void)
 {
@@ -3325,5 +3618,7 @@ int main(int argc, char **argv)
 	RUN_TEST(amo_no_socket_keeps_use_once);
 	RUN_TEST(peer_source);
 	RUN_TEST(job_key);
+	RUN_TEST(large_messages);
+	RUN_TEST(large_message_limits);
 	return t_summary();
 }

@@ -98,9 +98,20 @@ struct {
 	__type(value, struct spin_msg);
 } spin_msgs SEC(".maps");
 
+/* Packet bitmap chunks of messages beyond their first 4096 packets (wire.h,
+ * struct spin_msg_chunk): inserted by the packet that creates the message
+ * state, deleted with it (spin_msg_free). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_MSG_CHUNKS);
+	__type(key, struct spin_msg_chunk_key);
+	__type(value, struct spin_msg_chunk);
+} spin_msg_bits SEC(".maps");
+
 /* spin_msgs entries per source rank: taken before an entry is inserted,
  * given back by the one delete that removes it (spin_msg_free), so one
- * source holds at most SPIN_SRC_MSG_QUOTA slots.  Only the runtime
+ * source holds at most SPIN_SRC_MSG_QUOTA slots; likewise its spin_msg_bits
+ * chunks (counted by the insert and the delete that succeed).  Only the runtime
  * inserts and deletes entries. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

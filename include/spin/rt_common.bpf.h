@@ -97,12 +97,46 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 		st->deposited_bytes += n;
 }
 
-/* Remove a message's state; the caller whose delete removed it gives its
- * source's slot back (spin_src), so each slot is given back once. */
+/* open-coded iterators (Linux 6.4+): a loop the verifier checks once, in
+ * the caller's frame */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __weak __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __weak __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
+
+/* Delete bitmap chunks 1..n of message key (those that exist); each delete
+ * that succeeds gives the source's chunk back.  An open-coded iterator: no
+ * callback frame in handler programs, whose stack may be full, and one
+ * pass of the verifier over the loop. */
+static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u32 n)
+{
+	struct spin_msg_chunk_key ck = { .src_rank = key->src_rank, .msg_id = key->msg_id };
+	struct spin_src *s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
+	struct bpf_iter_num it;
+	int *i;
+
+	if (n >= SPIN_MSG_MAX_CHUNKS)
+		n = SPIN_MSG_MAX_CHUNKS - 1;
+	bpf_iter_num_new(&it, 1, (int)n + 1);
+	while ((i = bpf_iter_num_next(&it))) {
+		ck.chunk = *i;
+		if (!bpf_map_delete_elem(&spin_msg_bits, &ck) && s)
+			__sync_fetch_and_add(&s->chunks, -1);
+	}
+	bpf_iter_num_destroy(&it);
+}
+
+/* Remove a message's state, its bitmap chunks first (so a new message with
+ * the same key, which can only be created once the state is gone, never
+ * finds chunks of this one); the caller whose delete removed the state
+ * gives its source's slot back (spin_src), so each slot is given back
+ * once. */
 static __always_inline void spin_msg_free(struct spin_msg_key *key)
 {
+	struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, key);
 	struct spin_src *s;
 
+	if (m && m->nchunks)
+		spin_chunks_free(key, m->nchunks);
 	if (bpf_map_delete_elem(&spin_msgs, key))
 		return;
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
@@ -609,40 +643,93 @@ static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
  * program would add a stack frame to handlers that use all 512 bytes.  A
  * handler entry's message gets its SACK when the packet that asks is a
  * duplicate (spin_rx), at worst one retransmission timer later. */
+#define SPIN_SACK_GROW	192	/* bytes a SACK may be longer than the packet it
+				 * answers (XDP headroom 256 - struct xdp_frame) */
 struct spin_sack_q {
 	struct spin_msg *m;
 	struct spin_ctx *c;
-	__u32 npkts, nwords, w0, n;
+	struct spin_msg_chunk_key ck;
+	__u32 npkts, nwords, w0, n, maxw;
 };
 
-/* bpf_loop: stop at the first bitmap word with a gap (w0) */
-static int spin_sack_gap_cb(__u32 w, struct spin_sack_q *q)
+/* The bitmap word with full packets [w*64, w*64+64) of the message. */
+static __always_inline __u64 spin_sack_full(const struct spin_sack_q *q, __u32 w)
 {
 	__u32 left = q->npkts - w * 64;
-	__u64 full = left >= 64 ? ~0ull : (1ull << (left & 63)) - 1;
 
-	q->w0 = w;
-	if (w >= q->nwords)
-		return 1;
-	return q->m->bitmap[w & (SPIN_BITMAP_WORDS - 1)] != full;
+	return left >= 64 ? ~0ull : (1ull << (left & 63)) - 1;
 }
 
-/* bpf_loop: copy bitmap word w0 + i into the SACK's payload */
+/* bpf_loop: inline bitmap word w; w0 ends at the first word with a gap
+ * (or past the last word checked) */
+static int spin_sack_gap_cb(__u32 w, struct spin_sack_q *q)
+{
+	if (w >= q->nwords || q->m->bitmap[w & (SPIN_BITMAP_WORDS - 1)] != spin_sack_full(q, w))
+		return 1;
+	q->w0 = w + 1;
+	return 0;
+}
+
+/* The message's chunk i (1..), or NULL if it has none (gone, or another
+ * message's: a gap, as far as a SACK can tell). */
+static __always_inline struct spin_msg_chunk *spin_sack_chunk(struct spin_sack_q *q, __u32 i)
+{
+	struct spin_msg_chunk *ch;
+
+	q->ck.chunk = i;
+	ch = bpf_map_lookup_elem(&spin_msg_bits, &q->ck);
+	return ch && ch->gen == q->m->gen ? ch : NULL;
+}
+
+/* bpf_loop: chunk i + 1, as spin_sack_gap_cb */
+static int spin_sack_chunk_gap_cb(__u32 i, struct spin_sack_q *q)
+{
+	__u32 c = i + 1, w = c * SPIN_BITMAP_WORDS;
+	struct spin_msg_chunk *ch;
+
+	if (w >= q->nwords)
+		return 1;
+	ch = spin_sack_chunk(q, c);
+	if (!ch)
+		return 1;	/* w0 == w: all of it is a gap */
+	for (__u32 j = 0; j < SPIN_BITMAP_WORDS; j++) {
+		if (w + j >= q->nwords || ch->bitmap[j] != spin_sack_full(q, w + j))
+			return 1;
+		q->w0 = w + j + 1;
+	}
+	return 0;
+}
+
+/* Bitmap word w of the message (0 in a chunk it does not have). */
+static __noinline __u64 spin_sack_word(struct spin_sack_q *q, __u32 w)
+{
+	struct spin_msg_chunk *ch;
+
+	if (w < SPIN_BITMAP_WORDS)
+		return q->m->bitmap[w & (SPIN_BITMAP_WORDS - 1)];
+	ch = spin_sack_chunk(q, w / SPIN_BITMAP_WORDS);
+	return ch ? ch->bitmap[w & (SPIN_BITMAP_WORDS - 1)] : 0;
+}
+
+/* bpf_loop: copy bitmap word w0 + i into the SACK's payload (offsets from
+ * i, which the verifier does not know: it checks the callback once, not
+ * once per word) */
 static int spin_sack_copy_cb(__u32 i, struct spin_sack_q *q)
 {
-	__u32 w = q->w0 + i, n = q->n;
+	__u32 w = q->w0 + i;
 
-	if (w >= q->nwords || n > SPIN_MAX_SEG - 8)
+	if (w >= q->nwords || i >= q->maxw)
 		return 1;
-	*(__u64 *)(q->c->scratch + n) = q->m->bitmap[w & (SPIN_BITMAP_WORDS - 1)];
-	q->n = n + 8;
+	*(__u64 *)(q->c->scratch + (i & 255) * 8) = spin_sack_word(q, w);
+	q->n = (i + 1) * 8;
 	return 0;
 }
 
 /*
  * A reliable message is still incomplete after a packet that asked
  * (SPIN_F_SACK_REQ): turn this frame into a SACK (wire.h) to its sender
- * with the message's packet bitmap from the first word with a gap on.
+ * with the message's packet bitmap from the first word with a gap on (in
+ * its inline bitmap or in a chunk: a missing chunk reads as a gap).
  * Out of line: it runs once per loss, not per packet.
  */
 static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct spin_cfg *cfg,
@@ -651,23 +738,39 @@ static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct s
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
 	struct spin_sack_q q = {};
-	__u32 seg;
+	__u32 seg, n;
 
 	if (!c || !m || !cfg || (void *)(sh + 1) > end)
 		return XDP_DROP;
-	seg = bpf_ntohs(sh->seg_size);
+	seg = m->seg;
 	if (!seg)
 		return XDP_DROP;
 	q.m = m;
 	q.c = c;
+	q.ck.src_rank = c->key.src_rank;
+	q.ck.msg_id = c->key.msg_id;
 	q.npkts = (m->msg_len + seg - 1) / seg;
 	q.nwords = (q.npkts + 63) / 64;
-	q.w0 = SPIN_BITMAP_WORDS;
+	q.w0 = 0;
 	bpf_loop(SPIN_BITMAP_WORDS, spin_sack_gap_cb, &q, 0);
+	if (q.w0 >= SPIN_BITMAP_WORDS)
+		bpf_loop(SPIN_MSG_MAX_CHUNKS - 1, spin_sack_chunk_gap_cb, &q, 0);
 	if (q.w0 >= q.nwords)
 		return XDP_DROP;	/* complete meanwhile: its ACK goes out */
-	bpf_loop(SPIN_BITMAP_WORDS, spin_sack_copy_cb, &q, 0);
-	return spin_answer(xdp, c, cfg, st, SPIN_PUT_SACK, q.n, c->key.src_rank, c->key.msg_id,
+	/* as many words as the frame can take: this packet's payload and
+	 * SPIN_SACK_GROW bytes more (a frame built from an skb, as on veth,
+	 * grows only into its headroom) */
+	q.maxw = (c->pay_len + SPIN_SACK_GROW) / 8;
+	if (q.maxw > SPIN_MAX_SEG / 8)
+		q.maxw = SPIN_MAX_SEG / 8;
+	bpf_loop(SPIN_MAX_SEG / 8, spin_sack_copy_cb, &q, 0);
+	/* the length through memory: the verifier checks the rest once for
+	 * any length, not once for each it can tell apart */
+	c->put[0].len = q.n;
+	n = *(volatile __u32 *)&c->put[0].len;
+	if (n > SPIN_MAX_SEG)
+		return XDP_DROP;
+	return spin_answer(xdp, c, cfg, st, SPIN_PUT_SACK, n, c->key.src_rank, c->key.msg_id,
 			   0, q.npkts, q.w0);
 }
 #endif /* SPIN_RT_PROG */

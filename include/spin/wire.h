@@ -160,7 +160,9 @@ enum spin_op {
  * the first one to arrive.  The payload of a packet is the UDP payload after
  * this header; its length is implied by the UDP length.  Packets of one
  * message are cut at multiples of seg_size: a packet at pkt_off carries
- * min(seg_size, msg_len - pkt_off) bytes.
+ * min(seg_size, msg_len - pkt_off) bytes.  Every packet of a message has
+ * the same msg_len and seg_size, and a message has at most
+ * SPIN_MSG_MAX_PKTS packets (else bad_seg).
  */
 struct spin_hdr {
 	__u8	version;	/* SPIN_VERSION */
@@ -189,7 +191,10 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 /* Largest sPIN payload in one 1500-byte-MTU IPv4/UDP frame. */
 #define SPIN_L3_OVERHEAD	(20 + 8 + (int)sizeof(struct spin_hdr))
 #define SPIN_MAX_SEG		(1500 - SPIN_L3_OVERHEAD)	/* 1384 */
-#define SPIN_MAX_MSG		(64u << 20)	/* largest message the runtime tracks */
+/* Largest message (msg_len), 1 GiB: what libspin's receive calls can return
+ * (an int) with room to spare, and what the tests move (docs/design.md,
+ * "Message state").  The wire's 32-bit msg_len/pkt_off would allow < 4 GiB. */
+#define SPIN_MAX_MSG		(1u << 30)
 
 /* ------------------------------------------------------------ limits -- */
 
@@ -202,7 +207,19 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_DEDUP_STALE	(8 * SPIN_DEDUP_SLOTS)	/* older copies: duplicates */
 #define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
 #define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank */
-#define SPIN_BITMAP_WORDS	64	/* packets per message: 64*64 = 4096 */
+#define SPIN_BITMAP_WORDS	64	/* words of a packet bitmap chunk: the inline one
+					 * in spin_msg (packets 0..4095) and each of
+					 * spin_msg_bits (4096 packets each) */
+#define SPIN_CHUNK_PKTS		(SPIN_BITMAP_WORDS * 64)	/* 4096 */
+#define SPIN_MSG_MAX_PKTS	(1u << 20)	/* packets of one message (seg_size >= 1024
+					 * for a SPIN_MAX_MSG message) */
+#define SPIN_MSG_MAX_CHUNKS	(SPIN_MSG_MAX_PKTS / SPIN_CHUNK_PKTS)	/* 256, the inline one too */
+#define SPIN_MSG_CHUNKS		4096	/* spin_msg_bits entries: bitmap chunks of all
+					 * messages in flight beyond their first 4096
+					 * packets (4096 * 4096 * 1384 B = 21.6 GiB) */
+#define SPIN_SRC_CHUNK_QUOTA	(SPIN_MSG_CHUNKS / 2)	/* ... of them for one source rank */
+_Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
+	       "a SPIN_MAX_MSG message in full-size packets fits the packet limit");
 #define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
 #define SPIN_PAGE		4096	/* host window allocation unit */
 #define SPIN_HOST_CHUNK		16384	/* spin_host map element (4 pages) */
@@ -477,19 +494,20 @@ struct spin_dedup {
 	__u32	ref[SPIN_DEDUP_SLOTS];
 };
 /* spin_src[rank]: message-table entries held by that source rank, and
- * its share of the event ring: the events posted for it (completions,
- * acks, timeouts, ...) that the reader may not have consumed yet, counted
- * in two generations.  ev_new counts events posted since the producer
- * position ev_mark, ev_old those posted before it; once the reader's
- * position passes ev_mark, every event of ev_old was read: the runtime
- * moves ev_new to ev_old and starts a new generation at the producer
- * position (see spin_src_ev_over in maps.bpf.h).  ev_old + ev_new is an
- * upper bound of the source's unread events. */
+ * the bitmap chunks (spin_msg_bits) of its messages, and its share of
+ * the event ring: the events posted for it (completions, acks, timeouts,
+ * ...) that the reader may not have consumed yet, counted in two
+ * generations.  ev_new counts events posted since the producer position
+ * ev_mark, ev_old those posted before it; once the reader's position
+ * passes ev_mark, every event of ev_old was read: the runtime moves ev_new
+ * to ev_old and starts a new generation at the producer position (see
+ * spin_src_ev_over in maps.bpf.h).  ev_old + ev_new is an upper bound of
+ * the source's unread events. */
 struct spin_src {
 	__u32	msgs;
+	__u32	chunks;
 	__u32	ev_old;
 	__u32	ev_new;
-	__u32	pad;
 	__u64	ev_mark;
 };
 enum spin_msg_status {
@@ -512,13 +530,36 @@ struct spin_msg {
 	__u32	mlength;	/* bytes the entry accepts (after truncation) */
 	__u32	bytes_seen;	/* payload bytes fully processed (atomic) */
 	__u32	dropped;	/* dropped bytes (atomic) */
-	__u32	pad;
+	__u16	seg;		/* seg_size of its packets (every packet must agree) */
+	__u16	nchunks;	/* bitmap chunks in spin_msg_bits: packets 4096 on
+				 * (chunk 1..nchunks; 0 for a tombstone) */
 	__u64	start;		/* deposit offset: me.host_off + remote_off */
 	__u64	me_seq;		/* spin_me.seq of the entry when it matched: the
 				 * entry's incarnation (seq only grows on a
 				 * portal), re-checked by every later packet */
 	__u64	deadline;	/* ns (CLOCK_MONOTONIC): expiry, or end of tombstone */
-	__u64	bitmap[SPIN_BITMAP_WORDS];	/* packets seen */
+	__u64	gen;		/* this incarnation of the key (ns at creation); its
+				 * chunks carry it */
+	__u64	bitmap[SPIN_BITMAP_WORDS];	/* packets 0..4095 seen */
+};
+
+/*
+ * Packets 4096 and on of a message: spin_msg_bits, a hash of bitmap chunks
+ * keyed by (source rank, message id, chunk), chunk c holding packets
+ * c * 4096 .. c * 4096 + 4095.  The packet that creates a message's state
+ * inserts all of its chunks (so a message admitted never waits for bitmap
+ * memory, and no later packet inserts one); whoever frees the message
+ * state deletes them first (spin_msg_free); the sweeper deletes a chunk
+ * whose message is gone (a backstop: nothing should leave one).
+ */
+struct spin_msg_chunk_key {
+	__u32	src_rank;
+	__u32	msg_id;
+	__u32	chunk;		/* 1 .. SPIN_MSG_MAX_CHUNKS - 1 */
+};
+struct spin_msg_chunk {
+	__u64	gen;		/* spin_msg.gen of the message it belongs to */
+	__u64	bitmap[SPIN_BITMAP_WORDS];
 };
 
 /* The message-table sweeper (spin_gc, one element). */
