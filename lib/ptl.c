@@ -1566,9 +1566,14 @@ int PtlSpinRelStats(ptl_handle_ni_t nih, ptl_spin_rel_stats_t *st)
 		st->rto_us = ni->rto_us;
 		st->srtt_us = ni->srtt_us;
 		st->cwnd_max = 0;
-		for (int r = 0; r < SPIN_MAX_PEERS; r++)
-			if (ni->cc[r].cwnd > st->cwnd_max)
-				st->cwnd_max = ni->cc[r].cwnd;
+		for (int r = 0; r < SPIN_MAX_PEERS; r++) {
+			const struct ptl_cc *c = &ni->cc[r];
+
+			/* ranks this process has sent to */
+			if ((c->cut_us || c->ep_sent || c->since_cut || c->inflight) &&
+			    c->cwnd > st->cwnd_max)
+				st->cwnd_max = c->cwnd;
+		}
 	}
 	if (ni)
 		ptl_unlock(ni);

@@ -198,6 +198,7 @@ struct ptl_cc {
 	uint64_t cut_us;	/* the window was last cut */
 	uint64_t ep_sent, ep_lost;	/* packets sent (also again) and found
 					 * lost since then */
+	uint32_t since_cut;	/* packets arrived since then */
 };
 
 /* Target side of reliable delivery for AF_XDP entries: the outcome of the
@@ -308,6 +309,11 @@ struct ptl_ni {
 	/* per target rank: quiet messages since the last probe, the newest */
 	uint16_t quiet_n[SPIN_MAX_PEERS];
 	uint32_t quiet_last[SPIN_MAX_PEERS];
+	/* the last probe per rank not answered yet (its id, when; 0: none):
+	 * its answer is a round-trip sample, the one a stream of quiet
+	 * messages gives */
+	uint32_t probe_id[SPIN_MAX_PEERS];
+	uint64_t probe_us[SPIN_MAX_PEERS];
 	uint32_t *probed;	/* scratch for ptl_rel_tick: probe id per rank */
 	uint64_t alive_rank[SPIN_MAX_PEERS];	/* a rank last answered anything */
 	bool cc_on;		/* $SPIN_PTL_CC, default 1 */

@@ -125,6 +125,7 @@ static void cc_arrived(struct ptl_ni *ni, struct ptl_pending *p, uint32_t n)
 		n = p->cc_out;
 	p->cc_out -= n;
 	c->inflight -= n < c->inflight ? n : c->inflight;
+	c->since_cut += n;
 	if (c->cwnd < c->ssthresh) {
 		c->cwnd += n;
 	} else {
@@ -168,7 +169,10 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 	if (!c)
 		return;
 	c->ep_lost = lost == REL_LOST_ALL ? UINT64_MAX / 2 : c->ep_lost + lost;
-	if (c->cut_us && now - c->cut_us < rtt)
+	/* one loss event per round trip: the time of one, and a window's
+	 * worth of packets answered (a probe's quick answer can make the
+	 * smoothed RTT far shorter than a long message's batches take) */
+	if (c->cut_us && (now - c->cut_us < rtt || c->since_cut < c->cwnd))
 		return;
 	if (c->ep_lost >= c->ep_sent)
 		w = c->cwnd / 2;
@@ -184,6 +188,7 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 	c->acc = 0;
 	c->cut_us = now;
 	c->ep_sent = c->ep_lost = 0;
+	c->since_cut = 0;
 	ni->rs.cc_cuts++;
 }
 
@@ -317,6 +322,8 @@ static void probe(struct ptl_ni *ni, uint32_t rank, uint64_t now)
 	if (!p || !p->rel || !p->quiet || p->rank != rank)
 		return;
 	ni->rs.probes++;
+	ni->probe_id[rank] = p->args.msg_id;
+	ni->probe_us[rank] = now;
 	resend(ni, p, &(uint32_t){ 0 }, 1, now, false);	/* (not counted as a loss) */
 }
 
@@ -457,9 +464,12 @@ int ptl_rel_cc_wait(struct ptl_ni *ni, uint32_t rank)
 
 int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 {
-	uint64_t now;
+	/* its round trip starts before the send: a long message can wait
+	 * for ring space while its first packets already arrive */
+	uint64_t now = ptl_now_us();
 	int err;
 
+	p->sent_us = now;
 	if (cc_counts(p))
 		err = send_new(ni, p, post_only, post_only);
 	else
@@ -467,7 +477,7 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 	if (err)
 		return err;
 	now = ptl_now_us();
-	p->sent_us = p->alive_us = now;
+	p->alive_us = now;
 	p->rto_at_us = now + ni->rto_us;
 	p->rel = true;
 	rel_link(ni, p);
@@ -532,6 +542,12 @@ void ptl_rel_replied(struct ptl_ni *ni, struct ptl_pending *p)
 
 void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_t range)
 {
+	/* the answer to our last probe of rank: a round-trip sample (the
+	 * target answers a probe from its window at once) */
+	if (rank < SPIN_MAX_PEERS && ni->probe_us[rank] && ni->probe_id[rank] == msg_id) {
+		rtt_sample(ni, ptl_now_us() - ni->probe_us[rank]);
+		ni->probe_us[rank] = 0;
+	}
 	for (uint32_t i = 0; i < 64; i++) {
 		struct ptl_pending *p;
 

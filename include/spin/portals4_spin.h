@@ -101,7 +101,7 @@ typedef struct {
 	uint64_t cc_waits;	/* sends that waited for the window */
 	uint64_t cc_cuts;	/* times a window was halved (loss or "not now") */
 	uint64_t cc_held;	/* packets held back by a window, sent later */
-	uint64_t cwnd_max;	/* the largest window of any rank now, packets */
+	uint64_t cwnd_max;	/* the largest window now of the ranks sent to, packets */
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 
