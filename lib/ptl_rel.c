@@ -169,10 +169,11 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 	if (!c)
 		return;
 	c->ep_lost = lost == REL_LOST_ALL ? UINT64_MAX / 2 : c->ep_lost + lost;
-	/* one loss event per round trip: the time of one, and a window's
-	 * worth of packets answered (a probe's quick answer can make the
-	 * smoothed RTT far shorter than a long message's batches take) */
-	if (c->cut_us && (now - c->cut_us < rtt || c->since_cut < c->cwnd))
+	/* one loss event per window of data: a round trip and a window's
+	 * worth of packets sent since the last cut (a probe's quick answer
+	 * can make the smoothed RTT far shorter than a long message's batches
+	 * take; losses among the packets sent before the cut are that cut's) */
+	if (c->cut_us && (now - c->cut_us < rtt || c->ep_sent < c->cwnd))
 		return;
 	if (c->ep_lost >= c->ep_sent)
 		w = c->cwnd / 2;
