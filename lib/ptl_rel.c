@@ -22,8 +22,9 @@
  * $SPIN_PTL_CWND_INIT to ssthresh (one packet more per packet answered),
  * then one packet more per window.  Losses (the holes a SACK names below a
  * packet that arrived, a message's timer expiry) shrink it at most once per
- * round trip by half the share of packets lost since the last cut; "not
- * now" from the target halves it.
+ * loss event (a round trip and a window of packets sent) by half the share
+ * of packets lost since the last cut; a share of 1/16 or more also ends
+ * slow start; "not now" from the target halves it.
  *
  * Target (AF_XDP entries, which this process receives itself): the same
  * answers as the runtime gives for window entries, from a per-source window
@@ -155,7 +156,7 @@ static void cc_forget(struct ptl_ni *ni, struct ptl_pending *p)
 }
 
 /* `lost` packets to rank were found lost (REL_LOST_ALL: the target said
- * "not now").  At most once per round trip the window shrinks by half the
+ * "not now").  At most once per loss event the window shrinks by half the
  * share of packets lost since the last cut (as DCTCP scales its cut by the
  * share of marked packets): a random loss in a long run of packets costs
  * little, a queue that drops half of a burst halves the window. */
