@@ -1570,7 +1570,7 @@ int PtlSpinRelStats(ptl_handle_ni_t nih, ptl_spin_rel_stats_t *st)
 			const struct ptl_cc *c = &ni->cc[r];
 
 			/* ranks this process has sent to */
-			if ((c->cut_us || c->ep_sent || c->since_cut || c->inflight) &&
+			if ((c->cut_us || c->ep_sent || c->inflight) &&
 			    c->cwnd > st->cwnd_max)
 				st->cwnd_max = c->cwnd;
 		}

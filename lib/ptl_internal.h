@@ -198,7 +198,6 @@ struct ptl_cc {
 	uint64_t cut_us;	/* the window was last cut */
 	uint64_t ep_sent, ep_lost;	/* packets sent (also again) and found
 					 * lost since then */
-	uint32_t since_cut;	/* packets arrived since then */
 };
 
 /* Target side of reliable delivery for AF_XDP entries: the outcome of the

@@ -126,7 +126,6 @@ static void cc_arrived(struct ptl_ni *ni, struct ptl_pending *p, uint32_t n)
 		n = p->cc_out;
 	p->cc_out -= n;
 	c->inflight -= n < c->inflight ? n : c->inflight;
-	c->since_cut += n;
 	if (c->cwnd < c->ssthresh) {
 		c->cwnd += n;
 	} else {
@@ -190,7 +189,6 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 	c->acc = 0;
 	c->cut_us = now;
 	c->ep_sent = c->ep_lost = 0;
-	c->since_cut = 0;
 	ni->rs.cc_cuts++;
 }
 
@@ -500,10 +498,12 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *list, uint32_t n,
 		   uint64_t now, bool repair)
 {
+	struct ptl_cc *c;
+
 	if (send_pkts(ni, p, list, n, SPIN_F_SACK_REQ, ni->bundle > 0))
 		ni->drops++;	/* the timer sends again */
-	else if (cc_counts(p) && cc_of(ni, p->rank))
-		cc_of(ni, p->rank)->ep_sent += n;
+	else if (cc_counts(p) && (c = cc_of(ni, p->rank)))
+		c->ep_sent += n;	/* sent again: in the loss share's base */
 	p->karn = true;
 	if (repair)
 		p->retx_us = now;
