@@ -229,8 +229,11 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 	out = d->out[k];
 	if (SPIN_DD_OUT_ID(out) != (id & 0xffff))
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
-	if (SPIN_DD_OUT_STATE(out) == SPIN_DD_XSK)
+	if (SPIN_DD_OUT_STATE(out) == SPIN_DD_XSK) {
+		if (op == SPIN_OP_GET)	/* when it came (wire.h, "re-get") */
+			sh->user_hdr[0] = bpf_cpu_to_be64(bpf_ktime_get_ns());
 		return spin_to_xsk(xdp, st, d->len[k]);
+	}
 	if (SPIN_DD_OUT_STATE(out) != SPIN_DD_DONE || !(single || (fl & SPIN_F_SACK_REQ)))
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	c = spin_ctx_get();
@@ -929,16 +932,20 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	struct spin_ctx *c;
 	struct spin_pt *pt;
 	struct spin_me *me;
-	__u32 ulen, msg_len, msg_id, pti, rank;
+	__u32 ulen, msg_len, msg_id, pti, rank, pay;
 	__u64 hdr_data;
 	int mi, reason;
 
 	if (!st || !cfg || (void *)(sh + 1) > end)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
-	/* header only: the payload is what the reply carries */
+	/* header only, but for a reliable re-get's bitmap (wire.h): whole
+	 * 64-bit words, at most one packet's worth */
 	ulen = bpf_ntohs(udp->len);
-	if (ulen != 8 + sizeof(*sh) || (void *)udp + ulen > end ||
+	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	pay = ulen - 8 - sizeof(*sh);
+	if (pay && (!(sh->flags & bpf_htons(SPIN_F_REL)) || pay > SPIN_MAX_SEG || (pay & 7)))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	msg_len = bpf_ntohl(sh->msg_len);
 	msg_id = bpf_ntohl(sh->msg_id);
@@ -966,6 +973,23 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		if (!me)
 			return spin_dup(xdp, rank, msg_id, 1);
 		spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
+		if (pay && c->mlength > SPIN_MAX_SEG) {
+			/* a re-get: the owning process sends the packets its
+			 * bitmap misses, from the window range read here */
+			long act;
+
+			sh->job_key = bpf_htonl(c->me);
+			sh->user_hdr[0] = bpf_cpu_to_be64(c->start);
+			sh->user_hdr[1] = bpf_cpu_to_be64((__u64)c->mlength |
+							  (__u64)(me->list & 0xff) << 32);
+			udp->check = 0;
+			act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+			if (act == XDP_REDIRECT) {
+				st->to_xsk++;
+				return act;
+			}
+			/* no process on this queue: the whole reply again */
+		}
 		goto reply;
 	}
 	mi = spin_match(pt, &q, c, SPIN_OP_GET);

@@ -678,7 +678,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	uint64_t off, mlength;
 
 	/* a reliable message completed here before: answer it again */
-	if (rel && ptl_rel_dup(ni, h, sack_req || (pkt_off == 0 && len == msg_len)))
+	if (rel && ptl_rel_dup(ni, h, NULL, 0, sack_req || (pkt_off == 0 && len == msg_len)))
 		return;
 	/* its event queue is full: "not now" (back-pressure, as the runtime
 	 * gives for its ring); the sender tries again later */
@@ -767,7 +767,7 @@ static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 {
 	struct ptl_mer *m = me_for(ni, h), snap;
 	bool rel = ntohs(h->flags) & SPIN_F_REL;
-	struct ptl_ldd_slot *sl;
+	struct ptl_ldd_slot *sl = NULL;
 	uint64_t off, mlength;
 	ptl_event_t ev;
 
@@ -785,6 +785,8 @@ static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 		sl->off = off;
 	}
 	ptl_reply_to(ni, h, (uint8_t *)m->me.start + off, mlength, SPIN_FAIL_OK, m->list);
+	if (sl)
+		sl->sent_ns = ptl_now_us() * 1000;
 	ev = (ptl_event_t){
 		.type = PTL_EVENT_GET, .start = (uint8_t *)m->me.start + off,
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
@@ -882,6 +884,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	md = &ni->md[p->md];
 	if (!p->npkts) {
 		p->npkts = seg ? spin_npkts(msg_len, seg) : 1;
+		p->rseg = seg;
 		if (p->npkts > 1) {
 			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
 			if (!p->bitmap) {
@@ -913,6 +916,39 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	}
 }
 
+/*
+ * A re-get (wire.h) of a window entry's reply, which the runtime handed
+ * over having checked that the entry is still the one the get read: the
+ * reply's range of the window is in the header.  A get with a bitmap that
+ * is neither this nor in the window of outcomes is dropped: it is never a
+ * first request.  The range must still lie
+ * in the entry of that index (it may have been unlinked since), else the
+ * initiator asks again and the runtime answers that the entry is gone.
+ */
+static void on_window_reget(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
+			    uint32_t len)
+{
+	struct ptl_mer *m = me_of_pkt(ni, h);
+	uint64_t start = be64toh(h->user_hdr[0]), word = be64toh(h->user_hdr[1]);
+	uint64_t mlength = word & 0xffffffff;
+	const uint8_t *b;
+
+	/* (an AF_XDP entry's re-get is in this process's window of outcomes,
+	 * ptl_rel_dup: one that is not is no get to serve) */
+	if (!m || !m->window) {
+		ni->drops++;
+		return;
+	}
+	b = ni->win + start;
+	if (start > ni->win_len || mlength > ni->win_len - start ||
+	    b < (const uint8_t *)m->me.start ||
+	    (uint64_t)(b - (const uint8_t *)m->me.start) + mlength > m->me.length) {
+		ni->drops++;
+		return;
+	}
+	ptl_rel_reget(ni, h, pay, len, b, mlength, (uint32_t)(word >> 32) & 0xff);
+}
+
 static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
 {
 	struct ptl_ni *ni = ctx;
@@ -920,8 +956,12 @@ static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t
 	if ((h->op == SPIN_OP_GET || h->op == SPIN_OP_ATOMIC || h->op == SPIN_OP_FETCH) &&
 	    (ntohs(h->flags) & SPIN_F_REL)) {
 		/* answered before: again; its queue full: "not now" */
-		if (ptl_rel_dup(ni, h, true))
+		if (ptl_rel_dup(ni, h, pay, len, true))
 			return 0;
+		if (h->op == SPIN_OP_GET && len) {
+			on_window_reget(ni, h, pay, len);
+			return 0;
+		}
 		if (eq_full_for(ni, me_of_pkt(ni, h))) {
 			ni->rs.held++;
 			if (h->op == SPIN_OP_ATOMIC)
@@ -1004,11 +1044,25 @@ static int on_event(void *ctx, const struct spin_event *e)
 	case SPIN_EV_GET_FROM_HOST: {
 		const struct spin_put_req *r = &e->put;
 
+		struct ptl_sent_reply *sr = &ni->sent_reply[(r->ack_msg_id ^ r->target_rank * 31) %
+							   (sizeof(ni->sent_reply) /
+							    sizeof(ni->sent_reply[0]))];
+
 		if (r->src_off > ni->win_len || r->len > ni->win_len - r->src_off)
 			break;
+		/* a repeated get that crossed the whole reply to its first
+		 * copy (it came before that reply was sent) has its answer */
+		if (sr->rank == r->target_rank && sr->id == r->ack_msg_id &&
+		    ptl_rel_reply_crossed(e->timestamp_ns, sr->sent_ns)) {
+			ni->rs.reget_crossed++;
+			break;
+		}
 		send_reply(ni, r->target_rank, e->pt_index, r->ack_msg_id, r->match_bits,
 			   r->remote_off, r->hdr_data, ni->win + r->src_off, r->len, r->ack_mlength,
 			   r->ack_fail, r->ack_list);
+		sr->rank = r->target_rank;
+		sr->id = r->ack_msg_id;
+		sr->sent_ns = ptl_now_us() * 1000;
 		break;
 	}
 	case SPIN_EV_PUT_FROM_HOST: {

@@ -157,6 +157,7 @@ struct ptl_pending {
 	/* replies; a reliable put's packets (npkts) */
 	uint32_t got, npkts;
 	uint64_t *bitmap;
+	uint32_t rseg;		/* the reply's packet size (its bitmap's unit) */
 	ptl_op_t aop;
 	ptl_datatype_t adt;
 	/* reliable delivery (ptl_rel.c) */
@@ -209,6 +210,7 @@ struct ptl_ldd_slot {
 	uint8_t *reply;		/* FETCH: the old bytes it returned (owned) */
 	ptl_handle_me_t meh;	/* GET: the entry and offset its bytes came from */
 	uint64_t off;
+	uint64_t sent_ns;	/* GET: its whole reply was last sent (CLOCK_MONOTONIC) */
 };
 struct ptl_ldd {
 	struct ptl_ldd_slot s[SPIN_DEDUP_SLOTS];
@@ -258,6 +260,12 @@ struct ptl_ni {
 	struct spin_xsk *xsk;
 	uint8_t *win;
 	size_t win_len;
+	/* whole multi-packet replies of window entries sent lately (a
+	 * repeated get that crossed one is not answered again) */
+	struct ptl_sent_reply {
+		uint32_t rank, id;
+		uint64_t sent_ns;
+	} sent_reply[256];
 	uint32_t rank, pid, nid, size;
 	ptl_process_t *map;	/* rank -> nid/pid */
 	size_t map_size;
@@ -375,6 +383,14 @@ void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, 
 		  uint32_t fail, uint32_t list);
 uint64_t ptl_now_us(void);
 
+/* Word w of a complete packet bitmap of npkts packets. */
+static inline uint64_t ptl_word_full(uint32_t npkts, uint32_t w)
+{
+	uint32_t left = npkts - w * 64;
+
+	return left >= 64 ? ~0ull : (1ull << left) - 1;
+}
+
 /* ptl_rel.c: reliable delivery (docs/reliable.md) */
 void ptl_rel_init(struct ptl_ni *ni);
 void ptl_rel_fini(struct ptl_ni *ni);
@@ -413,7 +429,16 @@ void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, ui
 		  uint32_t list);
 /* ... a packet of a message completed before: answer again if it asks
  * (answer: a single-packet message, or SPIN_F_SACK_REQ); true if it was one. */
-bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer);
+bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len,
+		 bool answer);
+/* A get asked for again without a bitmap (wire.h, "re-get"), which the
+ * target took at took_ns: the whole reply sent at sent_ns answers it
+ * (false: send it again). */
+bool ptl_rel_reply_crossed(uint64_t took_ns, uint64_t sent_ns);
+/* ... a re-get (wire.h): the packets of the reply [buf, +len) its bitmap
+ * (pay, plen bytes) names missing; without one, the whole reply. */
+void ptl_rel_reget(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t plen,
+		   const void *buf, uint64_t len, uint32_t list);
 /* ... a message still missing packets was asked for a SACK. */
 void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64_t *bitmap,
 		       uint32_t npkts);

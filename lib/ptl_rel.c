@@ -39,6 +39,9 @@
 #include "ptl_internal.h"
 
 #define REL_RTO_INIT_US	10000	/* before the first round-trip sample */
+#define REL_REGETS	8	/* re-gets per get and timer round (wire.h) */
+#define REL_CROSS_NS	2000000	/* a repeated get taken this soon after its whole
+				 * reply was sent crossed it on the way */
 #define REL_PROBE_EVERY	32	/* quiet messages to one rank per probe (half
 				 * the 64 ids a range ack covers) */
 
@@ -360,6 +363,37 @@ int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
 	return wait_for(ni, window_free, &old, "the answer to message", old);
 }
 
+/* A get whose reply came in part: ask again for the packets it misses
+ * (wire.h, "re-get"), one request per SPIN_MAX_SEG / 8 bitmap words that
+ * hold a gap, at most REL_REGETS requests per round (the next round asks
+ * for the gaps after those). */
+static int send_regets(struct ptl_ni *ni, struct ptl_pending *p, struct spin_msg_args *a)
+{
+	uint64_t words[SPIN_MAX_SEG / 8];
+	uint32_t nw = (p->npkts + 63) / 64, w = 0, sent = 0;
+
+	while (sent < REL_REGETS) {
+		uint32_t n;
+		int err;
+
+		while (w < nw && p->bitmap[w] == ptl_word_full(p->npkts, w))
+			w++;
+		if (w == nw)
+			break;
+		for (n = 0; n < sizeof(words) / 8 && w + n < nw; n++)
+			words[n] = htole64(p->bitmap[w + n]);
+		a->user_hdr[2] = w;
+		a->user_hdr[3] = p->rseg;
+		err = spin_xsk_send_reget(ni->xsk, p->rank, a, (uint32_t)p->len, words, n * 8);
+		if (err)
+			return err;
+		ni->rs.regets++;
+		sent++;
+		w += n;
+	}
+	return 0;
+}
+
 /* Send packets list[0..n) (NULL: all) of p, the last one with last_flags;
  * a get is its one header-only request. */
 static int send_pkts(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *list, uint32_t n,
@@ -370,6 +404,8 @@ static int send_pkts(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *l
 	if (p->wire_op == SPIN_OP_GET) {
 		a = p->args;
 		a.flags |= last_flags;
+		if (p->bitmap && p->got && p->rseg)
+			return send_regets(ni, p, &a);
 		return spin_xsk_send_get(ni->xsk, p->rank, &a, (uint32_t)p->len, NULL);
 	}
 	return spin_xsk_send_pkts(ni->xsk, p->rank, &p->args, p->buf, (uint32_t)p->len, list, n,
@@ -755,7 +791,8 @@ static uint64_t range_of(const struct ptl_ldd *d, uint32_t id)
 	return bits;
 }
 
-bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
+bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len,
+		 bool answer)
 {
 	uint32_t rank = ntohl(h->src_rank), id = ntohl(h->msg_id);
 	struct ptl_ldd *d = rank < SPIN_MAX_PEERS ? ni->ldd[rank] : NULL;
@@ -773,15 +810,77 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
 	if (h->op == SPIN_OP_FETCH)
 		ptl_reply_to(ni, h, s->reply, s->reply ? s->mlength : 0,
 			     s->reply || s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
-	else if (h->op == SPIN_OP_GET && !s->fail && (m = ptl_me_get(ni, s->meh)))
-		/* read again, as an RDMA read retry does */
-		ptl_reply_to(ni, h, (uint8_t *)m->me.start + s->off, s->mlength, 0, s->list);
+	else if (h->op == SPIN_OP_GET && !s->fail && (m = ptl_me_get(ni, s->meh))) {
+		/* read again, as an RDMA read retry does; a re-get names
+		 * the packets it misses */
+		if (!len && s->mlength > SPIN_MAX_SEG &&
+		    ptl_rel_reply_crossed(be64toh(h->user_hdr[0]), s->sent_ns)) {
+			ni->rs.reget_crossed++;
+			return true;
+		}
+		ptl_rel_reget(ni, h, pay, len, (uint8_t *)m->me.start + s->off, s->mlength,
+			      s->list);
+		if (!len)
+			s->sent_ns = ptl_now_us() * 1000;
+	}
 	else if (h->op == SPIN_OP_GET)	/* its entry is gone: the bytes with it */
 		ptl_reply_to(ni, h, NULL, 0, s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
 	else
 		ptl_send_ack_range(ni, h, s->mlength, s->fail, s->list,
 				   (ntohs(h->flags) & SPIN_F_SACK_REQ) ? range_of(d, id) : 0);
 	return true;
+}
+
+bool ptl_rel_reply_crossed(uint64_t took_ns, uint64_t sent_ns)
+{
+	return took_ns && sent_ns && took_ns < sent_ns + REL_CROSS_NS;
+}
+
+void ptl_rel_reget(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t plen,
+		   const void *buf, uint64_t len, uint32_t list)
+{
+	uint32_t seg = (uint32_t)be64toh(h->user_hdr[3]), npkts, nw, n = 0;
+	uint64_t w0 = be64toh(h->user_hdr[2]);
+	struct spin_msg_args a = {
+		.op = SPIN_OP_REPLY, .pt_index = ntohs(h->pt_index), .msg_id = ntohl(h->msg_id),
+		.match_bits = be64toh(h->match_bits), .remote_off = be64toh(h->remote_off),
+		.hdr_data = be64toh(h->hdr_data),
+		.user_hdr = { ntohl(h->msg_len), SPIN_FAIL_OK, list },
+	};
+
+	/* no bitmap, or one in other packets than this side sends: all */
+	if (!plen || plen % 8 || seg != SPIN_MAX_SEG || len <= seg) {
+		ptl_reply_to(ni, h, buf, len, SPIN_FAIL_OK, list);
+		return;
+	}
+	npkts = spin_npkts((uint32_t)len, seg);
+	nw = (npkts + 63) / 64;
+	if (w0 >= nw)
+		return;
+	if (ni->send_cap < npkts) {
+		uint32_t *l = realloc(ni->send_list, npkts * sizeof(*l));
+
+		if (!l)
+			return;	/* asked again at the initiator's next timeout */
+		ni->send_list = l;
+		ni->send_cap = npkts;
+	}
+	for (uint32_t i = 0; i < plen / 8 && w0 + i < nw; i++) {
+		uint64_t have;
+		uint32_t w = (uint32_t)w0 + i;
+
+		memcpy(&have, pay + 8 * i, 8);
+		have = le64toh(have);
+		for (uint32_t b = 0; b < 64 && w * 64 + b < npkts; b++)
+			if (!(have >> b & 1))
+				ni->send_list[n++] = w * 64 + b;
+	}
+	if (!n)
+		return;
+	ni->rs.reget_pkts += n;
+	if (spin_xsk_send_pkts(ni->xsk, ntohl(h->src_rank), &a, buf, (uint32_t)len, ni->send_list,
+			       n, 0, false))
+		ni->drops++;
 }
 
 void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64_t *bitmap,
@@ -795,12 +894,9 @@ void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64
 		.hdr_data = be64toh(h->hdr_data),
 	};
 
-	for (w0 = 0; w0 < nwords; w0++) {
-		uint32_t left = npkts - w0 * 64;
-
-		if (bitmap[w0] != (left >= 64 ? ~0ull : (1ull << left) - 1))
+	for (w0 = 0; w0 < nwords; w0++)
+		if (bitmap[w0] != ptl_word_full(npkts, w0))
 			break;
-	}
 	if (w0 == nwords)
 		return;
 	while (w0 + n < nwords && n < sizeof(words) / 8) {

@@ -120,12 +120,15 @@ int spin_hdr_parse(const void *udp_payload, size_t len, struct spin_hdr *out)
 	pkt_off = ntohl(h.pkt_off);
 	pay = len - sizeof(h);
 	if (h.op == SPIN_OP_GET) {
-		/* a request: no payload, msg_len is the requested length */
-		if (pay || pkt_off)
+		/* a request: msg_len is the requested length; no payload but
+		 * a reliable re-get's bitmap (wire.h): whole words, one
+		 * packet's worth at most */
+		if (pkt_off || (pay && (!(ntohs(h.flags) & SPIN_F_REL) || pay % 8 ||
+					pay > SPIN_MAX_SEG)))
 			return -1;
 		if (out)
 			*out = h;
-		return 0;
+		return (int)pay;
 	}
 	if (seg == 0 || pkt_off % seg)
 		return -1;

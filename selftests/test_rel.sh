@@ -82,7 +82,8 @@ held() {
 
 # rel NAME CHECK "A_ARGS" "B_ARGS" VAR=VALUE...: ptl_test rel (or REL_CASE=...)
 # on both ranks; CHECK
-# 1: retransmissions must be counted, notnow: "not now" nacks, 0: nothing more
+# 1: retransmissions must be counted, notnow: "not now" nacks, get: also
+# re-gets sent (rank 0) and answered (rank 1), 0: nothing more
 rel() {
 	local name=$1 lossy=$2 ia=$3 ib=$4 dir k pids=() bad=0 rc case=rel a; shift 4
 	[ -n "$FILTER" ] && [[ $name != $FILTER ]] && return 0
@@ -103,9 +104,15 @@ rel() {
 		[ $rc -eq 0 ] || { echo "rank $k exit $rc" >>"$dir/why"; bad=1; }
 	done
 	{ nsx "$NM" "$IMPAIR" stats "$PINS" a; nsx "$NM" "$IMPAIR" stats "$PINS" b; } >"$dir/link" 2>&1
-	if [ $bad = 0 ] && [ "$lossy" = 1 ] &&
+	if [ $bad = 0 ] && { [ "$lossy" = 1 ] || [ "$lossy" = get ]; } &&
 		! grep -qE 'retx_pkts [1-9]' "$dir/out.0"; then
 		echo "no retransmission on a lossy link" >>"$dir/why"; bad=1
+	fi
+	# long replies lose packets: the initiator asked for the missing ones
+	# only (re-gets), and the target sent those
+	if [ $bad = 0 ] && [ "$lossy" = get ] &&
+		! { grep -qE ' regets [1-9]' "$dir/out.0" && grep -qE ' reget_pkts [1-9]' "$dir/out.1"; }; then
+		echo "no re-get naming the missing reply packets was sent and answered" >>"$dir/why"; bad=1
 	fi
 	# a case that asks the link to hold frames back wants it to have
 	if [ $bad = 0 ] && { ! held "$ia" a "$dir/link" || ! held "$ib" b "$dir/link"; }; then
@@ -129,9 +136,9 @@ N16M=${REL_N16M:-20}
 ALL=8:100000,1024:100,16384:100,65536:100,1048576:4,4194304:2,16777216:$N16M
 # 10% loss costs a retransmission round per lost packet: fewer big ones
 SOME=8:20000,1024:100,65536:50,1048576:4,4194304:1,16777216:$(((N16M + 1) / 2))
-# a lost packet of a get's reply costs the whole reply again (the get is
-# sent again): 16 MiB gets are few, $REL_N16M / 5
-NGET=$(((N16M + 4) / 5))
+# gets: as many 16 MiB ones ($REL_N16M; a lost reply packet is asked for
+# again with a re-get naming the missing packets, wire.h)
+NGET=$N16M
 # the host window holds one entry per size: all the messages of a size
 HOSTPG=$((N16M * 4096 + 8192))
 CLEAN="drop 0 dup 0 corrupt 0"
@@ -159,13 +166,13 @@ rel pause_malloc notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 
 	PTL_REL_KIND=malloc PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
 # gets and atomics: a lost request or reply is sent again, a repeated
 # request is answered without a second event (a fetch: its old bytes again)
-rel get_loss10_window 1 "drop 100000" "drop 100000" PTL_REL_OP=get \
+rel get_loss10_window get "drop 100000" "drop 100000" PTL_REL_OP=get \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:2,16777216:$NGET PTL_REL_KIND=window
-rel get_loss10_malloc 1 "drop 100000" "drop 100000" PTL_REL_OP=get \
+rel get_loss10_malloc get "drop 100000" "drop 100000" PTL_REL_OP=get \
 	PTL_REL_SPEC=8:5000,1024:100,65536:50,1048576:2,16777216:$NGET PTL_REL_KIND=malloc
-rel get_loss1_window 1 "drop 10000" "drop 10000" PTL_REL_OP=get \
+rel get_loss1_window get "drop 10000" "drop 10000" PTL_REL_OP=get \
 	PTL_REL_SPEC=1024:100,1048576:4,16777216:$NGET PTL_REL_KIND=window
-rel get_loss1_malloc 1 "drop 10000" "drop 10000" PTL_REL_OP=get \
+rel get_loss1_malloc get "drop 10000" "drop 10000" PTL_REL_OP=get \
 	PTL_REL_SPEC=1024:100,1048576:4,16777216:$NGET PTL_REL_KIND=malloc
 rel atomic_loss10_dup1 1 "drop 100000 dup 10000" "drop 100000 dup 10000" PTL_REL_OP=atomic \
 	PTL_REL_SPEC=8:20000 PTL_REL_KIND=malloc PTL_REL_ACK=1

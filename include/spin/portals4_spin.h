@@ -102,6 +102,10 @@ typedef struct {
 	uint64_t cc_cuts;	/* times a window was halved (loss or "not now") */
 	uint64_t cc_held;	/* packets held back by a window, sent later */
 	uint64_t cwnd_max;	/* the largest window now of the ranks sent to, packets */
+	uint64_t regets;	/* gets sent again naming the reply packets they miss */
+	uint64_t reget_pkts;	/* target: reply packets sent again for such re-gets */
+	uint64_t reget_crossed;	/* target: repeated gets that crossed their whole reply
+				 * (sent before it came), not answered again */
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 

@@ -99,6 +99,27 @@ enum spin_op {
  * and hdr_data echoed; user_hdr[0] the requested length, user_hdr[1] the
  * failure (enum spin_fail), user_hdr[2] the list the entry was on.
  *
+ * A reliable get sent again (SPIN_F_REL, the same msg_id) by an initiator
+ * that already has part of a multi-packet reply may carry a payload: the
+ * reply's packet bitmap as the initiator has it, bit set = packet received,
+ * little-endian 64-bit words from word user_hdr[2] on (at most
+ * SPIN_MAX_SEG / 8 words), counted in packets of user_hdr[3] bytes (the
+ * reply's seg_size).  The target sends again only the reply packets whose
+ * bits are clear in those words (a "re-get"; a target that cannot, the
+ * whole reply).  The runtime hands such a re-get of a window entry to the
+ * owning process's AF_XDP socket, having checked that the entry is still
+ * the one the get read: job_key the entry's index (as for SPIN_ME_XSK
+ * entries), user_hdr[0] the reply's start in the host window, user_hdr[1]
+ * its length (low 32 bits) and the entry's list (bits 32-39), UDP checksum
+ * cleared.  A get sent again that the runtime hands to an AF_XDP socket
+ * again (its entry is a SPIN_ME_XSK one) carries in user_hdr[0] the time
+ * the runtime took it (bpf_ktime_get_ns); a GET_FROM_HOST event has it in
+ * timestamp_ns.  A repeated get without a bitmap that arrived before the
+ * whole reply to its first copy was sent (or just after: they crossed) is
+ * answered by that reply, not by another one: a get waiting behind other
+ * long replies is asked for again by its initiator's timer, and sending
+ * every such reply again made the target send 7x the bytes asked for.
+ *
  * An atomic (SPIN_OP_ATOMIC) or fetch-atomic/swap (SPIN_OP_FETCH) is one
  * packet (msg_len <= SPIN_MAX_SEG) whose payload is the initiator's operand
  * vector; user_hdr[0] is the Portals operation (ptl_op_t), user_hdr[1] the

@@ -96,6 +96,12 @@ bool spin_xsk_rx_pending(const struct spin_xsk *x);
  * `length` bytes; a->op, seg_size ignored) like spin_xsk_send(). */
 int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 		      uint32_t length, uint32_t *msg_id);
+/* A reliable get sent again (wire.h, "re-get"): a's msg_id and SPIN_F_REL,
+ * and nbytes (a multiple of 8, at most SPIN_MAX_SEG) of the reply's packet
+ * bitmap from word user_hdr[2] on, so that the target sends only the
+ * packets it names missing. */
+int spin_xsk_send_reget(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+			uint32_t length, const uint64_t *words, uint32_t nbytes);
 
 /*
  * Packet callback of spin_xsk_recv(): h is the wire header as received
