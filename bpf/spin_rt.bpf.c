@@ -201,6 +201,17 @@ static int spin_range_cb(__u32 i, struct spin_range_q *q)
 	return 0;
 }
 
+/* How long an incomplete message lives without a new packet: the attach
+ * timeout, and for a reliable one at least SPIN_REL_MSG_TIMEOUT_NS. */
+static __always_inline __u64 spin_msg_life(const struct spin_cfg *cfg, __be16 flags)
+{
+	__u64 t = cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS;
+
+	if ((flags & bpf_htons(SPIN_F_REL)) && t < SPIN_REL_MSG_TIMEOUT_NS)
+		t = SPIN_REL_MSG_TIMEOUT_NS;
+	return t;
+}
+
 /*
  * A duplicate of message (rank, id), whose id is in the window: a reliable
  * sender (SPIN_F_REL) sent it again because the answer was lost or late.
@@ -1373,7 +1384,7 @@ int spin_rx(struct xdp_md *xdp)
 			spin_msg_free(&c->key);
 			return spin_reject(xdp, st, cfg, NULL, reason);
 		}
-		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
+		m->deadline = bpf_ktime_get_ns() + spin_msg_life(cfg, sh->flags);
 		w = spin_msg_word(m, &c->key, idx);
 		if (!w) {
 			spin_msg_free(&c->key);
@@ -1446,7 +1457,7 @@ existing:
 	if (sh->flags & bpf_htons(SPIN_F_REL)) {
 		/* a reliable message lives while its packets come (sent
 		 * again too: an AF_XDP message's process may still miss them) */
-		m->deadline = bpf_ktime_get_ns() + (cfg->msg_timeout_ns ?: SPIN_MSG_TIMEOUT_NS);
+		m->deadline = bpf_ktime_get_ns() + spin_msg_life(cfg, sh->flags);
 		if (!(old & bit))
 			;
 		else if ((me->options & SPIN_ME_XSK) && m->status != SPIN_MSG_DROP &&

@@ -563,6 +563,11 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 	}
 	if (!p->karn && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC))
 		rtt_sample(ni, now - p->sent_us);
+	/* the target gave the message up while it was still being sent (its
+	 * packets stopped for SPIN_REL_MSG_TIMEOUT_NS): not delivered, and
+	 * the send event says so, not only an ack event nobody may ask for */
+	if (fail == SPIN_FAIL_TIMEOUT)
+		p->unsent = true;
 	alive(ni, p, now);
 	if (!fail)
 		cc_arrived(ni, p, p->cc_out);

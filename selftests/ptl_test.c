@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -3248,6 +3249,10 @@ static void c_twowaiters(void)
  * per packet.  $PTL_REL_PAUSE_MS: rank 1 stops reading its event queue
  * ($PTL_REL_EQ entries, default 65536) for that long after half the
  * messages: nothing may be lost (no PTL_EQ_DROPPED), the sender waits.
+ * $PTL_REL_STOP_MS: rank 0 stops (SIGSTOP, the whole process, its progress
+ * thread too) for that long right after it posts its first message of
+ * 1 MiB or more, which is then partly sent: a sender descheduled in the
+ * middle of a message must not lose it.
  * $PTL_REL_OP=get: rank 0 gets each message's bytes (patterned by rank 1)
  * and checks them; atomic: each message adds 1 to one of 64 counters
  * (PtlAtomic), fetch: to one counter with PtlFetchAtomic.  The counters
@@ -3438,9 +3443,27 @@ static void rel_count(const ptl_event_t *ev, size_t *n, size_t *sends, size_t *a
 	*replies += ev->type == PTL_EVENT_REPLY;
 }
 
+/* Stop this process for ms: a child sends it SIGCONT. */
+static void stop_self(int ms)
+{
+	pid_t child = fork();
+
+	if (child < 0)
+		DIE("fork: %s", strerror(errno));
+	if (!child) {
+		usleep((useconds_t)ms * 1000);
+		kill(getppid(), SIGCONT);
+		_exit(0);
+	}
+	LOG("stopping for %d ms", ms);
+	raise(SIGSTOP);
+	waitpid(child, NULL, 0);
+}
+
 static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, size_t total,
 			  size_t bytes, ptl_handle_eq_t eq)
 {
+	int stop_ms = getenv("PTL_REL_STOP_MS") ? atoi(getenv("PTL_REL_STOP_MS")) : 0;
 	/* put/get: each message its own bytes; atomic/fetch: 8 bytes each */
 	size_t cap = op == REL_PUT || op == REL_GET ? bytes : total * 8;
 	uint8_t *src = calloc(1, cap ? cap : 1), *dst = calloc(1, cap ? cap : 1);
@@ -3492,6 +3515,10 @@ static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, 
 				break;
 			}
 			off += c[k].size;
+			if (stop_ms > 0 && c[k].size >= (1 << 20)) {
+				stop_self(stop_ms);
+				stop_ms = 0;
+			}
 			/* take what came meanwhile: the queue holds 65536 */
 			while (PtlEQGet(eq, &ev) == PTL_OK)
 				rel_count(&ev, &ev_n, &sends, &acks, &replies);

@@ -164,6 +164,13 @@ rel pause_window notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 
 	PTL_REL_KIND=window PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
 rel pause_malloc notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 \
 	PTL_REL_KIND=malloc PTL_REL_EQ=1024 PTL_REL_PAUSE_MS=2000
+# a sender stopped for 1.5 s in the middle of a 16 MiB put (SIGSTOP: its
+# progress thread too): the target keeps a reliable message 4 s without a
+# packet (SPIN_REL_MSG_TIMEOUT_NS), not the attach timeout's 1 s, so the
+# message completes when the sender goes on (its own timeout raised to 5 s
+# so that only the target's can fail it)
+rel stall_sender 0 "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:10,16777216:3 PTL_REL_KIND=window \
+	PTL_REL_STOP_MS=1500 SPIN_PTL_TIMEOUT_MS=5000
 # gets and atomics: a lost request or reply is sent again, a repeated
 # request is answered without a second event (a fetch: its old bytes again)
 rel get_loss10_window get "drop 100000" "drop 100000" PTL_REL_OP=get \

@@ -249,6 +249,11 @@ _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 #define SPIN_MAX_PUTS		8	/* device puts per handler invocation (power of 2);
 					 * more than one: fan-out, see below */
 #define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
+/* ... a reliable one (SPIN_F_REL) at least this long without a packet: its
+ * sender sends one at least every RTO (at most 200 ms by default) and gives
+ * up itself after 2 s without an answer; a target that gave up first
+ * would fail a message its sender was still delivering */
+#define SPIN_REL_MSG_TIMEOUT_NS	(4000ull * 1000 * 1000)
 #define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* late duplicate of an expired id */
 #define SPIN_HDR_WAIT_LOOPS	(1 << 16) /* spins waiting for a header handler */
 #define SPIN_GC_MIN_NS		(10ull * 1000 * 1000)	/* sweep period bounds */
