@@ -162,18 +162,76 @@ static __always_inline void spin_dd_forget(__u32 rank, __u32 id)
 		__sync_val_compare_and_swap(&d->id[id & (SPIN_DEDUP_SLOTS - 1)], id, 0);
 }
 
+/*
+ * AF_XDP receive credits (spin_cfg.xsk_room, docs/reliable.md "Flow
+ * control"): take one for a frame about to be handed to the socket of
+ * queue q; 0 if its process has not taken back enough frames from its
+ * receive ring for another to fit.  A frame whose redirect then fails
+ * gives it back (spin_xsk_give).
+ */
+static __always_inline int spin_xsk_take(struct spin_cfg *cfg, __u32 q)
+{
+	__u64 sent;
+
+	if (!cfg || !cfg->xsk_room || q != cfg->xsk_queue)
+		return 1;
+	sent = __sync_fetch_and_add(&cfg->xsk_sent, 1);
+	if (sent - *(volatile __u64 *)&cfg->xsk_taken < cfg->xsk_room)
+		return 1;
+	__sync_fetch_and_add(&cfg->xsk_sent, -1);
+	return 0;
+}
+
+static __always_inline void spin_xsk_give(struct spin_cfg *cfg, __u32 q)
+{
+	if (cfg && cfg->xsk_room && q == cfg->xsk_queue)
+		__sync_fetch_and_add(&cfg->xsk_sent, -1);
+}
+
+/* Hand the frame to the socket of its receive queue, within the credits:
+ * XDP_REDIRECT, or -1 if there is no room (nothing taken), or the failed
+ * redirect's action (its credit given back). */
+static __always_inline long spin_xsk_redirect(struct xdp_md *xdp, struct spin_cfg *cfg, __u64 flags)
+{
+	__u32 q = xdp->rx_queue_index;
+	long act;
+
+	if (!spin_xsk_take(cfg, q))
+		return -1;
+	act = bpf_redirect_map(&spin_xsks, q, flags);
+	if (act != XDP_REDIRECT)
+		spin_xsk_give(cfg, q);
+	return act;
+}
+
 /* Hand this frame to the owning process's AF_XDP socket; job_key carries
  * the matched entry (wire.h). */
 static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st, __u32 mi)
 {
 	struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+	struct spin_cfg *cfg = spin_cfg_get();
 	long act;
 
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	sh->job_key = bpf_htonl(mi);
 	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
-	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+	act = spin_xsk_redirect(xdp, cfg, 0);
+	if (act < 0) {
+		/* its ring is full: "not now" to a reliable sender that asks
+		 * (the runtime's state stays: the next try comes here) */
+		__u16 fl = bpf_ntohs(sh->flags);
+		struct spin_ctx *c;
+
+		spin_drop_count(st, SPIN_DROP_XSK_FULL);
+		if (!(fl & SPIN_F_REL) || (sh->pkt_off && !(fl & SPIN_F_SACK_REQ)) ||
+		    !(c = spin_ctx_get()))
+			return XDP_DROP;
+		return spin_answer(xdp, c, cfg, st,
+				   sh->op == SPIN_OP_GET || sh->op == SPIN_OP_FETCH ?
+				   SPIN_PUT_REPLY : SPIN_PUT_ACK, 0, bpf_ntohl(sh->src_rank),
+				   bpf_ntohl(sh->msg_id), SPIN_FAIL_QUEUE_FULL, 0, 0);
+	}
 	if (act != XDP_REDIRECT)
 		return spin_drop(st, SPIN_DROP_NO_XSK);
 	if (st)
@@ -717,7 +775,8 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
 	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
-		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA)
+		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA ||
+		 reason == SPIN_DROP_XSK_FULL)
 		fail = SPIN_FAIL_QUEUE_FULL;
 	else
 		return XDP_DROP;
@@ -733,7 +792,10 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 	/* reliable: "not now" forgets the message (the sender tries again
 	 * later), any other refusal is its outcome, answered again to a
 	 * retransmission */
-	if (rel && fail == SPIN_FAIL_QUEUE_FULL)
+	if (reason == SPIN_DROP_XSK_FULL)
+		;	/* the runtime's part is done and kept (the window says
+			 * "to the socket"): a retransmission goes there again */
+	else if (rel && fail == SPIN_FAIL_QUEUE_FULL)
 		spin_dd_forget(rank, bpf_ntohl(sh->msg_id));
 	else if (rel)
 		spin_dd_note(rank, bpf_ntohl(sh->msg_id), SPIN_DD_DONE, fail, 0, 0);
@@ -791,7 +853,9 @@ __noinline int spin_default(struct xdp_md *xdp)
 			return spin_drop(st, SPIN_DROP_MALFORMED);
 		sh->job_key = bpf_htonl(c->me);
 		((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
-		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+		act = spin_xsk_redirect(xdp, cfg, 0);
+		if (act < 0)
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_XSK_FULL);
 		if (act != XDP_REDIRECT)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
 		if (st)
@@ -994,11 +1058,13 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 			sh->user_hdr[1] = bpf_cpu_to_be64((__u64)c->mlength |
 							  (__u64)(me->list & 0xff) << 32);
 			udp->check = 0;
-			act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+			act = spin_xsk_redirect(xdp, cfg, 0);
 			if (act == XDP_REDIRECT) {
 				st->to_xsk++;
 				return act;
 			}
+			if (act < 0)	/* asked again at the next timeout */
+				return spin_drop(st, SPIN_DROP_XSK_FULL);
 			/* no process on this queue: the whole reply again */
 		}
 		goto reply;
@@ -1018,7 +1084,9 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
 		sh->job_key = bpf_htonl(mi);
 		((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
-		act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+		act = spin_xsk_redirect(xdp, cfg, 0);
+		if (act < 0)
+			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_XSK_FULL);
 		if (act != XDP_REDIRECT)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_NO_XSK);
 		st->to_xsk++;
@@ -1087,8 +1155,10 @@ reply:
  */
 static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *st)
 {
-	long act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, XDP_PASS);
+	long act = spin_xsk_redirect(xdp, spin_cfg_get(), XDP_PASS);
 
+	if (act < 0)	/* the requester asks again */
+		return spin_drop(st, SPIN_DROP_XSK_FULL);
 	if (st) {
 		st->replies_received++;
 		if (act == XDP_REDIRECT)
@@ -1165,7 +1235,9 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	sh->job_key = bpf_htonl(mi);
 	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 	spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
-	act = bpf_redirect_map(&spin_xsks, xdp->rx_queue_index, 0);
+	act = spin_xsk_redirect(xdp, cfg, 0);
+	if (act < 0)	/* the entry stays claimed for its retransmission */
+		return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_XSK_FULL);
 	if (act != XDP_REDIRECT) {
 		/* nobody applies it: a use-once entry this claimed stays
 		 * usable for the next operation */

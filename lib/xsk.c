@@ -74,6 +74,7 @@ struct spin_xsk {
 	uint32_t queue;
 	bool zc;
 	bool registered;
+	bool credits;		/* it set the runtime's receive credits (credits_start) */
 	uint8_t *umem;
 	size_t umem_len;
 	uint32_t frames, nrx;
@@ -219,6 +220,53 @@ static int xsk_setup(struct spin_xsk *x, uint16_t flags, const char **what)
 	return 0;
 }
 
+/*
+ * Receive credits (spin_cfg.xsk_room, wire.h): the runtime hands this
+ * socket at most xsk_room frames beyond the xsk_taken it took back from its
+ * receive ring, so the ring (and the fill ring behind it, which has a slot
+ * for every frame) never overflows.  The margin covers frames the runtime
+ * counted that are still on their way into the ring, which a resync (the
+ * ring found empty: everything sent was taken) counts as taken.
+ */
+#define XSK_CREDIT_MARGIN	64
+
+static void credits_start(struct spin_xsk *x)
+{
+	struct spin_cfg *cfg = x->rt->cfg;
+
+	if (!cfg || x->nrx <= 2 * XSK_CREDIT_MARGIN)
+		return;
+	__atomic_store_n(&cfg->xsk_room, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&cfg->xsk_queue, x->queue, __ATOMIC_RELAXED);
+	__atomic_store_n(&cfg->xsk_taken, __atomic_load_n(&cfg->xsk_sent, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&cfg->xsk_room, x->nrx - XSK_CREDIT_MARGIN, __ATOMIC_RELEASE);
+	x->credits = true;
+}
+
+static void credits_stop(struct spin_xsk *x)
+{
+	if (x->credits && x->rt->cfg && x->rt->cfg->xsk_queue == x->queue)
+		__atomic_store_n(&x->rt->cfg->xsk_room, 0, __ATOMIC_RELEASE);
+	x->credits = false;
+}
+
+/* n more frames taken from the receive ring and back in the fill ring;
+ * `empty`: the ring has nothing more. */
+static void credits_taken(struct spin_xsk *x, uint32_t n, bool empty)
+{
+	struct spin_cfg *cfg = x->rt->cfg;
+	uint64_t sent, t;
+
+	if (!x->credits)
+		return;
+	sent = __atomic_load_n(&cfg->xsk_sent, __ATOMIC_ACQUIRE);
+	t = empty ? sent : __atomic_load_n(&cfg->xsk_taken, __ATOMIC_RELAXED) + n;
+	if (t > sent)	/* never ahead of the runtime: its difference is unsigned */
+		t = sent;
+	__atomic_store_n(&cfg->xsk_taken, t, __ATOMIC_RELEASE);
+}
+
 static int xdp_prog_is_runtime(struct spin_xsk *x, uint32_t *attached)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
@@ -352,6 +400,7 @@ int spin_xsk_open(struct spin_rt *rt, const struct spin_xsk_opts *o, struct spin
 		goto fail;
 	}
 	x->registered = true;
+	credits_start(x);
 	x->st.zero_copy = x->zc;
 	x->st.queue = x->queue;
 	*out = x;
@@ -365,9 +414,11 @@ void spin_xsk_close(struct spin_xsk *x)
 {
 	if (!x)
 		return;
-	if (x->registered)
+	if (x->registered) {
+		credits_stop(x);
 		/* ours: another socket cannot take the key while we hold it */
 		(void)bpf_map_delete_elem(x->rt->map_fd[SPIN_M_XSKS], &x->queue);
+	}
 	xsk_teardown(x);
 	spin_reasm_free(&x->ra);
 	if (x->umem)
@@ -801,6 +852,7 @@ int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout
 		prod_submit(&x->fill);
 		if (needs_wakeup(&x->fill))
 			(void)recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+		credits_taken(x, i, !cons_avail(&x->rx));
 	}
 	return delivered;
 }

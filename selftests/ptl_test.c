@@ -3252,7 +3252,10 @@ static void c_twowaiters(void)
  * $PTL_REL_STOP_MS: rank 0 stops (SIGSTOP, the whole process, its progress
  * thread too) for that long right after it posts its first message of
  * 1 MiB or more, which is then partly sent: a sender descheduled in the
- * middle of a message must not lose it.
+ * middle of a message must not lose it.  $PTL_REL_TSTOP_MS: rank 1 stops
+ * so after half the messages: a receiver that takes nothing from its
+ * AF_XDP ring for longer than the sender's timeout must not lose any
+ * either (receive credits: the runtime answers "not now" for it).
  * $PTL_REL_OP=get: rank 0 gets each message's bytes (patterned by rank 1)
  * and checks them; atomic: each message adds 1 to one of 64 counters
  * (PtlAtomic), fetch: to one counter with PtlFetchAtomic.  The counters
@@ -3319,9 +3322,27 @@ static int rel_event_ok(enum rel_op op, const ptl_event_t *ev)
 	return ev->type == want[op] && ev->ni_fail_type == PTL_NI_OK;
 }
 
+/* Stop this process for ms: a child sends it SIGCONT. */
+static void stop_self(int ms)
+{
+	pid_t child = fork();
+
+	if (child < 0)
+		DIE("fork: %s", strerror(errno));
+	if (!child) {
+		usleep((useconds_t)ms * 1000);
+		kill(getppid(), SIGCONT);
+		_exit(0);
+	}
+	LOG("stopping for %d ms", ms);
+	raise(SIGSTOP);
+	waitpid(child, NULL, 0);
+}
+
 static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int ncls,
 		       size_t total, ptl_handle_eq_t eq, int pause_ms)
 {
+	int stop_ms = getenv("PTL_REL_TSTOP_MS") ? atoi(getenv("PTL_REL_TSTOP_MS")) : 0;
 	ptl_handle_ct_t ct = ct_new();
 	ptl_ct_event_t cv;
 	uint8_t *buf[REL_MAXCLS], *seen = calloc(total, 1);
@@ -3366,6 +3387,10 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 	while (got < total && !bad) {
 		size_t n, k;
 
+		if (stop_ms > 0 && got == total / 2) {
+			stop_self(stop_ms);
+			stop_ms = 0;
+		}
 		if (pause_ms && got == total / 2) {
 			LOG("target: not reading for %d ms", pause_ms);
 			msleep(pause_ms);
@@ -3441,23 +3466,6 @@ static void rel_count(const ptl_event_t *ev, size_t *n, size_t *sends, size_t *a
 	*sends += ev->type == PTL_EVENT_SEND;
 	*acks += ev->type == PTL_EVENT_ACK;
 	*replies += ev->type == PTL_EVENT_REPLY;
-}
-
-/* Stop this process for ms: a child sends it SIGCONT. */
-static void stop_self(int ms)
-{
-	pid_t child = fork();
-
-	if (child < 0)
-		DIE("fork: %s", strerror(errno));
-	if (!child) {
-		usleep((useconds_t)ms * 1000);
-		kill(getppid(), SIGCONT);
-		_exit(0);
-	}
-	LOG("stopping for %d ms", ms);
-	raise(SIGSTOP);
-	waitpid(child, NULL, 0);
 }
 
 static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, size_t total,

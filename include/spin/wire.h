@@ -306,7 +306,8 @@ enum spin_hslot {
 	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again") \
 	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
 	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
-	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)")
+	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
+	X(XSK_FULL,	"xsk_full",	"the AF_XDP socket's receive ring has no room (receive credits): refused, reliable ones with \"not now\"")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -387,6 +388,17 @@ struct spin_cfg {
 				 * cleared by the reader before it consumes */
 	__u32	job_key;	/* 0: none; else packets must carry it (host
 				 * order here, network order on the wire) */
+	/* AF_XDP receive credits (docs/reliable.md, "Flow control"): the
+	 * runtime hands the socket of queue xsk_queue at most xsk_room frames
+	 * beyond those its process took back from its receive ring, so that
+	 * ring never overflows; a frame beyond is refused, reliable ones with
+	 * "not now".  Set by the process that binds the socket (xsk_room 0:
+	 * no check), xsk_sent counted by the runtime, xsk_taken by the
+	 * process. */
+	__u32	xsk_queue;
+	__u32	xsk_room;
+	__u64	xsk_sent;
+	__u64	xsk_taken;
 };
 
 /* Portal table entry (spin_pt). */
