@@ -1297,9 +1297,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			continue;
 		}
 		if (polling) {
-			struct pollfd pfd[3];
+			struct pollfd pfd[4];
 			uint64_t until = t + ni->poll_us < deadline ? t + ni->poll_us : deadline;
-			int n = 0, ring = -1, poke = -1, r;
+			int n = 0, ring = -1, poke = -1, lo, r;
 
 			if (ni->wake_us) {
 				/* interrupt moderation: no wake-ups, look
@@ -1326,6 +1326,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 				until = ni->rel_next_us > t ? ni->rel_next_us : t;
 
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
+			/* packets this process sent itself (xsk.h) */
+			lo = n;
+			pfd[n++] = (struct pollfd){ .fd = spin_xsk_lo_fd(ni->xsk), .events = POLLIN };
 			if (spin_events_fd(ni->rt) >= 0 && !ni->has_held) {
 				ring = n;
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
@@ -1348,7 +1351,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			how = r == 0 ? END_TIMER :
 			      r < 0 ? END_POKE :	/* a signal */
 			      ring >= 0 && pfd[ring].revents ? END_RING :
-			      pfd[0].revents ? END_RX : END_POKE;
+			      pfd[0].revents || pfd[lo].revents ? END_RX : END_POKE;
 			how = sleep_ended(ni, how);
 			continue;
 		}
@@ -1394,7 +1397,7 @@ void *ptl_progress_thread(void *arg)
 
 	ptl_lock(ni);
 	while (!ni->stop) {
-		struct pollfd pfd[2];
+		struct pollfd pfd[3];
 		int n = 0, r;
 
 		/* stay out of the way while callers busy-poll, and for spin_us
@@ -1440,6 +1443,8 @@ void *ptl_progress_thread(void *arg)
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 		if (spin_events_fd(ni->rt) >= 0 && !ni->has_held)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
+		/* last: packets this process sent itself (xsk.h) */
+		pfd[n++] = (struct pollfd){ .fd = spin_xsk_lo_fd(ni->xsk), .events = POLLIN };
 		ni->bg_in_poll = true;
 		ptl_unlock(ni);
 		{
@@ -1460,7 +1465,8 @@ void *ptl_progress_thread(void *arg)
 		else if (r == 0)
 			ni->ws.bg_timer++;
 		t_look = r == 0 ? END_TIMER : r < 0 ? END_NONE :
-			 n > 1 && pfd[1].revents ? END_RING : pfd[0].revents ? END_RX : END_NONE;
+			 n > 2 && pfd[1].revents ? END_RING :
+			 pfd[0].revents || pfd[n - 1].revents ? END_RX : END_NONE;
 		if (!ni->stop && ni->spinners == 0)
 			ptl_progress(ni);
 	}

@@ -1840,6 +1840,185 @@ static void c_triggered(void)
 	fini_ni();
 }
 
+/* ------------------------------------------------------- sends to self -- */
+
+/* Every rank sends to its own rank: puts (one and many packets, with an
+ * ack), gets (one packet, answered by the runtime from the host window,
+ * and many), an atomic, a fetch-atomic, a swap, a put that matches
+ * nothing (answered PTL_NI_DROPPED), triggered put and get: into a host
+ * window entry and an ordinary-memory entry, with the events, counters and
+ * bytes any other target gives. */
+static void c_self(void)
+{
+	ptl_handle_eq_t iq, tq;
+	ptl_handle_ct_t ict, tct, trig;
+	ptl_event_t ev, evs[2];
+	const ptl_process_t me = rank_proc(R);
+	const size_t L = 128 << 10;
+	uint8_t *src, *dst;
+	ptl_handle_md_t md, dmd;
+	uint64_t ni_ct = 0, nt_ct = 0;
+	char ctx[160];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	iq = eq_new(64);
+	tq = eq_new(64);
+	ict = ct_new();
+	tct = ct_new();
+	trig = ct_new();
+	src = kbuf(K_MAL, L);
+	dst = kbuf(K_MAL, L);
+	md = md_new(src, L, PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY, iq, ict);
+	dmd = md_new(dst, L, PTL_MD_EVENT_CT_REPLY, iq, ict);
+	pt_new(0, tq, PT_DATA);
+	barrier("self.ready");
+	for (int k = 0; k < 2; k++) {
+		uint8_t *b = kbuf(k, L);
+		const ptl_match_bits_t mb = 0x5e1f0 + k;
+		void *uptr = U(0x700 + k);
+		const size_t plen[2] = { 1000, 100000 }, glen[2] = { 8, 70000 };
+		int want_pa[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		uint64_t *v = (uint64_t *)(b + 4096), *ops = (uint64_t *)src, *got = (uint64_t *)dst;
+
+		me_add(PT_DATA, b, L, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, mb, 0, tct,
+		       PTL_PRIORITY_LIST, uptr);
+		for (int i = 0; i < 2; i++) {
+			snprintf(ctx, sizeof(ctx), "put %zu B to self, %s ME", plen[i], kname[k]);
+			memset(b, 0xee, L);
+			fill(src, plen[i], 30 + i);
+			RC(PtlPut(md, 0, plen[i], PTL_ACK_REQ, me, PT_DATA, mb, 16, U(1), 0x77), PTL_OK);
+			if (collect(iq, T_EV_MS, 2, want_pa, evs, ctx)) {
+				CHKEV(ctx, &evs[0], .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = plen[i],
+				      .uptr = U(1));
+				CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = plen[i],
+				      .roff = 16, .uptr = U(1), .list = PTL_PRIORITY_LIST);
+			}
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = me, .pt = PT_DATA,
+				      .mb = mb, .rlen = plen[i], .mlen = plen[i], .roff = 16, .hdr = 0x77,
+				      .uptr = uptr, .start = b + 16, .list = PTL_PRIORITY_LIST);
+			check_byte(ctx, b, 16, 0xee);
+			check_pat(ctx, b + 16, plen[i], 30 + i);
+			check_byte(ctx, b + 16 + plen[i], 64, 0xee);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+		for (int i = 0; i < 2; i++) {
+			snprintf(ctx, sizeof(ctx), "get %zu B from self, %s ME", glen[i], kname[k]);
+			fill(b, L, 40 + i);
+			memset(dst, 0x5a, L);
+			RC(PtlGet(dmd, 8, glen[i], me, PT_DATA, mb, 100, U(2)), PTL_OK);
+			if (want_ev(iq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = glen[i],
+				      .roff = 100, .uptr = U(2));
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_GET, .ini = me,
+				      .pt = PT_DATA, .mb = mb, .rlen = glen[i], .mlen = glen[i],
+				      .roff = 100, .uptr = uptr, .start = b + 100);
+			check_byte(ctx, dst, 8, 0x5a);
+			check_pat_off(ctx, dst + 8, glen[i], 40 + i, 100);
+			check_byte(ctx, dst + 8 + glen[i], 64, 0x5a);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+		/* atomics on 4 uint64 at offset 4096 */
+		for (int j = 0; j < 4; j++) {
+			v[j] = 1000 + j;
+			ops[j] = 10 * (j + 1);
+		}
+		snprintf(ctx, sizeof(ctx), "atomic SUM to self, %s ME", kname[k]);
+		RC(PtlAtomic(md, 0, 32, PTL_ACK_REQ, me, PT_DATA, mb, 4096, U(3), 0, PTL_SUM,
+			     PTL_UINT64_T), PTL_OK);
+		if (collect(iq, T_EV_MS, 2, want_pa, evs, ctx))
+			CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = 32, .roff = 4096,
+			      .uptr = U(3), .list = PTL_PRIORITY_LIST);
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_ATOMIC, .ini = me,
+			      .pt = PT_DATA, .mb = mb, .rlen = 32, .mlen = 32, .roff = 4096, .uptr = uptr,
+			      .start = b + 4096);
+		for (int j = 0; j < 4; j++)
+			CHK_EQ(v[j], 1000 + j + 10 * (j + 1), ctx);
+		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+
+		snprintf(ctx, sizeof(ctx), "fetch-atomic SUM to self, %s ME", kname[k]);
+		memset(dst, 0, 64);
+		RC(PtlFetchAtomic(dmd, 0, md, 0, 32, me, PT_DATA, mb, 4096, U(4), 0, PTL_SUM,
+				  PTL_UINT64_T), PTL_OK);
+		if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_REPLY }, evs, ctx))
+			CHKEV(ctx, &evs[1], .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 32,
+			      .roff = 4096, .uptr = U(4));
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_FETCH_ATOMIC, .ini = me,
+			      .pt = PT_DATA, .mb = mb, .rlen = 32, .mlen = 32, .roff = 4096, .uptr = uptr,
+			      .start = b + 4096, .list = PTL_PRIORITY_LIST);
+		for (int j = 0; j < 4; j++) {
+			CHK_EQ(got[j], 1000 + j + 10 * (j + 1), ctx);
+			CHK_EQ(v[j], 1000 + j + 20 * (j + 1), ctx);
+		}
+		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+
+		snprintf(ctx, sizeof(ctx), "swap (CSWAP) to self, %s ME", kname[k]);
+		{
+			uint64_t cmp = v[0];
+
+			ops[0] = 0xc0ffee;
+			RC(PtlSwap(dmd, 0, md, 0, 8, me, PT_DATA, mb, 4096, U(5), 0, &cmp, PTL_CSWAP,
+				   PTL_UINT64_T), PTL_OK);
+			if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_REPLY }, evs, ctx))
+				CHKEV(ctx, &evs[1], .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 8,
+				      .roff = 4096, .uptr = U(5));
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_INI | F_MLEN, .type = PTL_EVENT_FETCH_ATOMIC,
+				      .ini = me, .mlen = 8);
+			CHK_EQ(got[0], cmp, ctx);
+			CHK_EQ(v[0], 0xc0ffee, ctx);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+
+		snprintf(ctx, sizeof(ctx), "triggered put and get to self, %s ME", kname[k]);
+		memset(b, 0, L);
+		fill(src, 3000, 50);
+		fill(b + 8192, 2000, 51);
+		memset(dst, 0x5a, 4096);
+		RC(PtlTriggeredPut(md, 0, 3000, PTL_NO_ACK_REQ, me, PT_DATA, mb, 0, U(6), 6, trig,
+				   2 * k + 1), PTL_OK);
+		RC(PtlTriggeredGet(dmd, 0, 2000, me, PT_DATA, mb, 8192, U(7), trig, 2 * k + 2), PTL_OK);
+		no_ev(tq, 50, "nothing triggered yet");
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = me, .pt = PT_DATA,
+			      .mb = mb, .rlen = 3000, .mlen = 3000, .roff = 0, .hdr = 6, .uptr = uptr,
+			      .start = b, .list = PTL_PRIORITY_LIST);
+		if (want_ev(iq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = 3000, .uptr = U(6));
+		check_pat(ctx, b, 3000, 50);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(iq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 2000,
+			      .roff = 8192, .uptr = U(7));
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = F_TYPE | F_INI | F_MLEN, .type = PTL_EVENT_GET, .ini = me,
+			      .mlen = 2000);
+		check_pat(ctx, dst, 2000, 51);
+		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+	}
+	/* matching as for any sender: nothing matches these bits */
+	RC(PtlPut(md, 0, 64, PTL_ACK_REQ, me, PT_DATA, 0xdead, 0, U(8), 0), PTL_OK);
+	if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_ACK }, evs, "put to self, no match"))
+		CHKEV("put to self, no match", &evs[1], .m = F_TYPE | F_FAIL | F_UPTR,
+		      .type = PTL_EVENT_ACK, .fail = PTL_NI_DROPPED, .uptr = U(8));
+	ct_wait(ict, ni_ct + 1, T_EV_MS, "put to self, no match: CT_ACK counts the failure");
+	no_ev(tq, 50, "self: no more target events");
+	no_ev(iq, 20, "self: no more initiator events");
+	barrier("self.done");
+	fini_ni();
+}
+
 /* --------------------------------------------- event options, EQ full -- */
 
 static void c_eventopts(void)
@@ -3762,7 +3941,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)
