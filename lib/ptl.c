@@ -17,6 +17,7 @@
 #include <net/if.h>
 #include <sys/eventfd.h>
 
+#include "ptl_atomic.h"
 #include "ptl_internal.h"
 
 struct ptl_ni *ptl_g_ni;
@@ -65,15 +66,33 @@ struct ptl_ni *ptl_enter(int *rc)
 	return ni;
 }
 
-static struct ptl_ni *ni_enter_h(ptl_handle_ni_t h, int *rc)
+/* Whether h is the handle of an open view of ni (PTL_VIEW_*). */
+static bool ni_handle_ok(const struct ptl_ni *ni, ptl_handle_ni_t h)
+{
+	uint32_t v = ptl_hidx(h);
+
+	return ptl_htype(h) == PTL_H_NI && ptl_hgen(h) == ni->gen && v < PTL_N_VIEW &&
+	       ni->view_refs[v] > 0;
+}
+
+/* The NI for an API call on NI handle h, locked, and the view h names
+ * (*view, may be NULL). */
+static struct ptl_ni *ni_enter_hv(ptl_handle_ni_t h, int *rc, int *view)
 {
 	struct ptl_ni *ni = ptl_enter(rc);
 
-	if (ni && h != ptl_mkh(PTL_H_NI, 0, ni->gen)) {
+	if (ni && !ni_handle_ok(ni, h)) {
 		ptl_unlock(ni);
 		return NULL;
 	}
+	if (view)
+		*view = (int)ptl_hidx(h);
 	return ni;
+}
+
+static struct ptl_ni *ni_enter_h(ptl_handle_ni_t h, int *rc)
+{
+	return ni_enter_hv(h, rc, NULL);
 }
 
 /* ------------------------------------------------------------- handles -- */
@@ -116,7 +135,7 @@ int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b)
 int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *nih)
 {
 	struct ptl_ni *ni;
-	int rc, t = ptl_htype(h);
+	int rc, t = ptl_htype(h), view = -1;
 	bool ok = false;
 
 	if (!nih)
@@ -125,16 +144,23 @@ int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *nih)
 	if (!ni)
 		return rc;
 	switch (t) {
-	case PTL_H_NI: ok = h == ptl_mkh(PTL_H_NI, 0, ni->gen); break;
-	case PTL_H_EQ: ok = ptl_eq_get(ni, h); break;
-	case PTL_H_CT: ok = ptl_ct_get(ni, h); break;
-	case PTL_H_MD: ok = ptl_md_get(ni, h); break;
-	case PTL_H_ME: ok = ptl_me_get(ni, h); break;
-	case PTL_H_HANDLER: ok = hd_get(ni, h); break;
-	case PTL_H_HPU: ok = hpu_get(ni, h); break;
+	case PTL_H_NI:
+		if ((ok = ni_handle_ok(ni, h)))
+			view = (int)ptl_hidx(h);
+		break;
+	case PTL_H_EQ: { struct ptl_eq *q = ptl_eq_get(ni, h); if ((ok = q)) view = q->view; break; }
+	case PTL_H_CT: { struct ptl_ct *c = ptl_ct_get(ni, h); if ((ok = c)) view = c->view; break; }
+	case PTL_H_MD: { struct ptl_mdr *d = ptl_md_get(ni, h); if ((ok = d)) view = d->view; break; }
+	case PTL_H_ME: { struct ptl_mer *m = ptl_me_get(ni, h); if ((ok = m)) view = ptl_pt_view(m->pt); break; }
+	/* handlers go on match entries */
+	case PTL_H_HANDLER: ok = hd_get(ni, h); view = PTL_VIEW_MATCH; break;
+	case PTL_H_HPU: ok = hpu_get(ni, h); view = PTL_VIEW_MATCH; break;
 	}
+	/* an object of a view closed since (its other view still open) */
+	if (ok && view >= 0 && ni->view_refs[view] <= 0)
+		ok = false;
 	if (ok)
-		*nih = ptl_mkh(PTL_H_NI, 0, ni->gen);
+		*nih = ptl_mkh(PTL_H_NI, (uint32_t)view, ni->gen);
 	ptl_unlock(ni);
 	return ok ? PTL_OK : PTL_ARG_INVALID;
 }
@@ -269,7 +295,7 @@ static void default_limits(ptl_ni_limits_t *l)
 	l->max_mds = PTL_N_MD;
 	l->max_cts = PTL_N_CT;
 	l->max_eqs = PTL_N_EQ;
-	l->max_pt_index = SPIN_MAX_PT - 1;
+	l->max_pt_index = PTL_PT_HALF - 1;	/* per NI: the halves of the runtime's */
 	l->max_iovecs = 0;
 	l->max_list_size = SPIN_MAX_ME_PER_PT;
 	l->max_triggered_ops = PTL_N_TRIG;
@@ -480,16 +506,18 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	      ptl_handle_ni_t *ni_handle)
 {
 	struct ptl_ni *ni;
-	int rc;
+	unsigned int addr = options & (PTL_NI_LOGICAL | PTL_NI_PHYSICAL);
+	int rc, view;
 
 	if (!ni_handle)
 		return PTL_ARG_INVALID;
-	if (!(options & PTL_NI_MATCHING) || (options & PTL_NI_NO_MATCHING))
-		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: only matching interfaces (PTL_NI_MATCHING)");
+	if (!!(options & PTL_NI_MATCHING) == !!(options & PTL_NI_NO_MATCHING))
+		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: PTL_NI_MATCHING or PTL_NI_NO_MATCHING, one of them");
 	if (!!(options & PTL_NI_LOGICAL) == !!(options & PTL_NI_PHYSICAL))
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: PTL_NI_LOGICAL or PTL_NI_PHYSICAL, one of them");
-	if (options & ~(PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL))
+	if (options & ~(PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL))
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: unknown options 0x%x", options);
+	view = (options & PTL_NI_NO_MATCHING) ? PTL_VIEW_NOMATCH : PTL_VIEW_MATCH;
 	if (pid != PTL_PID_ANY && pid > 0xffff)
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: pid %u out of range (0..65535)", pid);
 	(void)desired;
@@ -499,28 +527,98 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		return PTL_NO_INIT;
 	}
 	if (ptl_g_ni) {
+		/* the other kind (matching, non-matching) is a view of the
+		 * same interface: the same addressing */
 		ni = ptl_g_ni;
-		if (ni->options != options) {
+		if (ni->options != addr) {
 			pthread_mutex_unlock(&g_mu);
 			return ptl_seterr(PTL_ARG_INVALID,
-					  "PtlNIInit: one interface per process: already open with options 0x%x",
-					  ni->options);
+					  "PtlNIInit: this process has a %s NI already: its matching and non-matching NIs share the addressing",
+					  ni->options & PTL_NI_LOGICAL ? "logical" : "physical");
 		}
 		ni->refs++;
+		ni->view_refs[view]++;
 	} else {
-		rc = ni_create(iface, options, pid, &ni);
+		rc = ni_create(iface, addr, pid, &ni);
 		if (rc != PTL_OK) {
 			pthread_mutex_unlock(&g_mu);
 			return rc;
 		}
 		ni->refs = 1;
+		ni->view_refs[view] = 1;
 		ptl_g_ni = ni;
 	}
 	if (actual)
 		*actual = ni->limits;
-	*ni_handle = ptl_mkh(PTL_H_NI, 0, ni->gen);
+	*ni_handle = ptl_mkh(PTL_H_NI, (uint32_t)view, ni->gen);
 	pthread_mutex_unlock(&g_mu);
 	return PTL_OK;
+}
+
+static void me_free(struct ptl_ni *ni, struct ptl_mer *m);
+static void unex_clear(struct ptl_ni *ni, uint32_t pt);
+
+/*
+ * PtlNIFini of one view while the other stays open: what was allocated on
+ * it goes (its entries unlinked, portal table entries freed, triggered
+ * operations on its counters or MDs cancelled, its MDs, counters and
+ * queues freed).  An MD that an operation still waits on stays until the
+ * answer comes; its events go nowhere.  Lock held.
+ */
+static void view_close(struct ptl_ni *ni, int view)
+{
+	ptl_progress(ni);
+	for (int i = 0; i < PTL_N_TRIG; i++) {
+		struct ptl_trig *t = &ni->trig[i];
+		struct ptl_mdr *md = NULL;
+
+		if (!t->used)
+			continue;
+		if (t->kind == TRIG_PUT || t->kind == TRIG_GET)
+			md = ptl_md_get(ni, t->md);
+		else if (t->kind == TRIG_AMO)
+			md = ptl_md_get(ni, t->amo.put_md);
+		if (ni->ct[t->ct].view == view || (md && md->view == view)) {
+			t->used = false;
+			ni->n_trig--;
+		}
+	}
+	for (int i = 0; i < PTL_N_ME; i++) {
+		struct ptl_mer *m = &ni->me[i];
+
+		if (!m->used || ptl_pt_view(m->pt) != view)
+			continue;
+		if (m->rt >= 0)
+			spin_me_unlink(ni->rt, m->rt);
+		me_free(ni, m);
+	}
+	for (uint32_t up = 0; up < PTL_PT_HALF; up++) {
+		uint32_t p = ptl_pt_rt(view, up);
+
+		if (!ni->pt[p].used)
+			continue;
+		spin_pt_free(ni->rt, p);
+		unex_clear(ni, p);
+		ni->pt[p].used = false;
+	}
+	for (int i = 0; i < PTL_N_MD; i++)
+		if (ni->md[i].used && ni->md[i].view == view && !ni->md[i].busy) {
+			ni->md[i].used = false;
+			ni->md[i].gen = ptl_next_gen(ni->md[i].gen);
+		}
+	for (int i = 0; i < PTL_N_CT; i++)
+		if (ni->ct[i].used && ni->ct[i].view == view) {
+			ni->ct[i].used = false;
+			ni->ct[i].gen = ptl_next_gen(ni->ct[i].gen);
+		}
+	for (int i = 0; i < PTL_N_EQ; i++)
+		if (ni->eq[i].used && ni->eq[i].view == view) {
+			free(ni->eq[i].ring);
+			ni->eq[i].ring = NULL;
+			ni->eq[i].used = false;
+			ni->eq[i].gen = ptl_next_gen(ni->eq[i].gen);
+		}
+	pthread_cond_broadcast(&ni->cv);
 }
 
 static void ni_destroy(struct ptl_ni *ni)
@@ -570,9 +668,14 @@ int PtlNIFini(ptl_handle_ni_t nih)
 		return PTL_NO_INIT;
 	}
 	ni = ptl_g_ni;
-	if (!ni || nih != ptl_mkh(PTL_H_NI, 0, ni->gen)) {
+	if (!ni || !ni_handle_ok(ni, nih)) {
 		pthread_mutex_unlock(&g_mu);
 		return PTL_ARG_INVALID;
+	}
+	if (--ni->view_refs[ptl_hidx(nih)] == 0 && ni->refs > 1) {
+		ptl_lock(ni);
+		view_close(ni, (int)ptl_hidx(nih));
+		ptl_unlock(ni);
 	}
 	if (--ni->refs > 0) {
 		pthread_mutex_unlock(&g_mu);
@@ -784,9 +887,11 @@ int PtlEQAlloc(ptl_handle_ni_t nih, ptl_size_t count, ptl_handle_eq_t *eqh)
 	struct ptl_ni *ni;
 	int rc;
 
+	int view;
+
 	if (!eqh || count == 0 || count > (1u << 24))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	rc = PTL_NO_SPACE;
@@ -802,6 +907,7 @@ int PtlEQAlloc(ptl_handle_ni_t nih, ptl_size_t count, ptl_handle_eq_t *eqh)
 		q->head = q->count = 0;
 		q->dropped = false;
 		q->used = true;
+		q->view = (uint8_t)view;
 		*eqh = ptl_mkh(PTL_H_EQ, i, q->gen);
 		rc = PTL_OK;
 		break;
@@ -959,9 +1065,11 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 	struct ptl_ni *ni;
 	int rc;
 
+	int view;
+
 	if (!cth)
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	rc = PTL_NO_SPACE;
@@ -969,6 +1077,7 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 		if (ni->ct[i].used)
 			continue;
 		ni->ct[i].used = true;
+		ni->ct[i].view = (uint8_t)view;
 		ni->ct[i].v.success = ni->ct[i].v.failure = 0;
 		ni->ct[i].sole_gen = 0;
 		*cth = ptl_mkh(PTL_H_CT, i, ni->ct[i].gen);
@@ -1244,6 +1353,12 @@ void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct)
 			ptl_get_locked(ni, t.md, t.loff, t.len, t.target, t.pt, t.bits, t.roff,
 				       t.user_ptr);
 			break;
+		case TRIG_AMO:
+			ptl_atomic_locked(ni, &t.amo, false);
+			break;
+		case TRIG_ME_APPEND:
+		case TRIG_ME_UNLINK:
+			break;
 		case TRIG_CTINC:
 		case TRIG_CTSET: {
 			struct ptl_ct *d = ptl_ct_get(ni, t.ct_target);
@@ -1300,7 +1415,7 @@ int PtlTriggeredPut(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_ac
 	if (!ni)
 		return rc;
 	md = ptl_md_get(ni, mdh);
-	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= SPIN_MAX_PT ||
+	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= PTL_PT_HALF ||
 	    ack_req > PTL_OC_ACK_REQ)
 		rc = PTL_ARG_INVALID;
 	else
@@ -1324,12 +1439,81 @@ int PtlTriggeredGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_pr
 	if (!ni)
 		return rc;
 	md = ptl_md_get(ni, mdh);
-	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= SPIN_MAX_PT)
+	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= PTL_PT_HALF)
 		rc = PTL_ARG_INVALID;
 	else
 		rc = trig_add(ni, &t, trig_ct);
 	ptl_unlock(ni);
 	return rc;
+}
+
+static int trig_amo(struct ptl_amo_args *a, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = TRIG_AMO, .threshold = threshold, .amo = *a };
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	/* the same checks as the operation itself, now */
+	rc = ptl_atomic_locked(ni, a, true);
+	if (rc == PTL_OK)
+		rc = trig_add(ni, &t, trig_ct);
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlTriggeredAtomic(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
+		       ptl_ack_req_t ack_req, ptl_process_t target, ptl_pt_index_t pt,
+		       ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr,
+		       ptl_op_t op, ptl_datatype_t dt, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_amo_args a = { .get_md = PTL_INVALID_HANDLE, .put_md = mdh, .put_loff = loff,
+				  .len = len, .ack_req = ack_req, .target = target, .pt = pt,
+				  .bits = bits, .roff = roff, .user_ptr = user_ptr, .hdr = hdr,
+				  .aop = op, .adt = dt };
+
+	return trig_amo(&a, trig_ct, threshold);
+}
+
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_mdh, ptl_size_t get_loff,
+			    ptl_handle_md_t put_mdh, ptl_size_t put_loff, ptl_size_t len,
+			    ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+			    ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, ptl_op_t op,
+			    ptl_datatype_t dt, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_amo_args a = { .get_md = get_mdh, .put_md = put_mdh, .get_loff = get_loff,
+				  .put_loff = put_loff, .len = len, .ack_req = PTL_NO_ACK_REQ,
+				  .target = target, .pt = pt, .bits = bits, .roff = roff,
+				  .user_ptr = user_ptr, .hdr = hdr, .aop = op, .adt = dt,
+				  .fetch = true };
+
+	if (op >= PTL_SWAP)	/* swaps go through PtlTriggeredSwap */
+		return PTL_ARG_INVALID;
+	return trig_amo(&a, trig_ct, threshold);
+}
+
+int PtlTriggeredSwap(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
+		     ptl_size_t put_loff, ptl_size_t len, ptl_process_t target,
+		     ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr,
+		     ptl_hdr_data_t hdr, const void *operand, ptl_op_t op, ptl_datatype_t dt,
+		     ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_amo_args a = { .get_md = get_mdh, .put_md = put_mdh, .get_loff = get_loff,
+				  .put_loff = put_loff, .len = len, .ack_req = PTL_NO_ACK_REQ,
+				  .target = target, .pt = pt, .bits = bits, .roff = roff,
+				  .user_ptr = user_ptr, .hdr = hdr, .aop = op, .adt = dt,
+				  .fetch = true };
+	size_t es = ptl_atomic_dt_size(dt);
+
+	if (op < PTL_SWAP || op > PTL_MSWAP)
+		return PTL_ARG_INVALID;
+	if (operand && es && es <= sizeof(a.operand)) {
+		memcpy(a.operand, operand, es);
+		a.has_operand = true;
+	}
+	return trig_amo(&a, trig_ct, threshold);
 }
 
 static int trig_ct_op(enum ptl_trig_kind kind, ptl_handle_ct_t cth, ptl_ct_event_t v,
@@ -1361,9 +1545,10 @@ int PtlTriggeredCTSet(ptl_handle_ct_t cth, ptl_ct_event_t v, ptl_handle_ct_t tri
 
 /* --------------------------------------------------- portal table -- */
 
+/* an index of a view's portal table */
 static bool pt_ok(ptl_pt_index_t p)
 {
-	return p < SPIN_MAX_PT;
+	return p < PTL_PT_HALF;
 }
 
 int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
@@ -1371,14 +1556,14 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 {
 	struct ptl_ni *ni;
 	uint32_t p, flags;
-	int rc, err;
+	int rc, err, view;
 
 	if (!out || (options & ~(PTL_PT_ONLY_USE_ONCE | PTL_PT_FLOWCTRL | PTL_PT_ONLY_TRUNCATE |
 				  PTL_PT_MATCH_UNORDERED | PTL_PT_ALLOC_DISABLED)))
 		return PTL_ARG_INVALID;
 	if (req != PTL_PT_ANY && !pt_ok(req))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	if (eqh != PTL_EQ_NONE && !ptl_eq_get(ni, eqh)) {
@@ -1390,9 +1575,10 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 		return PTL_PT_EQ_NEEDED;
 	}
 	rc = req == PTL_PT_ANY ? PTL_PT_FULL : PTL_PT_IN_USE;
-	for (p = req == PTL_PT_ANY ? 0 : req; p < SPIN_MAX_PT; p++) {
+	for (uint32_t up = req == PTL_PT_ANY ? 0 : req; up < PTL_PT_HALF; up++) {
 		struct spin_pt sp;
 
+		p = ptl_pt_rt(view, up);
 		if (!ni->pt[p].used && !spin_pt_get(ni->rt, p, &sp) &&
 		    !(sp.flags & SPIN_PT_ALLOCATED)) {
 			flags = SPIN_PT_OWNED | ((options & PTL_PT_FLOWCTRL) ? SPIN_PT_FLOWCTRL : 0);
@@ -1406,7 +1592,7 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 			}
 			ni->pt[p] = (struct ptl_ptr){ .used = true, .options = options, .eq = eqh,
 						      .enabled = !(options & PTL_PT_ALLOC_DISABLED) };
-			*out = p;
+			*out = up;
 			rc = PTL_OK;
 			break;
 		}
@@ -1427,15 +1613,16 @@ static void unex_clear(struct ptl_ni *ni, uint32_t pt)
 int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 {
 	struct ptl_ni *ni;
-	int rc;
+	int rc, view;
 
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
-	if (!pt_ok(p) || !ni->pt[p].used) {
+	if (!pt_ok(p) || !ni->pt[ptl_pt_rt(view, p)].used) {
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
+	p = ptl_pt_rt(view, p);
 	for (int i = 0; i < PTL_N_ME; i++)
 		if (ni->me[i].used && ni->me[i].pt == p && ni->me[i].rt >= 0) {
 			ptl_unlock(ni);
@@ -1451,15 +1638,16 @@ int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 static int pt_enable(ptl_handle_ni_t nih, ptl_pt_index_t p, bool on)
 {
 	struct ptl_ni *ni;
-	int rc;
+	int rc, view;
 
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
-	if (!pt_ok(p) || !ni->pt[p].used) {
+	if (!pt_ok(p) || !ni->pt[ptl_pt_rt(view, p)].used) {
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
+	p = ptl_pt_rt(view, p);
 	if (!on)	/* events of messages that already arrived first */
 		ptl_progress(ni);
 	rc = spin_pt_enable(ni->rt, p, on) ? PTL_FAIL : PTL_OK;
@@ -1488,12 +1676,12 @@ int PtlPTDisable(ptl_handle_ni_t nih, ptl_pt_index_t p)
 int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 {
 	struct ptl_ni *ni;
-	int rc;
+	int rc, view;
 
 	if (!md || !mdh || (md->length && !md->start) || (md->options & ~MD_OPTS) ||
 	    md->length > SPIN_MAX_MSG * 64ull)
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	if ((md->eq_handle != PTL_EQ_NONE && !ptl_eq_get(ni, md->eq_handle)) ||
@@ -1506,6 +1694,7 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 		if (ni->md[i].used)
 			continue;
 		ni->md[i].used = true;
+		ni->md[i].view = (uint8_t)view;
 		ni->md[i].busy = 0;
 		ni->md[i].md = *md;
 		*mdh = ptl_mkh(PTL_H_MD, i, ni->md[i].gen);
@@ -1835,6 +2024,14 @@ int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size
 		 PTL_ME_EVENT_CT_OVERFLOW | PTL_ME_EVENT_CT_BYTES | PTL_ME_IS_ACCESSIBLE |	\
 		 PTL_ME_AUTH_USE_JID)
 
+#define LE_OPTS (PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE | PTL_LE_ACK_DISABLE |	\
+		 PTL_LE_UNEXPECTED_HDR_DISABLE | PTL_LE_IS_ACCESSIBLE |				\
+		 PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_FLOWCTRL_DISABLE |			\
+		 PTL_LE_EVENT_SUCCESS_DISABLE | PTL_LE_EVENT_OVER_DISABLE |			\
+		 PTL_LE_EVENT_UNLINK_DISABLE | PTL_LE_EVENT_LINK_DISABLE |			\
+		 PTL_LE_EVENT_CT_COMM | PTL_LE_EVENT_CT_OVERFLOW | PTL_LE_EVENT_CT_BYTES |	\
+		 PTL_LE_AUTH_USE_JID)
+
 /* The match_id of an entry as a rank (SPIN_RANK_ANY), or -1 if unknown. */
 static int64_t me_rank(struct ptl_ni *ni, ptl_process_t id)
 {
@@ -1895,8 +2092,12 @@ static void unex_deliver(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, voi
 	u->used = false;
 }
 
-int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list,
-		void *user_ptr, ptl_handle_me_t *meh)
+static const char *const view_name[PTL_N_VIEW] = { "matching", "non-matching" };
+
+/* PtlMEAppend (want PTL_VIEW_MATCH) and PtlLEAppend (PTL_VIEW_NOMATCH, me
+ * made from the list entry: any source, any match bits) */
+static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const ptl_me_t *me,
+		     ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh)
 {
 	struct spin_me_spec s = {};
 	struct ptl_handler *hd = NULL;
@@ -1904,16 +2105,23 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	struct ptl_ni *ni;
 	struct ptl_mer *m = NULL;
 	int64_t rank;
-	uint32_t i;
-	int rc, idx;
+	uint32_t i, pt;
+	int rc, idx, view;
 
-	if (!me || !meh || !pt_ok(pt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
+	if (!me || !meh || !pt_ok(upt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
 	    (me->options & ~ME_OPTS) || (me->length && !me->start) ||
 	    me->length > SPIN_MAX_MSG * 64ull)
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
+	if (view != want) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
+				"PtlMEAppend" : "PtlLEAppend", view_name[view],
+				want == PTL_VIEW_MATCH ? "PtlLEAppend" : "PtlMEAppend");
+		goto out;
+	}
+	pt = ptl_pt_rt(view, upt);
 	rc = PTL_ARG_INVALID;
 	if (!ni->pt[pt].used)
 		goto out;
@@ -2031,7 +2239,7 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	m->rt = idx;
 	ni->me_by_rt[idx] = (int)i;
 	if (!(me->options & PTL_ME_EVENT_LINK_DISABLE)) {
-		ptl_event_t ev = { .type = PTL_EVENT_LINK, .user_ptr = user_ptr, .pt_index = pt,
+		ptl_event_t ev = { .type = PTL_EVENT_LINK, .user_ptr = user_ptr, .pt_index = upt,
 				   .ni_fail_type = PTL_NI_OK, .ptl_list = list };
 
 		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
@@ -2043,6 +2251,40 @@ out:
 	return rc;
 }
 
+int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list,
+		void *user_ptr, ptl_handle_me_t *meh)
+{
+	return me_append(nih, PTL_VIEW_MATCH, pt, me, list, user_ptr, meh);
+}
+
+/* A list entry as the match entry it is to the runtime: every source,
+ * every match bit. */
+static int le_to_me(const ptl_le_t *le, ptl_me_t *me)
+{
+	if (!le || (le->options & ~LE_OPTS))
+		return PTL_ARG_INVALID;
+	memset(me, 0, sizeof(*me));
+	me->start = le->start;
+	me->length = le->length;
+	me->ct_handle = le->ct_handle;
+	me->uid = le->uid;
+	me->options = le->options;
+	me->match_id.phys.nid = PTL_NID_ANY;
+	me->match_id.phys.pid = PTL_PID_ANY;
+	me->match_bits = 0;
+	me->ignore_bits = ~(ptl_match_bits_t)0;
+	return PTL_OK;
+}
+
+int PtlLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le, ptl_list_t list,
+		void *user_ptr, ptl_handle_le_t *leh)
+{
+	ptl_me_t me;
+	int rc = le_to_me(le, &me);
+
+	return rc != PTL_OK ? rc : me_append(nih, PTL_VIEW_NOMATCH, pt, &me, list, user_ptr, leh);
+}
+
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 {
 	ni->me_gen++;
@@ -2051,6 +2293,11 @@ static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 	m->rt = -1;
 	m->used = false;
 	m->gen = ptl_next_gen(m->gen);
+}
+
+int PtlLEUnlink(ptl_handle_le_t leh)
+{
+	return PtlMEUnlink(leh);
 }
 
 int PtlMEUnlink(ptl_handle_me_t meh)
@@ -2084,26 +2331,34 @@ void ptl_me_auto_unlink(struct ptl_ni *ni, struct ptl_mer *m, bool rt_too)
 		spin_me_unlink(ni->rt, m->rt);
 	if (!(m->me.options & PTL_ME_EVENT_UNLINK_DISABLE)) {
 		ptl_event_t ev = { .type = PTL_EVENT_AUTO_UNLINK, .user_ptr = m->user_ptr,
-				   .pt_index = m->pt, .ptl_list = m->list };
+				   .pt_index = ptl_pt_user(m->pt), .ptl_list = m->list };
 
 		ptl_eq_post(ni, ni->pt[m->pt].eq, &ev);
 	}
 	me_free(ni, m);
 }
 
-int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
-		void *user_ptr)
+static int me_search(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const ptl_me_t *me,
+		     ptl_search_op_t op, void *user_ptr)
 {
 	struct ptl_ni *ni;
 	struct ptl_unex *u;
 	int64_t rank;
-	int rc;
+	uint32_t pt;
+	int rc, view;
 
-	if (!me || !pt_ok(pt) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
+	if (!me || !pt_ok(upt) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
+	if (view != want) {
+		ptl_unlock(ni);
+		return ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
+				  "PtlMESearch" : "PtlLESearch", view_name[view],
+				  want == PTL_VIEW_MATCH ? "PtlLESearch" : "PtlMESearch");
+	}
+	pt = ptl_pt_rt(view, upt);
 	rank = me_rank(ni, me->match_id);
 	if (!ni->pt[pt].used || rank < 0) {
 		ptl_unlock(ni);
@@ -2112,7 +2367,7 @@ int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	ptl_progress(ni);
 	u = unex_find(ni, pt, me, (uint32_t)rank);
 	if (op == PTL_SEARCH_ONLY || !u) {
-		ptl_event_t ev = u ? u->ev : (ptl_event_t){ .pt_index = pt };
+		ptl_event_t ev = u ? u->ev : (ptl_event_t){ .pt_index = upt };
 
 		ev.type = PTL_EVENT_SEARCH;
 		ev.user_ptr = user_ptr;
@@ -2129,6 +2384,21 @@ int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	return PTL_OK;
 }
 
+int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
+		void *user_ptr)
+{
+	return me_search(nih, PTL_VIEW_MATCH, pt, me, op, user_ptr);
+}
+
+int PtlLESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le, ptl_search_op_t op,
+		void *user_ptr)
+{
+	ptl_me_t me;
+	int rc = le_to_me(le, &me);
+
+	return rc != PTL_OK ? rc : me_search(nih, PTL_VIEW_NOMATCH, pt, &me, op, user_ptr);
+}
+
 /*
  * A target-side operation completed on entry m: the event on the portal
  * table entry's queue, the entry's counter, and for an overflow-list entry
@@ -2142,7 +2412,7 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 	bool ok = ev->ni_fail_type == PTL_NI_OK;
 
 	ev->ptl_list = m->list;
-	ev->pt_index = m->pt;
+	ev->pt_index = ptl_pt_user(m->pt);
 	ev->user_ptr = m->user_ptr;
 	ev->initiator = ptl_initiator(ni, rank, pid);
 	ev->uid = geteuid();

@@ -204,7 +204,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	int err = 0;
 
 	a.op = o->wire_op;
-	a.pt_index = (uint16_t)o->pt;
+	/* the target's portal of the same NI kind as the MD's (ptl_pt_rt) */
+	a.pt_index = (uint16_t)ptl_pt_rt(o->md->view, o->pt);
 	a.match_bits = o->bits;
 	a.remote_off = o->roff;
 	a.hdr_data = o->hdr;
@@ -311,7 +312,7 @@ int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.user_ptr = user_ptr, .hdr = hdr };
 
 	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
-	    pt >= SPIN_MAX_PT || ack_req > PTL_OC_ACK_REQ)
+	    pt >= PTL_PT_HALF || ack_req > PTL_OC_ACK_REQ)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
 }
@@ -326,7 +327,7 @@ int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.roff = roff, .user_ptr = user_ptr };
 
 	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
-	    pt >= SPIN_MAX_PT)
+	    pt >= PTL_PT_HALF)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
 }
@@ -358,52 +359,71 @@ int PtlGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_process_t t
 	return rc;
 }
 
+int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool check_only)
+{
+	struct ptl_mdr *pmd, *gmd = NULL;
+	size_t es = ptl_atomic_dt_size(a->adt);
+	struct op o = {};
+
+	pmd = ptl_md_get(ni, a->put_md);
+	if (a->fetch)
+		gmd = ptl_md_get(ni, a->get_md);
+	if (!pmd || (a->fetch && !gmd) || !es || !ptl_atomic_valid(a->aop, a->adt, a->fetch) ||
+	    !a->len || a->len % es || a->len > PTL_MAX_ATOMIC || a->put_loff > pmd->md.length ||
+	    a->len > pmd->md.length - a->put_loff || a->pt >= PTL_PT_HALF ||
+	    a->ack_req > PTL_OC_ACK_REQ)
+		return PTL_ARG_INVALID;
+	if (a->fetch && (a->get_loff > gmd->md.length || a->len > gmd->md.length - a->get_loff))
+		return PTL_ARG_INVALID;
+	if (a->fetch && gmd->view != pmd->view)
+		return ptl_seterr(PTL_ARG_INVALID, "the get and put MDs are of different NIs");
+	if (a->aop >= PTL_CSWAP && a->aop <= PTL_MSWAP) {
+		if (!a->has_operand || a->len != es || es > sizeof(o.operand))
+			return PTL_ARG_INVALID;
+		memcpy(&o.operand, a->operand, es);
+	}
+	if (check_only)
+		return PTL_OK;
+	o.wire_op = a->fetch ? SPIN_OP_FETCH : SPIN_OP_ATOMIC;
+	o.md = pmd;
+	o.loff = a->put_loff;
+	o.len = a->len;
+	o.get_md = gmd;
+	o.get_loff = a->get_loff;
+	o.ack_req = a->fetch ? PTL_NO_ACK_REQ : a->ack_req;
+	o.target = a->target;
+	o.pt = a->pt;
+	o.bits = a->bits;
+	o.roff = a->roff;
+	o.user_ptr = a->user_ptr;
+	o.hdr = a->hdr;
+	o.aop = a->aop;
+	o.adt = a->adt;
+	return start_op(ni, &o);
+}
+
 static int atomic_op(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
 		     ptl_size_t put_loff, ptl_size_t len, ptl_ack_req_t ack_req,
 		     ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
 		     ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, const void *operand,
 		     ptl_op_t aop, ptl_datatype_t adt, bool fetch)
 {
-	struct ptl_ni *ni;
-	struct ptl_mdr *pmd, *gmd = NULL;
+	struct ptl_amo_args a = { .get_md = get_mdh, .put_md = put_mdh, .get_loff = get_loff,
+				  .put_loff = put_loff, .len = len, .ack_req = ack_req,
+				  .target = target, .pt = pt, .bits = bits, .roff = roff,
+				  .user_ptr = user_ptr, .hdr = hdr, .aop = aop, .adt = adt,
+				  .fetch = fetch };
 	size_t es = ptl_atomic_dt_size(adt);
-	struct op o = {};
+	struct ptl_ni *ni;
 	int rc;
 
+	if (operand && es && es <= sizeof(a.operand)) {
+		memcpy(a.operand, operand, es);
+		a.has_operand = true;
+	}
 	if (!(ni = ptl_enter(&rc)))
 		return rc;
-	pmd = ptl_md_get(ni, put_mdh);
-	if (fetch)
-		gmd = ptl_md_get(ni, get_mdh);
-	rc = PTL_ARG_INVALID;
-	if (!pmd || (fetch && !gmd) || !es || !ptl_atomic_valid(aop, adt, fetch) || !len ||
-	    len % es || len > PTL_MAX_ATOMIC || put_loff > pmd->md.length ||
-	    len > pmd->md.length - put_loff || pt >= SPIN_MAX_PT || ack_req > PTL_OC_ACK_REQ)
-		goto out;
-	if (fetch && (get_loff > gmd->md.length || len > gmd->md.length - get_loff))
-		goto out;
-	if (aop >= PTL_CSWAP && aop <= PTL_MSWAP) {
-		if (!operand || len != es)
-			goto out;
-		memcpy(&o.operand, operand, es);
-	}
-	o.wire_op = fetch ? SPIN_OP_FETCH : SPIN_OP_ATOMIC;
-	o.md = pmd;
-	o.loff = put_loff;
-	o.len = len;
-	o.get_md = gmd;
-	o.get_loff = get_loff;
-	o.ack_req = fetch ? PTL_NO_ACK_REQ : ack_req;
-	o.target = target;
-	o.pt = pt;
-	o.bits = bits;
-	o.roff = roff;
-	o.user_ptr = user_ptr;
-	o.hdr = hdr;
-	o.aop = aop;
-	o.adt = adt;
-	rc = start_op(ni, &o);
-out:
+	rc = ptl_atomic_locked(ni, &a, false);
 	ptl_unlock(ni);
 	return rc;
 }
@@ -1030,7 +1050,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 	case SPIN_EV_PT_DISABLED:
 		if (e->pt_index < SPIN_MAX_PT && ni->pt[e->pt_index].used) {
 			ptl_event_t ev = {
-				.type = PTL_EVENT_PT_DISABLED, .pt_index = e->pt_index,
+				.type = PTL_EVENT_PT_DISABLED, .pt_index = ptl_pt_user(e->pt_index),
 				.match_bits = e->match_bits,
 				.initiator = ptl_initiator(ni, e->src_rank, e->src_pid),
 				.ni_fail_type = PTL_NI_PT_DISABLED, .uid = geteuid(),

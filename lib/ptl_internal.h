@@ -45,9 +45,29 @@ enum ptl_htype {
 #define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
 #define PTL_MAX_ATOMIC	(SPIN_MAX_SEG & ~15)	/* 1376: whole elements of any type */
 
+/*
+ * A process may hold a matching and a non-matching NI on the same interface
+ * (views of one struct ptl_ni: the AF_XDP socket, the runtime, the objects
+ * and the progress engine are shared).  Their portal tables are the two
+ * halves of the runtime's: portal index p of the matching NI is the
+ * runtime's p, of the non-matching NI the runtime's PTL_PT_HALF + p, on
+ * both ends of the wire (the initiator's NI kind picks the target's, as
+ * Portals has it).  The NI handle's index is the view.
+ */
+#define PTL_VIEW_MATCH	0
+#define PTL_VIEW_NOMATCH 1
+#define PTL_N_VIEW	2
+#define PTL_PT_HALF	(SPIN_MAX_PT / 2)
+/* the runtime's portal index of a view's index p (p < PTL_PT_HALF) */
+static inline uint32_t ptl_pt_rt(int view, uint32_t p) { return (uint32_t)view * PTL_PT_HALF + p; }
+/* ... and back: the index the application knows, and its view */
+static inline uint32_t ptl_pt_user(uint32_t rt_pt) { return rt_pt % PTL_PT_HALF; }
+static inline int ptl_pt_view(uint32_t rt_pt) { return (int)(rt_pt / PTL_PT_HALF); }
+
 struct ptl_eq {
 	bool used;
 	uint8_t gen;
+	uint8_t view;		/* the NI (view) it was allocated on */
 	bool dropped;
 	ptl_event_t *ring;
 	size_t cap, head, count;
@@ -56,6 +76,7 @@ struct ptl_eq {
 struct ptl_ct {
 	bool used;
 	uint8_t gen;
+	uint8_t view;
 	ptl_ct_event_t v;
 	int sole;		/* the one entry counting on it (wake thresholds) ... */
 	uint64_t sole_gen;	/* ... as of ptl_ni.me_gen + 1; 0: not known */
@@ -64,6 +85,7 @@ struct ptl_ct {
 struct ptl_mdr {
 	bool used;
 	uint8_t gen;
+	uint8_t view;		/* its operations go to this view's portals */
 	uint32_t busy;		/* operations waiting for an ack or reply */
 	ptl_md_t md;
 };
@@ -73,7 +95,7 @@ struct ptl_mer {
 	uint8_t gen;
 	bool window;		/* deposited by the XDP runtime */
 	ptl_list_t list;
-	uint32_t pt;
+	uint32_t pt;		/* the runtime's portal index (ptl_pt_rt) */
 	int rt;			/* index in the runtime's spin_me, -1: not linked */
 	uint64_t seq;		/* library append order */
 	uint64_t local_off;	/* PTL_ME_MANAGE_LOCAL */
@@ -114,7 +136,27 @@ struct ptl_hpu {
 	uint8_t img[SPIN_HPU_SIZE];
 };
 
-enum ptl_trig_kind { TRIG_PUT = 1, TRIG_GET, TRIG_CTINC, TRIG_CTSET };
+enum ptl_trig_kind { TRIG_PUT = 1, TRIG_GET, TRIG_CTINC, TRIG_CTSET, TRIG_AMO, TRIG_ME_APPEND,
+		     TRIG_ME_UNLINK };
+
+/* The arguments of PtlAtomic, PtlFetchAtomic and PtlSwap (fetch: the
+ * latter two), kept by a triggered one until it fires. */
+struct ptl_amo_args {
+	ptl_handle_md_t get_md, put_md;
+	ptl_size_t get_loff, put_loff, len;
+	ptl_ack_req_t ack_req;
+	ptl_process_t target;
+	ptl_pt_index_t pt;
+	ptl_match_bits_t bits;
+	ptl_size_t roff;
+	void *user_ptr;
+	ptl_hdr_data_t hdr;
+	bool has_operand;	/* PtlSwap's operand, copied */
+	uint8_t operand[16];
+	ptl_op_t aop;
+	ptl_datatype_t adt;
+	bool fetch;
+};
 
 struct ptl_trig {
 	bool used;
@@ -135,6 +177,11 @@ struct ptl_trig {
 	/* TRIG_CTINC / TRIG_CTSET */
 	ptl_handle_ct_t ct_target;
 	ptl_ct_event_t ctv;
+	/* TRIG_AMO */
+	struct ptl_amo_args amo;
+	/* TRIG_ME_APPEND (an entry reserved at registration, appended when it
+	 * fires), TRIG_ME_UNLINK */
+	ptl_handle_me_t meh;
 };
 
 enum ptl_pend_kind { PEND_ACK = 1, PEND_GET, PEND_FETCH };
@@ -251,8 +298,10 @@ struct ptl_ni {
 				 * the poller (ptl_wait's arm) */
 	uint32_t armed[PTL_N_ARMED];
 	int refs;
+	int view_refs[PTL_N_VIEW];	/* PtlNIInit minus PtlNIFini per view */
 	uint8_t gen;
-	unsigned int options;
+	unsigned int options;	/* the addressing (PTL_NI_LOGICAL or _PHYSICAL),
+				 * the same for both views */
 	char ifname[IF_NAMESIZE];
 	struct spin_rt *rt;
 	struct spin_xsk *xsk;
@@ -445,6 +494,8 @@ int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
 		   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
 		   ptl_size_t roff, void *user_ptr);
+/* An atomic, fetch-atomic or swap; check_only: validate, start nothing. */
+int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool check_only);
 void ptl_data_fini(struct ptl_ni *ni);
 
 #endif /* SPIN_PTL_INTERNAL_H */

@@ -2019,6 +2019,236 @@ static void c_self(void)
 	fini_ni();
 }
 
+/* -------------------------------------------- non-matching, SHMEM-like -- */
+
+/* What an OpenSHMEM library does over Portals (Sandia OpenSHMEM's Portals
+ * transport): a non-matching logical NI, the symmetric heap (ordinary
+ * memory) and a data segment (here in the host window) each exposed
+ * through one list entry per portal, counting on a target counter; MDs
+ * with success events off, counting acks (puts, atomics: quiet and fence
+ * wait on them) and replies (gets, fetches).  Every rank puts to every
+ * rank, itself included; gets; atomics and fetch-atomics on rank 0;
+ * a fence between a long put and its flag, the target waiting on its
+ * counter; a put triggered by an arrival, and a triggered atomic.  A
+ * matching NI is open at the same time with its own portal 0. */
+#define SH_HEAP 0		/* portal of the heap (both NIs have a portal 0) */
+#define SH_DATA 1		/* portal of the data segment */
+#define SH_HEAPLEN (256 << 10)
+static void c_shmem(void)
+{
+	ptl_handle_ni_t nni, h;
+	ptl_handle_eq_t err_eq, meq;
+	ptl_handle_ct_t tct_heap, tct_data, put_ct, get_ct, trig;
+	ptl_handle_md_t heap_md, data_md, res_md, mmd;
+	ptl_handle_le_t heap_le, data_le;
+	ptl_handle_me_t mme;
+	ptl_pt_index_t pt;
+	ptl_ni_limits_t nlim;
+	ptl_le_t le;
+	ptl_md_t md;
+	uint8_t *heap, *data, *res, *mbuf, *msrc;
+	uint64_t nput = 0, nget = 0, th = 0;
+	const int K = 10;
+	char ctx[160];
+
+	OK(PtlInit());
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &nlim,
+		     &nni));
+	/* and a matching NI beside it */
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
+	CHK(!PtlHandleIsEqual(ni, nni), "two NIs, two handles");
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, NULL, &nlim,
+		     &h), PTL_ARG_INVALID);
+
+	OK(PtlEQAlloc(nni, 64, &err_eq));
+	OK(PtlCTAlloc(nni, &tct_heap));
+	OK(PtlCTAlloc(nni, &tct_data));
+	OK(PtlCTAlloc(nni, &put_ct));
+	OK(PtlCTAlloc(nni, &get_ct));
+	OK(PtlCTAlloc(nni, &trig));
+	OK(PtlPTAlloc(nni, 0, err_eq, SH_HEAP, &pt));
+	OK(PtlPTAlloc(nni, 0, err_eq, SH_DATA, &pt));
+	if (posix_memalign((void **)&heap, 4096, SH_HEAPLEN) || posix_memalign((void **)&res, 4096, 65536))
+		DIE("out of memory");
+	memset(heap, 0, SH_HEAPLEN);
+	memset(res, 0, 65536);
+	OK(PtlSpinHostAlloc(nni, 65536, (void **)&data));
+	memset(&le, 0, sizeof(le));
+	le.uid = PTL_UID_ANY;
+	le.options = PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_EVENT_LINK_DISABLE |
+		     PTL_LE_EVENT_SUCCESS_DISABLE | PTL_LE_EVENT_CT_COMM;
+	le.start = heap;
+	le.length = SH_HEAPLEN;
+	le.ct_handle = tct_heap;
+	OK(PtlLEAppend(nni, SH_HEAP, &le, PTL_PRIORITY_LIST, NULL, &heap_le));
+	le.start = data;
+	le.length = 65536;
+	le.ct_handle = tct_data;
+	OK(PtlLEAppend(nni, SH_DATA, &le, PTL_PRIORITY_LIST, NULL, &data_le));
+	CHK(PtlNIHandle(heap_le, &h) == PTL_OK && h == nni, "PtlNIHandle(list entry) is the non-matching NI");
+	RC(PtlLEAppend(ni, SH_HEAP, &le, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+	md = (ptl_md_t){ .start = heap, .length = SH_HEAPLEN,
+			 .options = PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_ACK,
+			 .eq_handle = err_eq, .ct_handle = put_ct };
+	OK(PtlMDBind(nni, &md, &heap_md));
+	md.start = data;
+	md.length = 65536;
+	OK(PtlMDBind(nni, &md, &data_md));
+	md = (ptl_md_t){ .start = res, .length = 65536,
+			 .options = PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_REPLY,
+			 .eq_handle = err_eq, .ct_handle = get_ct };
+	OK(PtlMDBind(nni, &md, &res_md));
+	CHK(PtlNIHandle(res_md, &h) == PTL_OK && h == nni, "PtlNIHandle(MD) is the non-matching NI");
+
+	/* the matching NI's portal 0 and an entry on it */
+	meq = eq_new(64);
+	pt_new(0, meq, SH_HEAP);
+	mbuf = kbuf(K_MAL, 4096);
+	msrc = kbuf(K_MAL, 4096);
+	mme = me_add(SH_HEAP, mbuf, 4096, PTL_ME_OP_PUT, 7, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x77));
+	mmd = md_new(msrc, 4096, 0, meq, PTL_CT_NONE);
+	{
+		ptl_me_t me = { .start = heap, .length = 8, .ct_handle = PTL_CT_NONE,
+				.options = PTL_ME_OP_PUT, .match_id = any_proc() };
+
+		RC(PtlMEAppend(nni, SH_HEAP, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+	}
+	barrier("sh.ready");
+
+	/* 0: the same portal index on the two NIs: a put on each */
+	fill(msrc, 512, 90 + R);
+	RC(PtlPut(mmd, 0, 512, PTL_NO_ACK_REQ, rank_proc((R + 1) % N), SH_HEAP, 7, 0, NULL, 0), PTL_OK);
+	{
+		ptl_event_t evs[2];
+
+		if (collect(meq, T_EV_MS, 2, (int[]){ PTL_EVENT_PUT, PTL_EVENT_SEND }, evs,
+			    "matching NI: put on portal 0"))
+			CHKEV("matching NI: put on portal 0", &evs[0],
+			      .m = F_TYPE | F_INI | F_MLEN | F_UPTR | F_START, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc((R + N - 1) % N), .mlen = 512, .uptr = U(0x77),
+			      .start = mbuf);
+	}
+	check_pat("matching NI: put on portal 0", mbuf, 512, 90 + (R + N - 1) % N);
+
+	/* 1: puts to every PE (itself too) into heap and data segment; quiet */
+	fill(heap + 4096 + R * 16384, 10000, 100 + R);
+	fill(data + 32768 + R * 1000, 1000, 150 + R);
+	for (int t = 0; t < N; t++) {
+		RC(PtlPut(heap_md, 4096 + R * 16384, 10000, PTL_CT_ACK_REQ, rank_proc(t), SH_HEAP, 0,
+			  4096 + R * 16384, NULL, 0), PTL_OK);
+		RC(PtlPut(data_md, 32768 + R * 1000, 1000, PTL_CT_ACK_REQ, rank_proc(t), SH_DATA, 0,
+			  R * 1000, NULL, 0), PTL_OK);
+		nput += 2;
+	}
+	ct_wait(put_ct, nput, T_EV_MS, "quiet after the puts");
+	ct_wait(tct_heap, th += N, T_EV_MS, "heap: target counter of the puts");
+	ct_wait(tct_data, N, T_EV_MS, "data segment: target counter of the puts");
+	barrier("sh.put");
+	for (int r = 0; r < N; r++) {
+		snprintf(ctx, sizeof(ctx), "heap put from PE %d", r);
+		check_pat(ctx, heap + 4096 + r * 16384, 10000, 100 + r);
+		snprintf(ctx, sizeof(ctx), "data segment put from PE %d", r);
+		check_pat(ctx, data + r * 1000, 1000, 150 + r);
+	}
+	barrier("sh.checked");
+
+	/* 2: gets from the next PE and from itself */
+	fill(heap + 150000, 20000, 200 + R);
+	barrier("sh.getready");
+	RC(PtlGet(res_md, 0, 20000, rank_proc((R + 1) % N), SH_HEAP, 0, 150000, NULL), PTL_OK);
+	RC(PtlGet(res_md, 20000, 20000, rank_proc(R), SH_HEAP, 0, 150000, NULL), PTL_OK);
+	nget += 2;
+	ct_wait(get_ct, nget, T_EV_MS, "gets: CT_REPLY");
+	check_pat("get from the next PE", res, 20000, 200 + (R + 1) % N);
+	check_pat("get from itself", res + 20000, 20000, 200 + R);
+	ct_wait(tct_heap, th += 2, T_EV_MS, "heap: target counter of the gets");
+	barrier("sh.get");
+
+	/* 3: atomics and fetch-atomics on PE 0 */
+	{
+		uint64_t *src = (uint64_t *)(heap + 200000), *fetched = (uint64_t *)(res + 40000);
+
+		src[0] = R + 1;
+		src[1] = 1;
+		for (int k = 0; k < K; k++) {
+			RC(PtlAtomic(heap_md, 200000, 8, PTL_CT_ACK_REQ, rank_proc(0), SH_HEAP, 0, 0, NULL,
+				     0, PTL_SUM, PTL_UINT64_T), PTL_OK);
+			RC(PtlFetchAtomic(res_md, 40000 + 8 * k, heap_md, 200008, 8, rank_proc(0), SH_HEAP,
+					  0, 8, NULL, 0, PTL_SUM, PTL_UINT64_T), PTL_OK);
+		}
+		nput += K;
+		nget += K;
+		ct_wait(put_ct, nput, T_EV_MS, "quiet after the atomics");
+		ct_wait(get_ct, nget, T_EV_MS, "fetch-atomics: CT_REPLY");
+		for (int k = 1; k < K; k++)
+			CHK(fetched[k] > fetched[k - 1] && fetched[k] < (uint64_t)N * K,
+			    "fetch-add %d: %llu after %llu", k, (unsigned long long)fetched[k],
+			    (unsigned long long)fetched[k - 1]);
+		if (R == 0)
+			ct_wait(tct_heap, th += 2 * K * N, T_EV_MS, "heap: target counter of the atomics");
+		barrier("sh.amo");
+		if (R == 0) {
+			CHK_EQ(*(uint64_t *)heap, (uint64_t)K * N * (N + 1) / 2, "atomic SUM at PE 0");
+			CHK_EQ(*(uint64_t *)(heap + 8), (uint64_t)K * N, "fetch-add at PE 0");
+		}
+	}
+	barrier("sh.amochecked");
+
+	/* 4: fence: a long put, then its flag; the target waits on its counter */
+	if (R == 0) {
+		fill(heap + 80000, 70000, 77);
+		heap[210000] = 1;
+		RC(PtlPut(heap_md, 80000, 70000, PTL_CT_ACK_REQ, rank_proc(1), SH_HEAP, 0, 80000, NULL,
+			  0), PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "fence");
+		RC(PtlPut(heap_md, 210000, 1, PTL_CT_ACK_REQ, rank_proc(1), SH_HEAP, 0, 210000, NULL, 0),
+		   PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "quiet after the flag");
+	} else if (R == 1) {
+		ct_wait(tct_heap, th += 2, T_EV_MS, "target counter: data and flag");
+		CHK_EQ(heap[210000], 1, "the flag");
+		check_pat("data before its flag", heap + 80000, 70000, 77);
+	}
+	barrier("sh.fence");
+
+	/* 5: triggered: PE 1 puts back when PE 0's put arrives (its
+	 * heap counter), and then adds with a triggered atomic */
+	if (R == 1) {
+		fill(heap + 100000, 4000, 55);
+		*(uint64_t *)(heap + 104000) = 5;
+		RC(PtlTriggeredPut(heap_md, 100000, 4000, PTL_CT_ACK_REQ, rank_proc(0), SH_HEAP, 0,
+				   100000, NULL, 0, tct_heap, th + 1), PTL_OK);
+		RC(PtlTriggeredAtomic(heap_md, 104000, 8, PTL_CT_ACK_REQ, rank_proc(0), SH_HEAP, 0, 0,
+				      NULL, 0, PTL_SUM, PTL_UINT64_T, tct_heap, th + 1), PTL_OK);
+		barrier("sh.trigready");
+		ct_wait(tct_heap, th += 1, T_EV_MS, "PE 0's put arrived");
+		ct_wait(put_ct, nput += 2, T_EV_MS, "the triggered put and atomic: acks");
+	} else if (R == 0) {
+		barrier("sh.trigready");
+		no_ev(err_eq, 50, "nothing yet");
+		RC(PtlPut(heap_md, 4096, 8, PTL_CT_ACK_REQ, rank_proc(1), SH_HEAP, 0, 220000, NULL, 0),
+		   PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "the triggering put");
+		ct_wait(tct_heap, th += 2, T_EV_MS, "the triggered put and atomic arrived");
+		check_pat("triggered put", heap + 100000, 4000, 55);
+		CHK_EQ(*(uint64_t *)heap, (uint64_t)K * N * (N + 1) / 2 + 5, "triggered atomic");
+	} else {
+		barrier("sh.trigready");
+	}
+	barrier("sh.trig");
+	no_ev(err_eq, 20, "no failure events");
+	no_ev(meq, 20, "matching NI: no more events");
+	ct_is(put_ct, nput, 0, "acks, no failure");
+	RC(PtlLEUnlink(heap_le), PTL_OK);
+	RC(PtlLEUnlink(data_le), PTL_OK);
+	RC(PtlLEUnlink(heap_le), PTL_ARG_INVALID);
+	RC(PtlMEUnlink(mme), PTL_OK);
+	barrier("sh.done");
+	RC(PtlNIFini(nni), PTL_OK);
+	RC(PtlCTGet(put_ct, &(ptl_ct_event_t){ 0, 0 }), PTL_ARG_INVALID);	/* its NI is gone */
+	fini_ni();
+}
+
 /* --------------------------------------------- event options, EQ full -- */
 
 static void c_eventopts(void)
@@ -2195,14 +2425,16 @@ static void c_badargs(void)
 	RC(PtlEQGet(0, &ev), PTL_NO_INIT);
 
 	OK(PtlInit());
-	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h),
-	   PTL_ARG_INVALID);
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
+		     NULL, &lim, &h), PTL_ARG_INVALID);
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h), PTL_ARG_INVALID);
 	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL, PTL_PID_ANY,
 		     NULL, &lim, &h), PTL_ARG_INVALID);
 	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, NULL),
 	   PTL_ARG_INVALID);
 	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
-	CHK_EQ(lim.max_pt_index, 15, "max_pt_index");
+	/* per NI kind: the halves of the runtime's 16 */
+	CHK_EQ(lim.max_pt_index, 7, "max_pt_index");
 	CHK_EQ(lim.max_list_size, 32, "max_list_size");
 	CHK_EQ(lim.max_msg_size, 1ull << 30, "max_msg_size: 1 GiB (SPIN_MAX_MSG)");
 	CHK_EQ(lim.max_msg_size, SPIN_MAX_MSG, "max_msg_size");
@@ -2290,6 +2522,7 @@ static void c_badargs(void)
 	RC(PtlPTAlloc(eq, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt), PTL_ARG_INVALID);
 
 	/* portal table */
+	RC(PtlPTAlloc(ni, 0, eq, 8, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 16, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 1000, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eqs, 3, &pt), PTL_ARG_INVALID);
@@ -2306,15 +2539,17 @@ static void c_badargs(void)
 			break;
 		if (!RC(rc, PTL_OK))
 			break;
-		CHK(pt <= 15 && pt != 3, "PTL_PT_ANY gave %u", pt);
+		CHK(pt <= 7 && pt != 3, "PTL_PT_ANY gave %u", pt);
 		n++;
 	}
-	CHK_EQ(n, 16, "portal indexes allocated before PTL_PT_FULL");
-	for (ptl_pt_index_t i = 0; i < 16; i++)
+	CHK_EQ(n, 8, "portal indexes allocated before PTL_PT_FULL (max_pt_index + 1)");
+	for (ptl_pt_index_t i = 0; i < 8; i++)
 		if (i != 3)
 			RC(PtlPTFree(ni, i), PTL_OK);
 	RC(PtlPTFree(ni, 5), PTL_ARG_INVALID);
+	RC(PtlPTFree(ni, 8), PTL_ARG_INVALID);
 	RC(PtlPTFree(ni, 16), PTL_ARG_INVALID);
+	RC(PtlPTEnable(ni, 8), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTDisable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 5), PTL_ARG_INVALID);
@@ -3941,7 +4176,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)

@@ -202,6 +202,8 @@ run_case atomic_2ranks atomic 2 2
 run_case triggered triggered 2 2
 # every operation to the process's own rank (both ranks at once)
 run_case self self 2 2
+# a non-matching NI as an OpenSHMEM library uses it, beside a matching one
+run_case shmem shmem 2 2
 run_case eventopts eventopts 2 2
 # the Portals overflow semantics: with reliable delivery a full queue holds
 # senders back instead (test_rel.sh pause_*)

@@ -70,6 +70,7 @@ typedef ptl_handle_any_t ptl_handle_eq_t;
 typedef ptl_handle_any_t ptl_handle_ct_t;
 typedef ptl_handle_any_t ptl_handle_md_t;
 typedef ptl_handle_any_t ptl_handle_me_t;
+typedef ptl_handle_any_t ptl_handle_le_t;
 /* sPIN extension handles (spin/portals4_spin.h) */
 typedef ptl_handle_any_t ptl_handle_handler_t;	/* a loaded handler object */
 typedef ptl_handle_any_t ptl_handle_hpu_mem_t;	/* handler (HPU) memory */
@@ -101,7 +102,7 @@ typedef ptl_handle_any_t ptl_handle_hpu_mem_t;	/* handler (HPU) memory */
 /* ------------------------------------------------ network interfaces -- */
 
 #define PTL_NI_MATCHING		(1u << 0)
-#define PTL_NI_NO_MATCHING	(1u << 1)	/* not supported: PTL_ARG_INVALID */
+#define PTL_NI_NO_MATCHING	(1u << 1)	/* list entries (PtlLE*), no match bits */
 #define PTL_NI_LOGICAL		(1u << 2)
 #define PTL_NI_PHYSICAL		(1u << 3)
 
@@ -256,6 +257,42 @@ int PtlMEUnlink(ptl_handle_me_t me_handle);
 int PtlMESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
 		ptl_search_op_t ptl_search_op, void *user_ptr);
 
+/* ---------------------------------------------------- list entries -- */
+
+/* Non-matching NIs (PTL_NI_NO_MATCHING): an entry takes every message on
+ * its portal, in list order, whatever its match bits and source.  The
+ * options have the values of the PTL_ME_* of the same name. */
+#define PTL_LE_OP_PUT			PTL_ME_OP_PUT
+#define PTL_LE_OP_GET			PTL_ME_OP_GET
+#define PTL_LE_USE_ONCE			PTL_ME_USE_ONCE
+#define PTL_LE_ACK_DISABLE		PTL_ME_ACK_DISABLE
+#define PTL_LE_UNEXPECTED_HDR_DISABLE	PTL_ME_UNEXPECTED_HDR_DISABLE
+#define PTL_LE_IS_ACCESSIBLE		PTL_ME_IS_ACCESSIBLE
+#define PTL_LE_EVENT_COMM_DISABLE	PTL_ME_EVENT_COMM_DISABLE
+#define PTL_LE_EVENT_FLOWCTRL_DISABLE	PTL_ME_EVENT_FLOWCTRL_DISABLE
+#define PTL_LE_EVENT_SUCCESS_DISABLE	PTL_ME_EVENT_SUCCESS_DISABLE
+#define PTL_LE_EVENT_OVER_DISABLE	PTL_ME_EVENT_OVER_DISABLE
+#define PTL_LE_EVENT_UNLINK_DISABLE	PTL_ME_EVENT_UNLINK_DISABLE
+#define PTL_LE_EVENT_LINK_DISABLE	PTL_ME_EVENT_LINK_DISABLE
+#define PTL_LE_EVENT_CT_COMM		PTL_ME_EVENT_CT_COMM
+#define PTL_LE_EVENT_CT_OVERFLOW	PTL_ME_EVENT_CT_OVERFLOW
+#define PTL_LE_EVENT_CT_BYTES		PTL_ME_EVENT_CT_BYTES
+#define PTL_LE_AUTH_USE_JID		PTL_ME_AUTH_USE_JID
+
+typedef struct {
+	void *start;
+	ptl_size_t length;
+	ptl_handle_ct_t ct_handle;
+	ptl_uid_t uid;			/* PTL_UID_ANY (no access control) */
+	unsigned int options;		/* PTL_LE_* */
+} ptl_le_t;
+
+int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+		ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle);
+int PtlLEUnlink(ptl_handle_le_t le_handle);
+int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+		ptl_search_op_t ptl_search_op, void *user_ptr);
+
 /* ------------------------------------------------------ counting events -- */
 
 typedef struct {
@@ -403,6 +440,23 @@ int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size
 		    ptl_process_t target_id, ptl_pt_index_t pt_index,
 		    ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
 		    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+		       ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+		       ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+		       ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
+		       ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+			    ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset,
+			    ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+			    ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+			    ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
+			    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+		     ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
+		     ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+		     ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+		     const void *operand, ptl_op_t operation, ptl_datatype_t datatype,
+		     ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
 int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment,
 		      ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
 int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct,

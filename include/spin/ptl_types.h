@@ -13,9 +13,18 @@
 #include <stddef.h>
 #endif
 
+/* uint64_t as the specification's header declares them (so that
+ * PRIu64 and the like fit), __u64 of the same width on the device side */
+#ifdef __VMLINUX_H__
 typedef __u64 ptl_size_t;
 typedef __u64 ptl_match_bits_t;
 typedef __u64 ptl_hdr_data_t;
+#else
+typedef uint64_t ptl_size_t;
+typedef uint64_t ptl_match_bits_t;
+typedef uint64_t ptl_hdr_data_t;
+#endif
+#define PTL_SIZE_MAX	((ptl_size_t)0xffffffffffffffffULL)
 typedef __u32 ptl_pt_index_t;
 typedef __u32 ptl_nid_t;
 typedef __u32 ptl_pid_t;
