@@ -296,7 +296,7 @@ static void default_limits(ptl_ni_limits_t *l)
 	l->max_cts = PTL_N_CT;
 	l->max_eqs = PTL_N_EQ;
 	l->max_pt_index = PTL_PT_HALF - 1;	/* per NI: the halves of the runtime's */
-	l->max_iovecs = 0;
+	l->max_iovecs = PTL_MAX_IOVECS;
 	l->max_list_size = SPIN_MAX_ME_PER_PT;
 	l->max_triggered_ops = PTL_N_TRIG;
 	l->max_msg_size = SPIN_MAX_MSG;
@@ -603,6 +603,7 @@ static void view_close(struct ptl_ni *ni, int view)
 	}
 	for (int i = 0; i < PTL_N_MD; i++)
 		if (ni->md[i].used && ni->md[i].view == view && !ni->md[i].busy) {
+			ptl_buf_put(&ni->md[i].buf);
 			ni->md[i].used = false;
 			ni->md[i].gen = ptl_next_gen(ni->md[i].gen);
 		}
@@ -1415,7 +1416,7 @@ int PtlTriggeredPut(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_ac
 	if (!ni)
 		return rc;
 	md = ptl_md_get(ni, mdh);
-	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= PTL_PT_HALF ||
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || pt >= PTL_PT_HALF ||
 	    ack_req > PTL_OC_ACK_REQ)
 		rc = PTL_ARG_INVALID;
 	else
@@ -1439,7 +1440,7 @@ int PtlTriggeredGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_pr
 	if (!ni)
 		return rc;
 	md = ptl_md_get(ni, mdh);
-	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= PTL_PT_HALF)
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || pt >= PTL_PT_HALF)
 		rc = PTL_ARG_INVALID;
 	else
 		rc = trig_add(ni, &t, trig_ct);
@@ -1669,7 +1670,7 @@ int PtlPTDisable(ptl_handle_ni_t nih, ptl_pt_index_t p)
 
 /* --------------------------------------------------- memory descriptors -- */
 
-#define MD_OPTS (PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK |	\
+#define MD_OPTS (PTL_IOVEC | PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK |	\
 		 PTL_MD_UNORDERED | PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_VOLATILE |	\
 		 PTL_MD_EVENT_SEND_DISABLE | PTL_MD_UNRELIABLE | PTL_MD_EVENT_CT_BYTES)
 
@@ -1678,15 +1679,22 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 	struct ptl_ni *ni;
 	int rc, view;
 
-	if (!md || !mdh || (md->length && !md->start) || (md->options & ~MD_OPTS) ||
-	    md->length > SPIN_MAX_MSG * 64ull)
+	struct ptl_buf b;
+
+	if (!md || !mdh || (md->options & ~MD_OPTS))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_hv(nih, &rc, &view);
-	if (!ni)
+	rc = ptl_buf_init(&b, md->start, md->length, md->options & PTL_IOVEC, "PtlMDBind");
+	if (rc != PTL_OK)
 		return rc;
+	ni = ni_enter_hv(nih, &rc, &view);
+	if (!ni) {
+		ptl_buf_put(&b);
+		return rc;
+	}
 	if ((md->eq_handle != PTL_EQ_NONE && !ptl_eq_get(ni, md->eq_handle)) ||
 	    (md->ct_handle != PTL_CT_NONE && !ptl_ct_get(ni, md->ct_handle))) {
 		ptl_unlock(ni);
+		ptl_buf_put(&b);
 		return PTL_ARG_INVALID;
 	}
 	rc = PTL_NO_SPACE;
@@ -1697,11 +1705,14 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 		ni->md[i].view = (uint8_t)view;
 		ni->md[i].busy = 0;
 		ni->md[i].md = *md;
+		ni->md[i].buf = b;
+		b.iov = NULL;
 		*mdh = ptl_mkh(PTL_H_MD, i, ni->md[i].gen);
 		rc = PTL_OK;
 		break;
 	}
 	ptl_unlock(ni);
+	ptl_buf_put(&b);	/* not taken: no MD free */
 	return rc;
 }
 
@@ -1721,6 +1732,7 @@ int PtlMDRelease(ptl_handle_md_t mdh)
 	} else if (m->busy) {
 		rc = PTL_IN_USE;
 	} else {
+		ptl_buf_put(&m->buf);
 		m->used = false;
 		m->gen = ptl_next_gen(m->gen);
 		rc = PTL_OK;
@@ -2016,7 +2028,7 @@ int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size
 
 /* ------------------------------------------------------ match entries -- */
 
-#define ME_OPTS (PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_ACK_DISABLE |	\
+#define ME_OPTS (PTL_IOVEC | PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_ACK_DISABLE |	\
 		 PTL_ME_UNEXPECTED_HDR_DISABLE | PTL_ME_NO_TRUNCATE | PTL_ME_MANAGE_LOCAL |	\
 		 PTL_ME_MAY_ALIGN | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_FLOWCTRL_DISABLE |	\
 		 PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_OVER_DISABLE |			\
@@ -2024,7 +2036,7 @@ int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size
 		 PTL_ME_EVENT_CT_OVERFLOW | PTL_ME_EVENT_CT_BYTES | PTL_ME_IS_ACCESSIBLE |	\
 		 PTL_ME_AUTH_USE_JID)
 
-#define LE_OPTS (PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE | PTL_LE_ACK_DISABLE |	\
+#define LE_OPTS (PTL_IOVEC | PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE | PTL_LE_ACK_DISABLE |	\
 		 PTL_LE_UNEXPECTED_HDR_DISABLE | PTL_LE_IS_ACCESSIBLE |				\
 		 PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_FLOWCTRL_DISABLE |			\
 		 PTL_LE_EVENT_SUCCESS_DISABLE | PTL_LE_EVENT_OVER_DISABLE |			\
@@ -2108,13 +2120,20 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	uint32_t i, pt;
 	int rc, idx, view;
 
+	struct ptl_buf b;
+
 	if (!me || !meh || !pt_ok(upt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
-	    (me->options & ~ME_OPTS) || (me->length && !me->start) ||
-	    me->length > SPIN_MAX_MSG * 64ull)
+	    (me->options & ~ME_OPTS))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_hv(nih, &rc, &view);
-	if (!ni)
+	rc = ptl_buf_init(&b, me->start, me->length, me->options & PTL_IOVEC,
+			  want == PTL_VIEW_MATCH ? "PtlMEAppend" : "PtlLEAppend");
+	if (rc != PTL_OK)
 		return rc;
+	ni = ni_enter_hv(nih, &rc, &view);
+	if (!ni) {
+		ptl_buf_put(&b);
+		return rc;
+	}
 	if (view != want) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
 				"PtlMEAppend" : "PtlLEAppend", view_name[view],
@@ -2139,6 +2158,10 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	if (me->handler_host_mem_length &&
 	    !in_window(ni, me->handler_host_mem, me->handler_host_mem_length)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: handler host memory must be in the host window (PtlSpinHostAlloc)");
+		goto out;
+	}
+	if (hd && !ptl_buf_flat(&b)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: an entry with handlers needs its buffer in the host window, not an iovec list or the whole address space");
 		goto out;
 	}
 	if (hd && me->length && !in_window(ni, me->start, me->length)) {
@@ -2169,8 +2192,10 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	m->rt = -1;
 	m->seq = ++ni->seq;
 	m->match_rank = (uint32_t)rank;
-	m->window = (!me->length || in_window(ni, me->start, me->length)) &&
+	m->window = ptl_buf_flat(&b) && (!me->length || in_window(ni, me->start, me->length)) &&
 		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len;
+	m->buf = b;
+	b.iov = NULL;	/* the entry's now */
 	m->used = true;
 	*meh = ptl_me_handle(ni, m);
 
@@ -2182,6 +2207,7 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 			unex_deliver(ni, pt, me, user_ptr, u);
 			if (me->options & PTL_ME_USE_ONCE) {
 				/* consumed: never linked */
+				ptl_buf_put(&m->buf);
 				m->used = false;
 				m->gen = ptl_next_gen(m->gen);
 				rc = PTL_OK;
@@ -2213,7 +2239,7 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	    !(me->options & PTL_ME_EVENT_CT_COMM) && list == PTL_PRIORITY_LIST)
 		s.options |= me->options & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE);
 	s.handler = hd ? hd->name : NULL;
-	s.host_len = me->length;
+	s.host_len = m->buf.len;
 	if (m->window) {
 		s.host_off = me->length ? (uint64_t)((uint8_t *)me->start - ni->win) : 0;
 	} else {
@@ -2232,6 +2258,7 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	if (idx < 0) {
 		rc = ptl_seterr(idx == -SPIN_ENOSPC ? PTL_LIST_TOO_LONG : PTL_FAIL, "PtlMEAppend: %s",
 				spin_errmsg());
+		ptl_buf_put(&m->buf);
 		m->used = false;
 		m->gen = ptl_next_gen(m->gen);
 		goto out;
@@ -2248,6 +2275,7 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 out:
 	ni->me_gen++;
 	ptl_unlock(ni);
+	ptl_buf_put(&b);	/* if the entry did not take it */
 	return rc;
 }
 
@@ -2288,6 +2316,7 @@ int PtlLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le, ptl_
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 {
 	ni->me_gen++;
+	ptl_buf_put(&m->buf);
 	if (m->rt >= 0 && ni->me_by_rt[m->rt] == (int)(m - ni->me))
 		ni->me_by_rt[m->rt] = -1;
 	m->rt = -1;

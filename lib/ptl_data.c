@@ -118,7 +118,7 @@ static void send_event(struct ptl_ni *ni, struct ptl_mdr *md, ptl_size_t loff, p
 		       ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
 		       ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, ptl_ni_fail_t fail)
 {
-	ptl_event_t ev = { .type = PTL_EVENT_SEND, .start = (uint8_t *)md->md.start + loff,
+	ptl_event_t ev = { .type = PTL_EVENT_SEND, .start = ptl_buf_addr(&md->buf, loff),
 			   .user_ptr = user_ptr, .hdr_data = hdr, .match_bits = bits,
 			   .rlength = len, .mlength = len, .remote_offset = roff,
 			   .initiator = target, .pt_index = pt, .ni_fail_type = fail };
@@ -133,7 +133,7 @@ void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t f
 		       uint64_t mlength, ptl_list_t list)
 {
 	struct ptl_mdr *md = &ni->md[p->md];
-	ptl_event_t ev = { .start = (uint8_t *)md->md.start + p->loff, .user_ptr = p->user_ptr,
+	ptl_event_t ev = { .start = ptl_buf_addr(&md->buf, p->loff), .user_ptr = p->user_ptr,
 			   .hdr_data = p->hdr_data, .match_bits = p->bits, .rlength = p->len,
 			   .mlength = mlength, .remote_offset = p->roff, .initiator = p->target,
 			   .pt_index = p->pt, .ni_fail_type = fail, .atomic_operation = p->aop,
@@ -202,6 +202,28 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	int64_t rank = target_rank(ni, o->target);
 	ptl_ni_fail_t fail = PTL_NI_OK;
 	int err = 0;
+	/* the bytes sent: the MD's own, or gathered from its iovecs (or
+	 * checked, from the whole address space) into a copy */
+	const uint8_t *src = NULL;
+	uint8_t *gather = NULL;
+
+	if (o->wire_op != SPIN_OP_GET) {
+		if (ptl_buf_flat(&o->md->buf)) {
+			src = o->md->buf.start + o->loff;
+		} else {
+			gather = malloc(o->len ? o->len : 1);
+			if (!gather)
+				return ptl_seterr(PTL_NO_SPACE, "no memory to gather %llu bytes",
+						  (unsigned long long)o->len);
+			if (ptl_buf_read(&o->md->buf, o->loff, gather, o->len)) {
+				free(gather);
+				return ptl_seterr(PTL_ARG_INVALID,
+						  "the MD's bytes at offset %llu (%llu) are not readable",
+						  (unsigned long long)o->loff, (unsigned long long)o->len);
+			}
+			src = gather;
+		}
+	}
 
 	a.op = o->wire_op;
 	/* the target's portal of the same NI kind as the MD's (ptl_pt_rt) */
@@ -262,7 +284,7 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		p->smd = (uint32_t)(o->md - ni->md);
 		p->sloff = o->loff;
 		if (o->wire_op != SPIN_OP_GET)
-			p->buf = (const uint8_t *)o->md->md.start + o->loff;
+			p->buf = src;
 		/* gets and fetches: one request packet; npkts counts the
 		 * reply's packets then (on_reply) */
 		if (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC)
@@ -270,8 +292,15 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		/* a one-packet put keeps a copy: its send event comes now (an
 		 * MPI send completes on it), and without an ack wanted it is
 		 * acknowledged in bulk (ptl_rel.c, probes) */
-		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 && (p->copy = malloc(o->len ?: 1))) {
-			memcpy(p->copy, p->buf, o->len);
+		if (gather) {
+			/* the gathered copy lives as long as the message */
+			p->copy = gather;
+			gather = NULL;
+		}
+		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 &&
+		    (p->copy || (p->copy = malloc(o->len ?: 1)))) {
+			if (p->buf != p->copy)
+				memcpy(p->copy, p->buf, o->len);
 			p->buf = p->copy;
 			p->quiet = !want_ack;
 			p->send_posted = true;
@@ -284,12 +313,10 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else if (ni->bundle) {
-		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
-				    (uint32_t)o->len, NULL);
+		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, src, (uint32_t)o->len, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else {
-		err = spin_xsk_send(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
-				    (uint32_t)o->len, NULL, NULL);
+		err = spin_xsk_send(ni->xsk, (uint32_t)rank, &a, src, (uint32_t)o->len, NULL, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	}
 	/* the send event: the MD's bytes may be reused now (a reliable
@@ -299,6 +326,7 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 			   o->user_ptr, o->hdr, fail);
 	if (p && fail != PTL_NI_OK)
 		ptl_pend_complete(ni, p, fail, 0, PTL_PRIORITY_LIST);
+	free(gather);
 	return PTL_OK;
 }
 
@@ -311,7 +339,7 @@ int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.ack_req = ack_req, .target = target, .pt = pt, .bits = bits, .roff = roff,
 			.user_ptr = user_ptr, .hdr = hdr };
 
-	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || len > SPIN_MAX_MSG ||
 	    pt >= PTL_PT_HALF || ack_req > PTL_OC_ACK_REQ)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
@@ -326,7 +354,7 @@ int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.ack_req = PTL_NO_ACK_REQ, .target = target, .pt = pt, .bits = bits,
 			.roff = roff, .user_ptr = user_ptr };
 
-	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || len > SPIN_MAX_MSG ||
 	    pt >= PTL_PT_HALF)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
@@ -369,11 +397,11 @@ int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool chec
 	if (a->fetch)
 		gmd = ptl_md_get(ni, a->get_md);
 	if (!pmd || (a->fetch && !gmd) || !es || !ptl_atomic_valid(a->aop, a->adt, a->fetch) ||
-	    !a->len || a->len % es || a->len > PTL_MAX_ATOMIC || a->put_loff > pmd->md.length ||
-	    a->len > pmd->md.length - a->put_loff || a->pt >= PTL_PT_HALF ||
+	    !a->len || a->len % es || a->len > PTL_MAX_ATOMIC || a->put_loff > pmd->buf.len ||
+	    a->len > pmd->buf.len - a->put_loff || a->pt >= PTL_PT_HALF ||
 	    a->ack_req > PTL_OC_ACK_REQ)
 		return PTL_ARG_INVALID;
-	if (a->fetch && (a->get_loff > gmd->md.length || a->len > gmd->md.length - a->get_loff))
+	if (a->fetch && (a->get_loff > gmd->buf.len || a->len > gmd->buf.len - a->get_loff))
 		return PTL_ARG_INVALID;
 	if (a->fetch && gmd->view != pmd->view)
 		return ptl_seterr(PTL_ARG_INVALID, "the get and put MDs are of different NIs");
@@ -500,6 +528,25 @@ static void send_reply(struct ptl_ni *ni, uint32_t rank, uint32_t pt, uint32_t m
 		ni->drops++;
 }
 
+void ptl_reply_me(struct ptl_ni *ni, const struct spin_hdr *h, const struct ptl_mer *m,
+		  uint64_t off, uint64_t len, uint32_t list)
+{
+	uint8_t *tmp;
+
+	if (ptl_buf_flat(&m->buf)) {
+		ptl_reply_to(ni, h, m->buf.start + off, len, SPIN_FAIL_OK, list);
+		return;
+	}
+	tmp = malloc(len ? len : 1);
+	if (!tmp || ptl_buf_read(&m->buf, off, tmp, len)) {
+		ni->drops++;
+		ptl_reply_to(ni, h, NULL, 0, tmp ? SPIN_FAIL_OP_VIOLATION : SPIN_FAIL_QUEUE_FULL, list);
+	} else {
+		ptl_reply_to(ni, h, tmp, len, SPIN_FAIL_OK, list);
+	}
+	free(tmp);
+}
+
 void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
 		  uint32_t fail, uint32_t list)
 {
@@ -571,7 +618,7 @@ static struct ptl_mer *me_rematch(struct ptl_ni *ni, const struct spin_hdr *h)
 			    (!(ni->options & PTL_NI_LOGICAL) && m->me.match_id.phys.pid != PTL_PID_ANY &&
 			     m->me.match_id.phys.pid != pid))
 				continue;
-			if ((o & PTL_ME_NO_TRUNCATE) && (off > m->me.length || len > m->me.length - off))
+			if ((o & PTL_ME_NO_TRUNCATE) && (off > m->buf.len || len > m->buf.len - off))
 				continue;
 			if (!best || m->list < best->list || (m->list == best->list && m->seq < best->seq))
 				best = m;
@@ -602,7 +649,7 @@ static uint64_t me_place(struct ptl_mer *m, uint64_t roff, uint64_t rlen, uint64
 {
 	uint64_t off = (m->me.options & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
 
-	*mlength = off >= m->me.length ? 0 : (rlen < m->me.length - off ? rlen : m->me.length - off);
+	*mlength = off >= m->buf.len ? 0 : (rlen < m->buf.len - off ? rlen : m->buf.len - off);
 	if (m->me.options & PTL_ME_MANAGE_LOCAL)
 		m->local_off += *mlength;
 	return off;
@@ -616,7 +663,7 @@ static void me_after(struct ptl_ni *ni, ptl_handle_me_t meh)
 	if (!m)
 		return;
 	if ((m->me.options & PTL_ME_USE_ONCE) ||
-	    ((m->me.options & PTL_ME_MANAGE_LOCAL) && m->me.length - m->local_off < m->me.min_free))
+	    ((m->me.options & PTL_ME_MANAGE_LOCAL) && m->buf.len - m->local_off < m->me.min_free))
 		ptl_me_auto_unlink(ni, m, true);
 }
 
@@ -630,7 +677,7 @@ static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t me
 		     const struct spin_hdr *h, uint64_t off, uint64_t mlength)
 {
 	ptl_event_t ev = {
-		.type = PTL_EVENT_PUT, .start = (uint8_t *)snap->me.start + off,
+		.type = PTL_EVENT_PUT, .start = ptl_buf_addr(&snap->buf, off),
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
 		.rlength = ntohl(h->msg_len), .mlength = mlength,
 		.remote_offset = (snap->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
@@ -684,6 +731,7 @@ static void rx_gone(struct ptl_ni *ni, struct ptl_rx *r)
 static void rx_free(struct ptl_ni *ni, struct ptl_rx *r)
 {
 	free(r->bitmap);
+	ptl_buf_put(&r->me.buf);
 	rx_gone(ni, r);
 }
 
@@ -719,7 +767,10 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 			return;
 		}
 		off = me_place(m, be64toh(h->remote_off), msg_len, &mlength);
-		memcpy((uint8_t *)m->me.start + off, pay, mlength < len ? mlength : len);
+		/* (the whole address space: an address that faults takes
+		 * nothing, and counts as dropped) */
+		if (ptl_buf_write(&m->buf, off, pay, mlength < len ? mlength : len))
+			ni->drops++;
 		{
 			struct ptl_mer snap = *m;
 
@@ -754,6 +805,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		r->msg_len = msg_len;
 		r->seg = seg;
 		r->me = *m;
+		ptl_buf_get(&r->me.buf);	/* its iovecs stay while it arrives */
 		r->meh = ptl_me_handle(ni, m);
 		r->h = *h;
 		r->h.pkt_off = 0;
@@ -769,15 +821,17 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		return;
 	}
 	r->bitmap[k / 64] |= 1ull << (k % 64);
-	if (pkt_off < r->mlength)
-		memcpy((uint8_t *)r->me.me.start + r->off + pkt_off, pay,
-		       r->mlength - pkt_off < len ? r->mlength - pkt_off : len);
+	if (pkt_off < r->mlength &&
+	    ptl_buf_write(&r->me.buf, r->off + pkt_off, pay,
+			  r->mlength - pkt_off < len ? r->mlength - pkt_off : len))
+		ni->drops++;
 	if (++r->got_bytes == r->npkts) {	/* got_bytes counts packets */
 		struct ptl_rx done = *r;
 
 		rx_gone(ni, r);
 		put_done(ni, &done.me, done.meh, &done.h, done.off, done.mlength);
 		free(done.bitmap);
+		ptl_buf_put(&done.me.buf);
 	} else if (sack_req) {
 		ptl_rel_send_sack(ni, h, r->bitmap, r->npkts);
 	}
@@ -804,9 +858,9 @@ static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 		sl->meh = ptl_me_handle(ni, m);
 		sl->off = off;
 	}
-	ptl_reply_to(ni, h, (uint8_t *)m->me.start + off, mlength, SPIN_FAIL_OK, m->list);
+	ptl_reply_me(ni, h, m, off, mlength, m->list);
 	ev = (ptl_event_t){
-		.type = PTL_EVENT_GET, .start = (uint8_t *)m->me.start + off,
+		.type = PTL_EVENT_GET, .start = ptl_buf_addr(&m->buf, off),
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
 		.rlength = ntohl(h->msg_len), .mlength = mlength,
 		.remote_offset = (m->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
@@ -850,10 +904,21 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 	off = me_place(m, be64toh(h->remote_off), len, &mlength);
 	if (es)
 		mlength -= mlength % es;
-	target = (uint8_t *)m->me.start + off;
-	if (fail == SPIN_FAIL_OK && mlength &&
-	    ptl_atomic_apply(op, dt, target, pay, mlength, &operand, fetch ? old : NULL))
-		fail = SPIN_FAIL_OP_VIOLATION;
+	target = ptl_buf_addr(&m->buf, off);
+	if (fail == SPIN_FAIL_OK && mlength && ptl_buf_flat(&m->buf)) {
+		if (ptl_atomic_apply(op, dt, target, pay, mlength, &operand, fetch ? old : NULL))
+			fail = SPIN_FAIL_OP_VIOLATION;
+	} else if (fail == SPIN_FAIL_OK && mlength) {
+		/* iovecs (an element may straddle two) or the whole address
+		 * space: on a copy, written back */
+		uint8_t tmp[SPIN_MAX_SEG];
+
+		if (ptl_buf_read(&m->buf, off, tmp, mlength))
+			fail = SPIN_FAIL_OP_VIOLATION;
+		else if (ptl_atomic_apply(op, dt, tmp, pay, mlength, &operand, fetch ? old : NULL) ||
+			 ptl_buf_write(&m->buf, off, tmp, mlength))
+			fail = SPIN_FAIL_OP_VIOLATION;
+	}
 	if (fail != SPIN_FAIL_OK)
 		mlength = 0;
 	if (fetch && rel && (sl = ptl_rel_note(ni, h, fail, mlength, m->list)) && mlength &&
@@ -918,9 +983,9 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 			return;
 		p->bitmap[k / 64] |= 1ull << (k % 64);
 	}
-	if (pkt_off < p->len)
-		memcpy((uint8_t *)md->md.start + p->loff + pkt_off, pay,
-		       p->len - pkt_off < len ? p->len - pkt_off : len);
+	if (pkt_off < p->len &&
+	    ptl_buf_write(&md->buf, p->loff + pkt_off, pay, p->len - pkt_off < len ? p->len - pkt_off : len))
+		ni->drops++;
 	/* (a reliable get fails only when its target answers nothing at all
 	 * for the timeout, ptl_rel.c: a target busy with other replies is
 	 * not gone) */

@@ -43,6 +43,7 @@ enum ptl_htype {
 #define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
 #define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
+#define PTL_MAX_IOVECS	4096	/* iovecs of one MD or entry (max_iovecs) */
 #define PTL_MAX_ATOMIC	(SPIN_MAX_SEG & ~15)	/* 1376: whole elements of any type */
 
 /*
@@ -63,6 +64,28 @@ static inline uint32_t ptl_pt_rt(int view, uint32_t p) { return (uint32_t)view *
 /* ... and back: the index the application knows, and its view */
 static inline uint32_t ptl_pt_user(uint32_t rt_pt) { return rt_pt % PTL_PT_HALF; }
 static inline int ptl_pt_view(uint32_t rt_pt) { return (int)(rt_pt / PTL_PT_HALF); }
+
+/* The memory of an MD or entry (lib/ptl_buf.c): contiguous, an iovec list
+ * (PTL_IOVEC, a reference-counted copy), or the whole address space
+ * (start NULL, length PTL_SIZE_MAX: an offset is an address, copies are
+ * checked).  len: its bytes. */
+struct ptl_iovs;
+struct ptl_buf {
+	uint8_t *start;
+	ptl_size_t len;
+	struct ptl_iovs *iov;
+	bool any;
+};
+/* contiguous: start + off is the byte (no copy through the helpers) */
+static inline bool ptl_buf_flat(const struct ptl_buf *b) { return !b->iov && !b->any; }
+int ptl_buf_init(struct ptl_buf *b, void *start, ptl_size_t length, bool iovec, const char *who);
+void ptl_buf_get(struct ptl_buf *b);
+void ptl_buf_put(struct ptl_buf *b);
+/* 0, or -1 if [off, off + n) is outside it or (whole address space) faults */
+int ptl_buf_write(const struct ptl_buf *b, ptl_size_t off, const void *src, ptl_size_t n);
+int ptl_buf_read(const struct ptl_buf *b, ptl_size_t off, void *dst, ptl_size_t n);
+/* the address of byte off (events' start) */
+void *ptl_buf_addr(const struct ptl_buf *b, ptl_size_t off);
 
 struct ptl_eq {
 	bool used;
@@ -88,6 +111,7 @@ struct ptl_mdr {
 	uint8_t view;		/* its operations go to this view's portals */
 	uint32_t busy;		/* operations waiting for an ack or reply */
 	ptl_md_t md;
+	struct ptl_buf buf;	/* its memory (buf.len bounds the offsets) */
 };
 
 struct ptl_mer {
@@ -104,6 +128,7 @@ struct ptl_mer {
 				 * (spin_me.wake_count as far as consumed) */
 	void *user_ptr;
 	ptl_me_t me;
+	struct ptl_buf buf;	/* its memory (buf.len: its length in bytes) */
 };
 
 struct ptl_ptr {
@@ -422,6 +447,9 @@ void ptl_send_ack_range(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t ml
 /* Answer the GET or FETCH h with len bytes of buf (a REPLY). */
 void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
 		  uint32_t fail, uint32_t list);
+/* ... with len bytes of entry m at off (gathered from iovecs) */
+void ptl_reply_me(struct ptl_ni *ni, const struct spin_hdr *h, const struct ptl_mer *m,
+		  uint64_t off, uint64_t len, uint32_t list);
 uint64_t ptl_now_us(void);
 
 /* ptl_rel.c: reliable delivery (docs/reliable.md) */

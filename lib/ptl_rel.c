@@ -775,7 +775,7 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, bool answer)
 			     s->reply || s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
 	else if (h->op == SPIN_OP_GET && !s->fail && (m = ptl_me_get(ni, s->meh)))
 		/* read again, as an RDMA read retry does */
-		ptl_reply_to(ni, h, (uint8_t *)m->me.start + s->off, s->mlength, 0, s->list);
+		ptl_reply_me(ni, h, m, s->off, s->mlength, s->list);
 	else if (h->op == SPIN_OP_GET)	/* its entry is gone: the bytes with it */
 		ptl_reply_to(ni, h, NULL, 0, s->fail ? s->fail : SPIN_FAIL_DROPPED, s->list);
 	else

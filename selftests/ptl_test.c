@@ -2249,6 +2249,223 @@ static void c_shmem(void)
 	fini_ni();
 }
 
+/* ---------------------------------------------------- iovecs, any address -- */
+
+/* Rank 0 puts from an iovec MD into an iovec entry of rank 1 (other cuts,
+ * one and many packets, offsets inside segments), gets them back into
+ * another iovec MD, and adds with an atomic whose elements straddle two
+ * iovecs; then the same through an MD and an entry that cover the whole
+ * address space (start NULL, length PTL_SIZE_MAX: offsets are addresses),
+ * and a put to an address that is not mapped there, which the target
+ * survives (and counts as dropped). */
+#define IOV_TOTAL 100000
+static void c_iovec(void)
+{
+	static const size_t mcut[] = { 1, 999, 4096, 20000, 7, 50000, 24897 };	/* MD: 100000 */
+	static const size_t ecut[] = { 33333, 3, 1500, 15164, 50000 };		/* entry: 100000 */
+	ptl_event_t ev;
+	char ctx[160];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_iovec_t iov[5];
+		uint8_t *seg[5], *any_buf = kbuf(K_MAL, 8192);
+		ptl_me_t me;
+		ptl_handle_me_t h;
+		uint64_t addr = (uint64_t)(uintptr_t)any_buf;
+		ptl_sr_value_t drops0 = 0, drops1 = 0;
+
+		pt_new(0, eq, PT_DATA);
+		for (int i = 0; i < 5; i++) {
+			seg[i] = kbuf(K_MAL, ecut[i]);
+			memset(seg[i], 0xee, ecut[i]);
+			iov[i] = (ptl_iovec_t){ seg[i], ecut[i] };
+		}
+		memset(&me, 0, sizeof(me));
+		me.start = iov;
+		me.length = 5;
+		me.ct_handle = PTL_CT_NONE;
+		me.uid = PTL_UID_ANY;
+		me.options = PTL_IOVEC | PTL_ME_OP_PUT | PTL_ME_OP_GET;
+		me.match_id = any_proc();
+		me.match_bits = 1;
+		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(1), &h));
+		memset(iov, 0, sizeof(iov));	/* the library keeps its own copy */
+		/* the whole address space */
+		me.start = NULL;
+		me.length = PTL_SIZE_MAX;
+		me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET;
+		me.match_bits = 2;
+		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(2), &h));
+		memset(any_buf, 0xee, 8192);
+		put_file("iov.addr", &addr, sizeof(addr));
+		barrier("iov.ready");
+		/* the put: 99980 bytes at entry offset 13 */
+		if (want_ev(eq, &ev, T_EV_MS, "put into the iovec entry"))
+			CHKEV("put into the iovec entry", &ev, .m = F_TYPE | F_MLEN | F_ROFF | F_UPTR |
+			      F_START, .type = PTL_EVENT_PUT, .mlen = IOV_TOTAL - 20, .roff = 13,
+			      .uptr = U(1), .start = seg[0] + 13);
+		{
+			size_t o = 0;
+
+			for (int i = 0; i < 5; i++)
+				for (size_t k = 0; k < ecut[i]; k++, o++) {
+					uint8_t want = o < 13 || o >= 13 + IOV_TOTAL - 20 ? 0xee :
+						       pat(5, o - 13 + 7);
+
+					if (seg[i][k] != want) {
+						FAIL("iovec entry byte %zu (segment %d + %zu): 0x%02x, want 0x%02x",
+						     o, i, k, seg[i][k], want);
+						i = 5;
+						break;
+					}
+				}
+		}
+		barrier("iov.put");
+		if (want_ev(eq, &ev, T_EV_MS, "get from the iovec entry"))
+			CHK_EQ(ev.type, PTL_EVENT_GET, "get from the iovec entry");
+		if (want_ev(eq, &ev, T_EV_MS, "atomic across two iovecs"))
+			CHK_EQ(ev.type, PTL_EVENT_ATOMIC, "atomic across two iovecs");
+		barrier("iov.amo");
+		{
+			/* 4 uint64 at entry offset 33333 - 12: the first straddles
+			 * segments 0 and 1, the second 1 and 2 */
+			uint8_t v[32];
+			size_t o = 33333 - 12;
+
+			for (int k = 0; k < 32; k++, o++)
+				v[k] = o < 33333 ? seg[0][o] : o < 33336 ? seg[1][o - 33333] :
+				       seg[2][o - 33336];
+			for (int k = 0; k < 4; k++) {
+				uint64_t got, base;
+				uint8_t b8[8];
+
+				memcpy(&got, v + 8 * k, 8);
+				for (int j = 0; j < 8; j++)
+					b8[j] = pat(5, 33333 - 12 + 8 * k + j - 13 + 7);
+				memcpy(&base, b8, 8);
+				snprintf(ctx, sizeof(ctx), "atomic SUM element %d across iovecs", k);
+				CHK_EQ(got, base + 1000 + k, ctx);
+			}
+		}
+		/* the whole address space */
+		if (want_ev(eq, &ev, T_EV_MS, "put to an address"))
+			CHKEV("put to an address", &ev, .m = F_TYPE | F_MLEN | F_ROFF | F_UPTR | F_START,
+			      .type = PTL_EVENT_PUT, .mlen = 3000, .roff = addr + 100, .uptr = U(2),
+			      .start = any_buf + 100);
+		check_byte("put to an address: before", any_buf, 100, 0xee);
+		check_pat("put to an address", any_buf + 100, 3000, 9);
+		check_byte("put to an address: after", any_buf + 3100, 8192 - 3100, 0xee);
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &drops0), PTL_OK);
+		barrier("iov.any");
+		/* a put to address 4096: not mapped here; taken, not deposited */
+		if (want_ev(eq, &ev, T_EV_MS, "put to an unmapped address"))
+			CHK_EQ(ev.type, PTL_EVENT_PUT, "put to an unmapped address");
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &drops1), PTL_OK);
+		CHK(drops1 > drops0, "a put to an unmapped address counts as dropped (%d, %d)", drops0,
+		    drops1);
+		if (want_ev(eq, &ev, T_EV_MS, "get from an address"))
+			CHK_EQ(ev.type, PTL_EVENT_GET, "get from an address");
+		barrier("iov.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		ptl_iovec_t miov[7], giov[7];
+		uint8_t *mseg[7], *gseg[7], *src = kbuf(K_MAL, 4096);
+		ptl_md_t md;
+		ptl_handle_md_t pmd, gmd, amd, anymd;
+		uint64_t addr = 0, ops[4];
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+		size_t o = 0;
+
+		for (int i = 0; i < 7; i++) {
+			mseg[i] = kbuf(K_MAL, mcut[i]);
+			gseg[i] = kbuf(K_MAL, mcut[i]);
+			for (size_t k = 0; k < mcut[i]; k++, o++)
+				mseg[i][k] = pat(5, o);
+			memset(gseg[i], 0x5a, mcut[i]);
+			miov[i] = (ptl_iovec_t){ mseg[i], mcut[i] };
+			giov[i] = (ptl_iovec_t){ gseg[i], mcut[i] };
+		}
+		md = (ptl_md_t){ .start = miov, .length = 7, .options = PTL_IOVEC | PTL_MD_EVENT_CT_ACK |
+				 PTL_MD_EVENT_CT_REPLY, .eq_handle = eq, .ct_handle = ct };
+		OK(PtlMDBind(ni, &md, &pmd));
+		md.start = giov;
+		OK(PtlMDBind(ni, &md, &gmd));
+		md = (ptl_md_t){ .start = ops, .length = sizeof(ops), .eq_handle = eq, .ct_handle = ct,
+				 .options = PTL_MD_EVENT_CT_ACK };
+		OK(PtlMDBind(ni, &md, &amd));
+		md = (ptl_md_t){ .start = NULL, .length = PTL_SIZE_MAX, .eq_handle = eq, .ct_handle = ct,
+				 .options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY };
+		OK(PtlMDBind(ni, &md, &anymd));
+		md.length = 100;	/* NULL with another length: no */
+		RC(PtlMDBind(ni, &md, &amd), PTL_ARG_INVALID);
+		md = (ptl_md_t){ .start = miov, .length = (ptl_size_t)lim.max_iovecs + 1, .options = PTL_IOVEC,
+				 .eq_handle = PTL_EQ_NONE, .ct_handle = PTL_CT_NONE };
+		RC(PtlMDBind(ni, &md, &amd), PTL_ARG_INVALID);
+		md = (ptl_md_t){ .start = ops, .length = sizeof(ops), .eq_handle = eq, .ct_handle = ct,
+				 .options = PTL_MD_EVENT_CT_ACK };
+		OK(PtlMDBind(ni, &md, &amd));
+		barrier("iov.ready");
+		get_file("iov.addr", &addr, sizeof(addr));
+		memset(miov, 0, sizeof(miov));	/* the library keeps its own copy */
+		/* MD offset 7 (segment 1), entry offset 13 */
+		RC(PtlPut(pmd, 7, IOV_TOTAL - 20, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 13, U(10), 0),
+		   PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "put from an iovec MD"))
+			CHKEV("put from an iovec MD", &evs[1], .m = F_TYPE | F_MLEN | F_FAIL,
+			      .type = PTL_EVENT_ACK, .mlen = IOV_TOTAL - 20, .fail = PTL_NI_OK);
+		barrier("iov.put");
+		/* get it back into the other iovec MD at its offset 3 */
+		RC(PtlGet(gmd, 3, IOV_TOTAL - 20, rank_proc(1), PT_DATA, 1, 13, U(11)), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "get into an iovec MD"))
+			CHKEV("get into an iovec MD", &ev, .m = F_TYPE | F_MLEN | F_FAIL | F_UPTR,
+			      .type = PTL_EVENT_REPLY, .mlen = IOV_TOTAL - 20, .fail = PTL_NI_OK,
+			      .uptr = U(11));
+		o = 0;
+		for (int i = 0; i < 7; i++)
+			for (size_t k = 0; k < mcut[i]; k++, o++) {
+				uint8_t w = o < 3 || o >= 3 + IOV_TOTAL - 20 ? 0x5a : pat(5, o - 3 + 7);
+
+				if (gseg[i][k] != w) {
+					FAIL("iovec MD byte %zu (segment %d + %zu): 0x%02x, want 0x%02x", o,
+					     i, k, gseg[i][k], w);
+					i = 7;
+					break;
+				}
+			}
+		for (int k = 0; k < 4; k++)
+			ops[k] = 1000 + k;
+		RC(PtlAtomic(amd, 0, 32, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 33333 - 12, U(12), 0,
+			     PTL_SUM, PTL_UINT64_T), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "atomic across two iovecs"))
+			CHKEV("atomic across two iovecs", &evs[1], .m = F_TYPE | F_MLEN | F_FAIL,
+			      .type = PTL_EVENT_ACK, .mlen = 32, .fail = PTL_NI_OK);
+		barrier("iov.amo");
+		/* whole address space: local offset = address, remote too */
+		fill(src, 3000, 9);
+		RC(PtlPut(anymd, (uintptr_t)src, 3000, PTL_ACK_REQ, rank_proc(1), PT_DATA, 2,
+			  addr + 100, U(13), 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "put between address spaces"))
+			CHKEV("put between address spaces", &evs[0], .m = F_TYPE | F_MLEN | F_START,
+			      .type = PTL_EVENT_SEND, .mlen = 3000, .start = src);
+		barrier("iov.any");
+		RC(PtlPut(amd, 0, 8, PTL_ACK_REQ, rank_proc(1), PT_DATA, 2, 4096, U(14), 0), PTL_OK);
+		collect(eq, T_EV_MS, 2, want, evs, "put to an unmapped address");
+		memset(src, 0, 4096);
+		RC(PtlGet(anymd, (uintptr_t)src + 8, 3000, rank_proc(1), PT_DATA, 2, addr + 100, U(15)),
+		   PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "get between address spaces"))
+			CHKEV("get between address spaces", &ev, .m = F_TYPE | F_MLEN | F_FAIL,
+			      .type = PTL_EVENT_REPLY, .mlen = 3000, .fail = PTL_NI_OK);
+		check_pat("get between address spaces", src + 8, 3000, 9);
+		barrier("iov.done");
+	}
+	fini_ni();
+}
+
 /* --------------------------------------------- event options, EQ full -- */
 
 static void c_eventopts(void)
@@ -2593,8 +2810,17 @@ static void c_badargs(void)
 	mdspec = (ptl_md_t){ NULL, 0, 0, PTL_EQ_NONE, PTL_CT_NONE };
 	RC(PtlMDBind(ni, &mdspec, &md), PTL_OK);
 	RC(PtlMDRelease(md), PTL_OK);
-	mdspec = (ptl_md_t){ buf, 64, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+	/* iovecs: too many; a segment with a NULL base; lengths that overflow */
+	mdspec = (ptl_md_t){ buf, (ptl_size_t)lim.max_iovecs + 1, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
 	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	{
+		ptl_iovec_t bad_iov[2] = { { buf, 8 }, { NULL, 8 } };
+
+		mdspec = (ptl_md_t){ bad_iov, 2, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+		RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+		bad_iov[1] = (ptl_iovec_t){ buf, PTL_SIZE_MAX - 4 };
+		RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	}
 	mdspec = (ptl_md_t){ buf, 64, 0, eqs, PTL_CT_NONE };
 	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
 	mdspec = (ptl_md_t){ buf, 64, 0, PTL_EQ_NONE, cts };
@@ -4176,7 +4402,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)
