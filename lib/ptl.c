@@ -557,6 +557,7 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m);
 static void unex_clear(struct ptl_ni *ni, uint32_t pt);
+static void trig_drop(struct ptl_ni *ni, struct ptl_trig *t);
 
 /*
  * PtlNIFini of one view while the other stays open: what was allocated on
@@ -578,10 +579,9 @@ static void view_close(struct ptl_ni *ni, int view)
 			md = ptl_md_get(ni, t->md);
 		else if (t->kind == TRIG_AMO)
 			md = ptl_md_get(ni, t->amo.put_md);
-		if (ni->ct[t->ct].view == view || (md && md->view == view)) {
-			t->used = false;
-			ni->n_trig--;
-		}
+		if (ni->ct[t->ct].view == view || (md && md->view == view) ||
+		    (t->kind == TRIG_ME_APPEND && t->me_view == view))
+			trig_drop(ni, t);
 	}
 	for (int i = 0; i < PTL_N_ME; i++) {
 		struct ptl_mer *m = &ni->me[i];
@@ -632,9 +632,16 @@ static void ni_destroy(struct ptl_ni *ni)
 	if (ni->thr_on)
 		pthread_join(ni->thr, NULL);
 	/* unlink what this process linked; the runtime stays attached */
-	for (int i = 0; i < PTL_N_ME; i++)
+	for (int i = 0; i < PTL_N_ME; i++) {
 		if (ni->me[i].used && ni->me[i].rt >= 0)
 			spin_me_unlink(ni->rt, ni->me[i].rt);
+		ptl_buf_put(&ni->me[i].buf);
+	}
+	for (int i = 0; i < PTL_N_MD; i++)
+		ptl_buf_put(&ni->md[i].buf);
+	for (int i = 0; i < PTL_N_TRIG; i++)
+		if (ni->trig[i].used && ni->trig[i].kind == TRIG_ME_APPEND)
+			ptl_buf_put(&ni->trig[i].me_buf);
 	for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
 		if (ni->pt[p].used)
 			spin_pt_free(ni->rt, p);
@@ -1089,13 +1096,31 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 	return rc;
 }
 
+static void trig_me_append(struct ptl_ni *ni, struct ptl_trig *t);
+static void trig_me_unlink(struct ptl_ni *ni, struct ptl_trig *t);
+
+/* A triggered operation that will not fire: what it holds goes (a
+ * triggered append's reserved entry, whose handle is then stale). */
+static void trig_drop(struct ptl_ni *ni, struct ptl_trig *t)
+{
+	if (t->kind == TRIG_ME_APPEND) {
+		struct ptl_mer *m = ptl_me_get(ni, t->meh);
+
+		if (m && m->rt < 0) {
+			m->used = false;
+			m->gen = ptl_next_gen(m->gen);
+		}
+		ptl_buf_put(&t->me_buf);
+	}
+	t->used = false;
+	ni->n_trig--;
+}
+
 static void trig_cancel(struct ptl_ni *ni, uint32_t ct)
 {
 	for (int i = 0; i < PTL_N_TRIG; i++)
-		if (ni->trig[i].used && ni->trig[i].ct == ct) {
-			ni->trig[i].used = false;
-			ni->n_trig--;
-		}
+		if (ni->trig[i].used && ni->trig[i].ct == ct)
+			trig_drop(ni, &ni->trig[i]);
 }
 
 int PtlCTFree(ptl_handle_ct_t cth)
@@ -1358,7 +1383,10 @@ void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct)
 			ptl_atomic_locked(ni, &t.amo, false);
 			break;
 		case TRIG_ME_APPEND:
+			trig_me_append(ni, &t);
+			break;
 		case TRIG_ME_UNLINK:
+			trig_me_unlink(ni, &t);
 			break;
 		case TRIG_CTINC:
 		case TRIG_CTSET: {
@@ -2108,83 +2136,83 @@ static const char *const view_name[PTL_N_VIEW] = { "matching", "non-matching" };
 
 /* PtlMEAppend (want PTL_VIEW_MATCH) and PtlLEAppend (PTL_VIEW_NOMATCH, me
  * made from the list entry: any source, any match bits) */
-static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const ptl_me_t *me,
-		     ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh)
+/* The checks of an append (lock held; pt: the runtime's index); the
+ * handler, handler memory and rank the entry gets. */
+static int me_validate(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, const struct ptl_buf *bp,
+		       struct ptl_handler **hdp, struct ptl_hpu **hpup, int64_t *rankp)
 {
-	struct spin_me_spec s = {};
 	struct ptl_handler *hd = NULL;
 	struct ptl_hpu *hpu = NULL;
-	struct ptl_ni *ni;
-	struct ptl_mer *m = NULL;
 	int64_t rank;
-	uint32_t i, pt;
-	int rc, idx, view;
+	int rc;
 
-	struct ptl_buf b;
-
-	if (!me || !meh || !pt_ok(upt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
-	    (me->options & ~ME_OPTS))
-		return PTL_ARG_INVALID;
-	rc = ptl_buf_init(&b, me->start, me->length, me->options & PTL_IOVEC,
-			  want == PTL_VIEW_MATCH ? "PtlMEAppend" : "PtlLEAppend");
-	if (rc != PTL_OK)
-		return rc;
-	ni = ni_enter_hv(nih, &rc, &view);
-	if (!ni) {
-		ptl_buf_put(&b);
-		return rc;
-	}
-	if (view != want) {
-		rc = ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
-				"PtlMEAppend" : "PtlLEAppend", view_name[view],
-				want == PTL_VIEW_MATCH ? "PtlLEAppend" : "PtlMEAppend");
-		goto out;
-	}
-	pt = ptl_pt_rt(view, upt);
 	rc = PTL_ARG_INVALID;
 	if (!ni->pt[pt].used)
-		goto out;
+		return rc;
 	if (me->ct_handle != PTL_CT_NONE && !ptl_ct_get(ni, me->ct_handle))
-		goto out;
+		return rc;
 	rank = me_rank(ni, me->match_id);
 	if (rank < 0)
-		goto out;
+		return rc;
 	if (me->handlers != PTL_HANDLER_NONE && me->handlers != PTL_INVALID_HANDLE &&
 	    !(hd = hd_get(ni, me->handlers)))
-		goto out;
+		return rc;
 	if (me->hpu_memory != PTL_HPU_MEM_NONE && me->hpu_memory != PTL_INVALID_HANDLE &&
 	    !(hpu = hpu_get(ni, me->hpu_memory)))
-		goto out;
+		return rc;
 	if (me->handler_host_mem_length &&
 	    !in_window(ni, me->handler_host_mem, me->handler_host_mem_length)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: handler host memory must be in the host window (PtlSpinHostAlloc)");
-		goto out;
+		return rc;
 	}
-	if (hd && !ptl_buf_flat(&b)) {
+	if (hd && !ptl_buf_flat(bp)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: an entry with handlers needs its buffer in the host window, not an iovec list or the whole address space");
-		goto out;
+		return rc;
 	}
 	if (hd && me->length && !in_window(ni, me->start, me->length)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: an entry with handlers needs its buffer in the host window (PtlSpinHostAlloc)");
-		goto out;
+		return rc;
 	}
 	if (hd && (me->options & PTL_ME_MANAGE_LOCAL)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: PTL_ME_MANAGE_LOCAL is not supported with handlers");
-		goto out;
+		return rc;
 	}
-	/* events that are already in the rings first: they may free slots
-	 * and belong to the unexpected list */
-	ptl_progress(ni);
+	*hdp = hd;
+	*hpup = hpu;
+	*rankp = rank;
+	return PTL_OK;
+}
 
-	for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
-		;
-	if (i == PTL_N_ME) {
-		rc = PTL_NO_SPACE;
-		goto out;
+/* Link entry me (validated: hd, hpu, rank) on pt (the runtime's index;
+ * upt the view's) into slot `slot` (reserved by PtlTriggeredMEAppend) or a
+ * free one; takes *bp.  Lock held. */
+static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl_me_t *me,
+		   struct ptl_buf *bp, ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh,
+		   int slot, struct ptl_handler *hd, struct ptl_hpu *hpu, int64_t rank)
+{
+	struct spin_me_spec s = {};
+	struct ptl_mer *m;
+	uint32_t i;
+	int rc, idx;
+
+	/* events that are already in the rings first: they may free slots
+	 * and belong to the unexpected list (not from inside progress: a
+	 * triggered append fires there) */
+	if (!ni->in_progress)
+		ptl_progress(ni);
+	if (slot >= 0) {
+		i = (uint32_t)slot;
+	} else {
+		for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
+			;
+		if (i == PTL_N_ME)
+			return PTL_NO_SPACE;
 	}
 	m = &ni->me[i];
 	memset((char *)m + offsetof(struct ptl_mer, window), 0,
 	       sizeof(*m) - offsetof(struct ptl_mer, window));
+	if (slot >= 0)
+		m->used = false;	/* reserved until now (PtlTriggeredMEAppend) */
 	m->me = *me;
 	m->pt = pt;
 	m->list = list;
@@ -2192,10 +2220,10 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	m->rt = -1;
 	m->seq = ++ni->seq;
 	m->match_rank = (uint32_t)rank;
-	m->window = ptl_buf_flat(&b) && (!me->length || in_window(ni, me->start, me->length)) &&
+	m->window = ptl_buf_flat(bp) && (!me->length || in_window(ni, me->start, me->length)) &&
 		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len;
-	m->buf = b;
-	b.iov = NULL;	/* the entry's now */
+	m->buf = *bp;
+	bp->iov = NULL;	/* the entry's now */
 	m->used = true;
 	*meh = ptl_me_handle(ni, m);
 
@@ -2210,8 +2238,7 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 				ptl_buf_put(&m->buf);
 				m->used = false;
 				m->gen = ptl_next_gen(m->gen);
-				rc = PTL_OK;
-				goto out;
+				return PTL_OK;
 			}
 		}
 	}
@@ -2261,7 +2288,7 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 		ptl_buf_put(&m->buf);
 		m->used = false;
 		m->gen = ptl_next_gen(m->gen);
-		goto out;
+		return rc;
 	}
 	m->rt = idx;
 	ni->me_by_rt[idx] = (int)i;
@@ -2271,7 +2298,72 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 
 		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
 	}
-	rc = PTL_OK;
+	return PTL_OK;
+}
+
+static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const ptl_me_t *me,
+		     ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh,
+		     ptl_handle_ct_t trig_ct, ptl_size_t threshold, bool triggered)
+{
+	struct ptl_handler *hd = NULL;
+	struct ptl_hpu *hpu = NULL;
+	struct ptl_ni *ni;
+	struct ptl_buf b;
+	int64_t rank;
+	uint32_t pt;
+	int rc, view;
+
+	if (!me || !meh || !pt_ok(upt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
+	    (me->options & ~ME_OPTS))
+		return PTL_ARG_INVALID;
+	rc = ptl_buf_init(&b, me->start, me->length, me->options & PTL_IOVEC,
+			  want == PTL_VIEW_MATCH ? "PtlMEAppend" : "PtlLEAppend");
+	if (rc != PTL_OK)
+		return rc;
+	ni = ni_enter_hv(nih, &rc, &view);
+	if (!ni) {
+		ptl_buf_put(&b);
+		return rc;
+	}
+	if (view != want) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
+				"PtlMEAppend" : "PtlLEAppend", view_name[view],
+				want == PTL_VIEW_MATCH ? "PtlLEAppend" : "PtlMEAppend");
+		goto out;
+	}
+	pt = ptl_pt_rt(view, upt);
+	rc = me_validate(ni, pt, me, &b, &hd, &hpu, &rank);
+	if (rc != PTL_OK)
+		goto out;
+	if (triggered) {
+		/* a slot and a handle now, the append when the counter
+		 * reaches the threshold */
+		struct ptl_trig t = { .kind = TRIG_ME_APPEND, .threshold = threshold, .me = *me,
+				      .me_buf = b, .me_list = list, .user_ptr = user_ptr,
+				      .pt = upt, .me_view = (uint8_t)view };
+		uint32_t i;
+
+		for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
+			;
+		if (i == PTL_N_ME) {
+			rc = PTL_NO_SPACE;
+			goto out;
+		}
+		ni->me[i].used = true;	/* reserved: rt -1, never matched */
+		ni->me[i].rt = -1;
+		ni->me[i].pt = pt;
+		ni->me[i].buf = (struct ptl_buf){ 0 };
+		t.meh = ptl_me_handle(ni, &ni->me[i]);
+		rc = trig_add(ni, &t, trig_ct);
+		if (rc != PTL_OK) {
+			ni->me[i].used = false;
+			goto out;
+		}
+		b.iov = NULL;	/* the trigger's now */
+		*meh = t.meh;
+		goto out;
+	}
+	rc = me_link(ni, pt, upt, me, &b, list, user_ptr, meh, -1, hd, hpu, rank);
 out:
 	ni->me_gen++;
 	ptl_unlock(ni);
@@ -2279,10 +2371,41 @@ out:
 	return rc;
 }
 
+/* A triggered append fires (lock held): checked again, linked into its
+ * reserved slot (gone if the application unlinked it meanwhile). */
+static void trig_me_append(struct ptl_ni *ni, struct ptl_trig *t)
+{
+	struct ptl_mer *m = ptl_me_get(ni, t->meh);
+	struct ptl_handler *hd;
+	struct ptl_hpu *hpu;
+	ptl_handle_me_t meh;
+	int64_t rank;
+	uint32_t pt = ptl_pt_rt(t->me_view, t->pt);
+
+	if (!m || m->rt >= 0 || me_validate(ni, pt, &t->me, &t->me_buf, &hd, &hpu, &rank) != PTL_OK ||
+	    me_link(ni, pt, t->pt, &t->me, &t->me_buf, t->me_list, t->user_ptr, &meh,
+		    (int)(m - ni->me), hd, hpu, rank) != PTL_OK) {
+		ni->drops++;
+		if (m && m->rt < 0 && m->used && !m->buf.len && !m->buf.iov) {
+			m->used = false;
+			m->gen = ptl_next_gen(m->gen);
+		}
+	}
+	ni->me_gen++;
+	ptl_buf_put(&t->me_buf);
+}
+
 int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list,
 		void *user_ptr, ptl_handle_me_t *meh)
 {
-	return me_append(nih, PTL_VIEW_MATCH, pt, me, list, user_ptr, meh);
+	return me_append(nih, PTL_VIEW_MATCH, pt, me, list, user_ptr, meh, PTL_CT_NONE, 0, false);
+}
+
+int PtlTriggeredMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me,
+			 ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh,
+			 ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	return me_append(nih, PTL_VIEW_MATCH, pt, me, list, user_ptr, meh, trig_ct, threshold, true);
 }
 
 /* A list entry as the match entry it is to the runtime: every source,
@@ -2310,7 +2433,19 @@ int PtlLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le, ptl_
 	ptl_me_t me;
 	int rc = le_to_me(le, &me);
 
-	return rc != PTL_OK ? rc : me_append(nih, PTL_VIEW_NOMATCH, pt, &me, list, user_ptr, leh);
+	return rc != PTL_OK ? rc : me_append(nih, PTL_VIEW_NOMATCH, pt, &me, list, user_ptr, leh,
+					     PTL_CT_NONE, 0, false);
+}
+
+int PtlTriggeredLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le,
+			 ptl_list_t list, void *user_ptr, ptl_handle_le_t *leh,
+			 ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	ptl_me_t me;
+	int rc = le_to_me(le, &me);
+
+	return rc != PTL_OK ? rc : me_append(nih, PTL_VIEW_NOMATCH, pt, &me, list, user_ptr, leh,
+					     trig_ct, threshold, true);
 }
 
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
@@ -2327,6 +2462,41 @@ static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 int PtlLEUnlink(ptl_handle_le_t leh)
 {
 	return PtlMEUnlink(leh);
+}
+
+/* A triggered unlink fires (lock held). */
+static void trig_me_unlink(struct ptl_ni *ni, struct ptl_trig *t)
+{
+	struct ptl_mer *m = ptl_me_get(ni, t->meh);
+
+	if (!m)
+		return;		/* unlinked already */
+	if (m->rt >= 0)
+		spin_me_unlink(ni->rt, m->rt);
+	/* completions already posted for it are still delivered */
+	if (!ni->in_progress)
+		ptl_progress(ni);
+	if ((m = ptl_me_get(ni, t->meh)))
+		me_free(ni, m);
+}
+
+int PtlTriggeredMEUnlink(ptl_handle_me_t meh, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = TRIG_ME_UNLINK, .threshold = threshold, .meh = meh };
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	rc = ptl_me_get(ni, meh) ? trig_add(ni, &t, trig_ct) : PTL_ARG_INVALID;
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlTriggeredLEUnlink(ptl_handle_le_t leh, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	return PtlTriggeredMEUnlink(leh, trig_ct, threshold);
 }
 
 int PtlMEUnlink(ptl_handle_me_t meh)

@@ -204,9 +204,13 @@ struct ptl_trig {
 	ptl_ct_event_t ctv;
 	/* TRIG_AMO */
 	struct ptl_amo_args amo;
-	/* TRIG_ME_APPEND (an entry reserved at registration, appended when it
-	 * fires), TRIG_ME_UNLINK */
+	/* TRIG_ME_APPEND (a slot and handle reserved at registration, the
+	 * entry linked when it fires; pt is the view's index), TRIG_ME_UNLINK */
 	ptl_handle_me_t meh;
+	ptl_me_t me;
+	struct ptl_buf me_buf;	/* owned until it fires or is cancelled */
+	ptl_list_t me_list;
+	uint8_t me_view;
 };
 
 enum ptl_pend_kind { PEND_ACK = 1, PEND_GET, PEND_FETCH };

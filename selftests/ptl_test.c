@@ -2249,6 +2249,113 @@ static void c_shmem(void)
 	fini_ni();
 }
 
+/* ------------------------------------------ triggered appends and unlinks -- */
+
+/* Rank 1 appends an entry when its counter reaches 1 (PtlCTInc) and
+ * another when a put arrives on a counting entry (the trigger fires inside
+ * progress), and unlinks the first at 2; rank 0's puts find nothing
+ * before (PTL_NI_DROPPED), the entries between, nothing after. */
+static void c_trigme(void)
+{
+	ptl_event_t evs[2];
+	int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t trig = ct_new(), arr = ct_new();
+		uint8_t *b1 = kbuf(K_MAL, 4096), *b2 = kbuf(K_WIN, 4096), *b3 = kbuf(K_MAL, 4096);
+		ptl_handle_me_t h1, h2;
+		ptl_event_t ev;
+		ptl_me_t me;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b3, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM |
+		       PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_LINK_DISABLE, 1, 0, arr,
+		       PTL_PRIORITY_LIST, U(3));
+		skip_link = 0;	/* the triggered appends' LINK events are checked */
+		memset(&me, 0, sizeof(me));
+		me.ct_handle = PTL_CT_NONE;
+		me.uid = PTL_UID_ANY;
+		me.match_id = any_proc();
+		me.options = PTL_ME_OP_PUT;
+		me.start = b1;
+		me.length = 4096;
+		me.match_bits = 9;
+		RC(PtlTriggeredMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(1), &h1, trig, 1), PTL_OK);
+		me.start = b2;
+		me.match_bits = 10;
+		RC(PtlTriggeredMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(2), &h2, arr, 1), PTL_OK);
+		RC(PtlTriggeredMEUnlink(h1, trig, 2), PTL_OK);
+		RC(PtlTriggeredMEAppend(ni, (ptl_pt_index_t)lim.max_pt_index + 1, &me, PTL_PRIORITY_LIST, U(2), &h2, arr, 1),
+		   PTL_ARG_INVALID);
+		barrier("tm.ready");
+		barrier("tm.before");
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "triggered append: LINK"))
+			CHKEV("triggered append: LINK", &ev, .m = F_TYPE | F_UPTR, .type = PTL_EVENT_LINK,
+			      .uptr = U(1));
+		barrier("tm.linked");
+		if (want_ev(eq, &ev, T_EV_MS, "put on the triggered entry"))
+			CHKEV("put on the triggered entry", &ev, .m = F_TYPE | F_UPTR | F_MLEN | F_START,
+			      .type = PTL_EVENT_PUT, .uptr = U(1), .mlen = 100, .start = b1);
+		check_pat("put on the triggered entry", b1, 100, 21);
+		/* rank 0's put on entry 3 appended entry 2, in progress */
+		if (want_ev(eq, &ev, T_EV_MS, "append triggered by an arrival: LINK"))
+			CHKEV("append triggered by an arrival: LINK", &ev, .m = F_TYPE | F_UPTR,
+			      .type = PTL_EVENT_LINK, .uptr = U(2));
+		if (want_ev(eq, &ev, T_EV_MS, "put on the entry an arrival appended"))
+			CHKEV("put on the entry an arrival appended", &ev, .m = F_TYPE | F_UPTR | F_MLEN,
+			      .type = PTL_EVENT_PUT, .uptr = U(2), .mlen = 200);
+		check_pat("put on the entry an arrival appended", b2, 200, 22);
+		barrier("tm.put");
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		RC(PtlMEUnlink(h1), PTL_ARG_INVALID);	/* the trigger unlinked it */
+		barrier("tm.unlinked");
+		barrier("tm.after");
+		no_ev(eq, 50, "trigme: no more events");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("tm.ready");
+		RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 9, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "before the trigger"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_DROPPED, "before the trigger: no entry");
+		barrier("tm.before");
+		barrier("tm.linked");
+		fill(src, 100, 21);
+		RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 9, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "on the triggered entry"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_OK, "on the triggered entry");
+		RC(PtlPut(md, 0, 8, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "the arrival that triggers"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_OK, "the arrival that triggers");
+		fill(src + 1000, 200, 22);
+		/* the append happens when rank 1 takes the arrival: retry
+		 * until it has (not a timing assumption: bounded by T_EV_MS) */
+		for (uint64_t end = now_ms() + T_EV_MS;;) {
+			RC(PtlPut(md, 1000, 200, PTL_ACK_REQ, rank_proc(1), PT_DATA, 10, 0, NULL, 0), PTL_OK);
+			if (!collect(eq, T_EV_MS, 2, want, evs, "on the entry an arrival appended") ||
+			    evs[1].ni_fail_type == PTL_NI_OK)
+				break;
+			if (now_ms() > end) {
+				FAIL("the entry an arrival appended never matched");
+				break;
+			}
+			msleep(5);
+		}
+		barrier("tm.put");
+		barrier("tm.unlinked");
+		RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 9, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "after the triggered unlink"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_DROPPED, "after the triggered unlink");
+		barrier("tm.after");
+	}
+	fini_ni();
+}
+
 /* ---------------------------------------------------- iovecs, any address -- */
 
 /* Rank 0 puts from an iovec MD into an iovec entry of rank 1 (other cuts,
@@ -4402,7 +4509,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)

@@ -206,6 +206,8 @@ run_case self self 2 2
 run_case shmem shmem 2 2
 # iovec MDs and entries, byte for byte; MDs and entries over the whole address space
 run_case iovec iovec 2 2
+# PtlTriggeredMEAppend / PtlTriggeredMEUnlink
+run_case trigme trigme 2 2
 run_case eventopts eventopts 2 2
 # the Portals overflow semantics: with reliable delivery a full queue holds
 # senders back instead (test_rel.sh pause_*)

@@ -457,6 +457,20 @@ int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
 		     ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
 		     const void *operand, ptl_op_t operation, ptl_datatype_t datatype,
 		     ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+/* Entries appended and unlinked when a counter reaches a threshold (the
+ * reference implementation's PtlTriggeredMEAppend/MEUnlink, and their list
+ * entry counterparts).  The handle is valid at once; the entry matches
+ * from the moment the operation fires. */
+int PtlTriggeredMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+			 ptl_list_t ptl_list, void *user_ptr, ptl_handle_me_t *me_handle,
+			 ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredMEUnlink(ptl_handle_me_t me_handle, ptl_handle_ct_t trig_ct_handle,
+			 ptl_size_t threshold);
+int PtlTriggeredLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+			 ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle,
+			 ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredLEUnlink(ptl_handle_le_t le_handle, ptl_handle_ct_t trig_ct_handle,
+			 ptl_size_t threshold);
 int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment,
 		      ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
 int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct,
