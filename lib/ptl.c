@@ -558,6 +558,8 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m);
 static void unex_clear(struct ptl_ni *ni, uint32_t pt);
 static void trig_drop(struct ptl_ni *ni, struct ptl_trig *t);
+static void post_auto_unlink(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
+			     ptl_list_t list);
 
 /*
  * PtlNIFini of one view while the other stays open: what was allocated on
@@ -2234,7 +2236,8 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 		while ((u = unex_find(ni, pt, me, m->match_rank))) {
 			unex_deliver(ni, pt, me, user_ptr, u);
 			if (me->options & PTL_ME_USE_ONCE) {
-				/* consumed: never linked */
+				/* consumed: never linked, but used up */
+				post_auto_unlink(ni, pt, me, user_ptr, list);
 				ptl_buf_put(&m->buf);
 				m->used = false;
 				m->gen = ptl_next_gen(m->gen);
@@ -2524,16 +2527,29 @@ int PtlMEUnlink(ptl_handle_me_t meh)
 	return PTL_OK;
 }
 
+/* An entry used up (use-once, min_free, or consumed by the unexpected list
+ * at append): PTL_EVENT_AUTO_UNLINK, then PTL_EVENT_AUTO_FREE, which says
+ * that nothing will touch its memory any more.  Here the two come
+ * together: an entry is unlinked automatically only when the operation
+ * that used it up has completed (its deposit and its event are done). */
+static void post_auto_unlink(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
+			     ptl_list_t list)
+{
+	ptl_event_t ev = { .type = PTL_EVENT_AUTO_UNLINK, .user_ptr = user_ptr,
+			   .pt_index = ptl_pt_user(pt), .ptl_list = list };
+
+	if (me->options & PTL_ME_EVENT_UNLINK_DISABLE)
+		return;
+	ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+	ev.type = PTL_EVENT_AUTO_FREE;
+	ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+}
+
 void ptl_me_auto_unlink(struct ptl_ni *ni, struct ptl_mer *m, bool rt_too)
 {
 	if (rt_too && m->rt >= 0)
 		spin_me_unlink(ni->rt, m->rt);
-	if (!(m->me.options & PTL_ME_EVENT_UNLINK_DISABLE)) {
-		ptl_event_t ev = { .type = PTL_EVENT_AUTO_UNLINK, .user_ptr = m->user_ptr,
-				   .pt_index = ptl_pt_user(m->pt), .ptl_list = m->list };
-
-		ptl_eq_post(ni, ni->pt[m->pt].eq, &ev);
-	}
+	post_auto_unlink(ni, m->pt, &m->me, m->user_ptr, m->list);
 	me_free(ni, m);
 }
 

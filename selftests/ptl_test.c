@@ -940,15 +940,16 @@ static void c_useonce(void)
 		barrier("uo.ready");
 		barrier("uo.sent");
 		for (int round = 0; round < 2; round++) {
-			int want[3] = { PTL_EVENT_PUT, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_PUT };
-			ptl_event_t evs[3], *e1, *e2;
+			int want[4] = { PTL_EVENT_PUT, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_PUT,
+					PTL_EVENT_AUTO_FREE };
+			ptl_event_t evs[4], *e1, *e2;
 			uint64_t mb = 0x11 + round;
 			void *uu = U(0xa1 + round), *uv = U(0xb1 + round);
 			uint8_t *bu = round ? u2 : u1, *bv = round ? v2 : v1;
 
 			snprintf(ctx, sizeof(ctx), "use-once %s ME, then persistent %s ME",
 				 kname[round], kname[!round]);
-			if (!collect(eq, T_EV_MS, 3, want, evs, ctx))
+			if (!collect(eq, T_EV_MS, 4, want, evs, ctx))
 				continue;
 			e1 = evs[0].hdr_data == (uint64_t)(1 + 2 * round) ? &evs[0] : &evs[2];
 			e2 = e1 == &evs[0] ? &evs[2] : &evs[0];
@@ -956,6 +957,8 @@ static void c_useonce(void)
 			      .mb = mb, .rlen = 500, .mlen = 500, .hdr = 1 + 2 * round, .uptr = uu,
 			      .start = bu);
 			CHKEV(ctx, &evs[1], .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_AUTO_UNLINK,
+			      .pt = PT_DATA, .uptr = uu);
+			CHKEV(ctx, &evs[3], .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_AUTO_FREE,
 			      .pt = PT_DATA, .uptr = uu);
 			CHKEV(ctx, e2, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = PT_DATA,
 			      .mb = mb, .rlen = 700, .mlen = 700, .hdr = 2 + 2 * round, .uptr = uv,
@@ -1023,14 +1026,16 @@ static void c_managelocal(void)
 		}
 		barrier("ml.ready");
 		barrier("ml.sent");
-		for (int n = 0; n < 8; n++) {
+		for (int n = 0; n < 9; n++) {
 			ptl_event_t ev;
 
-			if (!want_ev(eq, &ev, T_EV_MS, "manage local: 7 puts, one auto-unlink"))
+			if (!want_ev(eq, &ev, T_EV_MS, "manage local: 7 puts, one auto-unlink and free"))
 				break;
-			if (ev.type == PTL_EVENT_AUTO_UNLINK) {
+			if (ev.type == PTL_EVENT_AUTO_UNLINK || ev.type == PTL_EVENT_AUTO_FREE) {
 				CHKEV("manage local: auto unlink", &ev, .m = F_TYPE | F_PT | F_UPTR | F_FAIL,
-				      .type = PTL_EVENT_AUTO_UNLINK, .pt = PT_DATA, .uptr = U(0xc1));
+				      .type = ev.type == PTL_EVENT_AUTO_FREE && unlinked == 1 ?
+					      PTL_EVENT_AUTO_FREE : PTL_EVENT_AUTO_UNLINK,
+				      .pt = PT_DATA, .uptr = U(0xc1));
 				unlinked++;
 				continue;
 			}
@@ -1048,7 +1053,7 @@ static void c_managelocal(void)
 			      .uptr = U(i < 4 ? 0xc1 : 0xc2),
 			      .start = i < 4 ? m1 + 1000 * i : m2 + 1000 * (i - 4));
 		}
-		CHK_EQ(unlinked, 1, "manage local: AUTO_UNLINK events (free space 96 < min_free 1000)");
+		CHK_EQ(unlinked, 2, "manage local: AUTO_UNLINK and AUTO_FREE (free space 96 < min_free 1000)");
 		for (int i = 0; i < 7; i++) {
 			snprintf(ctx, sizeof(ctx), "manage local: bytes of put %d", i);
 			check_pat(ctx, i < 4 ? m1 + 1000 * i : m2 + 1000 * (i - 4), 1000, 50 + i);
@@ -2006,6 +2011,42 @@ static void c_self(void)
 		check_pat(ctx, dst, 2000, 51);
 		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
 		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+	}
+	/* the unexpected list: a put to self lands on an overflow entry; a
+	 * use-once priority entry appended after it is used up at once
+	 * (PUT_OVERFLOW, AUTO_UNLINK, AUTO_FREE; never linked) */
+	{
+		uint8_t *ovb = kbuf(K_MAL, 4096), *pb = kbuf(K_MAL, 4096);
+		ptl_handle_me_t hov, hp;
+		int want3[3] = { PTL_EVENT_PUT_OVERFLOW, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_AUTO_FREE };
+		ptl_event_t e3[3];
+
+		hov = me_add(PT_DATA, ovb, 4096, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL, 0x0f0, 0,
+			     PTL_CT_NONE, PTL_OVERFLOW_LIST, U(0x7f0));
+		fill(src, 300, 60);
+		RC(PtlPut(md, 0, 300, PTL_ACK_REQ, me, PT_DATA, 0x0f0, 0, U(9), 0x99), PTL_OK);
+		if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_ACK }, evs, "put to self, unexpected"))
+			CHKEV("put to self, unexpected", &evs[1], .m = ACK_M & ~F_ROFF, .type = PTL_EVENT_ACK,
+			      .mlen = 300, .uptr = U(9), .list = PTL_OVERFLOW_LIST);
+		ct_wait(ict, ++ni_ct, T_EV_MS, "put to self, unexpected");
+		if (want_ev(tq, &ev, T_EV_MS, "put to self, unexpected: target"))
+			CHKEV("put to self, unexpected: target", &ev, .m = F_TYPE | F_LIST | F_UPTR,
+			      .type = PTL_EVENT_PUT, .list = PTL_OVERFLOW_LIST, .uptr = U(0x7f0));
+		skip_link = 0;
+		hp = me_add(PT_DATA, pb, 4096, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x0f0, 0, PTL_CT_NONE,
+			    PTL_PRIORITY_LIST, U(0x7f1));
+		if (collect(tq, T_EV_MS, 3, want3, e3, "use-once entry used up at its append")) {
+			CHKEV("use-once entry used up at its append", &e3[0], .m = F_TYPE | F_UPTR | F_MLEN |
+			      F_HDR, .type = PTL_EVENT_PUT_OVERFLOW, .uptr = U(0x7f1), .mlen = 300,
+			      .hdr = 0x99);
+			CHKEV("use-once entry used up at its append", &e3[1], .m = F_TYPE | F_UPTR | F_PT,
+			      .type = PTL_EVENT_AUTO_UNLINK, .uptr = U(0x7f1), .pt = PT_DATA);
+			CHKEV("use-once entry used up at its append", &e3[2], .m = F_TYPE | F_UPTR | F_PT,
+			      .type = PTL_EVENT_AUTO_FREE, .uptr = U(0x7f1), .pt = PT_DATA);
+		}
+		skip_link = 1;
+		RC(PtlMEUnlink(hp), PTL_ARG_INVALID);	/* never linked */
+		RC(PtlMEUnlink(hov), PTL_OK);
 	}
 	/* matching as for any sender: nothing matches these bits */
 	RC(PtlPut(md, 0, 64, PTL_ACK_REQ, me, PT_DATA, 0xdead, 0, U(8), 0), PTL_OK);
