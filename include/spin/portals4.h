@@ -7,15 +7,12 @@
  * -I<prefix>/include/spin).  The numeric values of constants are spin's own:
  * recompile, don't relink.
  *
- * Implemented: PtlInit/Fini, PtlNIInit/Fini (matching, logical or physical
- * addressing), PtlNIStatus, PtlNIHandle, PtlSetMap/GetMap, PtlGetId,
- * PtlGetPhysId, PtlGetUid, PtlHandleIsEqual, PtlPTAlloc/Free/Enable/Disable,
- * PtlMEAppend/Unlink/Search, PtlMDBind/Release, PtlPut, PtlGet, PtlAtomic,
- * PtlFetchAtomic, PtlSwap, PtlAtomicSync, PtlStartBundle/PtlEndBundle,
- * PtlEQAlloc/Free/Get/Wait/Poll, PtlCTAlloc/Free/Get/Wait/Poll/Set/Inc,
- * PtlTriggeredPut, PtlTriggeredGet, PtlTriggeredCTInc, PtlTriggeredCTSet,
- * PtlCTCancelTriggered.  Not implemented: non-matching NIs and list entries
- * (PtlLE*), iovecs.
+ * Implemented: every function of the Portals 4.1 specification (matching
+ * and non-matching NIs, a process holding one of each at once; list and
+ * match entries; iovec and whole-address-space MDs and entries; sends to
+ * the process itself; triggered puts, gets, atomics, counter operations
+ * and, as the reference implementation has them, triggered appends and
+ * unlinks).  Not implemented: the complex and long double datatypes.
  * The sPIN extension is in spin/portals4_spin.h; docs/portals.md has the
  * details and the limits.
  */
@@ -172,7 +169,7 @@ int PtlPTDisable(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index);
 
 /* ---------------------------------------------------- memory descriptors -- */
 
-#define PTL_IOVEC			(1u << 0)	/* not supported */
+#define PTL_IOVEC			(1u << 0)	/* MDs, MEs, LEs: start is a ptl_iovec_t list */
 #define PTL_MD_EVENT_CT_SEND		(1u << 1)
 #define PTL_MD_EVENT_CT_REPLY		(1u << 2)
 #define PTL_MD_EVENT_CT_ACK		(1u << 3)
