@@ -186,7 +186,7 @@ struct op {
 	ptl_hdr_data_t hdr;
 	ptl_op_t aop;
 	ptl_datatype_t adt;
-	uint64_t operand;
+	uint64_t operand[2];	/* CSWAP*, MSWAP: up to 16 bytes (wire.h) */
 };
 
 static int start_op(struct ptl_ni *ni, const struct op *o)
@@ -234,7 +234,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	a.flags = want_ack ? SPIN_F_ACK_REQ : 0;
 	a.user_hdr[0] = o->aop;
 	a.user_hdr[1] = o->adt;
-	a.user_hdr[2] = o->operand;
+	a.user_hdr[2] = o->operand[0];
+	a.user_hdr[3] = o->operand[1];
 	/* a sender that only sends still takes its answers and sends again
 	 * when a retransmission timer is due (not from inside progress: a
 	 * triggered operation starts here too) */
@@ -406,9 +407,13 @@ int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool chec
 	if (a->fetch && gmd->view != pmd->view)
 		return ptl_seterr(PTL_ARG_INVALID, "the get and put MDs are of different NIs");
 	if (a->aop >= PTL_CSWAP && a->aop <= PTL_MSWAP) {
-		if (!a->has_operand || a->len != es || es > sizeof(o.operand))
+		if (es > sizeof(o.operand))
+			return ptl_seterr(PTL_ARG_INVALID,
+					  "a conditional swap on a %zu-byte datatype: its operand does not fit in a packet's header (%zu bytes)",
+					  es, sizeof(o.operand));
+		if (!a->has_operand || a->len != es)
 			return PTL_ARG_INVALID;
-		memcpy(&o.operand, a->operand, es);
+		memcpy(o.operand, a->operand, es);
 	}
 	if (check_only)
 		return PTL_OK;
@@ -877,7 +882,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 	struct ptl_mer *m = me_for(ni, h), snap;
 	ptl_op_t op = (ptl_op_t)be64toh(h->user_hdr[0]);
 	ptl_datatype_t dt = (ptl_datatype_t)be64toh(h->user_hdr[1]);
-	uint64_t operand = be64toh(h->user_hdr[2]), off, mlength;
+	uint64_t operand[2] = { be64toh(h->user_hdr[2]), be64toh(h->user_hdr[3]) }, off, mlength;
 	size_t es = ptl_atomic_dt_size(dt);
 	uint8_t old[SPIN_MAX_SEG];
 	bool ack = !fetch && (ntohs(h->flags) & SPIN_F_ACK_REQ);
@@ -906,7 +911,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 		mlength -= mlength % es;
 	target = ptl_buf_addr(&m->buf, off);
 	if (fail == SPIN_FAIL_OK && mlength && ptl_buf_flat(&m->buf)) {
-		if (ptl_atomic_apply(op, dt, target, pay, mlength, &operand, fetch ? old : NULL))
+		if (ptl_atomic_apply(op, dt, target, pay, mlength, operand, fetch ? old : NULL))
 			fail = SPIN_FAIL_OP_VIOLATION;
 	} else if (fail == SPIN_FAIL_OK && mlength) {
 		/* iovecs (an element may straddle two) or the whole address
@@ -915,7 +920,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 
 		if (ptl_buf_read(&m->buf, off, tmp, mlength))
 			fail = SPIN_FAIL_OP_VIOLATION;
-		else if (ptl_atomic_apply(op, dt, tmp, pay, mlength, &operand, fetch ? old : NULL) ||
+		else if (ptl_atomic_apply(op, dt, tmp, pay, mlength, operand, fetch ? old : NULL) ||
 			 ptl_buf_write(&m->buf, off, tmp, mlength))
 			fail = SPIN_FAIL_OP_VIOLATION;
 	}

@@ -12,6 +12,7 @@
  * check prints one line on failure ("r<rank> <case>:<line>: ..."); the exit
  * status is 0 when all checks passed, 1 otherwise, 77 for a skip.
  */
+#include <complex.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1981,6 +1982,44 @@ static void c_self(void)
 			CHK_EQ(v[0], 0xc0ffee, ctx);
 			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
 			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+
+		/* a datatype of 16 bytes: its CSWAP operand fills two header words */
+		snprintf(ctx, sizeof(ctx), "double complex SUM and CSWAP to self, %s ME", kname[k]);
+		{
+			double complex *z = (double complex *)(b + 8192), *zs = (double complex *)src,
+				       *zg = (double complex *)dst, cmp = 1 - 2 * I;
+
+			z[0] = 1 - 2 * I;
+			z[1] = 3 + 0.5 * I;
+			zs[0] = 0.5 + 0.5 * I;
+			zs[1] = -1;
+			RC(PtlAtomic(md, 0, 32, PTL_ACK_REQ, me, PT_DATA, mb, 8192, U(20), 0, PTL_SUM,
+				     PTL_DOUBLE_COMPLEX), PTL_OK);
+			if (collect(iq, T_EV_MS, 2, want_pa, evs, ctx))
+				CHKEV(ctx, &evs[1], .m = F_TYPE | F_FAIL | F_MLEN, .type = PTL_EVENT_ACK,
+				      .fail = PTL_NI_OK, .mlen = 32);
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_ATYPE | F_AOP, .type = PTL_EVENT_ATOMIC,
+				      .atype = PTL_DOUBLE_COMPLEX, .aop = PTL_SUM);
+			CHK(z[0] == 1.5 - 1.5 * I && z[1] == 2 + 0.5 * I, "%s: sums", ctx);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+			/* compare with z[0] as it is now: swapped; then a stale
+			 * comparand: not */
+			for (int round = 0; round < 2; round++) {
+				cmp = round ? 1 - 2 * I : 1.5 - 1.5 * I;
+				zs[0] = 9 + 9 * I;
+				RC(PtlSwap(dmd, 0, md, 0, 16, me, PT_DATA, mb, 8192, U(21), 0, &cmp, PTL_CSWAP,
+					   PTL_DOUBLE_COMPLEX), PTL_OK);
+				collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_REPLY }, evs, ctx);
+				want_ev(tq, &ev, T_EV_MS, ctx);
+				CHK(zg[0] == (round ? 9 + 9 * I : 1.5 - 1.5 * I), "%s: old value, round %d",
+				    ctx, round);
+				CHK(z[0] == 9 + 9 * I, "%s: CSWAP round %d", ctx, round);
+				ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+				ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+			}
 		}
 
 		snprintf(ctx, sizeof(ctx), "triggered put and get to self, %s ME", kname[k]);

@@ -12,7 +12,8 @@
  * match entries; iovec and whole-address-space MDs and entries; sends to
  * the process itself; triggered puts, gets, atomics, counter operations
  * and, as the reference implementation has them, triggered appends and
- * unlinks).  Not implemented: the complex and long double datatypes.
+ * unlinks).  Every datatype; a conditional swap on long double complex is
+ * not implemented (its operand does not fit in a packet's header).
  * The sPIN extension is in spin/portals4_spin.h; docs/portals.md has the
  * details and the limits.
  */
@@ -356,7 +357,11 @@ typedef unsigned char ptl_datatype_t;
 #define PTL_INT64_T	7
 #define PTL_UINT64_T	8
 #define PTL_DOUBLE	9
-#define PTL_DATATYPE_LAST 10	/* complex and long double: not supported */
+#define PTL_FLOAT_COMPLEX	10	/* float _Complex */
+#define PTL_DOUBLE_COMPLEX	11	/* double _Complex */
+#define PTL_LONG_DOUBLE		12	/* long double (this machine's) */
+#define PTL_LONG_DOUBLE_COMPLEX	13	/* long double _Complex */
+#define PTL_DATATYPE_LAST 14
 
 int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
 	      ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
