@@ -3174,7 +3174,7 @@ static void c_unknown(void)
 			    (unsigned long long)(now_ms() - t0));
 		}
 		/* rank 1: portal not allocated, and no entry */
-		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, 14, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, 7, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
 			 "acked put to an unallocated portal");
 		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(7), 7, PTL_NI_DROPPED, 0, 0,
 			 "acked put without a matching entry");
