@@ -799,8 +799,10 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	fa.dst_ip = peer.ip;
 	fa.sport = ntohs(cfg->port);
 	fa.dport = ntohs(peer.port ? peer.port : cfg->port);
-	/* to this process itself: through the runtime, not the wire */
-	self = fa.dst_ip == fa.src_ip && fa.dport == fa.sport;
+	/* to this process itself: through the runtime, not the wire (a peer
+	 * that names a pid names this process's, or none) */
+	self = fa.dst_ip == fa.src_ip && fa.dport == fa.sport &&
+	       (!peer.pid || peer.pid == __atomic_load_n(&cfg->my_pid, __ATOMIC_RELAXED));
 
 	args.seg_size = seg;
 	args.op = args.op ? args.op : SPIN_OP_PUT;

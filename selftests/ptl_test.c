@@ -1859,14 +1859,16 @@ static void c_self(void)
 	ptl_handle_eq_t iq, tq;
 	ptl_handle_ct_t ict, tct, trig;
 	ptl_event_t ev, evs[2];
-	const ptl_process_t me = rank_proc(R);
+	ptl_process_t me;
 	const size_t L = 128 << 10;
 	uint8_t *src, *dst;
 	ptl_handle_md_t md, dmd;
 	uint64_t ni_ct = 0, nt_ct = 0;
 	char ctx[160];
 
-	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	/* PTL_TEST_PHYS=1: a physical NI, the target its own nid/pid */
+	init_ni(getenv("PTL_TEST_PHYS") ? PTL_NI_PHYSICAL : PTL_NI_LOGICAL, PTL_PID_ANY);
+	OK(PtlGetId(ni, &me));
 	iq = eq_new(64);
 	tq = eq_new(64);
 	ict = ct_new();

@@ -202,6 +202,7 @@ run_case atomic_2ranks atomic 2 2
 run_case triggered triggered 2 2
 # every operation to the process's own rank (both ranks at once)
 run_case self self 2 2
+run_case self_phys self 2 2 spin PTL_TEST_PHYS=1
 # a non-matching NI as an OpenSHMEM library uses it, beside a matching one
 run_case shmem shmem 2 2
 # iovec MDs and entries, byte for byte; MDs and entries over the whole address space
