@@ -30,7 +30,7 @@ typedef __u32 ptl_nid_t;
 typedef __u32 ptl_pid_t;
 typedef __u32 ptl_rank_t;
 typedef __u32 ptl_uid_t;
-typedef __u32 ptl_ni_fail_t;
+typedef unsigned char ptl_ni_fail_t;	/* as the specification's header */
 
 typedef union {
 	struct {
@@ -40,12 +40,12 @@ typedef union {
 	ptl_rank_t rank;
 } ptl_process_t;
 
-typedef enum {
-	PTL_ACK_REQ,
-	PTL_NO_ACK_REQ,
-	PTL_CT_ACK_REQ,
-	PTL_OC_ACK_REQ,
-} ptl_ack_req_t;
+/* unsigned char as the specification's header declares it */
+typedef unsigned char ptl_ack_req_t;
+#define PTL_ACK_REQ	0
+#define PTL_NO_ACK_REQ	1
+#define PTL_CT_ACK_REQ	2
+#define PTL_OC_ACK_REQ	3
 
 #define PTL_NID_ANY	((ptl_nid_t)0xffffffff)
 #define PTL_PID_ANY	((ptl_pid_t)0xffffffff)
