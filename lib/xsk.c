@@ -707,7 +707,11 @@ static int lo_inject(struct spin_xsk *x, const uint8_t *f, uint32_t len)
 		olen = ctx_out.data_end - ctx_out.data;
 		switch (o.retval) {
 		case XDP_REDIRECT:
-			/* to the socket of its queue: ours */
+			/* to the socket of its queue, ours, when it is addressed
+			 * to us; else a handler's put redirected to another
+			 * interface, which a pass here cannot complete */
+			if (!lo_for_self(x, out, olen))
+				goto drop;
 			return lo_push(x, out, olen);
 		case XDP_TX:
 			if (!lo_for_self(x, out, olen))
