@@ -736,6 +736,28 @@ drop:
 	return 0;
 }
 
+/* Packet idx (cut at seg) of a message into frame f (cap bytes): the one
+ * way a frame is built, for the wire and for a loopback pass alike.
+ * Returns its length, or <= 0. */
+static int pkt_build(uint8_t *f, size_t cap, const struct spin_frame_addr *fa,
+		     const struct spin_msg_args *args, const void *buf, uint32_t len,
+		     uint32_t msg_len, uint32_t seg, uint32_t idx, uint16_t add_flags)
+{
+	uint32_t off = idx * seg, pay = len ? (len - off < seg ? len - off : seg) : 0;
+	struct spin_hdr h;
+	int flen;
+
+	spin_hdr_build(&h, args, msg_len, off);
+	if (add_flags)
+		h.flags |= htons(add_flags);
+	flen = spin_frame_build(f, cap, fa, &h, pay ? (const uint8_t *)buf + off : NULL, pay);
+	/* the runtime checks it: a frame damaged on the way is dropped (and
+	 * sent again, for reliable messages) */
+	if (flen > 0)
+		spin_frame_csum(f, (size_t)flen);
+	return flen;
+}
+
 /* len payload bytes from buf, in a message of msg_len bytes (msg_len != len
  * only for a header-only GET, whose msg_len is the requested length).
  * order: a permutation of the packets (npick 0), or with npick the indexes
@@ -822,19 +844,11 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	if (self) {
 		for (i = 0; i < npick; i++) {
 			uint8_t f[XSK_FRAME];
-			uint32_t idx = order ? order[i] : i, off = idx * seg;
-			uint32_t pay = len ? (len - off < seg ? len - off : seg) : 0;
-			struct spin_hdr h;
-			int flen;
+			int flen = pkt_build(f, sizeof(f), &fa, &args, buf, len, msg_len, seg,
+					     order ? order[i] : i, i + 1 == npick ? last_flags : 0);
 
-			spin_hdr_build(&h, &args, msg_len, off);
-			if (i + 1 == npick && last_flags)
-				h.flags |= htons(last_flags);
-			flen = spin_frame_build(f, sizeof(f), &fa, &h,
-						pay ? (const uint8_t *)buf + off : NULL, pay);
 			if (flen <= 0)
 				return spin_seterr(SPIN_EUSAGE, "spin_xsk_send: cannot build a frame");
-			spin_frame_csum(f, (size_t)flen);
 			x->st.lo_packets++;
 			if ((err = lo_inject(x, f, (uint32_t)flen)))
 				return err;
@@ -843,8 +857,6 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 		return 0;
 	}
 	for (i = 0; i < npick; ) {
-		uint32_t idx, off, pay;
-		struct spin_hdr h;
 		struct xdp_desc *d;
 		uint64_t addr;
 		int flen;
@@ -869,19 +881,9 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 			}
 		}
 		deadline = 0;
-		idx = order ? order[i] : i;
-		off = idx * seg;
-		pay = len ? (len - off < seg ? len - off : seg) : 0;
-		spin_hdr_build(&h, &args, msg_len, off);
-		if (i + 1 == npick && last_flags)
-			h.flags |= htons(last_flags);
 		addr = x->tx_free[--x->n_free];
-		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
-					pay ? (const uint8_t *)buf + off : NULL, pay);
-		/* the runtime checks it: a frame damaged on the way is dropped
-		 * (and sent again, for reliable messages) */
-		if (flen > 0)
-			spin_frame_csum(x->umem + addr, (size_t)flen);
+		flen = pkt_build(x->umem + addr, XSK_FRAME, &fa, &args, buf, len, msg_len, seg,
+				 order ? order[i] : i, i + 1 == npick ? last_flags : 0);
 		d = &((struct xdp_desc *)x->tx.ring)[x->tx.cached_prod & x->tx.mask];
 		d->addr = addr;
 		d->len = (uint32_t)flen;
