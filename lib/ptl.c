@@ -2581,12 +2581,37 @@ static int me_search(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	}
 	ptl_progress(ni);
 	u = unex_find(ni, pt, me, (uint32_t)rank);
-	if (op == PTL_SEARCH_ONLY || !u) {
-		ptl_event_t ev = u ? u->ev : (ptl_event_t){ .pt_index = upt };
+	if (op == PTL_SEARCH_ONLY && u) {
+		/* one PTL_EVENT_SEARCH per matching header, in arrival order
+		 * (the first only for a use-once search), as the reference
+		 * implementation has it */
+		uint64_t last = 0;
+
+		while (u) {
+			ptl_event_t ev = u->ev;
+
+			ev.type = PTL_EVENT_SEARCH;
+			ev.user_ptr = user_ptr;
+			ev.ni_fail_type = PTL_NI_OK;
+			ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+			if (me->options & PTL_ME_USE_ONCE)
+				break;
+			last = u->seq;
+			u = NULL;
+			for (int i = 0; i < PTL_N_UNEX; i++) {
+				struct ptl_unex *x = &ni->unex[i];
+
+				if (x->used && x->pt == pt && x->seq > last &&
+				    unex_matches(ni, x, me, (uint32_t)rank) && (!u || x->seq < u->seq))
+					u = x;
+			}
+		}
+	} else if (op == PTL_SEARCH_ONLY || !u) {
+		ptl_event_t ev = { .pt_index = upt };
 
 		ev.type = PTL_EVENT_SEARCH;
 		ev.user_ptr = user_ptr;
-		ev.ni_fail_type = u ? PTL_NI_OK : PTL_NI_NO_MATCH;
+		ev.ni_fail_type = PTL_NI_NO_MATCH;
 		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
 	} else {
 		do {

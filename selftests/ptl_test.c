@@ -1166,6 +1166,26 @@ static void c_overflow(void)
 				      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x202, .rlen = 1500,
 				      .mlen = 1500, .hdr = 4, .uptr = U(0xd0 + s), .start = ov[1] + 600);
 		}
+		/* a persistent search reports every match, oldest first; a
+		 * use-once search the first only */
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x200, 0xf);
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_ONLY, U(0xda)), PTL_OK);
+		for (int s = 0; s < 2; s++) {
+			snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_ONLY with ignore bits: match %d", s);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_MB | F_HDR,
+				      .type = PTL_EVENT_SEARCH, .uptr = U(0xda), .fail = PTL_NI_OK,
+				      .mb = 0x202 + s, .hdr = 4 + s);
+		}
+		me.options |= PTL_ME_USE_ONCE;
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_ONLY, U(0xdb)), PTL_OK);
+		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_ONLY use-once with ignore bits");
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_MB | F_HDR,
+			      .type = PTL_EVENT_SEARCH, .uptr = U(0xdb), .fail = PTL_NI_OK, .mb = 0x202,
+			      .hdr = 4);
+		no_ev(eq, 50, "one SEARCH per match");
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x202, 0);
 		/* Portals 4.1: SEARCH_DELETE reports a match with the overflow
 		 * event (as an append would), SEARCH only when nothing matched */
 		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_DELETE bits 0x202");
