@@ -175,6 +175,8 @@ if selected 'job_key*'; then
 	ptl_detach_all
 	run_case job_key_put put 2 2 spin SPIN_JOB_KEY=0x5eed1234
 	run_case job_key_get get 2 2 spin SPIN_JOB_KEY=0x5eed1234
+	# sends to self go through the runtime: they carry the key too
+	run_case job_key_self self 2 2 spin SPIN_JOB_KEY=0x5eed1234
 	if selected job_key_other; then
 		d=$(mktemp -d "$WORK/job_key_other.XXXX")
 		ns0=$(ptl_ns "$TAG" 0)
