@@ -45,6 +45,13 @@ int ptl_buf_init(struct ptl_buf *b, void *start, ptl_size_t length, bool iovec, 
 			return ptl_seterr(PTL_ARG_INVALID, "%s: NULL start with length %llu (the whole "
 					  "address space is start NULL, length PTL_SIZE_MAX)", who,
 					  (unsigned long long)length);
+		/* a sanity bound on a region of this process (as before) */
+		if (length > PTL_MAX_CONTIG || (uintptr_t)start + length < (uintptr_t)start)
+			return ptl_seterr(PTL_ARG_INVALID, "%s: %llu bytes at %p: more than %llu, or past "
+					  "the end of the address space (the whole address space is "
+					  "start NULL, length PTL_SIZE_MAX)", who,
+					  (unsigned long long)length, start,
+					  (unsigned long long)PTL_MAX_CONTIG);
 		b->start = start;
 		b->len = length;
 		return PTL_OK;

@@ -44,6 +44,7 @@ enum ptl_htype {
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
 #define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
 #define PTL_MAX_IOVECS	4096	/* iovecs of one MD or entry (max_iovecs) */
+#define PTL_MAX_CONTIG	(SPIN_MAX_MSG * 64ull)	/* a contiguous MD or entry: 64 GiB */
 #define PTL_MAX_ATOMIC	(SPIN_MAX_SEG & ~15)	/* 1376: whole elements of any type */
 
 /*

@@ -28,6 +28,10 @@ static void test_contiguous(void)
 	ASSERT_TRUE(ptl_buf_addr(&b, 3) == m + 3, "address");
 	ASSERT_EQ(ptl_buf_init(&b, NULL, 10, false, "t"), PTL_ARG_INVALID, "NULL with a length");
 	ASSERT_EQ(ptl_buf_init(&b, NULL, 0, false, "t"), PTL_OK, "NULL, length 0");
+	ASSERT_EQ(ptl_buf_init(&b, m, PTL_SIZE_MAX, false, "t"), PTL_ARG_INVALID,
+		  "a start with length PTL_SIZE_MAX");
+	ASSERT_EQ(ptl_buf_init(&b, m, PTL_MAX_CONTIG + 1, false, "t"), PTL_ARG_INVALID,
+		  "more than a contiguous region may have");
 }
 
 static void test_iovec(void)
