@@ -207,6 +207,7 @@ run_case self self 2 2
 run_case self_phys self 2 2 spin PTL_TEST_PHYS=1
 # a non-matching NI as an OpenSHMEM library uses it, beside a matching one
 run_case shmem shmem 2 2
+run_case shmem_4ranks shmem 4 4
 # iovec MDs and entries, byte for byte; MDs and entries over the whole address space
 run_case iovec iovec 2 2
 # PtlTriggeredMEAppend / PtlTriggeredMEUnlink
