@@ -106,6 +106,7 @@ struct spin_xsk {
 	struct lo_frame *lo_head, *lo_tail;
 	uint32_t lo_n;			/* queued (atomic reads without lo_mu) */
 	int lo_efd;			/* eventfd: readable while frames are queued */
+	bool lo_signaled;		/* ... it is (under lo_mu, with the queue) */
 	uint8_t lo_out[XSK_LO_BUF];	/* scratch for lo_inject (sender side) */
 	uint8_t lo_frame[XSK_FRAME];	/* ... and a frame it runs again */
 };
@@ -593,7 +594,6 @@ static bool lo_for_self(const struct spin_xsk *x, const uint8_t *f, uint32_t len
 static int lo_push(struct spin_xsk *x, const uint8_t *f, uint32_t len)
 {
 	struct lo_frame *lf;
-	bool was_empty;
 
 	if (__atomic_load_n(&x->lo_n, __ATOMIC_RELAXED) >= XSK_LO_MAX) {
 		x->st.lo_dropped++;
@@ -608,17 +608,22 @@ static int lo_push(struct spin_xsk *x, const uint8_t *f, uint32_t len)
 	lf->len = len;
 	memcpy(lf->data, f, len);
 	pthread_mutex_lock(&x->lo_mu);
-	was_empty = !x->lo_head;
 	if (x->lo_tail)
 		x->lo_tail->next = lf;
 	else
 		x->lo_head = lf;
 	x->lo_tail = lf;
 	__atomic_add_fetch(&x->lo_n, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&x->lo_mu);
-	if (was_empty && write(x->lo_efd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
-		/* EAGAIN: the counter is full, it is readable anyway */
+	/* readable exactly while the queue holds frames: set and cleared
+	 * with it, under the lock (a sleeper is never woken for nothing,
+	 * again and again) */
+	if (!x->lo_signaled) {
+		if (write(x->lo_efd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+			/* EAGAIN: the counter is full, it is readable anyway */
+		}
+		x->lo_signaled = true;
 	}
+	pthread_mutex_unlock(&x->lo_mu);
 	return 0;
 }
 
@@ -634,9 +639,10 @@ static struct lo_frame *lo_pop(struct spin_xsk *x)
 			uint64_t v;
 
 			x->lo_tail = NULL;
-			if (read(x->lo_efd, &v, sizeof(v)) < 0) {
+			if (x->lo_signaled && read(x->lo_efd, &v, sizeof(v)) < 0) {
 				/* EAGAIN: nothing to clear */
 			}
+			x->lo_signaled = false;
 		}
 		__atomic_sub_fetch(&x->lo_n, 1, __ATOMIC_RELEASE);
 	}

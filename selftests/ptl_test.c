@@ -1868,6 +1868,16 @@ static void c_triggered(void)
 
 /* ------------------------------------------------------- sends to self -- */
 
+static void *self_waiter(void *arg)
+{
+	ptl_handle_ct_t ct = *(ptl_handle_ct_t *)arg;
+	ptl_ct_event_t e;
+
+	RC(PtlCTWait(ct, 1, &e), PTL_OK);
+	CHK_EQ(e.success, 1, "self: the sleeping waiter's counter");
+	return NULL;
+}
+
 /* Every rank sends to its own rank: puts (one and many packets, with an
  * ack), gets (one packet, answered by the runtime from the host window,
  * and many), an atomic, a fetch-atomic, a swap, a put that matches
@@ -2117,6 +2127,38 @@ static void c_self(void)
 	ct_wait(ict, ni_ct + 1, T_EV_MS, "put to self, no match: CT_ACK counts the failure");
 	no_ev(tq, 50, "self: no more target events");
 	no_ev(iq, 20, "self: no more initiator events");
+	if (getenv("PTL_TEST_NO_TIMER")) {
+		/* a thread sleeps on a counter while this one puts to self
+		 * (into ordinary memory: the loopback queue's eventfd wakes
+		 * it; into the host window: the event ring).  If the put
+		 * comes first, the wait does not sleep: the check below holds
+		 * either way. */
+		for (int k = 0; k < 2; k++) {
+			ptl_handle_ct_t c2 = ct_new();
+			uint8_t *b2 = kbuf(k, 4096);
+			pthread_t th;
+
+			me_add(PT_DATA, b2, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM |
+			       PTL_ME_EVENT_SUCCESS_DISABLE, 0x51ee9 + k, 0, c2, PTL_PRIORITY_LIST, NULL);
+			if (pthread_create(&th, NULL, self_waiter, &c2))
+				DIE("pthread_create");
+			msleep(100);
+			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, me, PT_DATA, 0x51ee9 + k, 0, NULL, 0), PTL_OK);
+			pthread_join(th, NULL);
+			if (want_ev(iq, &ev, T_EV_MS, "self: put to a sleeping waiter"))
+				CHK_EQ(ev.type, PTL_EVENT_SEND, "self: put to a sleeping waiter");
+		}
+		/* every wait that slept was woken (the loopback queue's
+		 * eventfd, the event ring), none ended by its 2 s period */
+		ptl_spin_wait_stats_t st;
+
+		OK(PtlSpinWaitStats(ni, &st));
+		LOG("waits %llu: slept and woken by a packet %llu, by the ring %llu, poked %llu, by the timer %llu",
+		    (unsigned long long)st.waits, (unsigned long long)st.waits_rx,
+		    (unsigned long long)st.waits_woken, (unsigned long long)st.waits_poked,
+		    (unsigned long long)st.waits_timer);
+		CHK_EQ(st.waits_timer, 0, "self: waits ended by their period");
+	}
 	barrier("self.done");
 	fini_ni();
 }

@@ -205,6 +205,8 @@ run_case triggered triggered 2 2
 # every operation to the process's own rank (both ranks at once)
 run_case self self 2 2
 run_case self_phys self 2 2 spin PTL_TEST_PHYS=1
+# ... with every wait sleeping at once: woken, never by its 2 s period
+run_case self_sleep self 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_POLL_US=2000000 PTL_TEST_NO_TIMER=1
 # a non-matching NI as an OpenSHMEM library uses it, beside a matching one
 run_case shmem shmem 2 2
 run_case shmem_4ranks shmem 4 4
