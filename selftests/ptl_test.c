@@ -2380,6 +2380,54 @@ static void c_shmem(void)
 		barrier("sh.trigready");
 	}
 	barrier("sh.trig");
+
+	/* 6: the unexpected list of a non-matching portal (to itself): an
+	 * overflow list entry takes a put, PtlLESearch finds its header, a
+	 * use-once priority entry is used up by it at its append */
+	{
+		ptl_handle_eq_t lq;
+		ptl_handle_le_t ov, pr;
+		uint8_t *ovb = kbuf(K_MAL, 4096), *prb = kbuf(K_MAL, 4096);
+		ptl_event_t ev, e3[3];
+		int want3[3] = { PTL_EVENT_PUT_OVERFLOW, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_AUTO_FREE };
+
+		OK(PtlEQAlloc(nni, 16, &lq));
+		OK(PtlPTAlloc(nni, 0, lq, 2, &pt));
+		le = (ptl_le_t){ .start = ovb, .length = 4096, .ct_handle = PTL_CT_NONE,
+				 .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT | PTL_LE_EVENT_LINK_DISABLE };
+		OK(PtlLEAppend(nni, 2, &le, PTL_OVERFLOW_LIST, U(0x6f), &ov));
+		fill(heap + 230000, 100, 66);
+		RC(PtlPut(heap_md, 230000, 100, PTL_CT_ACK_REQ, rank_proc(R), 2, 0, 8, NULL, 0x66), PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "put on a non-matching overflow list entry");
+		if (want_ev(lq, &ev, T_EV_MS, "non-matching overflow entry"))
+			CHKEV("non-matching overflow entry", &ev, .m = F_TYPE | F_LIST | F_UPTR | F_MLEN |
+			      F_START, .type = PTL_EVENT_PUT, .list = PTL_OVERFLOW_LIST, .uptr = U(0x6f),
+			      .mlen = 100, .start = ovb + 8);
+		check_pat("non-matching overflow entry", ovb + 8, 100, 66);
+		le = (ptl_le_t){ .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT };
+		RC(PtlLESearch(nni, 2, &le, PTL_SEARCH_ONLY, U(0x70)), PTL_OK);
+		if (want_ev(lq, &ev, T_EV_MS, "PtlLESearch"))
+			CHKEV("PtlLESearch", &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_HDR | F_MLEN,
+			      .type = PTL_EVENT_SEARCH, .uptr = U(0x70), .fail = PTL_NI_OK, .hdr = 0x66,
+			      .mlen = 100);
+		RC(PtlLESearch(ni, 2, &le, PTL_SEARCH_ONLY, U(0x70)), PTL_ARG_INVALID);
+		le = (ptl_le_t){ .start = prb, .length = 4096, .ct_handle = PTL_CT_NONE,
+				 .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT | PTL_LE_USE_ONCE };
+		OK(PtlLEAppend(nni, 2, &le, PTL_PRIORITY_LIST, U(0x71), &pr));
+		if (collect(lq, T_EV_MS, 3, want3, e3, "use-once list entry used up at its append"))
+			CHKEV("use-once list entry used up at its append", &e3[0],
+			      .m = F_TYPE | F_UPTR | F_MLEN | F_HDR, .type = PTL_EVENT_PUT_OVERFLOW,
+			      .uptr = U(0x71), .mlen = 100, .hdr = 0x66);
+		RC(PtlLEUnlink(pr), PTL_ARG_INVALID);
+		le = (ptl_le_t){ .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT };
+		RC(PtlLESearch(nni, 2, &le, PTL_SEARCH_ONLY, U(0x72)), PTL_OK);
+		if (want_ev(lq, &ev, T_EV_MS, "PtlLESearch after"))
+			CHKEV("PtlLESearch after", &ev, .m = F_TYPE | F_UPTR | F_FAIL,
+			      .type = PTL_EVENT_SEARCH, .uptr = U(0x72), .fail = PTL_NI_NO_MATCH);
+		RC(PtlLEUnlink(ov), PTL_OK);
+		RC(PtlPTFree(nni, 2), PTL_OK);
+	}
+	barrier("sh.unex");
 	no_ev(err_eq, 20, "no failure events");
 	no_ev(meq, 20, "matching NI: no more events");
 	ct_is(put_ct, nput, 0, "acks, no failure");
