@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The Portals 4.1 host API, the subset libspin implements, over the spin
+ * The Portals 4.1 host API as libspin implements it, over the spin
  * XDP runtime and AF_XDP.  Names, types and semantics are the Portals 4.1
  * specification's, so programs written against Portals 4 compile unchanged
  * (`#include <spin/portals4.h>`, or `#include <portals4.h>` with
