@@ -2949,8 +2949,8 @@ static void c_badargs(void)
 	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, NULL),
 	   PTL_ARG_INVALID);
 	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
-	/* per NI kind: the halves of the runtime's 16 */
-	CHK_EQ(lim.max_pt_index, 7, "max_pt_index");
+	/* per NI kind: the halves of the runtime's portal table */
+	CHK_EQ(lim.max_pt_index, SPIN_MAX_PT / 2 - 1, "max_pt_index");
 	CHK_EQ(lim.max_list_size, 32, "max_list_size");
 	CHK_EQ(lim.max_msg_size, 1ull << 30, "max_msg_size: 1 GiB (SPIN_MAX_MSG)");
 	CHK_EQ(lim.max_msg_size, SPIN_MAX_MSG, "max_msg_size");
@@ -3038,7 +3038,7 @@ static void c_badargs(void)
 	RC(PtlPTAlloc(eq, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt), PTL_ARG_INVALID);
 
 	/* portal table */
-	RC(PtlPTAlloc(ni, 0, eq, 8, &pt), PTL_ARG_INVALID);
+	RC(PtlPTAlloc(ni, 0, eq, SPIN_MAX_PT / 2, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 16, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 1000, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eqs, 3, &pt), PTL_ARG_INVALID);
@@ -3055,17 +3055,17 @@ static void c_badargs(void)
 			break;
 		if (!RC(rc, PTL_OK))
 			break;
-		CHK(pt <= 7 && pt != 3, "PTL_PT_ANY gave %u", pt);
+		CHK(pt <= (ptl_pt_index_t)lim.max_pt_index && pt != 3, "PTL_PT_ANY gave %u", pt);
 		n++;
 	}
-	CHK_EQ(n, 8, "portal indexes allocated before PTL_PT_FULL (max_pt_index + 1)");
-	for (ptl_pt_index_t i = 0; i < 8; i++)
+	CHK_EQ(n, lim.max_pt_index + 1, "portal indexes allocated before PTL_PT_FULL (max_pt_index + 1)");
+	for (ptl_pt_index_t i = 0; i <= (ptl_pt_index_t)lim.max_pt_index; i++)
 		if (i != 3)
 			RC(PtlPTFree(ni, i), PTL_OK);
 	RC(PtlPTFree(ni, 5), PTL_ARG_INVALID);
-	RC(PtlPTFree(ni, 8), PTL_ARG_INVALID);
+	RC(PtlPTFree(ni, lim.max_pt_index + 1), PTL_ARG_INVALID);
 	RC(PtlPTFree(ni, 16), PTL_ARG_INVALID);
-	RC(PtlPTEnable(ni, 8), PTL_ARG_INVALID);
+	RC(PtlPTEnable(ni, lim.max_pt_index + 1), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTDisable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 5), PTL_ARG_INVALID);
@@ -3286,7 +3286,7 @@ static void c_unknown(void)
 			    (unsigned long long)(now_ms() - t0));
 		}
 		/* rank 1: portal not allocated, and no entry */
-		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, 7, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, lim.max_pt_index, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
 			 "acked put to an unallocated portal");
 		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(7), 7, PTL_NI_DROPPED, 0, 0,
 			 "acked put without a matching entry");
