@@ -3614,6 +3614,61 @@ static void c_spin_pingpong(void)
 	fini_ni();
 }
 
+/* The pingpong handler on a process's own entry: a ping to itself runs
+ * the handler, whose device put (the pong, to the sender: itself) goes
+ * through the runtime again and lands in its window or ordinary-memory
+ * entry.  Each rank on its own. */
+static void c_spin_self(void)
+{
+	char path[600];
+	ptl_event_t ev;
+	ptl_handle_eq_t eq, seq;
+	ptl_handle_handler_t h;
+	ptl_me_t me;
+	ptl_handle_me_t hm;
+	uint8_t *pong[2], *src;
+	ptl_handle_md_t md;
+	int rc;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	eq = eq_new(64);
+	seq = eq_new(64);
+	pong[0] = kbuf(K_WIN, 4096);
+	pong[1] = kbuf(K_MAL, 4096);
+	src = kbuf(K_MAL, 4096);
+	md = md_new(src, 4096, 0, seq, PTL_CT_NONE);
+	snprintf(path, sizeof(path), "%s/samples/pingpong/pingpong_stream.bpf.o", top_dir());
+	rc = PtlSpinHandlerLoad(ni, path, &h);
+	if (rc != PTL_OK)
+		DIE("PtlSpinHandlerLoad %s: %s -- %s", path, rc_name(rc), PtlSpinErrmsg());
+	pt_new(0, eq, 7);
+	me = me_spec(NULL, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE, 0x99, 0);
+	me.handlers = h;
+	OK(PtlMEAppend(ni, 7, &me, PTL_PRIORITY_LIST, U(0x99), &hm));
+	for (int k = 0; k < 2; k++) {
+		char ctx[96];
+		ptl_handle_me_t mh = me_add(7, pong[k], 4096, PTL_ME_OP_PUT, 10, 0, PTL_CT_NONE,
+					    PTL_PRIORITY_LIST, U(0x10 + k));
+
+		snprintf(ctx, sizeof(ctx), "pong from its own handler into a %s ME", kname[k]);
+		fill(src, 1000, 0x60 + k);
+		RC(PtlPut(md, 0, 1000, PTL_NO_ACK_REQ, rank_proc(R), 7, 0x99, 0, U(k), 0), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(R), .pt = 7,
+			      .mb = 10, .rlen = 1000, .mlen = 1000, .hdr = 0, .uptr = U(0x10 + k),
+			      .start = pong[k]);
+		check_pat(ctx, pong[k], 1000, 0x60 + k);
+		if (want_ev(seq, &ev, T_EV_MS, ctx))
+			CHK_EQ(ev.type, PTL_EVENT_SEND, ctx);
+		RC(PtlMEUnlink(mh), PTL_OK);
+	}
+	no_ev(eq, 50, "spin_self: no more events");
+	RC(PtlMEUnlink(hm), PTL_OK);
+	RC(PtlSpinHandlerUnload(h), PTL_OK);
+	barrier("sps.done");
+	fini_ni();
+}
+
 /* test_handlers.bpf.o with an initial handler-memory image: the payload
  * handler copies each packet to the ME buffer (T_DMA) and puts 16 bytes of
  * handler memory to rank 0 (T_PUT_STATE: bits 0x77, hdr_data 5) */
@@ -4701,7 +4756,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)

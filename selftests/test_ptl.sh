@@ -229,6 +229,8 @@ run_case launcher_pmi ring 3 3 pmi
 run_mpirun
 run_case spin_pingpong spin_pingpong 2 2
 run_case spin_hpu spin_hpu 2 2
+# a handler's device put answering a message to self (through the runtime twice)
+run_case spin_self spin_self 2 2
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]
