@@ -17,6 +17,7 @@
 #include <net/if.h>
 #include <sys/eventfd.h>
 
+#include "ptl_atomic.h"
 #include "ptl_internal.h"
 
 struct ptl_ni *ptl_g_ni;
@@ -65,15 +66,33 @@ struct ptl_ni *ptl_enter(int *rc)
 	return ni;
 }
 
-static struct ptl_ni *ni_enter_h(ptl_handle_ni_t h, int *rc)
+/* Whether h is the handle of an open view of ni (PTL_VIEW_*). */
+static bool ni_handle_ok(const struct ptl_ni *ni, ptl_handle_ni_t h)
+{
+	uint32_t v = ptl_hidx(h);
+
+	return ptl_htype(h) == PTL_H_NI && ptl_hgen(h) == ni->gen && v < PTL_N_VIEW &&
+	       ni->view_refs[v] > 0;
+}
+
+/* The NI for an API call on NI handle h, locked, and the view h names
+ * (*view, may be NULL). */
+static struct ptl_ni *ni_enter_hv(ptl_handle_ni_t h, int *rc, int *view)
 {
 	struct ptl_ni *ni = ptl_enter(rc);
 
-	if (ni && h != ptl_mkh(PTL_H_NI, 0, ni->gen)) {
+	if (ni && !ni_handle_ok(ni, h)) {
 		ptl_unlock(ni);
 		return NULL;
 	}
+	if (view)
+		*view = (int)ptl_hidx(h);
 	return ni;
+}
+
+static struct ptl_ni *ni_enter_h(ptl_handle_ni_t h, int *rc)
+{
+	return ni_enter_hv(h, rc, NULL);
 }
 
 /* ------------------------------------------------------------- handles -- */
@@ -116,7 +135,7 @@ int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b)
 int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *nih)
 {
 	struct ptl_ni *ni;
-	int rc, t = ptl_htype(h);
+	int rc, t = ptl_htype(h), view = -1;
 	bool ok = false;
 
 	if (!nih)
@@ -125,16 +144,23 @@ int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *nih)
 	if (!ni)
 		return rc;
 	switch (t) {
-	case PTL_H_NI: ok = h == ptl_mkh(PTL_H_NI, 0, ni->gen); break;
-	case PTL_H_EQ: ok = ptl_eq_get(ni, h); break;
-	case PTL_H_CT: ok = ptl_ct_get(ni, h); break;
-	case PTL_H_MD: ok = ptl_md_get(ni, h); break;
-	case PTL_H_ME: ok = ptl_me_get(ni, h); break;
-	case PTL_H_HANDLER: ok = hd_get(ni, h); break;
-	case PTL_H_HPU: ok = hpu_get(ni, h); break;
+	case PTL_H_NI:
+		if ((ok = ni_handle_ok(ni, h)))
+			view = (int)ptl_hidx(h);
+		break;
+	case PTL_H_EQ: { struct ptl_eq *q = ptl_eq_get(ni, h); if ((ok = q)) view = q->view; break; }
+	case PTL_H_CT: { struct ptl_ct *c = ptl_ct_get(ni, h); if ((ok = c)) view = c->view; break; }
+	case PTL_H_MD: { struct ptl_mdr *d = ptl_md_get(ni, h); if ((ok = d)) view = d->view; break; }
+	case PTL_H_ME: { struct ptl_mer *m = ptl_me_get(ni, h); if ((ok = m)) view = ptl_pt_view(m->pt); break; }
+	/* handlers go on match entries */
+	case PTL_H_HANDLER: ok = hd_get(ni, h); view = PTL_VIEW_MATCH; break;
+	case PTL_H_HPU: ok = hpu_get(ni, h); view = PTL_VIEW_MATCH; break;
 	}
+	/* an object of a view closed since (its other view still open) */
+	if (ok && view >= 0 && ni->view_refs[view] <= 0)
+		ok = false;
 	if (ok)
-		*nih = ptl_mkh(PTL_H_NI, 0, ni->gen);
+		*nih = ptl_mkh(PTL_H_NI, (uint32_t)view, ni->gen);
 	ptl_unlock(ni);
 	return ok ? PTL_OK : PTL_ARG_INVALID;
 }
@@ -269,8 +295,8 @@ static void default_limits(ptl_ni_limits_t *l)
 	l->max_mds = PTL_N_MD;
 	l->max_cts = PTL_N_CT;
 	l->max_eqs = PTL_N_EQ;
-	l->max_pt_index = SPIN_MAX_PT - 1;
-	l->max_iovecs = 0;
+	l->max_pt_index = PTL_PT_HALF - 1;	/* per NI: the halves of the runtime's */
+	l->max_iovecs = PTL_MAX_IOVECS;
 	l->max_list_size = SPIN_MAX_ME_PER_PT;
 	l->max_triggered_ops = PTL_N_TRIG;
 	l->max_msg_size = SPIN_MAX_MSG;
@@ -480,16 +506,18 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	      ptl_handle_ni_t *ni_handle)
 {
 	struct ptl_ni *ni;
-	int rc;
+	unsigned int addr = options & (PTL_NI_LOGICAL | PTL_NI_PHYSICAL);
+	int rc, view;
 
 	if (!ni_handle)
 		return PTL_ARG_INVALID;
-	if (!(options & PTL_NI_MATCHING) || (options & PTL_NI_NO_MATCHING))
-		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: only matching interfaces (PTL_NI_MATCHING)");
+	if (!!(options & PTL_NI_MATCHING) == !!(options & PTL_NI_NO_MATCHING))
+		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: PTL_NI_MATCHING or PTL_NI_NO_MATCHING, one of them");
 	if (!!(options & PTL_NI_LOGICAL) == !!(options & PTL_NI_PHYSICAL))
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: PTL_NI_LOGICAL or PTL_NI_PHYSICAL, one of them");
-	if (options & ~(PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL))
+	if (options & ~(PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL))
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: unknown options 0x%x", options);
+	view = (options & PTL_NI_NO_MATCHING) ? PTL_VIEW_NOMATCH : PTL_VIEW_MATCH;
 	if (pid != PTL_PID_ANY && pid > 0xffff)
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: pid %u out of range (0..65535)", pid);
 	(void)desired;
@@ -499,28 +527,101 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		return PTL_NO_INIT;
 	}
 	if (ptl_g_ni) {
+		/* the other kind (matching, non-matching) is a view of the
+		 * same interface: the same addressing */
 		ni = ptl_g_ni;
-		if (ni->options != options) {
+		if (ni->options != addr) {
 			pthread_mutex_unlock(&g_mu);
 			return ptl_seterr(PTL_ARG_INVALID,
-					  "PtlNIInit: one interface per process: already open with options 0x%x",
-					  ni->options);
+					  "PtlNIInit: this process has a %s NI already: its matching and non-matching NIs share the addressing",
+					  ni->options & PTL_NI_LOGICAL ? "logical" : "physical");
 		}
 		ni->refs++;
+		ni->view_refs[view]++;
 	} else {
-		rc = ni_create(iface, options, pid, &ni);
+		rc = ni_create(iface, addr, pid, &ni);
 		if (rc != PTL_OK) {
 			pthread_mutex_unlock(&g_mu);
 			return rc;
 		}
 		ni->refs = 1;
+		ni->view_refs[view] = 1;
 		ptl_g_ni = ni;
 	}
 	if (actual)
 		*actual = ni->limits;
-	*ni_handle = ptl_mkh(PTL_H_NI, 0, ni->gen);
+	*ni_handle = ptl_mkh(PTL_H_NI, (uint32_t)view, ni->gen);
 	pthread_mutex_unlock(&g_mu);
 	return PTL_OK;
+}
+
+static void me_free(struct ptl_ni *ni, struct ptl_mer *m);
+static void unex_clear(struct ptl_ni *ni, uint32_t pt);
+static void trig_drop(struct ptl_ni *ni, struct ptl_trig *t);
+static void post_auto_unlink(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
+			     ptl_list_t list);
+
+/*
+ * PtlNIFini of one view while the other stays open: what was allocated on
+ * it goes (its entries unlinked, portal table entries freed, triggered
+ * operations on its counters or MDs cancelled, its MDs, counters and
+ * queues freed).  An MD that an operation still waits on stays until the
+ * answer comes; its events go nowhere.  Lock held.
+ */
+static void view_close(struct ptl_ni *ni, int view)
+{
+	ptl_progress(ni);
+	for (int i = 0; i < PTL_N_TRIG; i++) {
+		struct ptl_trig *t = &ni->trig[i];
+		struct ptl_mdr *md = NULL;
+
+		if (!t->used)
+			continue;
+		if (t->kind == TRIG_PUT || t->kind == TRIG_GET)
+			md = ptl_md_get(ni, t->md);
+		else if (t->kind == TRIG_AMO)
+			md = ptl_md_get(ni, t->amo.put_md);
+		if (ni->ct[t->ct].view == view || (md && md->view == view) ||
+		    (t->kind == TRIG_ME_APPEND && t->me_view == view))
+			trig_drop(ni, t);
+	}
+	for (int i = 0; i < PTL_N_ME; i++) {
+		struct ptl_mer *m = &ni->me[i];
+
+		if (!m->used || ptl_pt_view(m->pt) != view)
+			continue;
+		if (m->rt >= 0)
+			spin_me_unlink(ni->rt, m->rt);
+		me_free(ni, m);
+	}
+	for (uint32_t up = 0; up < PTL_PT_HALF; up++) {
+		uint32_t p = ptl_pt_rt(view, up);
+
+		if (!ni->pt[p].used)
+			continue;
+		spin_pt_free(ni->rt, p);
+		unex_clear(ni, p);
+		ni->pt[p].used = false;
+	}
+	for (int i = 0; i < PTL_N_MD; i++)
+		if (ni->md[i].used && ni->md[i].view == view && !ni->md[i].busy) {
+			ptl_buf_put(&ni->md[i].buf);
+			ni->md[i].used = false;
+			ni->md[i].gen = ptl_next_gen(ni->md[i].gen);
+		}
+	for (int i = 0; i < PTL_N_CT; i++)
+		if (ni->ct[i].used && ni->ct[i].view == view) {
+			ni->ct[i].used = false;
+			ni->ct[i].gen = ptl_next_gen(ni->ct[i].gen);
+		}
+	for (int i = 0; i < PTL_N_EQ; i++)
+		if (ni->eq[i].used && ni->eq[i].view == view) {
+			free(ni->eq[i].ring);
+			ni->eq[i].ring = NULL;
+			ni->eq[i].used = false;
+			ni->eq[i].gen = ptl_next_gen(ni->eq[i].gen);
+		}
+	pthread_cond_broadcast(&ni->cv);
 }
 
 static void ni_destroy(struct ptl_ni *ni)
@@ -533,9 +634,16 @@ static void ni_destroy(struct ptl_ni *ni)
 	if (ni->thr_on)
 		pthread_join(ni->thr, NULL);
 	/* unlink what this process linked; the runtime stays attached */
-	for (int i = 0; i < PTL_N_ME; i++)
+	for (int i = 0; i < PTL_N_ME; i++) {
 		if (ni->me[i].used && ni->me[i].rt >= 0)
 			spin_me_unlink(ni->rt, ni->me[i].rt);
+		ptl_buf_put(&ni->me[i].buf);
+	}
+	for (int i = 0; i < PTL_N_MD; i++)
+		ptl_buf_put(&ni->md[i].buf);
+	for (int i = 0; i < PTL_N_TRIG; i++)
+		if (ni->trig[i].used && ni->trig[i].kind == TRIG_ME_APPEND)
+			ptl_buf_put(&ni->trig[i].me_buf);
 	for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
 		if (ni->pt[p].used)
 			spin_pt_free(ni->rt, p);
@@ -570,9 +678,14 @@ int PtlNIFini(ptl_handle_ni_t nih)
 		return PTL_NO_INIT;
 	}
 	ni = ptl_g_ni;
-	if (!ni || nih != ptl_mkh(PTL_H_NI, 0, ni->gen)) {
+	if (!ni || !ni_handle_ok(ni, nih)) {
 		pthread_mutex_unlock(&g_mu);
 		return PTL_ARG_INVALID;
+	}
+	if (--ni->view_refs[ptl_hidx(nih)] == 0 && ni->refs > 1) {
+		ptl_lock(ni);
+		view_close(ni, (int)ptl_hidx(nih));
+		ptl_unlock(ni);
 	}
 	if (--ni->refs > 0) {
 		pthread_mutex_unlock(&g_mu);
@@ -784,9 +897,11 @@ int PtlEQAlloc(ptl_handle_ni_t nih, ptl_size_t count, ptl_handle_eq_t *eqh)
 	struct ptl_ni *ni;
 	int rc;
 
+	int view;
+
 	if (!eqh || count == 0 || count > (1u << 24))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	rc = PTL_NO_SPACE;
@@ -802,6 +917,7 @@ int PtlEQAlloc(ptl_handle_ni_t nih, ptl_size_t count, ptl_handle_eq_t *eqh)
 		q->head = q->count = 0;
 		q->dropped = false;
 		q->used = true;
+		q->view = (uint8_t)view;
 		*eqh = ptl_mkh(PTL_H_EQ, i, q->gen);
 		rc = PTL_OK;
 		break;
@@ -959,9 +1075,11 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 	struct ptl_ni *ni;
 	int rc;
 
+	int view;
+
 	if (!cth)
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	rc = PTL_NO_SPACE;
@@ -969,6 +1087,7 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 		if (ni->ct[i].used)
 			continue;
 		ni->ct[i].used = true;
+		ni->ct[i].view = (uint8_t)view;
 		ni->ct[i].v.success = ni->ct[i].v.failure = 0;
 		ni->ct[i].sole_gen = 0;
 		*cth = ptl_mkh(PTL_H_CT, i, ni->ct[i].gen);
@@ -979,13 +1098,31 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 	return rc;
 }
 
+static void trig_me_append(struct ptl_ni *ni, struct ptl_trig *t);
+static void trig_me_unlink(struct ptl_ni *ni, struct ptl_trig *t);
+
+/* A triggered operation that will not fire: what it holds goes (a
+ * triggered append's reserved entry, whose handle is then stale). */
+static void trig_drop(struct ptl_ni *ni, struct ptl_trig *t)
+{
+	if (t->kind == TRIG_ME_APPEND) {
+		struct ptl_mer *m = ptl_me_get(ni, t->meh);
+
+		if (m && m->rt < 0) {
+			m->used = false;
+			m->gen = ptl_next_gen(m->gen);
+		}
+		ptl_buf_put(&t->me_buf);
+	}
+	t->used = false;
+	ni->n_trig--;
+}
+
 static void trig_cancel(struct ptl_ni *ni, uint32_t ct)
 {
 	for (int i = 0; i < PTL_N_TRIG; i++)
-		if (ni->trig[i].used && ni->trig[i].ct == ct) {
-			ni->trig[i].used = false;
-			ni->n_trig--;
-		}
+		if (ni->trig[i].used && ni->trig[i].ct == ct)
+			trig_drop(ni, &ni->trig[i]);
 }
 
 int PtlCTFree(ptl_handle_ct_t cth)
@@ -1244,6 +1381,15 @@ void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct)
 			ptl_get_locked(ni, t.md, t.loff, t.len, t.target, t.pt, t.bits, t.roff,
 				       t.user_ptr);
 			break;
+		case TRIG_AMO:
+			ptl_atomic_locked(ni, &t.amo, false);
+			break;
+		case TRIG_ME_APPEND:
+			trig_me_append(ni, &t);
+			break;
+		case TRIG_ME_UNLINK:
+			trig_me_unlink(ni, &t);
+			break;
 		case TRIG_CTINC:
 		case TRIG_CTSET: {
 			struct ptl_ct *d = ptl_ct_get(ni, t.ct_target);
@@ -1300,7 +1446,7 @@ int PtlTriggeredPut(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_ac
 	if (!ni)
 		return rc;
 	md = ptl_md_get(ni, mdh);
-	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= SPIN_MAX_PT ||
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || pt >= PTL_PT_HALF ||
 	    ack_req > PTL_OC_ACK_REQ)
 		rc = PTL_ARG_INVALID;
 	else
@@ -1324,12 +1470,81 @@ int PtlTriggeredGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_pr
 	if (!ni)
 		return rc;
 	md = ptl_md_get(ni, mdh);
-	if (!md || loff > md->md.length || len > md->md.length - loff || pt >= SPIN_MAX_PT)
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || pt >= PTL_PT_HALF)
 		rc = PTL_ARG_INVALID;
 	else
 		rc = trig_add(ni, &t, trig_ct);
 	ptl_unlock(ni);
 	return rc;
+}
+
+static int trig_amo(struct ptl_amo_args *a, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = TRIG_AMO, .threshold = threshold, .amo = *a };
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	/* the same checks as the operation itself, now */
+	rc = ptl_atomic_locked(ni, a, true);
+	if (rc == PTL_OK)
+		rc = trig_add(ni, &t, trig_ct);
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlTriggeredAtomic(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
+		       ptl_ack_req_t ack_req, ptl_process_t target, ptl_pt_index_t pt,
+		       ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr,
+		       ptl_op_t op, ptl_datatype_t dt, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_amo_args a = { .get_md = PTL_INVALID_HANDLE, .put_md = mdh, .put_loff = loff,
+				  .len = len, .ack_req = ack_req, .target = target, .pt = pt,
+				  .bits = bits, .roff = roff, .user_ptr = user_ptr, .hdr = hdr,
+				  .aop = op, .adt = dt };
+
+	return trig_amo(&a, trig_ct, threshold);
+}
+
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_mdh, ptl_size_t get_loff,
+			    ptl_handle_md_t put_mdh, ptl_size_t put_loff, ptl_size_t len,
+			    ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+			    ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, ptl_op_t op,
+			    ptl_datatype_t dt, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_amo_args a = { .get_md = get_mdh, .put_md = put_mdh, .get_loff = get_loff,
+				  .put_loff = put_loff, .len = len, .ack_req = PTL_NO_ACK_REQ,
+				  .target = target, .pt = pt, .bits = bits, .roff = roff,
+				  .user_ptr = user_ptr, .hdr = hdr, .aop = op, .adt = dt,
+				  .fetch = true };
+
+	if (op >= PTL_SWAP)	/* swaps go through PtlTriggeredSwap */
+		return PTL_ARG_INVALID;
+	return trig_amo(&a, trig_ct, threshold);
+}
+
+int PtlTriggeredSwap(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
+		     ptl_size_t put_loff, ptl_size_t len, ptl_process_t target,
+		     ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr,
+		     ptl_hdr_data_t hdr, const void *operand, ptl_op_t op, ptl_datatype_t dt,
+		     ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_amo_args a = { .get_md = get_mdh, .put_md = put_mdh, .get_loff = get_loff,
+				  .put_loff = put_loff, .len = len, .ack_req = PTL_NO_ACK_REQ,
+				  .target = target, .pt = pt, .bits = bits, .roff = roff,
+				  .user_ptr = user_ptr, .hdr = hdr, .aop = op, .adt = dt,
+				  .fetch = true };
+	size_t es = ptl_atomic_dt_size(dt);
+
+	if (op < PTL_SWAP || op > PTL_MSWAP)
+		return PTL_ARG_INVALID;
+	if (operand && es && es <= sizeof(a.operand)) {
+		memcpy(a.operand, operand, es);
+		a.has_operand = true;
+	}
+	return trig_amo(&a, trig_ct, threshold);
 }
 
 static int trig_ct_op(enum ptl_trig_kind kind, ptl_handle_ct_t cth, ptl_ct_event_t v,
@@ -1361,9 +1576,10 @@ int PtlTriggeredCTSet(ptl_handle_ct_t cth, ptl_ct_event_t v, ptl_handle_ct_t tri
 
 /* --------------------------------------------------- portal table -- */
 
+/* an index of a view's portal table */
 static bool pt_ok(ptl_pt_index_t p)
 {
-	return p < SPIN_MAX_PT;
+	return p < PTL_PT_HALF;
 }
 
 int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
@@ -1371,14 +1587,14 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 {
 	struct ptl_ni *ni;
 	uint32_t p, flags;
-	int rc, err;
+	int rc, err, view;
 
 	if (!out || (options & ~(PTL_PT_ONLY_USE_ONCE | PTL_PT_FLOWCTRL | PTL_PT_ONLY_TRUNCATE |
 				  PTL_PT_MATCH_UNORDERED | PTL_PT_ALLOC_DISABLED)))
 		return PTL_ARG_INVALID;
 	if (req != PTL_PT_ANY && !pt_ok(req))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
 	if (eqh != PTL_EQ_NONE && !ptl_eq_get(ni, eqh)) {
@@ -1390,9 +1606,10 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 		return PTL_PT_EQ_NEEDED;
 	}
 	rc = req == PTL_PT_ANY ? PTL_PT_FULL : PTL_PT_IN_USE;
-	for (p = req == PTL_PT_ANY ? 0 : req; p < SPIN_MAX_PT; p++) {
+	for (uint32_t up = req == PTL_PT_ANY ? 0 : req; up < PTL_PT_HALF; up++) {
 		struct spin_pt sp;
 
+		p = ptl_pt_rt(view, up);
 		if (!ni->pt[p].used && !spin_pt_get(ni->rt, p, &sp) &&
 		    !(sp.flags & SPIN_PT_ALLOCATED)) {
 			flags = SPIN_PT_OWNED | ((options & PTL_PT_FLOWCTRL) ? SPIN_PT_FLOWCTRL : 0);
@@ -1406,7 +1623,7 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 			}
 			ni->pt[p] = (struct ptl_ptr){ .used = true, .options = options, .eq = eqh,
 						      .enabled = !(options & PTL_PT_ALLOC_DISABLED) };
-			*out = p;
+			*out = up;
 			rc = PTL_OK;
 			break;
 		}
@@ -1427,15 +1644,16 @@ static void unex_clear(struct ptl_ni *ni, uint32_t pt)
 int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 {
 	struct ptl_ni *ni;
-	int rc;
+	int rc, view;
 
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
-	if (!pt_ok(p) || !ni->pt[p].used) {
+	if (!pt_ok(p) || !ni->pt[ptl_pt_rt(view, p)].used) {
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
+	p = ptl_pt_rt(view, p);
 	for (int i = 0; i < PTL_N_ME; i++)
 		if (ni->me[i].used && ni->me[i].pt == p && ni->me[i].rt >= 0) {
 			ptl_unlock(ni);
@@ -1451,15 +1669,16 @@ int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 static int pt_enable(ptl_handle_ni_t nih, ptl_pt_index_t p, bool on)
 {
 	struct ptl_ni *ni;
-	int rc;
+	int rc, view;
 
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
-	if (!pt_ok(p) || !ni->pt[p].used) {
+	if (!pt_ok(p) || !ni->pt[ptl_pt_rt(view, p)].used) {
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
+	p = ptl_pt_rt(view, p);
 	if (!on)	/* events of messages that already arrived first */
 		ptl_progress(ni);
 	rc = spin_pt_enable(ni->rt, p, on) ? PTL_FAIL : PTL_OK;
@@ -1481,24 +1700,31 @@ int PtlPTDisable(ptl_handle_ni_t nih, ptl_pt_index_t p)
 
 /* --------------------------------------------------- memory descriptors -- */
 
-#define MD_OPTS (PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK |	\
+#define MD_OPTS (PTL_IOVEC | PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_ACK |	\
 		 PTL_MD_UNORDERED | PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_VOLATILE |	\
 		 PTL_MD_EVENT_SEND_DISABLE | PTL_MD_UNRELIABLE | PTL_MD_EVENT_CT_BYTES)
 
 int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 {
 	struct ptl_ni *ni;
-	int rc;
+	int rc, view;
 
-	if (!md || !mdh || (md->length && !md->start) || (md->options & ~MD_OPTS) ||
-	    md->length > SPIN_MAX_MSG * 64ull)
+	struct ptl_buf b;
+
+	if (!md || !mdh || (md->options & ~MD_OPTS))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
-	if (!ni)
+	rc = ptl_buf_init(&b, md->start, md->length, md->options & PTL_IOVEC, "PtlMDBind");
+	if (rc != PTL_OK)
 		return rc;
+	ni = ni_enter_hv(nih, &rc, &view);
+	if (!ni) {
+		ptl_buf_put(&b);
+		return rc;
+	}
 	if ((md->eq_handle != PTL_EQ_NONE && !ptl_eq_get(ni, md->eq_handle)) ||
 	    (md->ct_handle != PTL_CT_NONE && !ptl_ct_get(ni, md->ct_handle))) {
 		ptl_unlock(ni);
+		ptl_buf_put(&b);
 		return PTL_ARG_INVALID;
 	}
 	rc = PTL_NO_SPACE;
@@ -1506,13 +1732,17 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 		if (ni->md[i].used)
 			continue;
 		ni->md[i].used = true;
+		ni->md[i].view = (uint8_t)view;
 		ni->md[i].busy = 0;
 		ni->md[i].md = *md;
+		ni->md[i].buf = b;
+		b.iov = NULL;
 		*mdh = ptl_mkh(PTL_H_MD, i, ni->md[i].gen);
 		rc = PTL_OK;
 		break;
 	}
 	ptl_unlock(ni);
+	ptl_buf_put(&b);	/* not taken: no MD free */
 	return rc;
 }
 
@@ -1532,6 +1762,7 @@ int PtlMDRelease(ptl_handle_md_t mdh)
 	} else if (m->busy) {
 		rc = PTL_IN_USE;
 	} else {
+		ptl_buf_put(&m->buf);
 		m->used = false;
 		m->gen = ptl_next_gen(m->gen);
 		rc = PTL_OK;
@@ -1827,13 +2058,21 @@ int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size
 
 /* ------------------------------------------------------ match entries -- */
 
-#define ME_OPTS (PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_ACK_DISABLE |	\
+#define ME_OPTS (PTL_IOVEC | PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_ACK_DISABLE |	\
 		 PTL_ME_UNEXPECTED_HDR_DISABLE | PTL_ME_NO_TRUNCATE | PTL_ME_MANAGE_LOCAL |	\
 		 PTL_ME_MAY_ALIGN | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_FLOWCTRL_DISABLE |	\
 		 PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_OVER_DISABLE |			\
 		 PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_CT_COMM |	\
 		 PTL_ME_EVENT_CT_OVERFLOW | PTL_ME_EVENT_CT_BYTES | PTL_ME_IS_ACCESSIBLE |	\
 		 PTL_ME_AUTH_USE_JID)
+
+#define LE_OPTS (PTL_IOVEC | PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE | PTL_LE_ACK_DISABLE |	\
+		 PTL_LE_UNEXPECTED_HDR_DISABLE | PTL_LE_IS_ACCESSIBLE |				\
+		 PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_FLOWCTRL_DISABLE |			\
+		 PTL_LE_EVENT_SUCCESS_DISABLE | PTL_LE_EVENT_OVER_DISABLE |			\
+		 PTL_LE_EVENT_UNLINK_DISABLE | PTL_LE_EVENT_LINK_DISABLE |			\
+		 PTL_LE_EVENT_CT_COMM | PTL_LE_EVENT_CT_OVERFLOW | PTL_LE_EVENT_CT_BYTES |	\
+		 PTL_LE_AUTH_USE_JID)
 
 /* The match_id of an entry as a rank (SPIN_RANK_ANY), or -1 if unknown. */
 static int64_t me_rank(struct ptl_ni *ni, ptl_process_t id)
@@ -1895,65 +2134,87 @@ static void unex_deliver(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, voi
 	u->used = false;
 }
 
-int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list,
-		void *user_ptr, ptl_handle_me_t *meh)
+static const char *const view_name[PTL_N_VIEW] = { "matching", "non-matching" };
+
+/* PtlMEAppend (want PTL_VIEW_MATCH) and PtlLEAppend (PTL_VIEW_NOMATCH, me
+ * made from the list entry: any source, any match bits) */
+/* The checks of an append (lock held; pt: the runtime's index); the
+ * handler, handler memory and rank the entry gets. */
+static int me_validate(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, const struct ptl_buf *bp,
+		       struct ptl_handler **hdp, struct ptl_hpu **hpup, int64_t *rankp)
 {
-	struct spin_me_spec s = {};
 	struct ptl_handler *hd = NULL;
 	struct ptl_hpu *hpu = NULL;
-	struct ptl_ni *ni;
-	struct ptl_mer *m = NULL;
 	int64_t rank;
-	uint32_t i;
-	int rc, idx;
+	int rc;
 
-	if (!me || !meh || !pt_ok(pt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
-	    (me->options & ~ME_OPTS) || (me->length && !me->start) ||
-	    me->length > SPIN_MAX_MSG * 64ull)
-		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
-	if (!ni)
-		return rc;
 	rc = PTL_ARG_INVALID;
 	if (!ni->pt[pt].used)
-		goto out;
+		return rc;
 	if (me->ct_handle != PTL_CT_NONE && !ptl_ct_get(ni, me->ct_handle))
-		goto out;
+		return rc;
 	rank = me_rank(ni, me->match_id);
 	if (rank < 0)
-		goto out;
+		return rc;
 	if (me->handlers != PTL_HANDLER_NONE && me->handlers != PTL_INVALID_HANDLE &&
 	    !(hd = hd_get(ni, me->handlers)))
-		goto out;
+		return rc;
 	if (me->hpu_memory != PTL_HPU_MEM_NONE && me->hpu_memory != PTL_INVALID_HANDLE &&
 	    !(hpu = hpu_get(ni, me->hpu_memory)))
-		goto out;
+		return rc;
 	if (me->handler_host_mem_length &&
 	    !in_window(ni, me->handler_host_mem, me->handler_host_mem_length)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: handler host memory must be in the host window (PtlSpinHostAlloc)");
-		goto out;
+		return rc;
+	}
+	if (hd && !ptl_buf_flat(bp)) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: an entry with handlers needs its buffer in the host window, not an iovec list or the whole address space");
+		return rc;
 	}
 	if (hd && me->length && !in_window(ni, me->start, me->length)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: an entry with handlers needs its buffer in the host window (PtlSpinHostAlloc)");
-		goto out;
+		return rc;
 	}
 	if (hd && (me->options & PTL_ME_MANAGE_LOCAL)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: PTL_ME_MANAGE_LOCAL is not supported with handlers");
-		goto out;
+		return rc;
 	}
-	/* events that are already in the rings first: they may free slots
-	 * and belong to the unexpected list */
-	ptl_progress(ni);
+	*hdp = hd;
+	*hpup = hpu;
+	*rankp = rank;
+	return PTL_OK;
+}
 
-	for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
-		;
-	if (i == PTL_N_ME) {
-		rc = PTL_NO_SPACE;
-		goto out;
+/* Link entry me (validated: hd, hpu, rank) on pt (the runtime's index;
+ * upt the view's) into slot `slot` (reserved by PtlTriggeredMEAppend) or a
+ * free one; takes *bp.  Lock held. */
+static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl_me_t *me,
+		   struct ptl_buf *bp, ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh,
+		   int slot, struct ptl_handler *hd, struct ptl_hpu *hpu, int64_t rank)
+{
+	struct spin_me_spec s = {};
+	struct ptl_mer *m;
+	uint32_t i;
+	int rc, idx;
+
+	/* events that are already in the rings first: they may free slots
+	 * and belong to the unexpected list (not from inside progress: a
+	 * triggered append fires there) */
+	if (!ni->in_progress)
+		ptl_progress(ni);
+	if (slot >= 0) {
+		i = (uint32_t)slot;
+	} else {
+		for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
+			;
+		if (i == PTL_N_ME)
+			return PTL_NO_SPACE;
 	}
 	m = &ni->me[i];
 	memset((char *)m + offsetof(struct ptl_mer, window), 0,
 	       sizeof(*m) - offsetof(struct ptl_mer, window));
+	if (slot >= 0)
+		m->used = false;	/* reserved until now (PtlTriggeredMEAppend) */
 	m->me = *me;
 	m->pt = pt;
 	m->list = list;
@@ -1961,8 +2222,10 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	m->rt = -1;
 	m->seq = ++ni->seq;
 	m->match_rank = (uint32_t)rank;
-	m->window = (!me->length || in_window(ni, me->start, me->length)) &&
+	m->window = ptl_buf_flat(bp) && (!me->length || in_window(ni, me->start, me->length)) &&
 		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len;
+	m->buf = *bp;
+	bp->iov = NULL;	/* the entry's now */
 	m->used = true;
 	*meh = ptl_me_handle(ni, m);
 
@@ -1973,11 +2236,12 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 		while ((u = unex_find(ni, pt, me, m->match_rank))) {
 			unex_deliver(ni, pt, me, user_ptr, u);
 			if (me->options & PTL_ME_USE_ONCE) {
-				/* consumed: never linked */
+				/* consumed: never linked, but used up */
+				post_auto_unlink(ni, pt, me, user_ptr, list);
+				ptl_buf_put(&m->buf);
 				m->used = false;
 				m->gen = ptl_next_gen(m->gen);
-				rc = PTL_OK;
-				goto out;
+				return PTL_OK;
 			}
 		}
 	}
@@ -2005,7 +2269,7 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	    !(me->options & PTL_ME_EVENT_CT_COMM) && list == PTL_PRIORITY_LIST)
 		s.options |= me->options & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE);
 	s.handler = hd ? hd->name : NULL;
-	s.host_len = me->length;
+	s.host_len = m->buf.len;
 	if (m->window) {
 		s.host_off = me->length ? (uint64_t)((uint8_t *)me->start - ni->win) : 0;
 	} else {
@@ -2024,33 +2288,218 @@ int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	if (idx < 0) {
 		rc = ptl_seterr(idx == -SPIN_ENOSPC ? PTL_LIST_TOO_LONG : PTL_FAIL, "PtlMEAppend: %s",
 				spin_errmsg());
+		ptl_buf_put(&m->buf);
 		m->used = false;
 		m->gen = ptl_next_gen(m->gen);
-		goto out;
+		return rc;
 	}
 	m->rt = idx;
 	ni->me_by_rt[idx] = (int)i;
 	if (!(me->options & PTL_ME_EVENT_LINK_DISABLE)) {
-		ptl_event_t ev = { .type = PTL_EVENT_LINK, .user_ptr = user_ptr, .pt_index = pt,
+		ptl_event_t ev = { .type = PTL_EVENT_LINK, .user_ptr = user_ptr, .pt_index = upt,
 				   .ni_fail_type = PTL_NI_OK, .ptl_list = list };
 
 		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
 	}
-	rc = PTL_OK;
+	return PTL_OK;
+}
+
+static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const ptl_me_t *me,
+		     ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh,
+		     ptl_handle_ct_t trig_ct, ptl_size_t threshold, bool triggered)
+{
+	struct ptl_handler *hd = NULL;
+	struct ptl_hpu *hpu = NULL;
+	struct ptl_ni *ni;
+	struct ptl_buf b;
+	int64_t rank;
+	uint32_t pt;
+	int rc, view;
+
+	if (!me || !meh || !pt_ok(upt) || (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) ||
+	    (me->options & ~ME_OPTS))
+		return PTL_ARG_INVALID;
+	rc = ptl_buf_init(&b, me->start, me->length, me->options & PTL_IOVEC,
+			  want == PTL_VIEW_MATCH ? "PtlMEAppend" : "PtlLEAppend");
+	if (rc != PTL_OK)
+		return rc;
+	ni = ni_enter_hv(nih, &rc, &view);
+	if (!ni) {
+		ptl_buf_put(&b);
+		return rc;
+	}
+	if (view != want) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
+				"PtlMEAppend" : "PtlLEAppend", view_name[view],
+				want == PTL_VIEW_MATCH ? "PtlLEAppend" : "PtlMEAppend");
+		goto out;
+	}
+	pt = ptl_pt_rt(view, upt);
+	rc = me_validate(ni, pt, me, &b, &hd, &hpu, &rank);
+	if (rc != PTL_OK)
+		goto out;
+	if (triggered) {
+		/* a slot and a handle now, the append when the counter
+		 * reaches the threshold */
+		struct ptl_trig t = { .kind = TRIG_ME_APPEND, .threshold = threshold, .me = *me,
+				      .me_buf = b, .me_list = list, .user_ptr = user_ptr,
+				      .pt = upt, .me_view = (uint8_t)view };
+		uint32_t i;
+
+		for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
+			;
+		if (i == PTL_N_ME) {
+			rc = PTL_NO_SPACE;
+			goto out;
+		}
+		ni->me[i].used = true;	/* reserved: rt -1, never matched */
+		ni->me[i].rt = -1;
+		ni->me[i].pt = pt;
+		ni->me[i].buf = (struct ptl_buf){ 0 };
+		t.meh = ptl_me_handle(ni, &ni->me[i]);
+		rc = trig_add(ni, &t, trig_ct);
+		if (rc != PTL_OK) {
+			ni->me[i].used = false;
+			goto out;
+		}
+		b.iov = NULL;	/* the trigger's now */
+		*meh = t.meh;
+		goto out;
+	}
+	rc = me_link(ni, pt, upt, me, &b, list, user_ptr, meh, -1, hd, hpu, rank);
 out:
 	ni->me_gen++;
 	ptl_unlock(ni);
+	ptl_buf_put(&b);	/* if the entry did not take it */
 	return rc;
+}
+
+/* A triggered append fires (lock held): checked again, linked into its
+ * reserved slot (gone if the application unlinked it meanwhile). */
+static void trig_me_append(struct ptl_ni *ni, struct ptl_trig *t)
+{
+	struct ptl_mer *m = ptl_me_get(ni, t->meh);
+	struct ptl_handler *hd;
+	struct ptl_hpu *hpu;
+	ptl_handle_me_t meh;
+	int64_t rank;
+	uint32_t pt = ptl_pt_rt(t->me_view, t->pt);
+
+	if (!m || m->rt >= 0 || me_validate(ni, pt, &t->me, &t->me_buf, &hd, &hpu, &rank) != PTL_OK ||
+	    me_link(ni, pt, t->pt, &t->me, &t->me_buf, t->me_list, t->user_ptr, &meh,
+		    (int)(m - ni->me), hd, hpu, rank) != PTL_OK) {
+		ni->drops++;
+		if (m && m->rt < 0 && m->used && !m->buf.len && !m->buf.iov) {
+			m->used = false;
+			m->gen = ptl_next_gen(m->gen);
+		}
+	}
+	ni->me_gen++;
+	ptl_buf_put(&t->me_buf);
+}
+
+int PtlMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list,
+		void *user_ptr, ptl_handle_me_t *meh)
+{
+	return me_append(nih, PTL_VIEW_MATCH, pt, me, list, user_ptr, meh, PTL_CT_NONE, 0, false);
+}
+
+int PtlTriggeredMEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me,
+			 ptl_list_t list, void *user_ptr, ptl_handle_me_t *meh,
+			 ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	return me_append(nih, PTL_VIEW_MATCH, pt, me, list, user_ptr, meh, trig_ct, threshold, true);
+}
+
+/* A list entry as the match entry it is to the runtime: every source,
+ * every match bit. */
+static int le_to_me(const ptl_le_t *le, ptl_me_t *me)
+{
+	if (!le || (le->options & ~LE_OPTS))
+		return PTL_ARG_INVALID;
+	memset(me, 0, sizeof(*me));
+	me->start = le->start;
+	me->length = le->length;
+	me->ct_handle = le->ct_handle;
+	me->uid = le->uid;
+	me->options = le->options;
+	me->match_id.phys.nid = PTL_NID_ANY;
+	me->match_id.phys.pid = PTL_PID_ANY;
+	me->match_bits = 0;
+	me->ignore_bits = ~(ptl_match_bits_t)0;
+	return PTL_OK;
+}
+
+int PtlLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le, ptl_list_t list,
+		void *user_ptr, ptl_handle_le_t *leh)
+{
+	ptl_me_t me;
+	int rc = le_to_me(le, &me);
+
+	return rc != PTL_OK ? rc : me_append(nih, PTL_VIEW_NOMATCH, pt, &me, list, user_ptr, leh,
+					     PTL_CT_NONE, 0, false);
+}
+
+int PtlTriggeredLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le,
+			 ptl_list_t list, void *user_ptr, ptl_handle_le_t *leh,
+			 ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	ptl_me_t me;
+	int rc = le_to_me(le, &me);
+
+	return rc != PTL_OK ? rc : me_append(nih, PTL_VIEW_NOMATCH, pt, &me, list, user_ptr, leh,
+					     trig_ct, threshold, true);
 }
 
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 {
 	ni->me_gen++;
+	ptl_buf_put(&m->buf);
 	if (m->rt >= 0 && ni->me_by_rt[m->rt] == (int)(m - ni->me))
 		ni->me_by_rt[m->rt] = -1;
 	m->rt = -1;
 	m->used = false;
 	m->gen = ptl_next_gen(m->gen);
+}
+
+int PtlLEUnlink(ptl_handle_le_t leh)
+{
+	return PtlMEUnlink(leh);
+}
+
+/* A triggered unlink fires (lock held). */
+static void trig_me_unlink(struct ptl_ni *ni, struct ptl_trig *t)
+{
+	struct ptl_mer *m = ptl_me_get(ni, t->meh);
+
+	if (!m)
+		return;		/* unlinked already */
+	if (m->rt >= 0)
+		spin_me_unlink(ni->rt, m->rt);
+	/* completions already posted for it are still delivered */
+	if (!ni->in_progress)
+		ptl_progress(ni);
+	if ((m = ptl_me_get(ni, t->meh)))
+		me_free(ni, m);
+}
+
+int PtlTriggeredMEUnlink(ptl_handle_me_t meh, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	struct ptl_trig t = { .kind = TRIG_ME_UNLINK, .threshold = threshold, .meh = meh };
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	rc = ptl_me_get(ni, meh) ? trig_add(ni, &t, trig_ct) : PTL_ARG_INVALID;
+	ptl_unlock(ni);
+	return rc;
+}
+
+int PtlTriggeredLEUnlink(ptl_handle_le_t leh, ptl_handle_ct_t trig_ct, ptl_size_t threshold)
+{
+	return PtlTriggeredMEUnlink(leh, trig_ct, threshold);
 }
 
 int PtlMEUnlink(ptl_handle_me_t meh)
@@ -2078,32 +2527,53 @@ int PtlMEUnlink(ptl_handle_me_t meh)
 	return PTL_OK;
 }
 
+/* An entry used up (use-once, min_free, or consumed by the unexpected list
+ * at append): PTL_EVENT_AUTO_UNLINK, then PTL_EVENT_AUTO_FREE, which says
+ * that nothing will touch its memory any more.  Here the two come
+ * together: an entry is unlinked automatically only when the operation
+ * that used it up has completed (its deposit and its event are done). */
+static void post_auto_unlink(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
+			     ptl_list_t list)
+{
+	ptl_event_t ev = { .type = PTL_EVENT_AUTO_UNLINK, .user_ptr = user_ptr,
+			   .pt_index = ptl_pt_user(pt), .ptl_list = list };
+
+	if (me->options & PTL_ME_EVENT_UNLINK_DISABLE)
+		return;
+	ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+	ev.type = PTL_EVENT_AUTO_FREE;
+	ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+}
+
 void ptl_me_auto_unlink(struct ptl_ni *ni, struct ptl_mer *m, bool rt_too)
 {
 	if (rt_too && m->rt >= 0)
 		spin_me_unlink(ni->rt, m->rt);
-	if (!(m->me.options & PTL_ME_EVENT_UNLINK_DISABLE)) {
-		ptl_event_t ev = { .type = PTL_EVENT_AUTO_UNLINK, .user_ptr = m->user_ptr,
-				   .pt_index = m->pt, .ptl_list = m->list };
-
-		ptl_eq_post(ni, ni->pt[m->pt].eq, &ev);
-	}
+	post_auto_unlink(ni, m->pt, &m->me, m->user_ptr, m->list);
 	me_free(ni, m);
 }
 
-int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
-		void *user_ptr)
+static int me_search(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const ptl_me_t *me,
+		     ptl_search_op_t op, void *user_ptr)
 {
 	struct ptl_ni *ni;
 	struct ptl_unex *u;
 	int64_t rank;
-	int rc;
+	uint32_t pt;
+	int rc, view;
 
-	if (!me || !pt_ok(pt) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
+	if (!me || !pt_ok(upt) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
 		return PTL_ARG_INVALID;
-	ni = ni_enter_h(nih, &rc);
+	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
+	if (view != want) {
+		ptl_unlock(ni);
+		return ptl_seterr(PTL_ARG_INVALID, "%s on a %s NI: use %s", want == PTL_VIEW_MATCH ?
+				  "PtlMESearch" : "PtlLESearch", view_name[view],
+				  want == PTL_VIEW_MATCH ? "PtlLESearch" : "PtlMESearch");
+	}
+	pt = ptl_pt_rt(view, upt);
 	rank = me_rank(ni, me->match_id);
 	if (!ni->pt[pt].used || rank < 0) {
 		ptl_unlock(ni);
@@ -2111,12 +2581,37 @@ int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	}
 	ptl_progress(ni);
 	u = unex_find(ni, pt, me, (uint32_t)rank);
-	if (op == PTL_SEARCH_ONLY || !u) {
-		ptl_event_t ev = u ? u->ev : (ptl_event_t){ .pt_index = pt };
+	if (op == PTL_SEARCH_ONLY && u) {
+		/* one PTL_EVENT_SEARCH per matching header, in arrival order
+		 * (the first only for a use-once search), as the reference
+		 * implementation has it */
+		uint64_t last = 0;
+
+		while (u) {
+			ptl_event_t ev = u->ev;
+
+			ev.type = PTL_EVENT_SEARCH;
+			ev.user_ptr = user_ptr;
+			ev.ni_fail_type = PTL_NI_OK;
+			ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+			if (me->options & PTL_ME_USE_ONCE)
+				break;
+			last = u->seq;
+			u = NULL;
+			for (int i = 0; i < PTL_N_UNEX; i++) {
+				struct ptl_unex *x = &ni->unex[i];
+
+				if (x->used && x->pt == pt && x->seq > last &&
+				    unex_matches(ni, x, me, (uint32_t)rank) && (!u || x->seq < u->seq))
+					u = x;
+			}
+		}
+	} else if (op == PTL_SEARCH_ONLY || !u) {
+		ptl_event_t ev = { .pt_index = upt };
 
 		ev.type = PTL_EVENT_SEARCH;
 		ev.user_ptr = user_ptr;
-		ev.ni_fail_type = u ? PTL_NI_OK : PTL_NI_NO_MATCH;
+		ev.ni_fail_type = PTL_NI_NO_MATCH;
 		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
 	} else {
 		do {
@@ -2127,6 +2622,21 @@ int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_
 	}
 	ptl_unlock(ni);
 	return PTL_OK;
+}
+
+int PtlMESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
+		void *user_ptr)
+{
+	return me_search(nih, PTL_VIEW_MATCH, pt, me, op, user_ptr);
+}
+
+int PtlLESearch(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t *le, ptl_search_op_t op,
+		void *user_ptr)
+{
+	ptl_me_t me;
+	int rc = le_to_me(le, &me);
+
+	return rc != PTL_OK ? rc : me_search(nih, PTL_VIEW_NOMATCH, pt, &me, op, user_ptr);
 }
 
 /*
@@ -2142,7 +2652,7 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 	bool ok = ev->ni_fail_type == PTL_NI_OK;
 
 	ev->ptl_list = m->list;
-	ev->pt_index = m->pt;
+	ev->pt_index = ptl_pt_user(m->pt);
 	ev->user_ptr = m->user_ptr;
 	ev->initiator = ptl_initiator(ni, rank, pid);
 	ev->uid = geteuid();

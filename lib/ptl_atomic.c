@@ -18,6 +18,7 @@
  * So with in == operand, CSWAP_GT lowers the target to the operand when
  * that is smaller (an atomic minimum).
  */
+#include <complex.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -40,6 +41,14 @@ size_t ptl_atomic_dt_size(ptl_datatype_t dt)
 	case PTL_UINT64_T:
 	case PTL_DOUBLE:
 		return 8;
+	case PTL_FLOAT_COMPLEX:
+		return sizeof(float complex);
+	case PTL_DOUBLE_COMPLEX:
+		return sizeof(double complex);
+	case PTL_LONG_DOUBLE:
+		return sizeof(long double);
+	case PTL_LONG_DOUBLE_COMPLEX:
+		return sizeof(long double complex);
 	default:
 		return 0;
 	}
@@ -47,7 +56,12 @@ size_t ptl_atomic_dt_size(ptl_datatype_t dt)
 
 static int is_float(ptl_datatype_t dt)
 {
-	return dt == PTL_FLOAT || dt == PTL_DOUBLE;
+	return dt == PTL_FLOAT || dt == PTL_DOUBLE || dt == PTL_LONG_DOUBLE;
+}
+
+static int is_complex(ptl_datatype_t dt)
+{
+	return dt == PTL_FLOAT_COMPLEX || dt == PTL_DOUBLE_COMPLEX || dt == PTL_LONG_DOUBLE_COMPLEX;
 }
 
 /* CSWAP* and MSWAP: one element, with an operand. */
@@ -62,6 +76,9 @@ int ptl_atomic_valid(ptl_op_t op, ptl_datatype_t dt, int fetch)
 		return 0;
 	if (!fetch && op >= PTL_SWAP)
 		return 0;
+	if (is_complex(dt))	/* no order: sums, products, (in)equality */
+		return op == PTL_SUM || op == PTL_PROD || op == PTL_SWAP || op == PTL_CSWAP ||
+		       op == PTL_CSWAP_NE;
 	if (!is_float(dt))
 		return 1;
 	switch (op) {
@@ -115,6 +132,13 @@ int ptl_atomic_valid(ptl_op_t op, ptl_datatype_t dt, int fetch)
 	case PTL_SUM:	r = a + b; break;				\
 	case PTL_PROD:	r = a * b; break;
 
+#define COMPLEX_CASES(T)						\
+	case PTL_SWAP:	  r = b; break;					\
+	case PTL_CSWAP:	  if (c == a) r = b; break;			\
+	case PTL_CSWAP_NE: if (c != a) r = b; break;			\
+	case PTL_SUM:	  r = a + b; break;				\
+	case PTL_PROD:	  r = a * b; break;
+
 #define DEFINE_APPLY(name, T, CASES)					\
 static void name(ptl_op_t op, unsigned char *t, const unsigned char *in, \
 		 size_t n, const void *operand)				\
@@ -145,6 +169,10 @@ DEFINE_APPLY(apply_s64, int64_t, INT_CASES)
 DEFINE_APPLY(apply_u64, uint64_t, INT_CASES)
 DEFINE_APPLY(apply_f, float, FLOAT_CASES)
 DEFINE_APPLY(apply_d, double, FLOAT_CASES)
+DEFINE_APPLY(apply_ld, long double, FLOAT_CASES)
+DEFINE_APPLY(apply_fc, float complex, COMPLEX_CASES)
+DEFINE_APPLY(apply_dc, double complex, COMPLEX_CASES)
+DEFINE_APPLY(apply_ldc, long double complex, COMPLEX_CASES)
 
 int ptl_atomic_apply(ptl_op_t op, ptl_datatype_t dt, void *target, const void *in,
 		     size_t len, const void *operand, void *old)
@@ -171,6 +199,10 @@ int ptl_atomic_apply(ptl_op_t op, ptl_datatype_t dt, void *target, const void *i
 	case PTL_UINT64_T: apply_u64(op, target, in, len / sz, operand); break;
 	case PTL_FLOAT:    apply_f(op, target, in, len / sz, operand); break;
 	case PTL_DOUBLE:   apply_d(op, target, in, len / sz, operand); break;
+	case PTL_LONG_DOUBLE:	apply_ld(op, target, in, len / sz, operand); break;
+	case PTL_FLOAT_COMPLEX:	apply_fc(op, target, in, len / sz, operand); break;
+	case PTL_DOUBLE_COMPLEX: apply_dc(op, target, in, len / sz, operand); break;
+	case PTL_LONG_DOUBLE_COMPLEX: apply_ldc(op, target, in, len / sz, operand); break;
 	}
 	return 0;
 }

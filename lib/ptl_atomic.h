@@ -19,7 +19,8 @@ size_t ptl_atomic_dt_size(ptl_datatype_t dt);
  * PTL_SWAP..PTL_MSWAP) or for PtlFetchAtomic/PtlSwap (fetch = 1: all
  * operations).  Logical (LOR, LAND, LXOR), bitwise (BOR, BAND, BXOR) and
  * MSWAP need an integer type; MIN, MAX, SUM, PROD, SWAP and all CSWAP
- * variants take integer and floating-point types.
+ * variants take integer and floating-point types (float, double, long
+ * double); the complex types take SUM, PROD, SWAP, CSWAP and CSWAP_NE.
  */
 int ptl_atomic_valid(ptl_op_t op, ptl_datatype_t dt, int fetch);
 

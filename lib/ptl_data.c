@@ -118,7 +118,7 @@ static void send_event(struct ptl_ni *ni, struct ptl_mdr *md, ptl_size_t loff, p
 		       ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
 		       ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, ptl_ni_fail_t fail)
 {
-	ptl_event_t ev = { .type = PTL_EVENT_SEND, .start = (uint8_t *)md->md.start + loff,
+	ptl_event_t ev = { .type = PTL_EVENT_SEND, .start = ptl_buf_addr(&md->buf, loff),
 			   .user_ptr = user_ptr, .hdr_data = hdr, .match_bits = bits,
 			   .rlength = len, .mlength = len, .remote_offset = roff,
 			   .initiator = target, .pt_index = pt, .ni_fail_type = fail };
@@ -133,7 +133,7 @@ void ptl_pend_complete(struct ptl_ni *ni, struct ptl_pending *p, ptl_ni_fail_t f
 		       uint64_t mlength, ptl_list_t list)
 {
 	struct ptl_mdr *md = &ni->md[p->md];
-	ptl_event_t ev = { .start = (uint8_t *)md->md.start + p->loff, .user_ptr = p->user_ptr,
+	ptl_event_t ev = { .start = ptl_buf_addr(&md->buf, p->loff), .user_ptr = p->user_ptr,
 			   .hdr_data = p->hdr_data, .match_bits = p->bits, .rlength = p->len,
 			   .mlength = mlength, .remote_offset = p->roff, .initiator = p->target,
 			   .pt_index = p->pt, .ni_fail_type = fail, .atomic_operation = p->aop,
@@ -186,7 +186,7 @@ struct op {
 	ptl_hdr_data_t hdr;
 	ptl_op_t aop;
 	ptl_datatype_t adt;
-	uint64_t operand;
+	uint64_t operand[2];	/* CSWAP*, MSWAP: up to 16 bytes (wire.h) */
 };
 
 static int start_op(struct ptl_ni *ni, const struct op *o)
@@ -202,16 +202,40 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	int64_t rank = target_rank(ni, o->target);
 	ptl_ni_fail_t fail = PTL_NI_OK;
 	int err = 0;
+	/* the bytes sent: the MD's own, or gathered from its iovecs (or
+	 * checked, from the whole address space) into a copy */
+	const uint8_t *src = NULL;
+	uint8_t *gather = NULL;
+
+	if (o->wire_op != SPIN_OP_GET) {
+		if (ptl_buf_flat(&o->md->buf)) {
+			src = o->md->buf.start + o->loff;
+		} else {
+			gather = malloc(o->len ? o->len : 1);
+			if (!gather)
+				return ptl_seterr(PTL_NO_SPACE, "no memory to gather %llu bytes",
+						  (unsigned long long)o->len);
+			if (ptl_buf_read(&o->md->buf, o->loff, gather, o->len)) {
+				free(gather);
+				return ptl_seterr(PTL_ARG_INVALID,
+						  "the MD's bytes at offset %llu (%llu) are not readable",
+						  (unsigned long long)o->loff, (unsigned long long)o->len);
+			}
+			src = gather;
+		}
+	}
 
 	a.op = o->wire_op;
-	a.pt_index = (uint16_t)o->pt;
+	/* the target's portal of the same NI kind as the MD's (ptl_pt_rt) */
+	a.pt_index = (uint16_t)ptl_pt_rt(o->md->view, o->pt);
 	a.match_bits = o->bits;
 	a.remote_off = o->roff;
 	a.hdr_data = o->hdr;
 	a.flags = want_ack ? SPIN_F_ACK_REQ : 0;
 	a.user_hdr[0] = o->aop;
 	a.user_hdr[1] = o->adt;
-	a.user_hdr[2] = o->operand;
+	a.user_hdr[2] = o->operand[0];
+	a.user_hdr[3] = o->operand[1];
 	/* a sender that only sends still takes its answers and sends again
 	 * when a retransmission timer is due (not from inside progress: a
 	 * triggered operation starts here too) */
@@ -261,7 +285,7 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		p->smd = (uint32_t)(o->md - ni->md);
 		p->sloff = o->loff;
 		if (o->wire_op != SPIN_OP_GET)
-			p->buf = (const uint8_t *)o->md->md.start + o->loff;
+			p->buf = src;
 		/* gets and fetches: one request packet; npkts counts the
 		 * reply's packets then (on_reply) */
 		if (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC)
@@ -269,8 +293,15 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		/* a one-packet put keeps a copy: its send event comes now (an
 		 * MPI send completes on it), and without an ack wanted it is
 		 * acknowledged in bulk (ptl_rel.c, probes) */
-		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 && (p->copy = malloc(o->len ?: 1))) {
-			memcpy(p->copy, p->buf, o->len);
+		if (gather) {
+			/* the gathered copy lives as long as the message */
+			p->copy = gather;
+			gather = NULL;
+		}
+		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 &&
+		    (p->copy || (p->copy = malloc(o->len ?: 1)))) {
+			if (p->buf != p->copy)
+				memcpy(p->copy, p->buf, o->len);
 			p->buf = p->copy;
 			p->quiet = !want_ack;
 			p->send_posted = true;
@@ -283,12 +314,10 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		err = spin_xsk_send_get(ni->xsk, (uint32_t)rank, &a, (uint32_t)o->len, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else if (ni->bundle) {
-		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
-				    (uint32_t)o->len, NULL);
+		err = spin_xsk_post(ni->xsk, (uint32_t)rank, &a, src, (uint32_t)o->len, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	} else {
-		err = spin_xsk_send(ni->xsk, (uint32_t)rank, &a, (uint8_t *)o->md->md.start + o->loff,
-				    (uint32_t)o->len, NULL, NULL);
+		err = spin_xsk_send(ni->xsk, (uint32_t)rank, &a, src, (uint32_t)o->len, NULL, NULL);
 		fail = err ? PTL_NI_UNDELIVERABLE : PTL_NI_OK;
 	}
 	/* the send event: the MD's bytes may be reused now (a reliable
@@ -298,6 +327,7 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 			   o->user_ptr, o->hdr, fail);
 	if (p && fail != PTL_NI_OK)
 		ptl_pend_complete(ni, p, fail, 0, PTL_PRIORITY_LIST);
+	free(gather);
 	return PTL_OK;
 }
 
@@ -310,8 +340,8 @@ int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.ack_req = ack_req, .target = target, .pt = pt, .bits = bits, .roff = roff,
 			.user_ptr = user_ptr, .hdr = hdr };
 
-	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
-	    pt >= SPIN_MAX_PT || ack_req > PTL_OC_ACK_REQ)
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || len > SPIN_MAX_MSG ||
+	    pt >= PTL_PT_HALF || ack_req > PTL_OC_ACK_REQ)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
 }
@@ -325,8 +355,8 @@ int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.ack_req = PTL_NO_ACK_REQ, .target = target, .pt = pt, .bits = bits,
 			.roff = roff, .user_ptr = user_ptr };
 
-	if (!md || loff > md->md.length || len > md->md.length - loff || len > SPIN_MAX_MSG ||
-	    pt >= SPIN_MAX_PT)
+	if (!md || loff > md->buf.len || len > md->buf.len - loff || len > SPIN_MAX_MSG ||
+	    pt >= PTL_PT_HALF)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
 }
@@ -358,52 +388,75 @@ int PtlGet(ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len, ptl_process_t t
 	return rc;
 }
 
+int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool check_only)
+{
+	struct ptl_mdr *pmd, *gmd = NULL;
+	size_t es = ptl_atomic_dt_size(a->adt);
+	struct op o = {};
+
+	pmd = ptl_md_get(ni, a->put_md);
+	if (a->fetch)
+		gmd = ptl_md_get(ni, a->get_md);
+	if (!pmd || (a->fetch && !gmd) || !es || !ptl_atomic_valid(a->aop, a->adt, a->fetch) ||
+	    !a->len || a->len % es || a->len > PTL_MAX_ATOMIC || a->put_loff > pmd->buf.len ||
+	    a->len > pmd->buf.len - a->put_loff || a->pt >= PTL_PT_HALF ||
+	    a->ack_req > PTL_OC_ACK_REQ)
+		return PTL_ARG_INVALID;
+	if (a->fetch && (a->get_loff > gmd->buf.len || a->len > gmd->buf.len - a->get_loff))
+		return PTL_ARG_INVALID;
+	if (a->fetch && gmd->view != pmd->view)
+		return ptl_seterr(PTL_ARG_INVALID, "the get and put MDs are of different NIs");
+	if (a->aop >= PTL_CSWAP && a->aop <= PTL_MSWAP) {
+		if (es > sizeof(o.operand))
+			return ptl_seterr(PTL_ARG_INVALID,
+					  "a conditional swap on a %zu-byte datatype: its operand does not fit in a packet's header (%zu bytes)",
+					  es, sizeof(o.operand));
+		if (!a->has_operand || a->len != es)
+			return PTL_ARG_INVALID;
+		memcpy(o.operand, a->operand, es);
+	}
+	if (check_only)
+		return PTL_OK;
+	o.wire_op = a->fetch ? SPIN_OP_FETCH : SPIN_OP_ATOMIC;
+	o.md = pmd;
+	o.loff = a->put_loff;
+	o.len = a->len;
+	o.get_md = gmd;
+	o.get_loff = a->get_loff;
+	o.ack_req = a->fetch ? PTL_NO_ACK_REQ : a->ack_req;
+	o.target = a->target;
+	o.pt = a->pt;
+	o.bits = a->bits;
+	o.roff = a->roff;
+	o.user_ptr = a->user_ptr;
+	o.hdr = a->hdr;
+	o.aop = a->aop;
+	o.adt = a->adt;
+	return start_op(ni, &o);
+}
+
 static int atomic_op(ptl_handle_md_t get_mdh, ptl_size_t get_loff, ptl_handle_md_t put_mdh,
 		     ptl_size_t put_loff, ptl_size_t len, ptl_ack_req_t ack_req,
 		     ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
 		     ptl_size_t roff, void *user_ptr, ptl_hdr_data_t hdr, const void *operand,
 		     ptl_op_t aop, ptl_datatype_t adt, bool fetch)
 {
-	struct ptl_ni *ni;
-	struct ptl_mdr *pmd, *gmd = NULL;
+	struct ptl_amo_args a = { .get_md = get_mdh, .put_md = put_mdh, .get_loff = get_loff,
+				  .put_loff = put_loff, .len = len, .ack_req = ack_req,
+				  .target = target, .pt = pt, .bits = bits, .roff = roff,
+				  .user_ptr = user_ptr, .hdr = hdr, .aop = aop, .adt = adt,
+				  .fetch = fetch };
 	size_t es = ptl_atomic_dt_size(adt);
-	struct op o = {};
+	struct ptl_ni *ni;
 	int rc;
 
+	if (operand && es && es <= sizeof(a.operand)) {
+		memcpy(a.operand, operand, es);
+		a.has_operand = true;
+	}
 	if (!(ni = ptl_enter(&rc)))
 		return rc;
-	pmd = ptl_md_get(ni, put_mdh);
-	if (fetch)
-		gmd = ptl_md_get(ni, get_mdh);
-	rc = PTL_ARG_INVALID;
-	if (!pmd || (fetch && !gmd) || !es || !ptl_atomic_valid(aop, adt, fetch) || !len ||
-	    len % es || len > PTL_MAX_ATOMIC || put_loff > pmd->md.length ||
-	    len > pmd->md.length - put_loff || pt >= SPIN_MAX_PT || ack_req > PTL_OC_ACK_REQ)
-		goto out;
-	if (fetch && (get_loff > gmd->md.length || len > gmd->md.length - get_loff))
-		goto out;
-	if (aop >= PTL_CSWAP && aop <= PTL_MSWAP) {
-		if (!operand || len != es)
-			goto out;
-		memcpy(&o.operand, operand, es);
-	}
-	o.wire_op = fetch ? SPIN_OP_FETCH : SPIN_OP_ATOMIC;
-	o.md = pmd;
-	o.loff = put_loff;
-	o.len = len;
-	o.get_md = gmd;
-	o.get_loff = get_loff;
-	o.ack_req = fetch ? PTL_NO_ACK_REQ : ack_req;
-	o.target = target;
-	o.pt = pt;
-	o.bits = bits;
-	o.roff = roff;
-	o.user_ptr = user_ptr;
-	o.hdr = hdr;
-	o.aop = aop;
-	o.adt = adt;
-	rc = start_op(ni, &o);
-out:
+	rc = ptl_atomic_locked(ni, &a, false);
 	ptl_unlock(ni);
 	return rc;
 }
@@ -480,6 +533,25 @@ static void send_reply(struct ptl_ni *ni, uint32_t rank, uint32_t pt, uint32_t m
 		ni->drops++;
 }
 
+void ptl_reply_me(struct ptl_ni *ni, const struct spin_hdr *h, const struct ptl_mer *m,
+		  uint64_t off, uint64_t len, uint32_t list)
+{
+	uint8_t *tmp;
+
+	if (ptl_buf_flat(&m->buf)) {
+		ptl_reply_to(ni, h, m->buf.start + off, len, SPIN_FAIL_OK, list);
+		return;
+	}
+	tmp = malloc(len ? len : 1);
+	if (!tmp || ptl_buf_read(&m->buf, off, tmp, len)) {
+		ni->drops++;
+		ptl_reply_to(ni, h, NULL, 0, tmp ? SPIN_FAIL_OP_VIOLATION : SPIN_FAIL_QUEUE_FULL, list);
+	} else {
+		ptl_reply_to(ni, h, tmp, len, SPIN_FAIL_OK, list);
+	}
+	free(tmp);
+}
+
 void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
 		  uint32_t fail, uint32_t list)
 {
@@ -551,7 +623,7 @@ static struct ptl_mer *me_rematch(struct ptl_ni *ni, const struct spin_hdr *h)
 			    (!(ni->options & PTL_NI_LOGICAL) && m->me.match_id.phys.pid != PTL_PID_ANY &&
 			     m->me.match_id.phys.pid != pid))
 				continue;
-			if ((o & PTL_ME_NO_TRUNCATE) && (off > m->me.length || len > m->me.length - off))
+			if ((o & PTL_ME_NO_TRUNCATE) && (off > m->buf.len || len > m->buf.len - off))
 				continue;
 			if (!best || m->list < best->list || (m->list == best->list && m->seq < best->seq))
 				best = m;
@@ -582,7 +654,7 @@ static uint64_t me_place(struct ptl_mer *m, uint64_t roff, uint64_t rlen, uint64
 {
 	uint64_t off = (m->me.options & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
 
-	*mlength = off >= m->me.length ? 0 : (rlen < m->me.length - off ? rlen : m->me.length - off);
+	*mlength = off >= m->buf.len ? 0 : (rlen < m->buf.len - off ? rlen : m->buf.len - off);
 	if (m->me.options & PTL_ME_MANAGE_LOCAL)
 		m->local_off += *mlength;
 	return off;
@@ -596,7 +668,7 @@ static void me_after(struct ptl_ni *ni, ptl_handle_me_t meh)
 	if (!m)
 		return;
 	if ((m->me.options & PTL_ME_USE_ONCE) ||
-	    ((m->me.options & PTL_ME_MANAGE_LOCAL) && m->me.length - m->local_off < m->me.min_free))
+	    ((m->me.options & PTL_ME_MANAGE_LOCAL) && m->buf.len - m->local_off < m->me.min_free))
 		ptl_me_auto_unlink(ni, m, true);
 }
 
@@ -610,7 +682,7 @@ static void put_done(struct ptl_ni *ni, struct ptl_mer *snap, ptl_handle_me_t me
 		     const struct spin_hdr *h, uint64_t off, uint64_t mlength)
 {
 	ptl_event_t ev = {
-		.type = PTL_EVENT_PUT, .start = (uint8_t *)snap->me.start + off,
+		.type = PTL_EVENT_PUT, .start = ptl_buf_addr(&snap->buf, off),
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
 		.rlength = ntohl(h->msg_len), .mlength = mlength,
 		.remote_offset = (snap->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
@@ -664,6 +736,7 @@ static void rx_gone(struct ptl_ni *ni, struct ptl_rx *r)
 static void rx_free(struct ptl_ni *ni, struct ptl_rx *r)
 {
 	free(r->bitmap);
+	ptl_buf_put(&r->me.buf);
 	rx_gone(ni, r);
 }
 
@@ -699,7 +772,10 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 			return;
 		}
 		off = me_place(m, be64toh(h->remote_off), msg_len, &mlength);
-		memcpy((uint8_t *)m->me.start + off, pay, mlength < len ? mlength : len);
+		/* (the whole address space: an address that faults takes
+		 * nothing, and counts as dropped) */
+		if (ptl_buf_write(&m->buf, off, pay, mlength < len ? mlength : len))
+			ni->drops++;
 		{
 			struct ptl_mer snap = *m;
 
@@ -734,6 +810,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		r->msg_len = msg_len;
 		r->seg = seg;
 		r->me = *m;
+		ptl_buf_get(&r->me.buf);	/* its iovecs stay while it arrives */
 		r->meh = ptl_me_handle(ni, m);
 		r->h = *h;
 		r->h.pkt_off = 0;
@@ -749,15 +826,17 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		return;
 	}
 	r->bitmap[k / 64] |= 1ull << (k % 64);
-	if (pkt_off < r->mlength)
-		memcpy((uint8_t *)r->me.me.start + r->off + pkt_off, pay,
-		       r->mlength - pkt_off < len ? r->mlength - pkt_off : len);
+	if (pkt_off < r->mlength &&
+	    ptl_buf_write(&r->me.buf, r->off + pkt_off, pay,
+			  r->mlength - pkt_off < len ? r->mlength - pkt_off : len))
+		ni->drops++;
 	if (++r->got_bytes == r->npkts) {	/* got_bytes counts packets */
 		struct ptl_rx done = *r;
 
 		rx_gone(ni, r);
 		put_done(ni, &done.me, done.meh, &done.h, done.off, done.mlength);
 		free(done.bitmap);
+		ptl_buf_put(&done.me.buf);
 	} else if (sack_req) {
 		ptl_rel_send_sack(ni, h, r->bitmap, r->npkts);
 	}
@@ -784,11 +863,11 @@ static void on_get(struct ptl_ni *ni, const struct spin_hdr *h)
 		sl->meh = ptl_me_handle(ni, m);
 		sl->off = off;
 	}
-	ptl_reply_to(ni, h, (uint8_t *)m->me.start + off, mlength, SPIN_FAIL_OK, m->list);
+	ptl_reply_me(ni, h, m, off, mlength, m->list);
 	if (sl)
 		sl->sent_ns = ptl_now_us() * 1000;
 	ev = (ptl_event_t){
-		.type = PTL_EVENT_GET, .start = (uint8_t *)m->me.start + off,
+		.type = PTL_EVENT_GET, .start = ptl_buf_addr(&m->buf, off),
 		.hdr_data = be64toh(h->hdr_data), .match_bits = be64toh(h->match_bits),
 		.rlength = ntohl(h->msg_len), .mlength = mlength,
 		.remote_offset = (m->me.options & PTL_ME_MANAGE_LOCAL) ? off : be64toh(h->remote_off),
@@ -805,7 +884,7 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 	struct ptl_mer *m = me_for(ni, h), snap;
 	ptl_op_t op = (ptl_op_t)be64toh(h->user_hdr[0]);
 	ptl_datatype_t dt = (ptl_datatype_t)be64toh(h->user_hdr[1]);
-	uint64_t operand = be64toh(h->user_hdr[2]), off, mlength;
+	uint64_t operand[2] = { be64toh(h->user_hdr[2]), be64toh(h->user_hdr[3]) }, off, mlength;
 	size_t es = ptl_atomic_dt_size(dt);
 	uint8_t old[SPIN_MAX_SEG];
 	bool ack = !fetch && (ntohs(h->flags) & SPIN_F_ACK_REQ);
@@ -832,10 +911,21 @@ static void on_atomic(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t
 	off = me_place(m, be64toh(h->remote_off), len, &mlength);
 	if (es)
 		mlength -= mlength % es;
-	target = (uint8_t *)m->me.start + off;
-	if (fail == SPIN_FAIL_OK && mlength &&
-	    ptl_atomic_apply(op, dt, target, pay, mlength, &operand, fetch ? old : NULL))
-		fail = SPIN_FAIL_OP_VIOLATION;
+	target = ptl_buf_addr(&m->buf, off);
+	if (fail == SPIN_FAIL_OK && mlength && ptl_buf_flat(&m->buf)) {
+		if (ptl_atomic_apply(op, dt, target, pay, mlength, operand, fetch ? old : NULL))
+			fail = SPIN_FAIL_OP_VIOLATION;
+	} else if (fail == SPIN_FAIL_OK && mlength) {
+		/* iovecs (an element may straddle two) or the whole address
+		 * space: on a copy, written back */
+		uint8_t tmp[SPIN_MAX_SEG];
+
+		if (ptl_buf_read(&m->buf, off, tmp, mlength))
+			fail = SPIN_FAIL_OP_VIOLATION;
+		else if (ptl_atomic_apply(op, dt, tmp, pay, mlength, operand, fetch ? old : NULL) ||
+			 ptl_buf_write(&m->buf, off, tmp, mlength))
+			fail = SPIN_FAIL_OP_VIOLATION;
+	}
 	if (fail != SPIN_FAIL_OK)
 		mlength = 0;
 	if (fetch && rel && (sl = ptl_rel_note(ni, h, fail, mlength, m->list)) && mlength &&
@@ -901,9 +991,9 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 			return;
 		p->bitmap[k / 64] |= 1ull << (k % 64);
 	}
-	if (pkt_off < p->len)
-		memcpy((uint8_t *)md->md.start + p->loff + pkt_off, pay,
-		       p->len - pkt_off < len ? p->len - pkt_off : len);
+	if (pkt_off < p->len &&
+	    ptl_buf_write(&md->buf, p->loff + pkt_off, pay, p->len - pkt_off < len ? p->len - pkt_off : len))
+		ni->drops++;
 	/* (a reliable get fails only when its target answers nothing at all
 	 * for the timeout, ptl_rel.c: a target busy with other replies is
 	 * not gone) */
@@ -941,8 +1031,8 @@ static void on_window_reget(struct ptl_ni *ni, const struct spin_hdr *h, const u
 	}
 	b = ni->win + start;
 	if (start > ni->win_len || mlength > ni->win_len - start ||
-	    b < (const uint8_t *)m->me.start ||
-	    (uint64_t)(b - (const uint8_t *)m->me.start) + mlength > m->me.length) {
+	    b < (const uint8_t *)m->buf.start ||
+	    (uint64_t)(b - (const uint8_t *)m->buf.start) + mlength > m->buf.len) {
 		ni->drops++;
 		return;
 	}
@@ -1084,7 +1174,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 	case SPIN_EV_PT_DISABLED:
 		if (e->pt_index < SPIN_MAX_PT && ni->pt[e->pt_index].used) {
 			ptl_event_t ev = {
-				.type = PTL_EVENT_PT_DISABLED, .pt_index = e->pt_index,
+				.type = PTL_EVENT_PT_DISABLED, .pt_index = ptl_pt_user(e->pt_index),
 				.match_bits = e->match_bits,
 				.initiator = ptl_initiator(ni, e->src_rank, e->src_pid),
 				.ni_fail_type = PTL_NI_PT_DISABLED, .uid = geteuid(),
@@ -1351,9 +1441,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			continue;
 		}
 		if (polling) {
-			struct pollfd pfd[3];
+			struct pollfd pfd[4];
 			uint64_t until = t + ni->poll_us < deadline ? t + ni->poll_us : deadline;
-			int n = 0, ring = -1, poke = -1, r;
+			int n = 0, ring = -1, poke = -1, lo, r;
 
 			if (ni->wake_us) {
 				/* interrupt moderation: no wake-ups, look
@@ -1380,6 +1470,9 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 				until = ni->rel_next_us > t ? ni->rel_next_us : t;
 
 			pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
+			/* packets this process sent itself (xsk.h) */
+			lo = n;
+			pfd[n++] = (struct pollfd){ .fd = spin_xsk_lo_fd(ni->xsk), .events = POLLIN };
 			if (spin_events_fd(ni->rt) >= 0 && !ni->has_held) {
 				ring = n;
 				pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
@@ -1402,7 +1495,7 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 			how = r == 0 ? END_TIMER :
 			      r < 0 ? END_POKE :	/* a signal */
 			      ring >= 0 && pfd[ring].revents ? END_RING :
-			      pfd[0].revents ? END_RX : END_POKE;
+			      pfd[0].revents || pfd[lo].revents ? END_RX : END_POKE;
 			how = sleep_ended(ni, how);
 			continue;
 		}
@@ -1448,7 +1541,7 @@ void *ptl_progress_thread(void *arg)
 
 	ptl_lock(ni);
 	while (!ni->stop) {
-		struct pollfd pfd[2];
+		struct pollfd pfd[3];
 		int n = 0, r;
 
 		/* stay out of the way while callers busy-poll, and for spin_us
@@ -1494,6 +1587,8 @@ void *ptl_progress_thread(void *arg)
 		pfd[n++] = (struct pollfd){ .fd = spin_xsk_fd(ni->xsk), .events = POLLIN };
 		if (spin_events_fd(ni->rt) >= 0 && !ni->has_held)
 			pfd[n++] = (struct pollfd){ .fd = spin_events_fd(ni->rt), .events = POLLIN };
+		/* last: packets this process sent itself (xsk.h) */
+		pfd[n++] = (struct pollfd){ .fd = spin_xsk_lo_fd(ni->xsk), .events = POLLIN };
 		ni->bg_in_poll = true;
 		ptl_unlock(ni);
 		{
@@ -1514,7 +1609,8 @@ void *ptl_progress_thread(void *arg)
 		else if (r == 0)
 			ni->ws.bg_timer++;
 		t_look = r == 0 ? END_TIMER : r < 0 ? END_NONE :
-			 n > 1 && pfd[1].revents ? END_RING : pfd[0].revents ? END_RX : END_NONE;
+			 n > 2 && pfd[1].revents ? END_RING :
+			 pfd[0].revents || pfd[n - 1].revents ? END_RX : END_NONE;
 		if (!ni->stop && ni->spinners == 0)
 			ptl_progress(ni);
 	}

@@ -43,11 +43,55 @@ enum ptl_htype {
 #define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
 #define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
+#define PTL_MAX_IOVECS	4096	/* iovecs of one MD or entry (max_iovecs) */
+#define PTL_MAX_CONTIG	(SPIN_MAX_MSG * 64ull)	/* a contiguous MD or entry: 64 GiB */
 #define PTL_MAX_ATOMIC	(SPIN_MAX_SEG & ~15)	/* 1376: whole elements of any type */
+
+/*
+ * A process may hold a matching and a non-matching NI on the same interface
+ * (views of one struct ptl_ni: the AF_XDP socket, the runtime, the objects
+ * and the progress engine are shared).  Their portal tables are the two
+ * halves of the runtime's: portal index p of the matching NI is the
+ * runtime's p, of the non-matching NI the runtime's PTL_PT_HALF + p, on
+ * both ends of the wire (the initiator's NI kind picks the target's, as
+ * Portals has it).  The NI handle's index is the view.
+ */
+#define PTL_VIEW_MATCH	0
+#define PTL_VIEW_NOMATCH 1
+#define PTL_N_VIEW	2
+#define PTL_PT_HALF	(SPIN_MAX_PT / 2)
+/* the runtime's portal index of a view's index p (p < PTL_PT_HALF) */
+static inline uint32_t ptl_pt_rt(int view, uint32_t p) { return (uint32_t)view * PTL_PT_HALF + p; }
+/* ... and back: the index the application knows, and its view */
+static inline uint32_t ptl_pt_user(uint32_t rt_pt) { return rt_pt % PTL_PT_HALF; }
+static inline int ptl_pt_view(uint32_t rt_pt) { return (int)(rt_pt / PTL_PT_HALF); }
+
+/* The memory of an MD or entry (lib/ptl_buf.c): contiguous, an iovec list
+ * (PTL_IOVEC, a reference-counted copy), or the whole address space
+ * (start NULL, length PTL_SIZE_MAX: an offset is an address, copies are
+ * checked).  len: its bytes. */
+struct ptl_iovs;
+struct ptl_buf {
+	uint8_t *start;
+	ptl_size_t len;
+	struct ptl_iovs *iov;
+	bool any;
+};
+/* contiguous: start + off is the byte (no copy through the helpers) */
+static inline bool ptl_buf_flat(const struct ptl_buf *b) { return !b->iov && !b->any; }
+int ptl_buf_init(struct ptl_buf *b, void *start, ptl_size_t length, bool iovec, const char *who);
+void ptl_buf_get(struct ptl_buf *b);
+void ptl_buf_put(struct ptl_buf *b);
+/* 0, or -1 if [off, off + n) is outside it or (whole address space) faults */
+int ptl_buf_write(const struct ptl_buf *b, ptl_size_t off, const void *src, ptl_size_t n);
+int ptl_buf_read(const struct ptl_buf *b, ptl_size_t off, void *dst, ptl_size_t n);
+/* the address of byte off (events' start) */
+void *ptl_buf_addr(const struct ptl_buf *b, ptl_size_t off);
 
 struct ptl_eq {
 	bool used;
 	uint8_t gen;
+	uint8_t view;		/* the NI (view) it was allocated on */
 	bool dropped;
 	ptl_event_t *ring;
 	size_t cap, head, count;
@@ -56,6 +100,7 @@ struct ptl_eq {
 struct ptl_ct {
 	bool used;
 	uint8_t gen;
+	uint8_t view;
 	ptl_ct_event_t v;
 	int sole;		/* the one entry counting on it (wake thresholds) ... */
 	uint64_t sole_gen;	/* ... as of ptl_ni.me_gen + 1; 0: not known */
@@ -64,8 +109,10 @@ struct ptl_ct {
 struct ptl_mdr {
 	bool used;
 	uint8_t gen;
+	uint8_t view;		/* its operations go to this view's portals */
 	uint32_t busy;		/* operations waiting for an ack or reply */
 	ptl_md_t md;
+	struct ptl_buf buf;	/* its memory (buf.len bounds the offsets) */
 };
 
 struct ptl_mer {
@@ -73,7 +120,7 @@ struct ptl_mer {
 	uint8_t gen;
 	bool window;		/* deposited by the XDP runtime */
 	ptl_list_t list;
-	uint32_t pt;
+	uint32_t pt;		/* the runtime's portal index (ptl_pt_rt) */
 	int rt;			/* index in the runtime's spin_me, -1: not linked */
 	uint64_t seq;		/* library append order */
 	uint64_t local_off;	/* PTL_ME_MANAGE_LOCAL */
@@ -82,6 +129,7 @@ struct ptl_mer {
 				 * (spin_me.wake_count as far as consumed) */
 	void *user_ptr;
 	ptl_me_t me;
+	struct ptl_buf buf;	/* its memory (buf.len: its length in bytes) */
 };
 
 struct ptl_ptr {
@@ -114,7 +162,27 @@ struct ptl_hpu {
 	uint8_t img[SPIN_HPU_SIZE];
 };
 
-enum ptl_trig_kind { TRIG_PUT = 1, TRIG_GET, TRIG_CTINC, TRIG_CTSET };
+enum ptl_trig_kind { TRIG_PUT = 1, TRIG_GET, TRIG_CTINC, TRIG_CTSET, TRIG_AMO, TRIG_ME_APPEND,
+		     TRIG_ME_UNLINK };
+
+/* The arguments of PtlAtomic, PtlFetchAtomic and PtlSwap (fetch: the
+ * latter two), kept by a triggered one until it fires. */
+struct ptl_amo_args {
+	ptl_handle_md_t get_md, put_md;
+	ptl_size_t get_loff, put_loff, len;
+	ptl_ack_req_t ack_req;
+	ptl_process_t target;
+	ptl_pt_index_t pt;
+	ptl_match_bits_t bits;
+	ptl_size_t roff;
+	void *user_ptr;
+	ptl_hdr_data_t hdr;
+	bool has_operand;	/* PtlSwap's operand, copied */
+	uint8_t operand[16];
+	ptl_op_t aop;
+	ptl_datatype_t adt;
+	bool fetch;
+};
 
 struct ptl_trig {
 	bool used;
@@ -135,6 +203,15 @@ struct ptl_trig {
 	/* TRIG_CTINC / TRIG_CTSET */
 	ptl_handle_ct_t ct_target;
 	ptl_ct_event_t ctv;
+	/* TRIG_AMO */
+	struct ptl_amo_args amo;
+	/* TRIG_ME_APPEND (a slot and handle reserved at registration, the
+	 * entry linked when it fires; pt is the view's index), TRIG_ME_UNLINK */
+	ptl_handle_me_t meh;
+	ptl_me_t me;
+	struct ptl_buf me_buf;	/* owned until it fires or is cancelled */
+	ptl_list_t me_list;
+	uint8_t me_view;
 };
 
 enum ptl_pend_kind { PEND_ACK = 1, PEND_GET, PEND_FETCH };
@@ -253,8 +330,10 @@ struct ptl_ni {
 				 * the poller (ptl_wait's arm) */
 	uint32_t armed[PTL_N_ARMED];
 	int refs;
+	int view_refs[PTL_N_VIEW];	/* PtlNIInit minus PtlNIFini per view */
 	uint8_t gen;
-	unsigned int options;
+	unsigned int options;	/* the addressing (PTL_NI_LOGICAL or _PHYSICAL),
+				 * the same for both views */
 	char ifname[IF_NAMESIZE];
 	struct spin_rt *rt;
 	struct spin_xsk *xsk;
@@ -381,6 +460,9 @@ void ptl_send_ack_range(struct ptl_ni *ni, const struct spin_hdr *h, uint64_t ml
 /* Answer the GET or FETCH h with len bytes of buf (a REPLY). */
 void ptl_reply_to(struct ptl_ni *ni, const struct spin_hdr *h, const void *buf, uint64_t len,
 		  uint32_t fail, uint32_t list);
+/* ... with len bytes of entry m at off (gathered from iovecs) */
+void ptl_reply_me(struct ptl_ni *ni, const struct spin_hdr *h, const struct ptl_mer *m,
+		  uint64_t off, uint64_t len, uint32_t list);
 uint64_t ptl_now_us(void);
 
 /* Word w of a complete packet bitmap of npkts packets. */
@@ -470,6 +552,8 @@ int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_size_t len,
 		   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
 		   ptl_size_t roff, void *user_ptr);
+/* An atomic, fetch-atomic or swap; check_only: validate, start nothing. */
+int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool check_only);
 void ptl_data_fini(struct ptl_ni *ni);
 
 #endif /* SPIN_PTL_INTERNAL_H */

@@ -796,6 +796,29 @@ static uint64_t range_of(const struct ptl_ldd *d, uint32_t id)
 	return bits;
 }
 
+/* A re-get of entry m's bytes [off, +mlength) (ptl_rel_reget): from the
+ * entry in place, or through a copy (iovecs, the whole address space). */
+static void reget_me(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
+		     uint32_t len, const struct ptl_mer *m, uint64_t off, uint64_t mlength,
+		     uint32_t list)
+{
+	uint8_t *tmp;
+
+	if (!len || ptl_buf_flat(&m->buf)) {
+		if (len)
+			ptl_rel_reget(ni, h, pay, len, m->buf.start + off, mlength, list);
+		else
+			ptl_reply_me(ni, h, m, off, mlength, list);
+		return;
+	}
+	tmp = malloc(mlength ? mlength : 1);
+	if (!tmp || ptl_buf_read(&m->buf, off, tmp, mlength))
+		ni->drops++;	/* asked again at the initiator's next timeout */
+	else
+		ptl_rel_reget(ni, h, pay, len, tmp, mlength, list);
+	free(tmp);
+}
+
 bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t len,
 		 bool answer)
 {
@@ -823,8 +846,7 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay
 			ni->rs.reget_crossed++;
 			return true;
 		}
-		ptl_rel_reget(ni, h, pay, len, (uint8_t *)m->me.start + s->off, s->mlength,
-			      s->list);
+		reget_me(ni, h, pay, len, m, s->off, s->mlength, s->list);
 		if (!len)
 			s->sent_ns = ptl_now_us() * 1000;
 	}

@@ -26,6 +26,7 @@
 #include <linux/ip.h>
 #include <linux/udp.h>
 #include <net/if.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -62,6 +63,19 @@ struct xring {
 	size_t map_len;
 };
 
+/* Loopback (sends to this process's own address): a frame the runtime
+ * handed to the socket, queued here instead of the RX ring. */
+struct lo_frame {
+	struct lo_frame *next;
+	uint32_t len;
+	uint8_t data[];
+};
+#define XSK_LO_MAX	65536		/* frames queued at most */
+#define XSK_LO_HOPS	4		/* runtime passes per frame sent (an
+					 * answer to self is run again) */
+#define XSK_LO_BUF	4096		/* a runtime pass's output: a frame,
+					 * grown by a reply, and metadata */
+
 struct peer_cache {
 	uint64_t gen;			/* spin_cfg.gen when read; 0: empty */
 	struct spin_peer p;
@@ -87,6 +101,15 @@ struct spin_xsk {
 	struct spin_reasm ra;		/* messages being reassembled */
 	struct spin_reasm_dst rm_dst;	/* the caller's buffer during a call */
 	int rm_ret;			/* SPIN_REASM_MORE until there is a result */
+	/* loopback: frames for this socket from runs of the runtime over
+	 * frames this process sent itself (lo_inject) */
+	pthread_mutex_t lo_mu;
+	struct lo_frame *lo_head, *lo_tail;
+	uint32_t lo_n;			/* queued (atomic reads without lo_mu) */
+	int lo_efd;			/* eventfd: readable while frames are queued */
+	bool lo_signaled;		/* ... it is (under lo_mu, with the queue) */
+	uint8_t lo_out[XSK_LO_BUF];	/* scratch for lo_inject (sender side) */
+	uint8_t lo_frame[XSK_FRAME];	/* ... and a frame it runs again */
 };
 
 /* --------------------------------------------------------------- rings -- */
@@ -305,6 +328,12 @@ int spin_xsk_open(struct spin_rt *rt, const struct spin_xsk_opts *o, struct spin
 		return spin_seterr(SPIN_EFAIL, "spin_xsk_open: out of memory");
 	x->rt = rt;
 	x->fd = -1;
+	pthread_mutex_init(&x->lo_mu, NULL);
+	x->lo_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (x->lo_efd < 0) {
+		free(x);
+		return spin_seterr(SPIN_EFAIL, "spin_xsk_open: eventfd: %s", strerror(errno));
+	}
 	x->queue = o->queue;
 	x->frames = o->frames ? o->frames : SPIN_XSK_DEF_FRAMES;
 	x->nrx = x->frames / 2;
@@ -421,6 +450,15 @@ void spin_xsk_close(struct spin_xsk *x)
 	}
 	xsk_teardown(x);
 	spin_reasm_free(&x->ra);
+	while (x->lo_head) {
+		struct lo_frame *f = x->lo_head;
+
+		x->lo_head = f->next;
+		free(f);
+	}
+	if (x->lo_efd >= 0)
+		close(x->lo_efd);
+	pthread_mutex_destroy(&x->lo_mu);
 	if (x->umem)
 		munmap(x->umem, x->umem_len);
 	free(x->tx_free);
@@ -430,6 +468,11 @@ void spin_xsk_close(struct spin_xsk *x)
 int spin_xsk_fd(struct spin_xsk *x)
 {
 	return x ? x->fd : -1;
+}
+
+int spin_xsk_lo_fd(struct spin_xsk *x)
+{
+	return x ? x->lo_efd : -1;
 }
 
 int spin_xsk_stats(struct spin_xsk *x, struct spin_xsk_stats *st)
@@ -568,6 +611,210 @@ static int peer_lookup(struct spin_xsk *x, uint32_t rank, struct spin_peer *out)
 	return 0;
 }
 
+/* ------------------------------------------------------------ loopback -- */
+
+/*
+ * A message to this process's own address never reaches the wire: a veth
+ * or NIC does not hand a frame back to the interface that sent it.  Each
+ * of its frames is run through the runtime's XDP program instead
+ * (BPF_PROG_RUN on the program this socket serves, as if it had arrived on
+ * the socket's queue), so matching, use-once claims, duplicate windows,
+ * host-window deposits, events and handlers are exactly those of any other
+ * sender.  What the program does with the frame decides where it goes:
+ * XDP_REDIRECT (to this socket: an AF_XDP entry's packet, an ack or reply
+ * for the library) queues the output frame for spin_xsk_recv(); XDP_TX (an
+ * ack, a reply or a handler's put, built in place) is run again when it is
+ * addressed to this process, else transmitted on the TX ring; anything else
+ * is the runtime dropping it (counted in its stats).  docs/design.md,
+ * "Sends to self".
+ */
+
+/* A frame the runtime produced: addressed to this socket's address? */
+static bool lo_for_self(const struct spin_xsk *x, const uint8_t *f, uint32_t len)
+{
+	const struct iphdr *ip = (const void *)(f + sizeof(struct ethhdr));
+	const struct udphdr *udp = (const void *)(ip + 1);
+
+	if (len < sizeof(struct ethhdr) + sizeof(*ip) + sizeof(*udp) ||
+	    ((const struct ethhdr *)f)->h_proto != htons(ETH_P_IP) || ip->ihl != 5 ||
+	    ip->protocol != IPPROTO_UDP)
+		return false;
+	return ip->daddr == x->rt->cfg->my_ip && udp->dest == x->rt->cfg->port;
+}
+
+static int lo_push(struct spin_xsk *x, const uint8_t *f, uint32_t len)
+{
+	struct lo_frame *lf;
+
+	if (__atomic_load_n(&x->lo_n, __ATOMIC_RELAXED) >= XSK_LO_MAX) {
+		x->st.lo_dropped++;
+		return 0;	/* as a full RX ring: a reliable sender sends again */
+	}
+	lf = malloc(sizeof(*lf) + len);
+	if (!lf) {
+		x->st.lo_dropped++;
+		return 0;
+	}
+	lf->next = NULL;
+	lf->len = len;
+	memcpy(lf->data, f, len);
+	pthread_mutex_lock(&x->lo_mu);
+	if (x->lo_tail)
+		x->lo_tail->next = lf;
+	else
+		x->lo_head = lf;
+	x->lo_tail = lf;
+	__atomic_add_fetch(&x->lo_n, 1, __ATOMIC_RELEASE);
+	/* readable exactly while the queue holds frames: set and cleared
+	 * with it, under the lock (a sleeper is never woken for nothing,
+	 * again and again) */
+	if (!x->lo_signaled) {
+		if (write(x->lo_efd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0) {
+			/* EAGAIN: the counter is full, it is readable anyway */
+		}
+		x->lo_signaled = true;
+	}
+	pthread_mutex_unlock(&x->lo_mu);
+	return 0;
+}
+
+static struct lo_frame *lo_pop(struct spin_xsk *x)
+{
+	struct lo_frame *lf;
+
+	pthread_mutex_lock(&x->lo_mu);
+	lf = x->lo_head;
+	if (lf) {
+		x->lo_head = lf->next;
+		if (!x->lo_head) {
+			uint64_t v;
+
+			x->lo_tail = NULL;
+			if (x->lo_signaled && read(x->lo_efd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: nothing to clear */
+			}
+			x->lo_signaled = false;
+		}
+		__atomic_sub_fetch(&x->lo_n, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&x->lo_mu);
+	return lf;
+}
+
+/* Transmit a whole frame (the runtime's output for another host). */
+static int tx_raw(struct spin_xsk *x, const uint8_t *f, uint32_t len)
+{
+	uint64_t deadline = spin_now_ms() + XSK_WAIT_MS;
+	struct xdp_desc *d;
+	uint64_t addr;
+	int err;
+
+	if (len > XSK_FRAME)
+		return spin_seterr(SPIN_EUSAGE, "loopback: a %u-byte frame to transmit", len);
+	for (;;) {
+		if (!x->n_free)
+			tx_reclaim(x);
+		if (x->n_free && prod_free(&x->tx))
+			break;
+		if ((err = tx_flush(x)))
+			return err;
+		if (spin_now_ms() > deadline)
+			return spin_seterr(SPIN_EIO,
+					   "AF_XDP send on %s queue %u: no TX frame came back for %d ms",
+					   x->rt->ifname, x->queue, XSK_WAIT_MS);
+		tx_wait(x);
+	}
+	addr = x->tx_free[--x->n_free];
+	memcpy(x->umem + addr, f, len);
+	d = &((struct xdp_desc *)x->tx.ring)[x->tx.cached_prod & x->tx.mask];
+	d->addr = addr;
+	d->len = len;
+	d->options = 0;
+	x->tx.cached_prod++;
+	x->st.tx_packets++;
+	x->st.tx_bytes += len;
+	return tx_flush(x);
+}
+
+/* Run frame f (len bytes, addressed to this process) through the runtime. */
+static int lo_inject(struct spin_xsk *x, const uint8_t *f, uint32_t len)
+{
+	for (int hop = 0; hop < XSK_LO_HOPS; hop++) {
+		struct xdp_md ctx_in = { .data = 0, .data_end = len,
+					 .ingress_ifindex = (uint32_t)x->ifindex,
+					 .rx_queue_index = x->queue }, ctx_out = {};
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f, .data_size_in = len,
+			    .data_out = x->lo_out, .data_size_out = sizeof(x->lo_out),
+			    .ctx_in = &ctx_in, .ctx_size_in = sizeof(ctx_in),
+			    .ctx_out = &ctx_out, .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+		const uint8_t *out;
+		uint32_t olen;
+
+		if (bpf_prog_test_run_opts(x->rt->prog_rx_fd, &o))
+			return spin_seterr(spin_errno_code(errno),
+					   "send to self on %s: running the runtime (BPF_PROG_RUN): %s",
+					   x->rt->ifname, strerror(errno));
+		x->st.lo_runs++;
+		if (ctx_out.data > ctx_out.data_end || ctx_out.data_end > o.data_size_out ||
+		    ctx_out.data_end > sizeof(x->lo_out))
+			return spin_seterr(SPIN_EIO, "send to self on %s: the runtime's output frame "
+					   "(%u..%u of %u bytes) is not a frame", x->rt->ifname,
+					   ctx_out.data, ctx_out.data_end, o.data_size_out);
+		out = x->lo_out + ctx_out.data;	/* past any metadata */
+		olen = ctx_out.data_end - ctx_out.data;
+		switch (o.retval) {
+		case XDP_REDIRECT:
+			/* to the socket of its queue, ours, when it is addressed
+			 * to us; else a handler's put redirected to another
+			 * interface, which a pass here cannot complete */
+			if (!lo_for_self(x, out, olen))
+				goto drop;
+			return lo_push(x, out, olen);
+		case XDP_TX:
+			if (!lo_for_self(x, out, olen))
+				return tx_raw(x, out, olen);
+			/* an answer to ourselves: run it again (from a copy:
+			 * the output buffer is the next pass's) */
+			if (olen > XSK_FRAME)
+				goto drop;
+			memcpy(x->lo_frame, out, olen);
+			f = x->lo_frame;
+			len = olen;
+			continue;
+		default:
+			/* dropped by the runtime (its stats say why), or a
+			 * fan-out for spin_tc, which a loopback pass cannot
+			 * reach */
+			goto drop;
+		}
+	}
+drop:
+	x->st.lo_dropped++;
+	return 0;
+}
+
+/* Packet idx (cut at seg) of a message into frame f (cap bytes): the one
+ * way a frame is built, for the wire and for a loopback pass alike.
+ * Returns its length, or <= 0. */
+static int pkt_build(uint8_t *f, size_t cap, const struct spin_frame_addr *fa,
+		     const struct spin_msg_args *args, const void *buf, uint32_t len,
+		     uint32_t msg_len, uint32_t seg, uint32_t idx, uint16_t add_flags)
+{
+	uint32_t off = idx * seg, pay = len ? (len - off < seg ? len - off : seg) : 0;
+	struct spin_hdr h;
+	int flen;
+
+	spin_hdr_build(&h, args, msg_len, off);
+	if (add_flags)
+		h.flags |= htons(add_flags);
+	flen = spin_frame_build(f, cap, fa, &h, pay ? (const uint8_t *)buf + off : NULL, pay);
+	/* the runtime checks it: a frame damaged on the way is dropped (and
+	 * sent again, for reliable messages) */
+	if (flen > 0)
+		spin_frame_csum(f, (size_t)flen);
+	return flen;
+}
+
 /* len payload bytes from buf, in a message of msg_len bytes (msg_len != len
  * only for a header-only GET, whose msg_len is the requested length).
  * order: a permutation of the packets (npick 0), or with npick the indexes
@@ -584,6 +831,7 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	struct spin_peer peer;
 	uint32_t seg, npkts, i, batch = 0;
 	uint64_t deadline = 0;
+	bool self;
 	int err;
 
 	if (!x || !a || (len && !buf))
@@ -634,6 +882,10 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	fa.dst_ip = peer.ip;
 	fa.sport = ntohs(cfg->port);
 	fa.dport = ntohs(peer.port ? peer.port : cfg->port);
+	/* to this process itself: through the runtime, not the wire (a peer
+	 * that names a pid names this process's, or none) */
+	self = fa.dst_ip == fa.src_ip && fa.dport == fa.sport &&
+	       (!peer.pid || peer.pid == __atomic_load_n(&cfg->my_pid, __ATOMIC_RELAXED));
 
 	args.seg_size = seg;
 	args.op = args.op ? args.op : SPIN_OP_PUT;
@@ -646,9 +898,22 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	if (msg_id)
 		*msg_id = args.msg_id;
 
+	if (self) {
+		for (i = 0; i < npick; i++) {
+			uint8_t f[XSK_FRAME];
+			int flen = pkt_build(f, sizeof(f), &fa, &args, buf, len, msg_len, seg,
+					     order ? order[i] : i, i + 1 == npick ? last_flags : 0);
+
+			if (flen <= 0)
+				return spin_seterr(SPIN_EUSAGE, "spin_xsk_send: cannot build a frame");
+			x->st.lo_packets++;
+			if ((err = lo_inject(x, f, (uint32_t)flen)))
+				return err;
+		}
+		x->st.tx_msgs++;
+		return 0;
+	}
 	for (i = 0; i < npick; ) {
-		uint32_t idx, off, pay;
-		struct spin_hdr h;
 		struct xdp_desc *d;
 		uint64_t addr;
 		int flen;
@@ -673,19 +938,9 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 			}
 		}
 		deadline = 0;
-		idx = order ? order[i] : i;
-		off = idx * seg;
-		pay = len ? (len - off < seg ? len - off : seg) : 0;
-		spin_hdr_build(&h, &args, msg_len, off);
-		if (i + 1 == npick && last_flags)
-			h.flags |= htons(last_flags);
 		addr = x->tx_free[--x->n_free];
-		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
-					pay ? (const uint8_t *)buf + off : NULL, pay);
-		/* the runtime checks it: a frame damaged on the way is dropped
-		 * (and sent again, for reliable messages) */
-		if (flen > 0)
-			spin_frame_csum(x->umem + addr, (size_t)flen);
+		flen = pkt_build(x->umem + addr, XSK_FRAME, &fa, &args, buf, len, msg_len, seg,
+				 order ? order[i] : i, i + 1 == npick ? last_flags : 0);
 		d = &((struct xdp_desc *)x->tx.ring)[x->tx.cached_prod & x->tx.mask];
 		d->addr = addr;
 		d->len = (uint32_t)flen;
@@ -727,8 +982,9 @@ int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 
 bool spin_xsk_rx_pending(const struct spin_xsk *x)
 {
-	return x && __atomic_load_n(x->rx.prod, __ATOMIC_ACQUIRE) !=
-		    __atomic_load_n(x->rx.cons, __ATOMIC_RELAXED);
+	return x && (__atomic_load_n(x->rx.prod, __ATOMIC_ACQUIRE) !=
+		     __atomic_load_n(x->rx.cons, __ATOMIC_RELAXED) ||
+		     __atomic_load_n(&x->lo_n, __ATOMIC_ACQUIRE));
 }
 
 int spin_xsk_flush(struct spin_xsk *x)
@@ -811,6 +1067,29 @@ int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout
 
 	if (!x || !fn)
 		return spin_seterr(SPIN_EUSAGE, "spin_xsk_recv: NULL argument");
+	/* frames sent to ourselves first (the ones queued now: what their
+	 * handling sends to ourselves waits for the next call) */
+	for (uint32_t k = __atomic_load_n(&x->lo_n, __ATOMIC_ACQUIRE); k && !stop; k--) {
+		struct lo_frame *lf = lo_pop(x);
+		const uint8_t *pay = NULL;
+		struct spin_hdr h;
+		int plen;
+
+		if (!lf)
+			break;
+		plen = frame_parse(x, lf->data, lf->len, &h, &pay);
+		if (plen < 0) {
+			x->st.rx_invalid++;
+		} else {
+			x->st.rx_packets++;
+			x->st.rx_bytes += (uint32_t)plen;
+			delivered++;
+			stop = fn(ctx, &h, pay, (uint32_t)plen);
+		}
+		free(lf);
+	}
+	if (delivered || stop)
+		timeout_ms = 0;
 	n = cons_avail(&x->rx);
 	if (!n && timeout_ms != 0) {
 		struct pollfd p = { .fd = x->fd, .events = POLLIN };

@@ -12,6 +12,7 @@
  * check prints one line on failure ("r<rank> <case>:<line>: ..."); the exit
  * status is 0 when all checks passed, 1 otherwise, 77 for a skip.
  */
+#include <complex.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -941,15 +942,16 @@ static void c_useonce(void)
 		barrier("uo.ready");
 		barrier("uo.sent");
 		for (int round = 0; round < 2; round++) {
-			int want[3] = { PTL_EVENT_PUT, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_PUT };
-			ptl_event_t evs[3], *e1, *e2;
+			int want[4] = { PTL_EVENT_PUT, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_PUT,
+					PTL_EVENT_AUTO_FREE };
+			ptl_event_t evs[4], *e1, *e2;
 			uint64_t mb = 0x11 + round;
 			void *uu = U(0xa1 + round), *uv = U(0xb1 + round);
 			uint8_t *bu = round ? u2 : u1, *bv = round ? v2 : v1;
 
 			snprintf(ctx, sizeof(ctx), "use-once %s ME, then persistent %s ME",
 				 kname[round], kname[!round]);
-			if (!collect(eq, T_EV_MS, 3, want, evs, ctx))
+			if (!collect(eq, T_EV_MS, 4, want, evs, ctx))
 				continue;
 			e1 = evs[0].hdr_data == (uint64_t)(1 + 2 * round) ? &evs[0] : &evs[2];
 			e2 = e1 == &evs[0] ? &evs[2] : &evs[0];
@@ -957,6 +959,8 @@ static void c_useonce(void)
 			      .mb = mb, .rlen = 500, .mlen = 500, .hdr = 1 + 2 * round, .uptr = uu,
 			      .start = bu);
 			CHKEV(ctx, &evs[1], .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_AUTO_UNLINK,
+			      .pt = PT_DATA, .uptr = uu);
+			CHKEV(ctx, &evs[3], .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_AUTO_FREE,
 			      .pt = PT_DATA, .uptr = uu);
 			CHKEV(ctx, e2, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(0), .pt = PT_DATA,
 			      .mb = mb, .rlen = 700, .mlen = 700, .hdr = 2 + 2 * round, .uptr = uv,
@@ -1024,14 +1028,16 @@ static void c_managelocal(void)
 		}
 		barrier("ml.ready");
 		barrier("ml.sent");
-		for (int n = 0; n < 8; n++) {
+		for (int n = 0; n < 9; n++) {
 			ptl_event_t ev;
 
-			if (!want_ev(eq, &ev, T_EV_MS, "manage local: 7 puts, one auto-unlink"))
+			if (!want_ev(eq, &ev, T_EV_MS, "manage local: 7 puts, one auto-unlink and free"))
 				break;
-			if (ev.type == PTL_EVENT_AUTO_UNLINK) {
+			if (ev.type == PTL_EVENT_AUTO_UNLINK || ev.type == PTL_EVENT_AUTO_FREE) {
 				CHKEV("manage local: auto unlink", &ev, .m = F_TYPE | F_PT | F_UPTR | F_FAIL,
-				      .type = PTL_EVENT_AUTO_UNLINK, .pt = PT_DATA, .uptr = U(0xc1));
+				      .type = ev.type == PTL_EVENT_AUTO_FREE && unlinked == 1 ?
+					      PTL_EVENT_AUTO_FREE : PTL_EVENT_AUTO_UNLINK,
+				      .pt = PT_DATA, .uptr = U(0xc1));
 				unlinked++;
 				continue;
 			}
@@ -1049,7 +1055,7 @@ static void c_managelocal(void)
 			      .uptr = U(i < 4 ? 0xc1 : 0xc2),
 			      .start = i < 4 ? m1 + 1000 * i : m2 + 1000 * (i - 4));
 		}
-		CHK_EQ(unlinked, 1, "manage local: AUTO_UNLINK events (free space 96 < min_free 1000)");
+		CHK_EQ(unlinked, 2, "manage local: AUTO_UNLINK and AUTO_FREE (free space 96 < min_free 1000)");
 		for (int i = 0; i < 7; i++) {
 			snprintf(ctx, sizeof(ctx), "manage local: bytes of put %d", i);
 			check_pat(ctx, i < 4 ? m1 + 1000 * i : m2 + 1000 * (i - 4), 1000, 50 + i);
@@ -1161,6 +1167,26 @@ static void c_overflow(void)
 				      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0x202, .rlen = 1500,
 				      .mlen = 1500, .hdr = 4, .uptr = U(0xd0 + s), .start = ov[1] + 600);
 		}
+		/* a persistent search reports every match, oldest first; a
+		 * use-once search the first only */
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x200, 0xf);
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_ONLY, U(0xda)), PTL_OK);
+		for (int s = 0; s < 2; s++) {
+			snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_ONLY with ignore bits: match %d", s);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_MB | F_HDR,
+				      .type = PTL_EVENT_SEARCH, .uptr = U(0xda), .fail = PTL_NI_OK,
+				      .mb = 0x202 + s, .hdr = 4 + s);
+		}
+		me.options |= PTL_ME_USE_ONCE;
+		RC(PtlMESearch(ni, PT_DATA, &me, PTL_SEARCH_ONLY, U(0xdb)), PTL_OK);
+		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_ONLY use-once with ignore bits");
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_MB | F_HDR,
+			      .type = PTL_EVENT_SEARCH, .uptr = U(0xdb), .fail = PTL_NI_OK, .mb = 0x202,
+			      .hdr = 4);
+		no_ev(eq, 50, "one SEARCH per match");
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x202, 0);
 		/* Portals 4.1: SEARCH_DELETE reports a match with the overflow
 		 * event (as an append would), SEARCH only when nothing matched */
 		snprintf(ctx, sizeof(ctx), "PtlMESearch SEARCH_DELETE bits 0x202");
@@ -1841,6 +1867,905 @@ static void c_triggered(void)
 	fini_ni();
 }
 
+/* ------------------------------------------------------- sends to self -- */
+
+static void *self_waiter(void *arg)
+{
+	ptl_handle_ct_t ct = *(ptl_handle_ct_t *)arg;
+	ptl_ct_event_t e;
+
+	RC(PtlCTWait(ct, 1, &e), PTL_OK);
+	CHK_EQ(e.success, 1, "self: the sleeping waiter's counter");
+	return NULL;
+}
+
+/* Every rank sends to its own rank: puts (one and many packets, with an
+ * ack), gets (one packet, answered by the runtime from the host window,
+ * and many), an atomic, a fetch-atomic, a swap, a put that matches
+ * nothing (answered PTL_NI_DROPPED), triggered put and get: into a host
+ * window entry and an ordinary-memory entry, with the events, counters and
+ * bytes any other target gives. */
+static void c_self(void)
+{
+	ptl_handle_eq_t iq, tq;
+	ptl_handle_ct_t ict, tct, trig;
+	ptl_event_t ev, evs[2];
+	ptl_process_t me;
+	const size_t L = 128 << 10;
+	uint8_t *src, *dst;
+	ptl_handle_md_t md, dmd;
+	uint64_t ni_ct = 0, nt_ct = 0;
+	char ctx[160];
+
+	/* PTL_TEST_PHYS=1: a physical NI, the target its own nid/pid */
+	init_ni(getenv("PTL_TEST_PHYS") ? PTL_NI_PHYSICAL : PTL_NI_LOGICAL, PTL_PID_ANY);
+	OK(PtlGetId(ni, &me));
+	iq = eq_new(64);
+	tq = eq_new(64);
+	ict = ct_new();
+	tct = ct_new();
+	trig = ct_new();
+	src = kbuf(K_MAL, L);
+	dst = kbuf(K_MAL, L);
+	md = md_new(src, L, PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY, iq, ict);
+	dmd = md_new(dst, L, PTL_MD_EVENT_CT_REPLY, iq, ict);
+	pt_new(0, tq, PT_DATA);
+	barrier("self.ready");
+	for (int k = 0; k < 2; k++) {
+		uint8_t *b = kbuf(k, L);
+		const ptl_match_bits_t mb = 0x5e1f0 + k;
+		void *uptr = U(0x700 + k);
+		const size_t plen[2] = { 1000, 100000 }, glen[2] = { 8, 70000 };
+		int want_pa[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		uint64_t *v = (uint64_t *)(b + 4096), *ops = (uint64_t *)src, *got = (uint64_t *)dst;
+
+		me_add(PT_DATA, b, L, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, mb, 0, tct,
+		       PTL_PRIORITY_LIST, uptr);
+		for (int i = 0; i < 2; i++) {
+			snprintf(ctx, sizeof(ctx), "put %zu B to self, %s ME", plen[i], kname[k]);
+			memset(b, 0xee, L);
+			fill(src, plen[i], 30 + i);
+			RC(PtlPut(md, 0, plen[i], PTL_ACK_REQ, me, PT_DATA, mb, 16, U(1), 0x77), PTL_OK);
+			if (collect(iq, T_EV_MS, 2, want_pa, evs, ctx)) {
+				CHKEV(ctx, &evs[0], .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = plen[i],
+				      .uptr = U(1));
+				CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = plen[i],
+				      .roff = 16, .uptr = U(1), .list = PTL_PRIORITY_LIST);
+			}
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = me, .pt = PT_DATA,
+				      .mb = mb, .rlen = plen[i], .mlen = plen[i], .roff = 16, .hdr = 0x77,
+				      .uptr = uptr, .start = b + 16, .list = PTL_PRIORITY_LIST);
+			check_byte(ctx, b, 16, 0xee);
+			check_pat(ctx, b + 16, plen[i], 30 + i);
+			check_byte(ctx, b + 16 + plen[i], 64, 0xee);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+		for (int i = 0; i < 2; i++) {
+			snprintf(ctx, sizeof(ctx), "get %zu B from self, %s ME", glen[i], kname[k]);
+			fill(b, L, 40 + i);
+			memset(dst, 0x5a, L);
+			RC(PtlGet(dmd, 8, glen[i], me, PT_DATA, mb, 100, U(2)), PTL_OK);
+			if (want_ev(iq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = glen[i],
+				      .roff = 100, .uptr = U(2));
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_GET, .ini = me,
+				      .pt = PT_DATA, .mb = mb, .rlen = glen[i], .mlen = glen[i],
+				      .roff = 100, .uptr = uptr, .start = b + 100);
+			check_byte(ctx, dst, 8, 0x5a);
+			check_pat_off(ctx, dst + 8, glen[i], 40 + i, 100);
+			check_byte(ctx, dst + 8 + glen[i], 64, 0x5a);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+		/* atomics on 4 uint64 at offset 4096 */
+		for (int j = 0; j < 4; j++) {
+			v[j] = 1000 + j;
+			ops[j] = 10 * (j + 1);
+		}
+		snprintf(ctx, sizeof(ctx), "atomic SUM to self, %s ME", kname[k]);
+		RC(PtlAtomic(md, 0, 32, PTL_ACK_REQ, me, PT_DATA, mb, 4096, U(3), 0, PTL_SUM,
+			     PTL_UINT64_T), PTL_OK);
+		if (collect(iq, T_EV_MS, 2, want_pa, evs, ctx))
+			CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = 32, .roff = 4096,
+			      .uptr = U(3), .list = PTL_PRIORITY_LIST);
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_ATOMIC, .ini = me,
+			      .pt = PT_DATA, .mb = mb, .rlen = 32, .mlen = 32, .roff = 4096, .uptr = uptr,
+			      .start = b + 4096);
+		for (int j = 0; j < 4; j++)
+			CHK_EQ(v[j], 1000 + j + 10 * (j + 1), ctx);
+		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+
+		snprintf(ctx, sizeof(ctx), "fetch-atomic SUM to self, %s ME", kname[k]);
+		memset(dst, 0, 64);
+		RC(PtlFetchAtomic(dmd, 0, md, 0, 32, me, PT_DATA, mb, 4096, U(4), 0, PTL_SUM,
+				  PTL_UINT64_T), PTL_OK);
+		if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_REPLY }, evs, ctx))
+			CHKEV(ctx, &evs[1], .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 32,
+			      .roff = 4096, .uptr = U(4));
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M & ~F_HDR, .type = PTL_EVENT_FETCH_ATOMIC, .ini = me,
+			      .pt = PT_DATA, .mb = mb, .rlen = 32, .mlen = 32, .roff = 4096, .uptr = uptr,
+			      .start = b + 4096, .list = PTL_PRIORITY_LIST);
+		for (int j = 0; j < 4; j++) {
+			CHK_EQ(got[j], 1000 + j + 10 * (j + 1), ctx);
+			CHK_EQ(v[j], 1000 + j + 20 * (j + 1), ctx);
+		}
+		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+
+		snprintf(ctx, sizeof(ctx), "swap (CSWAP) to self, %s ME", kname[k]);
+		{
+			uint64_t cmp = v[0];
+
+			ops[0] = 0xc0ffee;
+			RC(PtlSwap(dmd, 0, md, 0, 8, me, PT_DATA, mb, 4096, U(5), 0, &cmp, PTL_CSWAP,
+				   PTL_UINT64_T), PTL_OK);
+			if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_REPLY }, evs, ctx))
+				CHKEV(ctx, &evs[1], .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 8,
+				      .roff = 4096, .uptr = U(5));
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_INI | F_MLEN, .type = PTL_EVENT_FETCH_ATOMIC,
+				      .ini = me, .mlen = 8);
+			CHK_EQ(got[0], cmp, ctx);
+			CHK_EQ(v[0], 0xc0ffee, ctx);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		}
+
+		/* a datatype of 16 bytes: its CSWAP operand fills two header words */
+		snprintf(ctx, sizeof(ctx), "double complex SUM and CSWAP to self, %s ME", kname[k]);
+		{
+			double complex *z = (double complex *)(b + 8192), *zs = (double complex *)src,
+				       *zg = (double complex *)dst, cmp = 1 - 2 * I;
+
+			z[0] = 1 - 2 * I;
+			z[1] = 3 + 0.5 * I;
+			zs[0] = 0.5 + 0.5 * I;
+			zs[1] = -1;
+			RC(PtlAtomic(md, 0, 32, PTL_ACK_REQ, me, PT_DATA, mb, 8192, U(20), 0, PTL_SUM,
+				     PTL_DOUBLE_COMPLEX), PTL_OK);
+			if (collect(iq, T_EV_MS, 2, want_pa, evs, ctx))
+				CHKEV(ctx, &evs[1], .m = F_TYPE | F_FAIL | F_MLEN, .type = PTL_EVENT_ACK,
+				      .fail = PTL_NI_OK, .mlen = 32);
+			if (want_ev(tq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_ATYPE | F_AOP, .type = PTL_EVENT_ATOMIC,
+				      .atype = PTL_DOUBLE_COMPLEX, .aop = PTL_SUM);
+			CHK(z[0] == 1.5 - 1.5 * I && z[1] == 2 + 0.5 * I, "%s: sums", ctx);
+			ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+			ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+			/* compare with z[0] as it is now: swapped; then a stale
+			 * comparand: not */
+			for (int round = 0; round < 2; round++) {
+				cmp = round ? 1 - 2 * I : 1.5 - 1.5 * I;
+				zs[0] = 9 + 9 * I;
+				RC(PtlSwap(dmd, 0, md, 0, 16, me, PT_DATA, mb, 8192, U(21), 0, &cmp, PTL_CSWAP,
+					   PTL_DOUBLE_COMPLEX), PTL_OK);
+				collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_REPLY }, evs, ctx);
+				want_ev(tq, &ev, T_EV_MS, ctx);
+				CHK(zg[0] == (round ? 9 + 9 * I : 1.5 - 1.5 * I), "%s: old value, round %d",
+				    ctx, round);
+				CHK(z[0] == 9 + 9 * I, "%s: CSWAP round %d", ctx, round);
+				ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+				ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+			}
+		}
+
+		snprintf(ctx, sizeof(ctx), "triggered put and get to self, %s ME", kname[k]);
+		memset(b, 0, L);
+		fill(src, 3000, 50);
+		fill(b + 8192, 2000, 51);
+		memset(dst, 0x5a, 4096);
+		RC(PtlTriggeredPut(md, 0, 3000, PTL_NO_ACK_REQ, me, PT_DATA, mb, 0, U(6), 6, trig,
+				   2 * k + 1), PTL_OK);
+		RC(PtlTriggeredGet(dmd, 0, 2000, me, PT_DATA, mb, 8192, U(7), trig, 2 * k + 2), PTL_OK);
+		no_ev(tq, 50, "nothing triggered yet");
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = me, .pt = PT_DATA,
+			      .mb = mb, .rlen = 3000, .mlen = 3000, .roff = 0, .hdr = 6, .uptr = uptr,
+			      .start = b, .list = PTL_PRIORITY_LIST);
+		if (want_ev(iq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = SEND_M, .type = PTL_EVENT_SEND, .mlen = 3000, .uptr = U(6));
+		check_pat(ctx, b, 3000, 50);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(iq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = 2000,
+			      .roff = 8192, .uptr = U(7));
+		if (want_ev(tq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = F_TYPE | F_INI | F_MLEN, .type = PTL_EVENT_GET, .ini = me,
+			      .mlen = 2000);
+		check_pat(ctx, dst, 2000, 51);
+		ct_wait(ict, ++ni_ct, T_EV_MS, ctx);
+		ct_wait(tct, ++nt_ct, T_EV_MS, ctx);
+	}
+	/* the unexpected list: a put to self lands on an overflow entry; a
+	 * use-once priority entry appended after it is used up at once
+	 * (PUT_OVERFLOW, AUTO_UNLINK, AUTO_FREE; never linked) */
+	{
+		uint8_t *ovb = kbuf(K_MAL, 4096), *pb = kbuf(K_MAL, 4096);
+		ptl_handle_me_t hov, hp;
+		int want3[3] = { PTL_EVENT_PUT_OVERFLOW, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_AUTO_FREE };
+		ptl_event_t e3[3];
+
+		hov = me_add(PT_DATA, ovb, 4096, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL, 0x0f0, 0,
+			     PTL_CT_NONE, PTL_OVERFLOW_LIST, U(0x7f0));
+		fill(src, 300, 60);
+		RC(PtlPut(md, 0, 300, PTL_ACK_REQ, me, PT_DATA, 0x0f0, 0, U(9), 0x99), PTL_OK);
+		if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_ACK }, evs, "put to self, unexpected"))
+			CHKEV("put to self, unexpected", &evs[1], .m = ACK_M & ~F_ROFF, .type = PTL_EVENT_ACK,
+			      .mlen = 300, .uptr = U(9), .list = PTL_OVERFLOW_LIST);
+		ct_wait(ict, ++ni_ct, T_EV_MS, "put to self, unexpected");
+		if (want_ev(tq, &ev, T_EV_MS, "put to self, unexpected: target"))
+			CHKEV("put to self, unexpected: target", &ev, .m = F_TYPE | F_LIST | F_UPTR,
+			      .type = PTL_EVENT_PUT, .list = PTL_OVERFLOW_LIST, .uptr = U(0x7f0));
+		skip_link = 0;
+		hp = me_add(PT_DATA, pb, 4096, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x0f0, 0, PTL_CT_NONE,
+			    PTL_PRIORITY_LIST, U(0x7f1));
+		if (collect(tq, T_EV_MS, 3, want3, e3, "use-once entry used up at its append")) {
+			CHKEV("use-once entry used up at its append", &e3[0], .m = F_TYPE | F_UPTR | F_MLEN |
+			      F_HDR, .type = PTL_EVENT_PUT_OVERFLOW, .uptr = U(0x7f1), .mlen = 300,
+			      .hdr = 0x99);
+			CHKEV("use-once entry used up at its append", &e3[1], .m = F_TYPE | F_UPTR | F_PT,
+			      .type = PTL_EVENT_AUTO_UNLINK, .uptr = U(0x7f1), .pt = PT_DATA);
+			CHKEV("use-once entry used up at its append", &e3[2], .m = F_TYPE | F_UPTR | F_PT,
+			      .type = PTL_EVENT_AUTO_FREE, .uptr = U(0x7f1), .pt = PT_DATA);
+		}
+		skip_link = 1;
+		RC(PtlMEUnlink(hp), PTL_ARG_INVALID);	/* never linked */
+		RC(PtlMEUnlink(hov), PTL_OK);
+	}
+	/* matching as for any sender: nothing matches these bits */
+	RC(PtlPut(md, 0, 64, PTL_ACK_REQ, me, PT_DATA, 0xdead, 0, U(8), 0), PTL_OK);
+	if (collect(iq, T_EV_MS, 2, (int[]){ PTL_EVENT_SEND, PTL_EVENT_ACK }, evs, "put to self, no match"))
+		CHKEV("put to self, no match", &evs[1], .m = F_TYPE | F_FAIL | F_UPTR,
+		      .type = PTL_EVENT_ACK, .fail = PTL_NI_DROPPED, .uptr = U(8));
+	ct_wait(ict, ni_ct + 1, T_EV_MS, "put to self, no match: CT_ACK counts the failure");
+	no_ev(tq, 50, "self: no more target events");
+	no_ev(iq, 20, "self: no more initiator events");
+	if (getenv("PTL_TEST_NO_TIMER")) {
+		/* a thread sleeps on a counter while this one puts to self
+		 * (into ordinary memory: the loopback queue's eventfd wakes
+		 * it; into the host window: the event ring).  If the put
+		 * comes first, the wait does not sleep: the check below holds
+		 * either way. */
+		for (int k = 0; k < 2; k++) {
+			ptl_handle_ct_t c2 = ct_new();
+			uint8_t *b2 = kbuf(k, 4096);
+			pthread_t th;
+
+			me_add(PT_DATA, b2, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM |
+			       PTL_ME_EVENT_SUCCESS_DISABLE, 0x51ee9 + k, 0, c2, PTL_PRIORITY_LIST, NULL);
+			if (pthread_create(&th, NULL, self_waiter, &c2))
+				DIE("pthread_create");
+			msleep(100);
+			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, me, PT_DATA, 0x51ee9 + k, 0, NULL, 0), PTL_OK);
+			pthread_join(th, NULL);
+			if (want_ev(iq, &ev, T_EV_MS, "self: put to a sleeping waiter"))
+				CHK_EQ(ev.type, PTL_EVENT_SEND, "self: put to a sleeping waiter");
+		}
+		/* every wait that slept was woken (the loopback queue's
+		 * eventfd, the event ring), none ended by its 2 s period */
+		ptl_spin_wait_stats_t st;
+
+		OK(PtlSpinWaitStats(ni, &st));
+		LOG("waits %llu: slept and woken by a packet %llu, by the ring %llu, poked %llu, by the timer %llu",
+		    (unsigned long long)st.waits, (unsigned long long)st.waits_rx,
+		    (unsigned long long)st.waits_woken, (unsigned long long)st.waits_poked,
+		    (unsigned long long)st.waits_timer);
+		CHK_EQ(st.waits_timer, 0, "self: waits ended by their period");
+	}
+	barrier("self.done");
+	fini_ni();
+}
+
+/* -------------------------------------------- non-matching, SHMEM-like -- */
+
+/* What an OpenSHMEM library does over Portals (Sandia OpenSHMEM's Portals
+ * transport): a non-matching logical NI, the symmetric heap (ordinary
+ * memory) and a data segment (here in the host window) each exposed
+ * through one list entry per portal, counting on a target counter; MDs
+ * with success events off, counting acks (puts, atomics: quiet and fence
+ * wait on them) and replies (gets, fetches).  Every rank puts to every
+ * rank, itself included; gets; atomics and fetch-atomics on rank 0;
+ * a fence between a long put and its flag, the target waiting on its
+ * counter; a put triggered by an arrival, and a triggered atomic.  A
+ * matching NI is open at the same time with its own portal 0. */
+#define SH_HEAP 0		/* portal of the heap (both NIs have a portal 0) */
+#define SH_DATA 1		/* portal of the data segment */
+#define SH_HEAPLEN (256 << 10)
+static void c_shmem(void)
+{
+	ptl_handle_ni_t nni, h;
+	ptl_handle_eq_t err_eq, meq;
+	ptl_handle_ct_t tct_heap, tct_data, put_ct, get_ct, trig;
+	ptl_handle_md_t heap_md, data_md, res_md, mmd;
+	ptl_handle_le_t heap_le, data_le;
+	ptl_handle_me_t mme;
+	ptl_pt_index_t pt;
+	ptl_ni_limits_t nlim;
+	ptl_le_t le;
+	ptl_md_t md;
+	uint8_t *heap, *data, *res, *mbuf, *msrc;
+	uint64_t nput = 0, nget = 0, th = 0;
+	const int K = 10;
+	char ctx[160];
+
+	OK(PtlInit());
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &nlim,
+		     &nni));
+	/* and a matching NI beside it */
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
+	CHK(!PtlHandleIsEqual(ni, nni), "two NIs, two handles");
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, NULL, &nlim,
+		     &h), PTL_ARG_INVALID);
+
+	OK(PtlEQAlloc(nni, 64, &err_eq));
+	OK(PtlCTAlloc(nni, &tct_heap));
+	OK(PtlCTAlloc(nni, &tct_data));
+	OK(PtlCTAlloc(nni, &put_ct));
+	OK(PtlCTAlloc(nni, &get_ct));
+	OK(PtlCTAlloc(nni, &trig));
+	OK(PtlPTAlloc(nni, 0, err_eq, SH_HEAP, &pt));
+	OK(PtlPTAlloc(nni, 0, err_eq, SH_DATA, &pt));
+	if (posix_memalign((void **)&heap, 4096, SH_HEAPLEN) || posix_memalign((void **)&res, 4096, 65536))
+		DIE("out of memory");
+	memset(heap, 0, SH_HEAPLEN);
+	memset(res, 0, 65536);
+	OK(PtlSpinHostAlloc(nni, 65536, (void **)&data));
+	memset(&le, 0, sizeof(le));
+	le.uid = PTL_UID_ANY;
+	le.options = PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_EVENT_LINK_DISABLE |
+		     PTL_LE_EVENT_SUCCESS_DISABLE | PTL_LE_EVENT_CT_COMM;
+	le.start = heap;
+	le.length = SH_HEAPLEN;
+	le.ct_handle = tct_heap;
+	OK(PtlLEAppend(nni, SH_HEAP, &le, PTL_PRIORITY_LIST, NULL, &heap_le));
+	le.start = data;
+	le.length = 65536;
+	le.ct_handle = tct_data;
+	OK(PtlLEAppend(nni, SH_DATA, &le, PTL_PRIORITY_LIST, NULL, &data_le));
+	CHK(PtlNIHandle(heap_le, &h) == PTL_OK && h == nni, "PtlNIHandle(list entry) is the non-matching NI");
+	RC(PtlLEAppend(ni, SH_HEAP, &le, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+	md = (ptl_md_t){ .start = heap, .length = SH_HEAPLEN,
+			 .options = PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_ACK,
+			 .eq_handle = err_eq, .ct_handle = put_ct };
+	OK(PtlMDBind(nni, &md, &heap_md));
+	md.start = data;
+	md.length = 65536;
+	OK(PtlMDBind(nni, &md, &data_md));
+	md = (ptl_md_t){ .start = res, .length = 65536,
+			 .options = PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_REPLY,
+			 .eq_handle = err_eq, .ct_handle = get_ct };
+	OK(PtlMDBind(nni, &md, &res_md));
+	CHK(PtlNIHandle(res_md, &h) == PTL_OK && h == nni, "PtlNIHandle(MD) is the non-matching NI");
+
+	/* the matching NI's portal 0 and an entry on it */
+	meq = eq_new(64);
+	pt_new(0, meq, SH_HEAP);
+	mbuf = kbuf(K_MAL, 4096);
+	msrc = kbuf(K_MAL, 4096);
+	mme = me_add(SH_HEAP, mbuf, 4096, PTL_ME_OP_PUT, 7, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x77));
+	mmd = md_new(msrc, 4096, 0, meq, PTL_CT_NONE);
+	{
+		ptl_me_t me = { .start = heap, .length = 8, .ct_handle = PTL_CT_NONE,
+				.options = PTL_ME_OP_PUT, .match_id = any_proc() };
+
+		RC(PtlMEAppend(nni, SH_HEAP, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
+	}
+	barrier("sh.ready");
+
+	/* 0: the same portal index on the two NIs: a put on each */
+	fill(msrc, 512, 90 + R);
+	RC(PtlPut(mmd, 0, 512, PTL_NO_ACK_REQ, rank_proc((R + 1) % N), SH_HEAP, 7, 0, NULL, 0), PTL_OK);
+	{
+		ptl_event_t evs[2];
+
+		if (collect(meq, T_EV_MS, 2, (int[]){ PTL_EVENT_PUT, PTL_EVENT_SEND }, evs,
+			    "matching NI: put on portal 0"))
+			CHKEV("matching NI: put on portal 0", &evs[0],
+			      .m = F_TYPE | F_INI | F_MLEN | F_UPTR | F_START, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc((R + N - 1) % N), .mlen = 512, .uptr = U(0x77),
+			      .start = mbuf);
+	}
+	check_pat("matching NI: put on portal 0", mbuf, 512, 90 + (R + N - 1) % N);
+
+	/* 1: puts to every PE (itself too) into heap and data segment; quiet */
+	fill(heap + 4096 + R * 16384, 10000, 100 + R);
+	fill(data + 32768 + R * 1000, 1000, 150 + R);
+	for (int t = 0; t < N; t++) {
+		RC(PtlPut(heap_md, 4096 + R * 16384, 10000, PTL_CT_ACK_REQ, rank_proc(t), SH_HEAP, 0,
+			  4096 + R * 16384, NULL, 0), PTL_OK);
+		RC(PtlPut(data_md, 32768 + R * 1000, 1000, PTL_CT_ACK_REQ, rank_proc(t), SH_DATA, 0,
+			  R * 1000, NULL, 0), PTL_OK);
+		nput += 2;
+	}
+	ct_wait(put_ct, nput, T_EV_MS, "quiet after the puts");
+	ct_wait(tct_heap, th += N, T_EV_MS, "heap: target counter of the puts");
+	ct_wait(tct_data, N, T_EV_MS, "data segment: target counter of the puts");
+	barrier("sh.put");
+	for (int r = 0; r < N; r++) {
+		snprintf(ctx, sizeof(ctx), "heap put from PE %d", r);
+		check_pat(ctx, heap + 4096 + r * 16384, 10000, 100 + r);
+		snprintf(ctx, sizeof(ctx), "data segment put from PE %d", r);
+		check_pat(ctx, data + r * 1000, 1000, 150 + r);
+	}
+	barrier("sh.checked");
+
+	/* 2: gets from the next PE and from itself */
+	fill(heap + 150000, 20000, 200 + R);
+	barrier("sh.getready");
+	RC(PtlGet(res_md, 0, 20000, rank_proc((R + 1) % N), SH_HEAP, 0, 150000, NULL), PTL_OK);
+	RC(PtlGet(res_md, 20000, 20000, rank_proc(R), SH_HEAP, 0, 150000, NULL), PTL_OK);
+	nget += 2;
+	ct_wait(get_ct, nget, T_EV_MS, "gets: CT_REPLY");
+	check_pat("get from the next PE", res, 20000, 200 + (R + 1) % N);
+	check_pat("get from itself", res + 20000, 20000, 200 + R);
+	ct_wait(tct_heap, th += 2, T_EV_MS, "heap: target counter of the gets");
+	barrier("sh.get");
+
+	/* 3: atomics and fetch-atomics on PE 0 */
+	{
+		uint64_t *src = (uint64_t *)(heap + 200000), *fetched = (uint64_t *)(res + 40000);
+
+		src[0] = R + 1;
+		src[1] = 1;
+		for (int k = 0; k < K; k++) {
+			RC(PtlAtomic(heap_md, 200000, 8, PTL_CT_ACK_REQ, rank_proc(0), SH_HEAP, 0, 0, NULL,
+				     0, PTL_SUM, PTL_UINT64_T), PTL_OK);
+			RC(PtlFetchAtomic(res_md, 40000 + 8 * k, heap_md, 200008, 8, rank_proc(0), SH_HEAP,
+					  0, 8, NULL, 0, PTL_SUM, PTL_UINT64_T), PTL_OK);
+		}
+		nput += K;
+		nget += K;
+		ct_wait(put_ct, nput, T_EV_MS, "quiet after the atomics");
+		ct_wait(get_ct, nget, T_EV_MS, "fetch-atomics: CT_REPLY");
+		for (int k = 1; k < K; k++)
+			CHK(fetched[k] > fetched[k - 1] && fetched[k] < (uint64_t)N * K,
+			    "fetch-add %d: %llu after %llu", k, (unsigned long long)fetched[k],
+			    (unsigned long long)fetched[k - 1]);
+		if (R == 0)
+			ct_wait(tct_heap, th += 2 * K * N, T_EV_MS, "heap: target counter of the atomics");
+		barrier("sh.amo");
+		if (R == 0) {
+			CHK_EQ(*(uint64_t *)heap, (uint64_t)K * N * (N + 1) / 2, "atomic SUM at PE 0");
+			CHK_EQ(*(uint64_t *)(heap + 8), (uint64_t)K * N, "fetch-add at PE 0");
+		}
+	}
+	barrier("sh.amochecked");
+
+	/* 4: fence: a long put, then its flag; the target waits on its counter */
+	if (R == 0) {
+		fill(heap + 80000, 70000, 77);
+		heap[210000] = 1;
+		RC(PtlPut(heap_md, 80000, 70000, PTL_CT_ACK_REQ, rank_proc(1), SH_HEAP, 0, 80000, NULL,
+			  0), PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "fence");
+		RC(PtlPut(heap_md, 210000, 1, PTL_CT_ACK_REQ, rank_proc(1), SH_HEAP, 0, 210000, NULL, 0),
+		   PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "quiet after the flag");
+	} else if (R == 1) {
+		ct_wait(tct_heap, th += 2, T_EV_MS, "target counter: data and flag");
+		CHK_EQ(heap[210000], 1, "the flag");
+		check_pat("data before its flag", heap + 80000, 70000, 77);
+	}
+	barrier("sh.fence");
+
+	/* 5: triggered: PE 1 puts back when PE 0's put arrives (its
+	 * heap counter), and then adds with a triggered atomic */
+	if (R == 1) {
+		fill(heap + 100000, 4000, 55);
+		*(uint64_t *)(heap + 104000) = 5;
+		RC(PtlTriggeredPut(heap_md, 100000, 4000, PTL_CT_ACK_REQ, rank_proc(0), SH_HEAP, 0,
+				   100000, NULL, 0, tct_heap, th + 1), PTL_OK);
+		RC(PtlTriggeredAtomic(heap_md, 104000, 8, PTL_CT_ACK_REQ, rank_proc(0), SH_HEAP, 0, 0,
+				      NULL, 0, PTL_SUM, PTL_UINT64_T, tct_heap, th + 1), PTL_OK);
+		barrier("sh.trigready");
+		ct_wait(tct_heap, th += 1, T_EV_MS, "PE 0's put arrived");
+		ct_wait(put_ct, nput += 2, T_EV_MS, "the triggered put and atomic: acks");
+	} else if (R == 0) {
+		barrier("sh.trigready");
+		no_ev(err_eq, 50, "nothing yet");
+		RC(PtlPut(heap_md, 4096, 8, PTL_CT_ACK_REQ, rank_proc(1), SH_HEAP, 0, 220000, NULL, 0),
+		   PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "the triggering put");
+		ct_wait(tct_heap, th += 2, T_EV_MS, "the triggered put and atomic arrived");
+		check_pat("triggered put", heap + 100000, 4000, 55);
+		CHK_EQ(*(uint64_t *)heap, (uint64_t)K * N * (N + 1) / 2 + 5, "triggered atomic");
+	} else {
+		barrier("sh.trigready");
+	}
+	barrier("sh.trig");
+
+	/* 6: the unexpected list of a non-matching portal (to itself): an
+	 * overflow list entry takes a put, PtlLESearch finds its header, a
+	 * use-once priority entry is used up by it at its append */
+	{
+		ptl_handle_eq_t lq;
+		ptl_handle_le_t ov, pr;
+		uint8_t *ovb = kbuf(K_MAL, 4096), *prb = kbuf(K_MAL, 4096);
+		ptl_event_t ev, e3[3];
+		int want3[3] = { PTL_EVENT_PUT_OVERFLOW, PTL_EVENT_AUTO_UNLINK, PTL_EVENT_AUTO_FREE };
+
+		OK(PtlEQAlloc(nni, 16, &lq));
+		OK(PtlPTAlloc(nni, 0, lq, 2, &pt));
+		le = (ptl_le_t){ .start = ovb, .length = 4096, .ct_handle = PTL_CT_NONE,
+				 .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT | PTL_LE_EVENT_LINK_DISABLE };
+		OK(PtlLEAppend(nni, 2, &le, PTL_OVERFLOW_LIST, U(0x6f), &ov));
+		fill(heap + 230000, 100, 66);
+		RC(PtlPut(heap_md, 230000, 100, PTL_CT_ACK_REQ, rank_proc(R), 2, 0, 8, NULL, 0x66), PTL_OK);
+		ct_wait(put_ct, ++nput, T_EV_MS, "put on a non-matching overflow list entry");
+		if (want_ev(lq, &ev, T_EV_MS, "non-matching overflow entry"))
+			CHKEV("non-matching overflow entry", &ev, .m = F_TYPE | F_LIST | F_UPTR | F_MLEN |
+			      F_START, .type = PTL_EVENT_PUT, .list = PTL_OVERFLOW_LIST, .uptr = U(0x6f),
+			      .mlen = 100, .start = ovb + 8);
+		check_pat("non-matching overflow entry", ovb + 8, 100, 66);
+		le = (ptl_le_t){ .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT };
+		RC(PtlLESearch(nni, 2, &le, PTL_SEARCH_ONLY, U(0x70)), PTL_OK);
+		if (want_ev(lq, &ev, T_EV_MS, "PtlLESearch"))
+			CHKEV("PtlLESearch", &ev, .m = F_TYPE | F_UPTR | F_FAIL | F_HDR | F_MLEN,
+			      .type = PTL_EVENT_SEARCH, .uptr = U(0x70), .fail = PTL_NI_OK, .hdr = 0x66,
+			      .mlen = 100);
+		RC(PtlLESearch(ni, 2, &le, PTL_SEARCH_ONLY, U(0x70)), PTL_ARG_INVALID);
+		le = (ptl_le_t){ .start = prb, .length = 4096, .ct_handle = PTL_CT_NONE,
+				 .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT | PTL_LE_USE_ONCE };
+		OK(PtlLEAppend(nni, 2, &le, PTL_PRIORITY_LIST, U(0x71), &pr));
+		if (collect(lq, T_EV_MS, 3, want3, e3, "use-once list entry used up at its append"))
+			CHKEV("use-once list entry used up at its append", &e3[0],
+			      .m = F_TYPE | F_UPTR | F_MLEN | F_HDR, .type = PTL_EVENT_PUT_OVERFLOW,
+			      .uptr = U(0x71), .mlen = 100, .hdr = 0x66);
+		RC(PtlLEUnlink(pr), PTL_ARG_INVALID);
+		le = (ptl_le_t){ .ct_handle = PTL_CT_NONE, .uid = PTL_UID_ANY, .options = PTL_LE_OP_PUT };
+		RC(PtlLESearch(nni, 2, &le, PTL_SEARCH_ONLY, U(0x72)), PTL_OK);
+		if (want_ev(lq, &ev, T_EV_MS, "PtlLESearch after"))
+			CHKEV("PtlLESearch after", &ev, .m = F_TYPE | F_UPTR | F_FAIL,
+			      .type = PTL_EVENT_SEARCH, .uptr = U(0x72), .fail = PTL_NI_NO_MATCH);
+		RC(PtlLEUnlink(ov), PTL_OK);
+		RC(PtlPTFree(nni, 2), PTL_OK);
+	}
+	barrier("sh.unex");
+	no_ev(err_eq, 20, "no failure events");
+	no_ev(meq, 20, "matching NI: no more events");
+	ct_is(put_ct, nput, 0, "acks, no failure");
+	RC(PtlLEUnlink(heap_le), PTL_OK);
+	RC(PtlLEUnlink(data_le), PTL_OK);
+	RC(PtlLEUnlink(heap_le), PTL_ARG_INVALID);
+	RC(PtlMEUnlink(mme), PTL_OK);
+	barrier("sh.done");
+	RC(PtlNIFini(nni), PTL_OK);
+	RC(PtlCTGet(put_ct, &(ptl_ct_event_t){ 0, 0 }), PTL_ARG_INVALID);	/* its NI is gone */
+	fini_ni();
+}
+
+/* ------------------------------------------ triggered appends and unlinks -- */
+
+/* Rank 1 appends an entry when its counter reaches 1 (PtlCTInc) and
+ * another when a put arrives on a counting entry (the trigger fires inside
+ * progress), and unlinks the first at 2; rank 0's puts find nothing
+ * before (PTL_NI_DROPPED), the entries between, nothing after. */
+static void c_trigme(void)
+{
+	ptl_event_t evs[2];
+	int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t trig = ct_new(), arr = ct_new();
+		uint8_t *b1 = kbuf(K_MAL, 4096), *b2 = kbuf(K_WIN, 4096), *b3 = kbuf(K_MAL, 4096);
+		ptl_handle_me_t h1, h2;
+		ptl_event_t ev;
+		ptl_me_t me;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b3, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM |
+		       PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_LINK_DISABLE, 1, 0, arr,
+		       PTL_PRIORITY_LIST, U(3));
+		skip_link = 0;	/* the triggered appends' LINK events are checked */
+		memset(&me, 0, sizeof(me));
+		me.ct_handle = PTL_CT_NONE;
+		me.uid = PTL_UID_ANY;
+		me.match_id = any_proc();
+		me.options = PTL_ME_OP_PUT;
+		me.start = b1;
+		me.length = 4096;
+		me.match_bits = 9;
+		RC(PtlTriggeredMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(1), &h1, trig, 1), PTL_OK);
+		me.start = b2;
+		me.match_bits = 10;
+		RC(PtlTriggeredMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(2), &h2, arr, 1), PTL_OK);
+		RC(PtlTriggeredMEUnlink(h1, trig, 2), PTL_OK);
+		RC(PtlTriggeredMEAppend(ni, (ptl_pt_index_t)lim.max_pt_index + 1, &me, PTL_PRIORITY_LIST, U(2), &h2, arr, 1),
+		   PTL_ARG_INVALID);
+		barrier("tm.ready");
+		barrier("tm.before");
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "triggered append: LINK"))
+			CHKEV("triggered append: LINK", &ev, .m = F_TYPE | F_UPTR, .type = PTL_EVENT_LINK,
+			      .uptr = U(1));
+		barrier("tm.linked");
+		if (want_ev(eq, &ev, T_EV_MS, "put on the triggered entry"))
+			CHKEV("put on the triggered entry", &ev, .m = F_TYPE | F_UPTR | F_MLEN | F_START,
+			      .type = PTL_EVENT_PUT, .uptr = U(1), .mlen = 100, .start = b1);
+		check_pat("put on the triggered entry", b1, 100, 21);
+		/* rank 0's put on entry 3 appended entry 2, in progress */
+		if (want_ev(eq, &ev, T_EV_MS, "append triggered by an arrival: LINK"))
+			CHKEV("append triggered by an arrival: LINK", &ev, .m = F_TYPE | F_UPTR,
+			      .type = PTL_EVENT_LINK, .uptr = U(2));
+		if (want_ev(eq, &ev, T_EV_MS, "put on the entry an arrival appended"))
+			CHKEV("put on the entry an arrival appended", &ev, .m = F_TYPE | F_UPTR | F_MLEN,
+			      .type = PTL_EVENT_PUT, .uptr = U(2), .mlen = 200);
+		check_pat("put on the entry an arrival appended", b2, 200, 22);
+		barrier("tm.put");
+		RC(PtlCTInc(trig, (ptl_ct_event_t){ 1, 0 }), PTL_OK);
+		RC(PtlMEUnlink(h1), PTL_ARG_INVALID);	/* the trigger unlinked it */
+		barrier("tm.unlinked");
+		barrier("tm.after");
+		no_ev(eq, 50, "trigme: no more events");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("tm.ready");
+		RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 9, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "before the trigger"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_DROPPED, "before the trigger: no entry");
+		barrier("tm.before");
+		barrier("tm.linked");
+		fill(src, 100, 21);
+		RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 9, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "on the triggered entry"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_OK, "on the triggered entry");
+		RC(PtlPut(md, 0, 8, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "the arrival that triggers"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_OK, "the arrival that triggers");
+		fill(src + 1000, 200, 22);
+		/* the append happens when rank 1 takes the arrival: retry
+		 * until it has (not a timing assumption: bounded by T_EV_MS) */
+		for (uint64_t end = now_ms() + T_EV_MS;;) {
+			RC(PtlPut(md, 1000, 200, PTL_ACK_REQ, rank_proc(1), PT_DATA, 10, 0, NULL, 0), PTL_OK);
+			if (!collect(eq, T_EV_MS, 2, want, evs, "on the entry an arrival appended") ||
+			    evs[1].ni_fail_type == PTL_NI_OK)
+				break;
+			if (now_ms() > end) {
+				FAIL("the entry an arrival appended never matched");
+				break;
+			}
+			msleep(5);
+		}
+		barrier("tm.put");
+		barrier("tm.unlinked");
+		RC(PtlPut(md, 0, 100, PTL_ACK_REQ, rank_proc(1), PT_DATA, 9, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "after the triggered unlink"))
+			CHK_EQ(evs[1].ni_fail_type, PTL_NI_DROPPED, "after the triggered unlink");
+		barrier("tm.after");
+	}
+	fini_ni();
+}
+
+/* ---------------------------------------------------- iovecs, any address -- */
+
+/* Rank 0 puts from an iovec MD into an iovec entry of rank 1 (other cuts,
+ * one and many packets, offsets inside segments), gets them back into
+ * another iovec MD, and adds with an atomic whose elements straddle two
+ * iovecs; then the same through an MD and an entry that cover the whole
+ * address space (start NULL, length PTL_SIZE_MAX: offsets are addresses),
+ * and a put to an address that is not mapped there, which the target
+ * survives (and counts as dropped). */
+#define IOV_TOTAL 100000
+static void c_iovec(void)
+{
+	static const size_t mcut[] = { 1, 999, 4096, 20000, 7, 50000, 24897 };	/* MD: 100000 */
+	static const size_t ecut[] = { 33333, 3, 1500, 15164, 50000 };		/* entry: 100000 */
+	ptl_event_t ev;
+	char ctx[160];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_iovec_t iov[5];
+		uint8_t *seg[5], *any_buf = kbuf(K_MAL, 8192);
+		ptl_me_t me;
+		ptl_handle_me_t h;
+		uint64_t addr = (uint64_t)(uintptr_t)any_buf;
+		ptl_sr_value_t drops0 = 0, drops1 = 0;
+
+		pt_new(0, eq, PT_DATA);
+		for (int i = 0; i < 5; i++) {
+			seg[i] = kbuf(K_MAL, ecut[i]);
+			memset(seg[i], 0xee, ecut[i]);
+			iov[i] = (ptl_iovec_t){ seg[i], ecut[i] };
+		}
+		memset(&me, 0, sizeof(me));
+		me.start = iov;
+		me.length = 5;
+		me.ct_handle = PTL_CT_NONE;
+		me.uid = PTL_UID_ANY;
+		me.options = PTL_IOVEC | PTL_ME_OP_PUT | PTL_ME_OP_GET;
+		me.match_id = any_proc();
+		me.match_bits = 1;
+		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(1), &h));
+		memset(iov, 0, sizeof(iov));	/* the library keeps its own copy */
+		/* the whole address space */
+		me.start = NULL;
+		me.length = PTL_SIZE_MAX;
+		me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET;
+		me.match_bits = 2;
+		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(2), &h));
+		memset(any_buf, 0xee, 8192);
+		put_file("iov.addr", &addr, sizeof(addr));
+		barrier("iov.ready");
+		/* the put: 99980 bytes at entry offset 13 */
+		if (want_ev(eq, &ev, T_EV_MS, "put into the iovec entry"))
+			CHKEV("put into the iovec entry", &ev, .m = F_TYPE | F_MLEN | F_ROFF | F_UPTR |
+			      F_START, .type = PTL_EVENT_PUT, .mlen = IOV_TOTAL - 20, .roff = 13,
+			      .uptr = U(1), .start = seg[0] + 13);
+		{
+			size_t o = 0;
+
+			for (int i = 0; i < 5; i++)
+				for (size_t k = 0; k < ecut[i]; k++, o++) {
+					uint8_t want = o < 13 || o >= 13 + IOV_TOTAL - 20 ? 0xee :
+						       pat(5, o - 13 + 7);
+
+					if (seg[i][k] != want) {
+						FAIL("iovec entry byte %zu (segment %d + %zu): 0x%02x, want 0x%02x",
+						     o, i, k, seg[i][k], want);
+						i = 5;
+						break;
+					}
+				}
+		}
+		barrier("iov.put");
+		if (want_ev(eq, &ev, T_EV_MS, "get from the iovec entry"))
+			CHK_EQ(ev.type, PTL_EVENT_GET, "get from the iovec entry");
+		if (want_ev(eq, &ev, T_EV_MS, "atomic across two iovecs"))
+			CHK_EQ(ev.type, PTL_EVENT_ATOMIC, "atomic across two iovecs");
+		barrier("iov.amo");
+		{
+			/* 4 uint64 at entry offset 33333 - 12: the first straddles
+			 * segments 0 and 1, the second 1 and 2 */
+			uint8_t v[32];
+			size_t o = 33333 - 12;
+
+			for (int k = 0; k < 32; k++, o++)
+				v[k] = o < 33333 ? seg[0][o] : o < 33336 ? seg[1][o - 33333] :
+				       seg[2][o - 33336];
+			for (int k = 0; k < 4; k++) {
+				uint64_t got, base;
+				uint8_t b8[8];
+
+				memcpy(&got, v + 8 * k, 8);
+				for (int j = 0; j < 8; j++)
+					b8[j] = pat(5, 33333 - 12 + 8 * k + j - 13 + 7);
+				memcpy(&base, b8, 8);
+				snprintf(ctx, sizeof(ctx), "atomic SUM element %d across iovecs", k);
+				CHK_EQ(got, base + 1000 + k, ctx);
+			}
+		}
+		/* the whole address space */
+		if (want_ev(eq, &ev, T_EV_MS, "put to an address"))
+			CHKEV("put to an address", &ev, .m = F_TYPE | F_MLEN | F_ROFF | F_UPTR | F_START,
+			      .type = PTL_EVENT_PUT, .mlen = 3000, .roff = addr + 100, .uptr = U(2),
+			      .start = any_buf + 100);
+		check_byte("put to an address: before", any_buf, 100, 0xee);
+		check_pat("put to an address", any_buf + 100, 3000, 9);
+		check_byte("put to an address: after", any_buf + 3100, 8192 - 3100, 0xee);
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &drops0), PTL_OK);
+		barrier("iov.any");
+		/* a put to address 4096: not mapped here; taken, not deposited */
+		if (want_ev(eq, &ev, T_EV_MS, "put to an unmapped address"))
+			CHK_EQ(ev.type, PTL_EVENT_PUT, "put to an unmapped address");
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &drops1), PTL_OK);
+		CHK(drops1 > drops0, "a put to an unmapped address counts as dropped (%d, %d)", drops0,
+		    drops1);
+		if (want_ev(eq, &ev, T_EV_MS, "get from an address"))
+			CHK_EQ(ev.type, PTL_EVENT_GET, "get from an address");
+		barrier("iov.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		ptl_iovec_t miov[7], giov[7];
+		uint8_t *mseg[7], *gseg[7], *src = kbuf(K_MAL, 4096);
+		ptl_md_t md;
+		ptl_handle_md_t pmd, gmd, amd, anymd;
+		uint64_t addr = 0, ops[4];
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+		size_t o = 0;
+
+		for (int i = 0; i < 7; i++) {
+			mseg[i] = kbuf(K_MAL, mcut[i]);
+			gseg[i] = kbuf(K_MAL, mcut[i]);
+			for (size_t k = 0; k < mcut[i]; k++, o++)
+				mseg[i][k] = pat(5, o);
+			memset(gseg[i], 0x5a, mcut[i]);
+			miov[i] = (ptl_iovec_t){ mseg[i], mcut[i] };
+			giov[i] = (ptl_iovec_t){ gseg[i], mcut[i] };
+		}
+		md = (ptl_md_t){ .start = miov, .length = 7, .options = PTL_IOVEC | PTL_MD_EVENT_CT_ACK |
+				 PTL_MD_EVENT_CT_REPLY, .eq_handle = eq, .ct_handle = ct };
+		OK(PtlMDBind(ni, &md, &pmd));
+		md.start = giov;
+		OK(PtlMDBind(ni, &md, &gmd));
+		md = (ptl_md_t){ .start = ops, .length = sizeof(ops), .eq_handle = eq, .ct_handle = ct,
+				 .options = PTL_MD_EVENT_CT_ACK };
+		OK(PtlMDBind(ni, &md, &amd));
+		md = (ptl_md_t){ .start = NULL, .length = PTL_SIZE_MAX, .eq_handle = eq, .ct_handle = ct,
+				 .options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY };
+		OK(PtlMDBind(ni, &md, &anymd));
+		md.length = 100;	/* NULL with another length: no */
+		RC(PtlMDBind(ni, &md, &amd), PTL_ARG_INVALID);
+		md = (ptl_md_t){ .start = miov, .length = (ptl_size_t)lim.max_iovecs + 1, .options = PTL_IOVEC,
+				 .eq_handle = PTL_EQ_NONE, .ct_handle = PTL_CT_NONE };
+		RC(PtlMDBind(ni, &md, &amd), PTL_ARG_INVALID);
+		md = (ptl_md_t){ .start = ops, .length = sizeof(ops), .eq_handle = eq, .ct_handle = ct,
+				 .options = PTL_MD_EVENT_CT_ACK };
+		OK(PtlMDBind(ni, &md, &amd));
+		barrier("iov.ready");
+		get_file("iov.addr", &addr, sizeof(addr));
+		memset(miov, 0, sizeof(miov));	/* the library keeps its own copy */
+		/* MD offset 7 (segment 1), entry offset 13 */
+		RC(PtlPut(pmd, 7, IOV_TOTAL - 20, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 13, U(10), 0),
+		   PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "put from an iovec MD"))
+			CHKEV("put from an iovec MD", &evs[1], .m = F_TYPE | F_MLEN | F_FAIL,
+			      .type = PTL_EVENT_ACK, .mlen = IOV_TOTAL - 20, .fail = PTL_NI_OK);
+		barrier("iov.put");
+		/* get it back into the other iovec MD at its offset 3 */
+		RC(PtlGet(gmd, 3, IOV_TOTAL - 20, rank_proc(1), PT_DATA, 1, 13, U(11)), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "get into an iovec MD"))
+			CHKEV("get into an iovec MD", &ev, .m = F_TYPE | F_MLEN | F_FAIL | F_UPTR,
+			      .type = PTL_EVENT_REPLY, .mlen = IOV_TOTAL - 20, .fail = PTL_NI_OK,
+			      .uptr = U(11));
+		o = 0;
+		for (int i = 0; i < 7; i++)
+			for (size_t k = 0; k < mcut[i]; k++, o++) {
+				uint8_t w = o < 3 || o >= 3 + IOV_TOTAL - 20 ? 0x5a : pat(5, o - 3 + 7);
+
+				if (gseg[i][k] != w) {
+					FAIL("iovec MD byte %zu (segment %d + %zu): 0x%02x, want 0x%02x", o,
+					     i, k, gseg[i][k], w);
+					i = 7;
+					break;
+				}
+			}
+		for (int k = 0; k < 4; k++)
+			ops[k] = 1000 + k;
+		RC(PtlAtomic(amd, 0, 32, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 33333 - 12, U(12), 0,
+			     PTL_SUM, PTL_UINT64_T), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "atomic across two iovecs"))
+			CHKEV("atomic across two iovecs", &evs[1], .m = F_TYPE | F_MLEN | F_FAIL,
+			      .type = PTL_EVENT_ACK, .mlen = 32, .fail = PTL_NI_OK);
+		barrier("iov.amo");
+		/* whole address space: local offset = address, remote too */
+		fill(src, 3000, 9);
+		RC(PtlPut(anymd, (uintptr_t)src, 3000, PTL_ACK_REQ, rank_proc(1), PT_DATA, 2,
+			  addr + 100, U(13), 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "put between address spaces"))
+			CHKEV("put between address spaces", &evs[0], .m = F_TYPE | F_MLEN | F_START,
+			      .type = PTL_EVENT_SEND, .mlen = 3000, .start = src);
+		barrier("iov.any");
+		RC(PtlPut(amd, 0, 8, PTL_ACK_REQ, rank_proc(1), PT_DATA, 2, 4096, U(14), 0), PTL_OK);
+		collect(eq, T_EV_MS, 2, want, evs, "put to an unmapped address");
+		memset(src, 0, 4096);
+		RC(PtlGet(anymd, (uintptr_t)src + 8, 3000, rank_proc(1), PT_DATA, 2, addr + 100, U(15)),
+		   PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, "get between address spaces"))
+			CHKEV("get between address spaces", &ev, .m = F_TYPE | F_MLEN | F_FAIL,
+			      .type = PTL_EVENT_REPLY, .mlen = 3000, .fail = PTL_NI_OK);
+		check_pat("get between address spaces", src + 8, 3000, 9);
+		barrier("iov.done");
+	}
+	fini_ni();
+}
+
 /* --------------------------------------------- event options, EQ full -- */
 
 static void c_eventopts(void)
@@ -2017,14 +2942,16 @@ static void c_badargs(void)
 	RC(PtlEQGet(0, &ev), PTL_NO_INIT);
 
 	OK(PtlInit());
-	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h),
-	   PTL_ARG_INVALID);
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY,
+		     NULL, &lim, &h), PTL_ARG_INVALID);
+	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &h), PTL_ARG_INVALID);
 	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL, PTL_PID_ANY,
 		     NULL, &lim, &h), PTL_ARG_INVALID);
 	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, NULL),
 	   PTL_ARG_INVALID);
 	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
-	CHK_EQ(lim.max_pt_index, 15, "max_pt_index");
+	/* per NI kind: the halves of the runtime's portal table */
+	CHK_EQ(lim.max_pt_index, SPIN_MAX_PT / 2 - 1, "max_pt_index");
 	CHK_EQ(lim.max_list_size, 32, "max_list_size");
 	CHK_EQ(lim.max_msg_size, 1ull << 30, "max_msg_size: 1 GiB (SPIN_MAX_MSG)");
 	CHK_EQ(lim.max_msg_size, SPIN_MAX_MSG, "max_msg_size");
@@ -2112,6 +3039,7 @@ static void c_badargs(void)
 	RC(PtlPTAlloc(eq, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt), PTL_ARG_INVALID);
 
 	/* portal table */
+	RC(PtlPTAlloc(ni, 0, eq, SPIN_MAX_PT / 2, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 16, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 1000, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eqs, 3, &pt), PTL_ARG_INVALID);
@@ -2128,15 +3056,17 @@ static void c_badargs(void)
 			break;
 		if (!RC(rc, PTL_OK))
 			break;
-		CHK(pt <= 15 && pt != 3, "PTL_PT_ANY gave %u", pt);
+		CHK(pt <= (ptl_pt_index_t)lim.max_pt_index && pt != 3, "PTL_PT_ANY gave %u", pt);
 		n++;
 	}
-	CHK_EQ(n, 16, "portal indexes allocated before PTL_PT_FULL");
-	for (ptl_pt_index_t i = 0; i < 16; i++)
+	CHK_EQ(n, lim.max_pt_index + 1, "portal indexes allocated before PTL_PT_FULL (max_pt_index + 1)");
+	for (ptl_pt_index_t i = 0; i <= (ptl_pt_index_t)lim.max_pt_index; i++)
 		if (i != 3)
 			RC(PtlPTFree(ni, i), PTL_OK);
 	RC(PtlPTFree(ni, 5), PTL_ARG_INVALID);
+	RC(PtlPTFree(ni, lim.max_pt_index + 1), PTL_ARG_INVALID);
 	RC(PtlPTFree(ni, 16), PTL_ARG_INVALID);
+	RC(PtlPTEnable(ni, lim.max_pt_index + 1), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTDisable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 5), PTL_ARG_INVALID);
@@ -2180,8 +3110,17 @@ static void c_badargs(void)
 	mdspec = (ptl_md_t){ NULL, 0, 0, PTL_EQ_NONE, PTL_CT_NONE };
 	RC(PtlMDBind(ni, &mdspec, &md), PTL_OK);
 	RC(PtlMDRelease(md), PTL_OK);
-	mdspec = (ptl_md_t){ buf, 64, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+	/* iovecs: too many; a segment with a NULL base; lengths that overflow */
+	mdspec = (ptl_md_t){ buf, (ptl_size_t)lim.max_iovecs + 1, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
 	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	{
+		ptl_iovec_t bad_iov[2] = { { buf, 8 }, { NULL, 8 } };
+
+		mdspec = (ptl_md_t){ bad_iov, 2, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+		RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+		bad_iov[1] = (ptl_iovec_t){ buf, PTL_SIZE_MAX - 4 };
+		RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
+	}
 	mdspec = (ptl_md_t){ buf, 64, 0, eqs, PTL_CT_NONE };
 	RC(PtlMDBind(ni, &mdspec, &md), PTL_ARG_INVALID);
 	mdspec = (ptl_md_t){ buf, 64, 0, PTL_EQ_NONE, cts };
@@ -2348,7 +3287,7 @@ static void c_unknown(void)
 			    (unsigned long long)(now_ms() - t0));
 		}
 		/* rank 1: portal not allocated, and no entry */
-		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, 14, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
+		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, lim.max_pt_index, 1, 0, U(6), 6, PTL_NI_DROPPED, 0, 0,
 			 "acked put to an unallocated portal");
 		put_wait(md, eq, 0, 100, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(7), 7, PTL_NI_DROPPED, 0, 0,
 			 "acked put without a matching entry");
@@ -2673,6 +3612,61 @@ static void c_spin_pingpong(void)
 		}
 		barrier("pp.done");
 	}
+	fini_ni();
+}
+
+/* The pingpong handler on a process's own entry: a ping to itself runs
+ * the handler, whose device put (the pong, to the sender: itself) goes
+ * through the runtime again and lands in its window or ordinary-memory
+ * entry.  Each rank on its own. */
+static void c_spin_self(void)
+{
+	char path[600];
+	ptl_event_t ev;
+	ptl_handle_eq_t eq, seq;
+	ptl_handle_handler_t h;
+	ptl_me_t me;
+	ptl_handle_me_t hm;
+	uint8_t *pong[2], *src;
+	ptl_handle_md_t md;
+	int rc;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	eq = eq_new(64);
+	seq = eq_new(64);
+	pong[0] = kbuf(K_WIN, 4096);
+	pong[1] = kbuf(K_MAL, 4096);
+	src = kbuf(K_MAL, 4096);
+	md = md_new(src, 4096, 0, seq, PTL_CT_NONE);
+	snprintf(path, sizeof(path), "%s/samples/pingpong/pingpong_stream.bpf.o", top_dir());
+	rc = PtlSpinHandlerLoad(ni, path, &h);
+	if (rc != PTL_OK)
+		DIE("PtlSpinHandlerLoad %s: %s -- %s", path, rc_name(rc), PtlSpinErrmsg());
+	pt_new(0, eq, 7);
+	me = me_spec(NULL, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE, 0x99, 0);
+	me.handlers = h;
+	OK(PtlMEAppend(ni, 7, &me, PTL_PRIORITY_LIST, U(0x99), &hm));
+	for (int k = 0; k < 2; k++) {
+		char ctx[96];
+		ptl_handle_me_t mh = me_add(7, pong[k], 4096, PTL_ME_OP_PUT, 10, 0, PTL_CT_NONE,
+					    PTL_PRIORITY_LIST, U(0x10 + k));
+
+		snprintf(ctx, sizeof(ctx), "pong from its own handler into a %s ME", kname[k]);
+		fill(src, 1000, 0x60 + k);
+		RC(PtlPut(md, 0, 1000, PTL_NO_ACK_REQ, rank_proc(R), 7, 0x99, 0, U(k), 0), PTL_OK);
+		if (want_ev(eq, &ev, T_EV_MS, ctx))
+			CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(R), .pt = 7,
+			      .mb = 10, .rlen = 1000, .mlen = 1000, .hdr = 0, .uptr = U(0x10 + k),
+			      .start = pong[k]);
+		check_pat(ctx, pong[k], 1000, 0x60 + k);
+		if (want_ev(seq, &ev, T_EV_MS, ctx))
+			CHK_EQ(ev.type, PTL_EVENT_SEND, ctx);
+		RC(PtlMEUnlink(mh), PTL_OK);
+	}
+	no_ev(eq, 50, "spin_self: no more events");
+	RC(PtlMEUnlink(hm), PTL_OK);
+	RC(PtlSpinHandlerUnload(h), PTL_OK);
+	barrier("sps.done");
 	fini_ni();
 }
 
@@ -3801,7 +4795,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 };
 
 int main(int argc, char **argv)

@@ -175,6 +175,8 @@ if selected 'job_key*'; then
 	ptl_detach_all
 	run_case job_key_put put 2 2 spin SPIN_JOB_KEY=0x5eed1234
 	run_case job_key_get get 2 2 spin SPIN_JOB_KEY=0x5eed1234
+	# sends to self go through the runtime: they carry the key too
+	run_case job_key_self self 2 2 spin SPIN_JOB_KEY=0x5eed1234
 	if selected job_key_other; then
 		d=$(mktemp -d "$WORK/job_key_other.XXXX")
 		ns0=$(ptl_ns "$TAG" 0)
@@ -200,6 +202,18 @@ run_case twowaiters twowaiters 2 2 spin SPIN_PTL_POLL_US=2000000
 run_case atomic atomic 4 4
 run_case atomic_2ranks atomic 2 2
 run_case triggered triggered 2 2
+# every operation to the process's own rank (both ranks at once)
+run_case self self 2 2
+run_case self_phys self 2 2 spin PTL_TEST_PHYS=1
+# ... with every wait sleeping at once: woken, never by its 2 s period
+run_case self_sleep self 2 2 spin SPIN_PTL_SPIN_US=0 SPIN_PTL_POLL_US=2000000 PTL_TEST_NO_TIMER=1
+# a non-matching NI as an OpenSHMEM library uses it, beside a matching one
+run_case shmem shmem 2 2
+run_case shmem_4ranks shmem 4 4
+# iovec MDs and entries, byte for byte; MDs and entries over the whole address space
+run_case iovec iovec 2 2
+# PtlTriggeredMEAppend / PtlTriggeredMEUnlink
+run_case trigme trigme 2 2
 run_case eventopts eventopts 2 2
 # the Portals overflow semantics: with reliable delivery a full queue holds
 # senders back instead (test_rel.sh pause_*)
@@ -215,6 +229,8 @@ run_case launcher_pmi ring 3 3 pmi
 run_mpirun
 run_case spin_pingpong spin_pingpong 2 2
 run_case spin_hpu spin_hpu 2 2
+# a handler's device put answering a message to self (through the runtime twice)
+run_case spin_self spin_self 2 2
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -1,21 +1,19 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The Portals 4.1 host API, the subset libspin implements, over the spin
+ * The Portals 4.1 host API as libspin implements it, over the spin
  * XDP runtime and AF_XDP.  Names, types and semantics are the Portals 4.1
  * specification's, so programs written against Portals 4 compile unchanged
  * (`#include <spin/portals4.h>`, or `#include <portals4.h>` with
  * -I<prefix>/include/spin).  The numeric values of constants are spin's own:
  * recompile, don't relink.
  *
- * Implemented: PtlInit/Fini, PtlNIInit/Fini (matching, logical or physical
- * addressing), PtlNIStatus, PtlNIHandle, PtlSetMap/GetMap, PtlGetId,
- * PtlGetPhysId, PtlGetUid, PtlHandleIsEqual, PtlPTAlloc/Free/Enable/Disable,
- * PtlMEAppend/Unlink/Search, PtlMDBind/Release, PtlPut, PtlGet, PtlAtomic,
- * PtlFetchAtomic, PtlSwap, PtlAtomicSync, PtlStartBundle/PtlEndBundle,
- * PtlEQAlloc/Free/Get/Wait/Poll, PtlCTAlloc/Free/Get/Wait/Poll/Set/Inc,
- * PtlTriggeredPut, PtlTriggeredGet, PtlTriggeredCTInc, PtlTriggeredCTSet,
- * PtlCTCancelTriggered.  Not implemented: non-matching NIs and list entries
- * (PtlLE*), iovecs.
+ * Implemented: every function of the Portals 4.1 specification (matching
+ * and non-matching NIs, a process holding one of each at once; list and
+ * match entries; iovec and whole-address-space MDs and entries; sends to
+ * the process itself; triggered puts, gets, atomics, counter operations
+ * and, as the reference implementation has them, triggered appends and
+ * unlinks).  Every datatype; a conditional swap on long double complex is
+ * not implemented (its operand does not fit in a packet's header).
  * The sPIN extension is in spin/portals4_spin.h; docs/portals.md has the
  * details and the limits.
  */
@@ -70,6 +68,7 @@ typedef ptl_handle_any_t ptl_handle_eq_t;
 typedef ptl_handle_any_t ptl_handle_ct_t;
 typedef ptl_handle_any_t ptl_handle_md_t;
 typedef ptl_handle_any_t ptl_handle_me_t;
+typedef ptl_handle_any_t ptl_handle_le_t;
 /* sPIN extension handles (spin/portals4_spin.h) */
 typedef ptl_handle_any_t ptl_handle_handler_t;	/* a loaded handler object */
 typedef ptl_handle_any_t ptl_handle_hpu_mem_t;	/* handler (HPU) memory */
@@ -101,7 +100,7 @@ typedef ptl_handle_any_t ptl_handle_hpu_mem_t;	/* handler (HPU) memory */
 /* ------------------------------------------------ network interfaces -- */
 
 #define PTL_NI_MATCHING		(1u << 0)
-#define PTL_NI_NO_MATCHING	(1u << 1)	/* not supported: PTL_ARG_INVALID */
+#define PTL_NI_NO_MATCHING	(1u << 1)	/* list entries (PtlLE*), no match bits */
 #define PTL_NI_LOGICAL		(1u << 2)
 #define PTL_NI_PHYSICAL		(1u << 3)
 
@@ -171,7 +170,7 @@ int PtlPTDisable(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index);
 
 /* ---------------------------------------------------- memory descriptors -- */
 
-#define PTL_IOVEC			(1u << 0)	/* not supported */
+#define PTL_IOVEC			(1u << 0)	/* MDs, MEs, LEs: start is a ptl_iovec_t list */
 #define PTL_MD_EVENT_CT_SEND		(1u << 1)
 #define PTL_MD_EVENT_CT_REPLY		(1u << 2)
 #define PTL_MD_EVENT_CT_ACK		(1u << 3)
@@ -256,6 +255,42 @@ int PtlMEUnlink(ptl_handle_me_t me_handle);
 int PtlMESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
 		ptl_search_op_t ptl_search_op, void *user_ptr);
 
+/* ---------------------------------------------------- list entries -- */
+
+/* Non-matching NIs (PTL_NI_NO_MATCHING): an entry takes every message on
+ * its portal, in list order, whatever its match bits and source.  The
+ * options have the values of the PTL_ME_* of the same name. */
+#define PTL_LE_OP_PUT			PTL_ME_OP_PUT
+#define PTL_LE_OP_GET			PTL_ME_OP_GET
+#define PTL_LE_USE_ONCE			PTL_ME_USE_ONCE
+#define PTL_LE_ACK_DISABLE		PTL_ME_ACK_DISABLE
+#define PTL_LE_UNEXPECTED_HDR_DISABLE	PTL_ME_UNEXPECTED_HDR_DISABLE
+#define PTL_LE_IS_ACCESSIBLE		PTL_ME_IS_ACCESSIBLE
+#define PTL_LE_EVENT_COMM_DISABLE	PTL_ME_EVENT_COMM_DISABLE
+#define PTL_LE_EVENT_FLOWCTRL_DISABLE	PTL_ME_EVENT_FLOWCTRL_DISABLE
+#define PTL_LE_EVENT_SUCCESS_DISABLE	PTL_ME_EVENT_SUCCESS_DISABLE
+#define PTL_LE_EVENT_OVER_DISABLE	PTL_ME_EVENT_OVER_DISABLE
+#define PTL_LE_EVENT_UNLINK_DISABLE	PTL_ME_EVENT_UNLINK_DISABLE
+#define PTL_LE_EVENT_LINK_DISABLE	PTL_ME_EVENT_LINK_DISABLE
+#define PTL_LE_EVENT_CT_COMM		PTL_ME_EVENT_CT_COMM
+#define PTL_LE_EVENT_CT_OVERFLOW	PTL_ME_EVENT_CT_OVERFLOW
+#define PTL_LE_EVENT_CT_BYTES		PTL_ME_EVENT_CT_BYTES
+#define PTL_LE_AUTH_USE_JID		PTL_ME_AUTH_USE_JID
+
+typedef struct {
+	void *start;
+	ptl_size_t length;
+	ptl_handle_ct_t ct_handle;
+	ptl_uid_t uid;			/* PTL_UID_ANY (no access control) */
+	unsigned int options;		/* PTL_LE_* */
+} ptl_le_t;
+
+int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+		ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle);
+int PtlLEUnlink(ptl_handle_le_t le_handle);
+int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+		ptl_search_op_t ptl_search_op, void *user_ptr);
+
 /* ------------------------------------------------------ counting events -- */
 
 typedef struct {
@@ -322,7 +357,11 @@ typedef unsigned char ptl_datatype_t;
 #define PTL_INT64_T	7
 #define PTL_UINT64_T	8
 #define PTL_DOUBLE	9
-#define PTL_DATATYPE_LAST 10	/* complex and long double: not supported */
+#define PTL_FLOAT_COMPLEX	10	/* float _Complex */
+#define PTL_DOUBLE_COMPLEX	11	/* double _Complex */
+#define PTL_LONG_DOUBLE		12	/* long double (this machine's) */
+#define PTL_LONG_DOUBLE_COMPLEX	13	/* long double _Complex */
+#define PTL_DATATYPE_LAST 14
 
 int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
 	      ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
@@ -403,6 +442,37 @@ int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size
 		    ptl_process_t target_id, ptl_pt_index_t pt_index,
 		    ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
 		    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+		       ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+		       ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+		       ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
+		       ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+			    ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset,
+			    ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+			    ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+			    ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
+			    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+		     ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
+		     ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+		     ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+		     const void *operand, ptl_op_t operation, ptl_datatype_t datatype,
+		     ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+/* Entries appended and unlinked when a counter reaches a threshold (the
+ * reference implementation's PtlTriggeredMEAppend/MEUnlink, and their list
+ * entry counterparts).  The handle is valid at once; the entry matches
+ * from the moment the operation fires. */
+int PtlTriggeredMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+			 ptl_list_t ptl_list, void *user_ptr, ptl_handle_me_t *me_handle,
+			 ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredMEUnlink(ptl_handle_me_t me_handle, ptl_handle_ct_t trig_ct_handle,
+			 ptl_size_t threshold);
+int PtlTriggeredLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
+			 ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle,
+			 ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredLEUnlink(ptl_handle_le_t le_handle, ptl_handle_ct_t trig_ct_handle,
+			 ptl_size_t threshold);
 int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment,
 		      ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
 int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct,

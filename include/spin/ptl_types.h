@@ -13,15 +13,24 @@
 #include <stddef.h>
 #endif
 
+/* uint64_t as the specification's header declares them (so that
+ * PRIu64 and the like fit), __u64 of the same width on the device side */
+#ifdef __VMLINUX_H__
 typedef __u64 ptl_size_t;
 typedef __u64 ptl_match_bits_t;
 typedef __u64 ptl_hdr_data_t;
+#else
+typedef uint64_t ptl_size_t;
+typedef uint64_t ptl_match_bits_t;
+typedef uint64_t ptl_hdr_data_t;
+#endif
+#define PTL_SIZE_MAX	((ptl_size_t)0xffffffffffffffffULL)
 typedef __u32 ptl_pt_index_t;
 typedef __u32 ptl_nid_t;
 typedef __u32 ptl_pid_t;
 typedef __u32 ptl_rank_t;
 typedef __u32 ptl_uid_t;
-typedef __u32 ptl_ni_fail_t;
+typedef unsigned char ptl_ni_fail_t;	/* as the specification's header */
 
 typedef union {
 	struct {
@@ -31,12 +40,12 @@ typedef union {
 	ptl_rank_t rank;
 } ptl_process_t;
 
-typedef enum {
-	PTL_ACK_REQ,
-	PTL_NO_ACK_REQ,
-	PTL_CT_ACK_REQ,
-	PTL_OC_ACK_REQ,
-} ptl_ack_req_t;
+/* unsigned char as the specification's header declares it */
+typedef unsigned char ptl_ack_req_t;
+#define PTL_ACK_REQ	0
+#define PTL_NO_ACK_REQ	1
+#define PTL_CT_ACK_REQ	2
+#define PTL_OC_ACK_REQ	3
 
 #define PTL_NID_ANY	((ptl_nid_t)0xffffffff)
 #define PTL_PID_ANY	((ptl_pid_t)0xffffffff)

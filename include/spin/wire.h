@@ -124,7 +124,9 @@ enum spin_op {
  * packet (msg_len <= SPIN_MAX_SEG) whose payload is the initiator's operand
  * vector; user_hdr[0] is the Portals operation (ptl_op_t), user_hdr[1] the
  * datatype (ptl_datatype_t), user_hdr[2] the swap operand (PTL_CSWAP*
- * compare value, PTL_MSWAP mask) as its bytes in host order in the low bits.
+ * compare value, PTL_MSWAP mask) as its bytes in host order in the low bits;
+ * an operand of 16 bytes (PTL_DOUBLE_COMPLEX, PTL_LONG_DOUBLE) continues in
+ * user_hdr[3] (its bytes 8..15, the same way).
  * The target's runtime matches it (ATOMIC: entries with SPIN_ME_OP_PUT;
  * FETCH: entries with SPIN_ME_OP_PUT and SPIN_ME_OP_GET) and always hands it
  * to the owning process's AF_XDP socket: the library applies the operation.

@@ -58,6 +58,12 @@ int spin_xsk_open(struct spin_rt *rt, const struct spin_xsk_opts *o, struct spin
 void spin_xsk_close(struct spin_xsk *x);
 /* The socket (for poll(): POLLIN when packets wait). */
 int spin_xsk_fd(struct spin_xsk *x);
+/* An eventfd that is readable while packets sent to this process itself
+ * wait (poll it next to spin_xsk_fd()).  A message whose peer is this
+ * socket's own address and port does not go on the wire: every frame is
+ * run through the runtime's XDP program (BPF_PROG_RUN), and what the
+ * runtime hands to the socket is queued for spin_xsk_recv(); docs/xsk.md. */
+int spin_xsk_lo_fd(struct spin_xsk *x);
 
 /*
  * Send a message of len bytes to rank dst_rank (spin_peers: MAC, IP and
@@ -146,6 +152,10 @@ struct spin_xsk_stats {
 	/* the kernel's counters (XDP_STATISTICS) */
 	uint64_t k_rx_dropped, k_rx_invalid_descs, k_tx_invalid_descs;
 	uint64_t k_rx_ring_full, k_rx_fill_ring_empty, k_tx_ring_empty;
+	/* sends to self */
+	uint64_t lo_packets;	/* frames sent to this process itself */
+	uint64_t lo_runs;	/* runtime passes over them (and its answers) */
+	uint64_t lo_dropped;	/* dropped by the runtime, or the queue full */
 };
 int spin_xsk_stats(struct spin_xsk *x, struct spin_xsk_stats *st);
 
