@@ -766,7 +766,9 @@ static int lo_inject(struct spin_xsk *x, const uint8_t *f, uint32_t len)
 		case XDP_REDIRECT:
 			/* to the socket of its queue, ours, when it is addressed
 			 * to us; else a handler's put redirected to another
-			 * interface, which a pass here cannot complete */
+			 * interface, which a pass here cannot complete.  It
+			 * never enters the ring: its receive credit is back */
+			credits_taken(x, 1, false);
 			if (!lo_for_self(x, out, olen))
 				goto drop;
 			return lo_push(x, out, olen);
