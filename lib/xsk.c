@@ -279,14 +279,19 @@ static void credits_stop(struct spin_xsk *x)
 static void credits_taken(struct spin_xsk *x, uint32_t n, bool empty)
 {
 	struct spin_cfg *cfg = x->rt->cfg;
-	uint64_t sent, t;
+	uint64_t sent, old, t;
 
 	if (!x->credits)
 		return;
 	sent = __atomic_load_n(&cfg->xsk_sent, __ATOMIC_ACQUIRE);
-	t = empty ? sent : __atomic_load_n(&cfg->xsk_taken, __ATOMIC_RELAXED) + n;
+	old = __atomic_load_n(&cfg->xsk_taken, __ATOMIC_RELAXED);
+	t = empty ? sent : old + n;
 	if (t > sent)	/* never ahead of the runtime: its difference is unsigned */
 		t = sent;
+	if (t == old)	/* (an empty poll stores nothing: the line stays shared) */
+		return;
+	if (empty && t - old > n)	/* counted by the runtime, never in the ring */
+		x->st.credits_lost += t - old - n;
 	__atomic_store_n(&cfg->xsk_taken, t, __ATOMIC_RELEASE);
 }
 
@@ -1104,6 +1109,14 @@ int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout
 			return spin_seterr(SPIN_EIO, "AF_XDP receive on %s queue %u: poll: %s",
 					   x->rt->ifname, x->queue, strerror(errno));
 		n = cons_avail(&x->rx);
+	}
+	if (!n) {
+		/* nothing in the ring: everything the runtime counted is
+		 * taken (or was dropped on the way, which would otherwise
+		 * hold its credit for good: a runtime that then refuses every
+		 * frame never lets this socket find one to resync on) */
+		credits_taken(x, 0, true);
+		return 0;
 	}
 	/* the fill ring has a slot for every RX frame, so it has room for
 	 * each frame taken from the RX ring */

@@ -149,6 +149,10 @@ struct spin_xsk_stats {
 	uint64_t rx_invalid;	/* frames that were not sPIN */
 	uint64_t rx_msgs;	/* messages completed by spin_xsk_recv_msg */
 	uint64_t rx_stale;	/* partial messages given up (packets lost) */
+	/* receive credits (spin_cfg.xsk_room): frames the runtime counted as
+	 * handed over that the ring never held, found when it was empty
+	 * (dropped on the way; or still on their way then, at most a few) */
+	uint64_t credits_lost;
 	/* the kernel's counters (XDP_STATISTICS) */
 	uint64_t k_rx_dropped, k_rx_invalid_descs, k_tx_invalid_descs;
 	uint64_t k_rx_ring_full, k_rx_fill_ring_empty, k_tx_ring_empty;
