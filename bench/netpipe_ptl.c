@@ -203,6 +203,20 @@ static void ptl_report(void *p, FILE *f)
 		(unsigned long long)me.failure, (unsigned long long)md.success,
 		(unsigned long long)md.failure, (unsigned long long)c->timeouts,
 		(unsigned long long)c->resyncs, drops);
+	{
+		ptl_spin_rel_stats_t r;
+
+		if (PtlSpinRelStats(c->ni, &r) == PTL_OK)
+			fprintf(f, "netpipe[%u]: reliable: msgs %llu timeouts %llu tail_probes %llu sacks %llu "
+				"not_now %llu retx_pkts %llu probes %llu rto_us %llu srtt_us %llu "
+				"cc_cuts %llu cwnd_max %llu\n", np_o.rank,
+				(unsigned long long)r.msgs, (unsigned long long)r.timeouts,
+				(unsigned long long)r.tail_probes, (unsigned long long)r.sacks,
+				(unsigned long long)r.not_now, (unsigned long long)r.retx_pkts,
+				(unsigned long long)r.probes, (unsigned long long)r.rto_us,
+				(unsigned long long)r.srtt_us, (unsigned long long)r.cc_cuts,
+				(unsigned long long)r.cwnd_max);
+	}
 }
 
 static void ptl_cleanup(void)

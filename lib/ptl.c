@@ -357,6 +357,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	if (ni->rto_max_us < ni->rto_min_us)
 		ni->rto_max_us = ni->rto_min_us;
 	ni->cc_on = env_u64("SPIN_PTL_CC", 1) != 0;
+	ni->tlp_on = env_u64("SPIN_PTL_TLP", 1) != 0;
 	/* congestion window, packets: 8 <= init <= max <= 2^20 */
 	ni->cwnd_min = 8;
 	ni->cwnd_max = (uint32_t)clamp_u64(env_u64("SPIN_PTL_CWND_MAX", 4096), ni->cwnd_min, 1u << 20);

@@ -258,6 +258,8 @@ struct ptl_pending {
 	uint64_t rto_at_us;	/* retransmission timer */
 	uint64_t alive_us;	/* the target last answered (ack, sack, not now) */
 	uint64_t retx_us;	/* last retransmission */
+	uint64_t tail_us;	/* its last packet (or repair) went out (tail probe) */
+	bool tail_probed;	/* a tail probe went out since */
 	int32_t rel_prev, rel_next;	/* the NI's reliable messages, oldest first */
 	/* congestion window (ptl_rel.c): a put's packets go out as its
 	 * rank's window allows */
@@ -403,6 +405,7 @@ struct ptl_ni {
 	uint32_t *probed;	/* scratch for ptl_rel_tick: probe id per rank */
 	uint64_t alive_rank[SPIN_MAX_PEERS];	/* a rank last answered anything */
 	bool cc_on;		/* $SPIN_PTL_CC, default 1 */
+	bool tlp_on;		/* $SPIN_PTL_TLP, default 1: tail probes */
 	uint32_t cwnd_init, cwnd_min, cwnd_max;	/* packets */
 	uint32_t cc_partial;	/* messages not all sent yet (all ranks) */
 	uint32_t *send_list, send_cap;	/* scratch: new packets to send */

@@ -39,6 +39,7 @@
 #include "ptl_internal.h"
 
 #define REL_RTO_INIT_US	10000	/* before the first round-trip sample */
+#define REL_TLP_MIN_US	100	/* a tail probe waits at least this (2 srtt) */
 #define REL_REGETS	8	/* re-gets per get and timer round (wire.h) */
 #define REL_CROSS_NS	2000000	/* a repeated get taken this soon after its whole
 				 * reply was sent crossed it on the way */
@@ -270,6 +271,37 @@ static void arm(struct ptl_ni *ni, uint64_t at)
 		ni->rel_next_us = at;
 }
 
+/* Tail loss probe (as TCP's, RFC 8985): a message whose last packet (or
+ * repair) went out 2 smoothed round trips ago without an answer sends
+ * that packet again, asking, once, well before its timer: a lost last
+ * packet or answer then costs 2 srtt, not the RTO (at least
+ * $SPIN_PTL_RTO_MIN_US).  No window cut, no backoff: a probe that was not
+ * needed costs one packet and a repeated answer.  Puts and atomics with
+ * an answer to wait for; all of the message sent. */
+static bool tail_probes(const struct ptl_ni *ni, const struct ptl_pending *p)
+{
+	return ni->tlp_on && !p->quiet && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC ||
+			     p->wire_op == SPIN_OP_FETCH) && p->sent_upto >= p->npkts;
+}
+
+static uint64_t tail_at(const struct ptl_ni *ni, const struct ptl_pending *p)
+{
+	uint64_t pto = 2 * ni->srtt_us;
+
+	if (!ni->srtt_us)
+		return UINT64_MAX;	/* no round trip known: the timer */
+	return p->tail_us + (pto > REL_TLP_MIN_US ? pto : REL_TLP_MIN_US);
+}
+
+/* p's last packet (or a repair) just went out: its tail probe may come. */
+static void tail_sent(struct ptl_ni *ni, struct ptl_pending *p, uint64_t now)
+{
+	p->tail_us = now;
+	p->tail_probed = false;
+	if (tail_probes(ni, p))
+		arm(ni, tail_at(ni, p));
+}
+
 /* The timer after `tries` expiries: RTO doubled per expiry, capped. */
 static uint64_t backoff(struct ptl_ni *ni, uint32_t tries)
 {
@@ -456,6 +488,8 @@ static int send_new(struct ptl_ni *ni, struct ptl_pending *p, bool all, bool pos
 		return err;
 	p->sent_upto = before + n;
 	cc_sent(ni, p, n);
+	if (p->rel && p->sent_upto == p->npkts)	/* its last batch */
+		tail_sent(ni, p, ptl_now_us());
 	if (c) {
 		/* a message is "partial" while the window holds some of it */
 		bool was = before && before < p->npkts, is = p->sent_upto < p->npkts;
@@ -518,6 +552,7 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 	p->rel = true;
 	rel_link(ni, p);
 	arm(ni, p->rto_at_us);
+	tail_sent(ni, p, now);
 	ni->rs.msgs++;
 	if (p->quiet) {
 		ni->quiet_last[p->rank] = p->args.msg_id;
@@ -541,8 +576,10 @@ static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *lis
 	else if (cc_counts(p) && (c = cc_of(ni, p->rank)))
 		c->ep_sent += n;	/* sent again: in the loss share's base */
 	p->karn = true;
-	if (repair)
+	if (repair) {
 		p->retx_us = now;
+		tail_sent(ni, p, now);
+	}
 }
 
 void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uint64_t mlength,
@@ -722,6 +759,19 @@ void ptl_rel_tick(struct ptl_ni *ni)
 		struct ptl_pending *p = &ni->pend[i];
 
 		nx = p->rel_next;
+		if (now < p->rto_at_us && !p->tail_probed && tail_probes(ni, p)) {
+			uint64_t at = tail_at(ni, p);
+
+			if (now >= at) {
+				/* its tail or answer is late: ask again now */
+				p->tail_probed = true;
+				ni->rs.tail_probes++;
+				resend(ni, p, &(uint32_t){ p->sent_upto - 1 }, 1, now, false);
+				ni->rs.retx_pkts++;
+			} else if (at < next) {
+				next = at;
+			}
+		}
 		if (now >= p->rto_at_us) {
 			if (gone(ni, p, now)) {
 				ni->rs.failed++;
@@ -741,10 +791,10 @@ void ptl_rel_tick(struct ptl_ni *ni)
 		if (p->rto_at_us < next)
 			next = p->rto_at_us;
 	}
-	/* at most every quarter of the shortest timeout: a walk costs the
-	 * messages in flight, and a sender takes its answers only here */
-	if (next < now + ni->rto_min_us / 4)
-		next = now + ni->rto_min_us / 4;
+	/* at most every half of the shortest tail probe time: a walk costs
+	 * the messages in flight, and a sender takes its answers only here */
+	if (next < now + REL_TLP_MIN_US / 2)
+		next = now + REL_TLP_MIN_US / 2;
 	ni->rel_next_us = next;
 }
 

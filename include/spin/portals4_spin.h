@@ -83,6 +83,9 @@ typedef struct {
 	uint64_t acked;		/* answered by the target (ack or final nack) */
 	uint64_t failed;	/* given up: no answer within $SPIN_PTL_TIMEOUT_MS */
 	uint64_t timeouts;	/* retransmission timer expiries */
+	uint64_t tail_probes;	/* tail probes: a message's last packet sent again,
+				 * asking, 2 round trips after it went out
+				 * without an answer (before its timer) */
 	uint64_t sacks;		/* selective acks received */
 	uint64_t not_now;	/* "not now" nacks (receiver not ready) */
 	uint64_t retx_pkts;	/* packets sent again */
