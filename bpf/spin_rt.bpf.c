@@ -258,6 +258,9 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 			   d->len[k], SPIN_DD_OUT_LIST(out));
 }
 
+/* spin_rx_other: "a duplicate, answer it with spin_dup" (not an XDP action) */
+#define SPIN_RX_DUP	(-2)
+
 struct spin_match_q {
 	__u32 pt;
 	__u32 rank;
@@ -964,7 +967,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
 		me = spin_get_again(rank, msg_id, sh, c);
 		if (!me)
-			return spin_dup(xdp, rank, msg_id, 1);
+			return SPIN_RX_DUP;	/* spin_rx answers it (stack depth) */
 		spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
 		goto reply;
 	}
@@ -1114,7 +1117,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->done = 1;
 	q.admit = 0;	/* posts no event: its process answers */
 	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
-		return spin_dup(xdp, rank, msg_id, 1);
+		return SPIN_RX_DUP;	/* spin_rx answers it (stack depth) */
 	if (op == SPIN_OP_FETCH)
 		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
 	else
@@ -1232,10 +1235,29 @@ int spin_rx(struct xdp_md *xdp)
 	/* a keyed runtime: only packets of its job */
 	if (cfg->job_key && sh->job_key != bpf_htonl(cfg->job_key))
 		return spin_drop(st, SPIN_DROP_BAD_KEY);
+	/* an authenticated runtime: only packets signed with the job's key
+	 * (wire.h, "Authenticator"), before anything reads the header */
+	{
+		struct spin_auth *au = spin_auth_get();
+
+		if (au && au->on && sh->auth_tag != spin_auth_tag(au, sh))
+			return spin_drop(st, SPIN_DROP_BAD_AUTH);
+	}
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
 	if (sh->op != SPIN_OP_PUT)
-		return spin_rx_other(xdp, sh->op, st, cfg);
+	{
+		int act = spin_rx_other(xdp, sh->op, st, cfg);
+
+		if (act != SPIN_RX_DUP)
+			return act;
+		/* a duplicate get or atomic, answered from this frame (one
+		 * call level up: the answer's tag and checksum need stack) */
+		sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+		if ((void *)(sh + 1) > spin_xdp_end(xdp))
+			return spin_drop(st, SPIN_DROP_MALFORMED);
+		return spin_dup(xdp, bpf_ntohl(sh->src_rank), bpf_ntohl(sh->msg_id), 1);
+	}
 	ulen = bpf_ntohs(udp->len);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
@@ -1483,6 +1505,35 @@ struct spin_l2l4 {
 	struct spin_hdr	sh;
 } __attribute__((packed));
 
+/* spin_tc's copy of the fan-out targets (the metadata goes with the frame's
+ * first copy): per CPU, off the stack, which the headers and the tag's
+ * rounds fill.  TC ingress does not nest on a CPU. */
+struct spin_tc_tgts { struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_tc_tgts);
+} spin_tc_scratch SEC(".maps");
+
+/* A fan-out copy's own tag (wire.h, "Authenticator"), over the header just
+ * stored: read in place, written with bpf_skb_store_bytes (the head may be
+ * shared with the copy in flight).  0 without a key. */
+static __always_inline int spin_tc_sign(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_auth *au = spin_auth_get();
+	__u64 tag;
+
+	if (!au || !au->on)
+		return 0;
+	if ((void *)(sh + 1) > end)
+		return -1;
+	tag = spin_auth_tag(au, sh);
+	return bpf_skb_store_bytes(skb, SPIN_HDR_OFF + SPIN_AUTH_LEN, &tag, sizeof(tag), 0) ? -1 : 0;
+}
+
 /*
  * spin_tc, at TC ingress (tcx) of the runtime's interface: the second half
  * of a fan-out (spin_fanout in rt_common.bpf.h).  A frame that the runtime
@@ -1497,7 +1548,9 @@ int spin_tc(struct __sk_buff *skb)
 {
 	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
 	const struct spin_fanout_meta *pm = meta;
-	struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1];
+	struct spin_tc_tgts *tt;
+	struct spin_fanout_tgt *tgt;
+	__u32 zero = 0;
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
 	struct spin_l2l4 h;
@@ -1511,6 +1564,10 @@ int spin_tc(struct __sk_buff *skb)
 	if (!cfg || pm->my_rank != cfg->my_rank)
 		return TC_ACT_OK;
 	st = spin_stats_get();
+	tt = bpf_map_lookup_elem(&spin_tc_scratch, &zero);
+	if (!tt)
+		return TC_ACT_OK;
+	tgt = tt->tgt;
 	n = pm->n;
 	ifindex0 = pm->ifindex0;
 	if (n > SPIN_MAX_PUTS - 1)
@@ -1566,7 +1623,8 @@ int spin_tc(struct __sk_buff *skb)
 		h.sh.match_bits = bpf_cpu_to_be64(tgt[i].match_bits);
 		h.sh.remote_off = bpf_cpu_to_be64(tgt[i].remote_off);
 		h.sh.hdr_data = bpf_cpu_to_be64(tgt[i].hdr_data);
-		if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0)) {
+		if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0) ||
+		    spin_tc_sign(skb)) {
 			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
 			return TC_ACT_SHOT;
 		}

@@ -590,6 +590,7 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	args.src_pid = cfg->my_pid;
 	args.dst_rank = dst_rank;
 	args.job_key = __atomic_load_n(&cfg->job_key, __ATOMIC_RELAXED);
+	args.auth = x->rt->auth;
 	if (!args.msg_id)
 		args.msg_id = spin_rt_msg_id(x->rt);
 	if (msg_id)
@@ -729,6 +730,14 @@ static int frame_parse(struct spin_xsk *x, const uint8_t *f, uint32_t flen,
 	n = spin_hdr_parse(f + SPIN_HDR_OFF, ulen - sizeof(*udp), h);
 	if (n < 0)
 		return -1;
+	/* answers to this process (the runtime checked them, and left them
+	 * as they came): their tag again, so that nothing but the job's
+	 * runtimes can complete an operation of ours.  Requests handed over
+	 * by the runtime carry the matched entry in job_key instead of the
+	 * value signed (wire.h): the runtime's check is theirs. */
+	if ((h->op == SPIN_OP_REPLY || h->op == SPIN_OP_SACK || h->op == SPIN_OP_ACK) &&
+	    !spin_auth_ok(&x->rt->auth, h))
+		return -2;
 	*pay = f + SPIN_PAY_OFF;
 	return n;
 }
@@ -764,7 +773,9 @@ int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout
 		int plen;
 
 		plen = frame_parse(x, x->umem + addr, d->len, &h, &pay);
-		if (plen < 0) {
+		if (plen == -2) {
+			x->st.rx_bad_auth++;
+		} else if (plen < 0) {
 			x->st.rx_invalid++;
 		} else {
 			x->st.rx_packets++;

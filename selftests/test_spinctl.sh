@@ -281,7 +281,7 @@ t_bad_ranges() {
 	bad 2 "port: .* $R" recv port 0
 	bad 2 "pt: .* $R" send to 10.77.40.2 pt 65536
 	bad 2 "len: .* $R \(0\.\.1073741824\)" send to 10.77.40.2 pt 0 len 1073741825
-	bad 2 "seg: .* $R \(1\.\.1384\)" send to 10.77.40.2 pt 0 seg 1385
+	bad 2 "seg: .* $R \(1\.\.1376\)" send to 10.77.40.2 pt 0 seg 1377
 	bad 2 "seg: .* $R" send to 10.77.40.2 pt 0 seg 0
 	bad 2 "sport: .* $R" send to 10.77.40.2 pt 0 sport 65536
 	bad 2 "reply-timeout-ms: .* $R" send to 10.77.40.2 pt 0 reply-timeout-ms 2147483648

@@ -791,11 +791,11 @@ static void duplicates(void)
 
 	/* multi-packet: a packet twice in the middle, then the whole message again */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
-	mkpkt(&f, &a, 4000, 0, 1384, msg);
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, 4000, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	run(&f, NULL);
-	run_msg(&a, msg, 4000, 1384, order, &rc);
+	run_msg(&a, msg, 4000, SPIN_MAX_SEG, order, &rc);
 	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1 + 2, "duplicate packets");
 	v = events();
 	ASSERT_EQ(v.n, 2, "one completion per message");
@@ -866,12 +866,12 @@ static void reliable_answers(void)
 
 	/* 3 packets: 0, then 2 asking while 1 is missing, then 1 */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.flags = SPIN_F_REL;
-	mkpkt(&f, &a, 4000, 0, 1384, msg);
+	mkpkt(&f, &a, 4000, 0, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 0 is deposited");
 	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;
-	mkpkt(&f, &a, 4000, 2768, 1232, msg);
+	mkpkt(&f, &a, 4000, 2 * SPIN_MAX_SEG, 4000 - 2 * SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, &out), XDP_TX, "the last packet, asking, is answered");
 	ASSERT_EQ(oh->op, SPIN_OP_SACK, "with a SACK");
 	ASSERT_EQ(be64toh(oh->user_hdr[0]), 3, "of a 3-packet message");
@@ -880,7 +880,7 @@ static void reliable_answers(void)
 	ASSERT_EQ(le64toh(word), 0x5, "packets 0 and 2 in");
 	ASSERT_TRUE(csum_ok(&out), "the SACK carries a right checksum");
 	a.flags = SPIN_F_REL;
-	mkpkt(&f, &a, 4000, 1384, 1384, msg);
+	mkpkt(&f, &a, 4000, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, &out), XDP_TX, "the missing packet completes it");
 	ASSERT_EQ(oh->op, SPIN_OP_ACK, "and it is acked");
 	v = events();
@@ -964,7 +964,7 @@ static void multi_packet_any_order(void)
 	int order_rev[15], order_mix[15], rc;
 	struct spin_me me;
 	struct evs v;
-	int idx, n = (sizeof(msg) + 1383) / 1384;
+	int idx, n = (sizeof(msg) + (SPIN_MAX_SEG - 1)) / SPIN_MAX_SEG;
 
 	reset();
 	fill(msg, sizeof(msg), 5);
@@ -981,7 +981,7 @@ static void multi_packet_any_order(void)
 
 		memset(host + me.host_off, 0, sizeof(msg));
 		a.msg_id = next_id++;
-		run_msg(&a, msg, sizeof(msg), 1384, ord, &rc);
+		run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, ord, &rc);
 		ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "message deposited byte for byte");
 		v = events();
 		if (ASSERT_EQ(v.n, 1, "exactly one completion event")) {
@@ -1011,10 +1011,10 @@ static void handler_order_and_counts(void)
 		return;
 	a.msg_id = next_id++;
 	a.hdr_data = 77;
-	run_msg(&a, msg, sizeof(msg), 1384, order, &rc);	/* 8 packets, shuffled */
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, order, &rc);	/* 8 packets, shuffled */
 	t = tstate(idx);
 	for (int i = 0; i < 8; i++)
-		sum += msg[i * 1384];
+		sum += msg[i * SPIN_MAX_SEG];
 	ASSERT_EQ(t.hdr_calls, 1, "header handler once");
 	ASSERT_EQ(t.pay_calls, 8, "payload handler per packet");
 	ASSERT_EQ(t.cmpl_calls, 1, "completion once");
@@ -1050,10 +1050,10 @@ static void handler_drops(void)
 	if (idx < 0)
 		return;
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);	/* packets 0..3, 1 and 3 dropped */
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);	/* packets 0..3, 1 and 3 dropped */
 	t = tstate(idx);
 	ASSERT_EQ(t.cmpl_calls, 1, "completion once");
-	ASSERT_EQ(t.cmpl_dropped, 1384 + (5000 - 3 * 1384), "dropped_bytes = bytes of dropped packets");
+	ASSERT_EQ(t.cmpl_dropped, SPIN_MAX_SEG + (5000 - 3 * SPIN_MAX_SEG), "dropped_bytes = bytes of dropped packets");
 	ASSERT_EQ(drops(SPIN_DROP_HANDLER_DROP), 2, "handler_drop counted per packet");
 
 	/* header handler drops the whole message: no completion, no event */
@@ -1061,7 +1061,7 @@ static void handler_drops(void)
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
 	events();
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_EQ(t.hdr_calls, 1, "header ran");
 	ASSERT_EQ(t.pay_calls, 0, "no payload handler after DROP");
@@ -1073,7 +1073,7 @@ static void handler_drops(void)
 	init.mode = T_HDR_PROCEED;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_EQ(t.pay_calls, 0, "no payload handler after PROCEED");
 	ASSERT_EQ(t.cmpl_calls, 1, "completion after PROCEED");
@@ -1108,14 +1108,14 @@ static void handler_dma(void)
 	spin_me_get(rt, idx, &me);
 	memset(host + me.host_off, 0, 8192);
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "DMA to host wrote the payloads");
 	ASSERT_EQ(t.dma_errors, 0, "no DMA errors");
 	ASSERT_EQ(t.dma_from_value, *(uint64_t *)msg, "DMA from host read host memory");
 	memcpy(offs, host + me.hhost_off, sizeof(offs));
-	ASSERT_EQ(offs[1], 1384, "handler host memory written");
-	ASSERT_EQ(offs[2], 2768, "handler host memory written (2)");
+	ASSERT_EQ(offs[1], SPIN_MAX_SEG, "handler host memory written");
+	ASSERT_EQ(offs[2], 2 * SPIN_MAX_SEG, "handler host memory written (2)");
 	ASSERT_EQ(stats().dma_to_host_bytes, sizeof(msg) + 3 * 8, "dma bytes counted");
 
 	/* out-of-bounds DMA fails, is counted and fails the message */
@@ -1123,7 +1123,7 @@ static void handler_dma(void)
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	events();
 	a.msg_id = next_id++;
-	run_msg(&a, msg, 100, 1384, NULL, &rc);
+	run_msg(&a, msg, 100, SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_EQ(t.dma_errors, 1, "OOB DMA returns an error");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), 1, "host_oob counted");
@@ -1178,7 +1178,7 @@ static void dma_from_host_stack_vars(void)
 	memcpy(want + 8, host + me.host_off + init.off[1], 24);
 	memcpy(want + 32, host + me.host_off + init.off[2], 4);
 	a.msg_id = next_id++;
-	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	run_msg(&a, msg, 0, SPIN_MAX_SEG, NULL, &rc);
 	memset(&t, 0, sizeof(t));
 	spin_hpu_read(rt, idx, &t, sizeof(t));
 	ASSERT_EQ(t.calls, 1, "header handler ran");
@@ -1216,12 +1216,12 @@ static void pingpong_stream(void)
 		return;
 	/* a 64-byte message, then the three packets of a 3000-byte one */
 	for (int k = 0; k < 4; k++) {
-		uint32_t total = k == 0 ? 64 : sizeof(msg), off = k == 0 ? 0 : (k - 1) * 1384;
-		uint32_t len = total - off < 1384 ? total - off : 1384;
+		uint32_t total = k == 0 ? 64 : sizeof(msg), off = k == 0 ? 0 : (k - 1) * SPIN_MAX_SEG;
+		uint32_t len = total - off < SPIN_MAX_SEG ? total - off : SPIN_MAX_SEG;
 
 		if (k < 2)
 			a.msg_id = next_id++;
-		a.seg_size = 1384;
+		a.seg_size = SPIN_MAX_SEG;
 		mkpkt(&f, &a, total, off, len, msg);
 		if (!ASSERT_EQ(run(&f, &o), XDP_TX, "pong sent with XDP_TX"))
 			return;
@@ -1235,7 +1235,7 @@ static void pingpong_stream(void)
 		ASSERT_EQ(ip->saddr, inet_addr("10.77.9.1"), "from our IP");
 		ASSERT_EQ(ntohs(udp->dest), 7000, "to the peer's port");
 		ASSERT_EQ(ntohs(udp->source), port, "from the sPIN port");
-		ASSERT_EQ(ntohs(ip->tot_len), 20 + 8 + 88 + len, "IP length");
+		ASSERT_EQ(ntohs(ip->tot_len), 20 + 8 + (int)sizeof(struct spin_hdr) + len, "IP length");
 		ASSERT_EQ(h->version, SPIN_VERSION, "version");
 		ASSERT_EQ(be64toh(h->match_bits), 10, "match bits 10");
 		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from our rank");
@@ -1292,7 +1292,7 @@ static void pingpong_store(void)
 
 	/* 5000 bytes: deposited, then handed to the host to send */
 	a.msg_id = next_id++;
-	n = run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	n = run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	ASSERT_EQ(n, 4, "4 packets");
 	ASSERT_EQ(rc, XDP_DROP, "last packet consumed");
 	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "ping deposited");
@@ -1597,7 +1597,7 @@ static void *cc_thread(void *p)
 	CPU_ZERO(&set);
 	CPU_SET(a->cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	m.seg_size = 1384;
+	m.seg_size = SPIN_MAX_SEG;
 	pthread_barrier_wait(a->bar);
 	for (int i = 0; i < CC_MSGS; i++) {
 		m.msg_id = a->first_id + i;
@@ -1605,7 +1605,7 @@ static void *cc_thread(void *p)
 		for (int k = 0; k < CC_PKTS / 2; k++) {
 			int pk = a->cpu == 0 ? 2 * k : CC_PKTS - 1 - 2 * k;
 
-			mkpkt(&f, &m, CC_PKTS * 1384, pk * 1384, 1384, a->msg);
+			mkpkt(&f, &m, CC_PKTS * SPIN_MAX_SEG, pk * SPIN_MAX_SEG, SPIN_MAX_SEG, a->msg);
 			if (run(&f, NULL) < 0)
 				a->err = 1;
 		}
@@ -1615,7 +1615,7 @@ static void *cc_thread(void *p)
 
 static void concurrent_packets(void)
 {
-	static uint8_t msg[CC_PKTS * 1384];
+	static uint8_t msg[CC_PKTS * SPIN_MAX_SEG];
 	struct spin_me_spec s = spec(0, 0x47, 0);
 	struct test_state init = { .mode = T_TRACK }, t;
 	pthread_barrier_t bar;
@@ -1699,12 +1699,12 @@ static void acks(void)
 
 	/* multi-packet: only the packet that completes the message acks */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.match_bits = 0x70;
 	{
 		int order[] = { 2, 0, 1 };
 
-		run_msg(&a, msg, sizeof(msg), 1384, order, &rc);
+		run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, order, &rc);
 		ASSERT_EQ(rc, XDP_TX, "last packet becomes the ack");
 		ASSERT_EQ(stats().acks_sent, 2, "one ack per message");
 	}
@@ -1908,8 +1908,8 @@ static void message_timeout(void)
 	if (idx < 0)
 		return;
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* 1 of 4 packets, never the rest */
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);	/* 1 of 4 packets, never the rest */
 	/* longer than the runtime's default (SPIN_MSG_TIMEOUT_NS, 1 s): an
 	 * expiry before it shows that the default was used, not the setting */
 	if (!ASSERT_OK(set_msg_timeout(TEST_TIMEOUT_NS), "message timeout"))
@@ -1931,13 +1931,13 @@ static void message_timeout(void)
 			    "expired no earlier than the timeout after its first packet");
 		ASSERT_EQ(v.e[0].kind, SPIN_EV_MSG_TIMEOUT, "kind");
 		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_TIMEOUT, "fail");
-		ASSERT_EQ(v.e[0].dropped_bytes, sizeof(msg) - 1384, "missing bytes");
+		ASSERT_EQ(v.e[0].dropped_bytes, sizeof(msg) - SPIN_MAX_SEG, "missing bytes");
 	}
 	spin_me_get(rt, idx, &me);
 	ASSERT_EQ(me.state, SPIN_ME_FREE, "use-once entry released");
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
 	/* a late packet of the expired message starts a new message */
-	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "late packet of an expired message");
 }
@@ -1996,7 +1996,7 @@ static void fuzz_frames(void)
 	for (long k = 0; k < n; k++) {
 		struct spin_msg_args a = margs(rand_r(&seed) % 4,
 					       0x40000000 + rand_r(&seed) % 5000, rand_r(&seed));
-		uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % 1384;
+		uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % SPIN_MAX_SEG;
 		uint32_t off, pl;
 		struct fr f;
 		int r, nb;
@@ -2114,7 +2114,7 @@ static uint32_t src_chunks(uint32_t r)
 	return v.chunks;
 }
 
-#define BIG_SEG		1384
+#define BIG_SEG		SPIN_MAX_SEG
 #define BIG_PKTS	(2 * SPIN_CHUNK_PKTS + 100)	/* the inline bitmap and 2 chunks */
 #define BIG_LEN		(BIG_PKTS * BIG_SEG - 500)
 
@@ -2269,7 +2269,7 @@ static void large_messages(void)
  * source's share of the chunks is enforced. */
 static void large_message_limits(void)
 {
-	static uint8_t msg[2 * 1384];
+	static uint8_t msg[2 * SPIN_MAX_SEG];
 	struct spin_me_spec s = spec(0, 0x4d, 65536);
 	struct spin_msg_args a = margs(1, 0, 0x4d);
 	struct fr f;
@@ -2278,20 +2278,20 @@ static void large_message_limits(void)
 	reset();
 	if (!ASSERT_TRUE(me_add(&s) >= 0, "entry"))
 		return;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	/* msg_len beyond SPIN_MAX_MSG, up to 2^32 - 1 */
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, 0xffffffffu, 0, 1384, msg);
+	mkpkt(&f, &a, 0xffffffffu, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, SPIN_MAX_MSG + 1, 0, 1384, msg);
+	mkpkt(&f, &a, SPIN_MAX_MSG + 1, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 2, "msg_len > SPIN_MAX_MSG is malformed");
 	/* pkt_off + length past msg_len, also where the sum wraps */
 	a.msg_id = next_id++;
-	mkpkt_pay(&f, &a, 1 << 20, 0xffffff00u, 1384, msg);
+	mkpkt_pay(&f, &a, 1 << 20, 0xffffff00u, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_MSG - 100, 1384, msg);
+	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_MSG - 100, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_BAD_OFFSET), 2, "pkt_off beyond the message is bad_offset");
 	/* more than SPIN_MSG_MAX_PKTS packets (tiny segments) */
@@ -2309,13 +2309,13 @@ static void large_message_limits(void)
 
 	/* later packets must agree with the first on msg_len and seg_size */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
-	mkpkt(&f, &a, 10 * 1384, 0, 1384, msg);
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, 10 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	mkpkt_pay(&f, &a, SPIN_MAX_MSG, 1384, 1384, msg);
+	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	a.seg_size = 692;
-	mkpkt_pay(&f, &a, 10 * 1384, 1384, 692, msg);
+	mkpkt_pay(&f, &a, 10 * SPIN_MAX_SEG, SPIN_MAX_SEG, 692, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_BAD_SEG), 4, "a packet that disagrees is bad_seg");
 	ASSERT_EQ(chunk_entries(), 0, "and makes no chunks");
@@ -2323,17 +2323,17 @@ static void large_message_limits(void)
 
 	/* the largest message is taken: 190 chunks' worth of packets (its
 	 * state only: nothing is deposited beyond the entry's 64 KiB) */
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+	mkpkt(&f, &a, SPIN_MAX_MSG, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	n = (SPIN_MAX_MSG / 1384) / SPIN_CHUNK_PKTS;	/* chunks beyond the inline bitmap */
+	n = (SPIN_MAX_MSG / SPIN_MAX_SEG) / SPIN_CHUNK_PKTS;	/* chunks beyond the inline bitmap */
 	ASSERT_EQ(chunk_entries(), (int)n, "a SPIN_MAX_MSG message holds its chunks");
 	ASSERT_EQ(src_chunks(1), n, "counted for its source");
 	/* ... until the source's share is used up: not now */
 	for (uint32_t i = 1; i < SPIN_SRC_CHUNK_QUOTA / n + 1; i++) {
 		a.msg_id = next_id++;
-		mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+		mkpkt(&f, &a, SPIN_MAX_MSG, 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 	}
 	ASSERT_EQ(src_chunks(1), (SPIN_SRC_CHUNK_QUOTA / n) * n, "the source's share taken");
@@ -2342,8 +2342,8 @@ static void large_message_limits(void)
 	ASSERT_EQ(chunk_entries(), (int)((SPIN_SRC_CHUNK_QUOTA / n) * n), "nor its chunks");
 	/* another source still gets its messages in */
 	a = margs(2, next_id++, 0x4d);
-	a.seg_size = 1384;
-	mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, SPIN_MAX_MSG, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(src_chunks(2), n, "another source is not refused");
 	msgs_clear();
@@ -2423,13 +2423,13 @@ static void rare_drop_reasons(void)
 
 		memset(&m, 0, sizeof(m));
 		m.status = SPIN_MSG_NEW;
-		m.msg_len = 2768;
+		m.msg_len = 2 * SPIN_MAX_SEG;
 		m.deadline = ~0ull;
 		bpf_map_update_elem(msgs_fd, &key, &m, BPF_NOEXIST);
 		a.match_bits = 0x60;
 		a.msg_id = key.msg_id;
-		a.seg_size = 1384;
-		mkpkt(&f, &a, 2768, 1384, 1384, msg);
+		a.seg_size = SPIN_MAX_SEG;
+		mkpkt(&f, &a, 2 * SPIN_MAX_SEG, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 		ASSERT_EQ(drops(SPIN_DROP_HDR_WAIT), 1, "hdr_wait");
 		bpf_map_delete_elem(msgs_fd, &key);
@@ -2474,7 +2474,7 @@ static void rare_drop_reasons(void)
 	 * timeout this test had once, some could expire before the table was
 	 * full), so none expires before the table is full and counted. */
 #define FILL_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	if (!ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout for the fill"))
 		return;
 	{
@@ -2484,7 +2484,7 @@ static void rare_drop_reasons(void)
 			a.src_rank = r;
 			for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
 				a.msg_id = next_id++;
-				mkpkt(&f, &a, 2768, 0, 1384, msg);
+				mkpkt(&f, &a, 2 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 				run(&f, NULL);
 			}
 		}
@@ -2492,7 +2492,7 @@ static void rare_drop_reasons(void)
 		ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 0, "each source within its share");
 		a.src_rank = 2;
 		a.msg_id = next_id++;
-		mkpkt(&f, &a, 2768, 0, 1384, msg);
+		mkpkt(&f, &a, 2 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
 		ASSERT_EQ(src_msgs(2), 0, "a refused message holds no slot");
@@ -2551,17 +2551,17 @@ static void src_quota(void)
 {
 	struct spin_me_spec s = spec(0, 0x70, 8192);
 	struct spin_msg_args a = margs(0, 0, 0x70);
-	static uint8_t msg[2768];
+	static uint8_t msg[2 * SPIN_MAX_SEG];
 	struct fr f, o;
 	uint32_t first = next_id;
 
 	reset();
 	if (me_add(&s) < 0 || !ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout"))
 		return;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
 		a.msg_id = next_id++;
-		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+		mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 	}
 	ASSERT_EQ(msg_table_entries(), SPIN_SRC_MSG_QUOTA, "the source's share in flight");
@@ -2569,7 +2569,7 @@ static void src_quota(void)
 	/* one more: refused and nacked, the table keeps room for others */
 	a.msg_id = next_id++;
 	a.flags = SPIN_F_ACK_REQ;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, &o), XDP_TX, "beyond its share: nacked");
 	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
 	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "src_quota");
@@ -2578,20 +2578,20 @@ static void src_quota(void)
 	/* another source is served, and its completed message holds no slot */
 	a.src_rank = 1;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "another source is not limited by it");
 	ASSERT_EQ(src_msgs(1), 0, "a completed message gives its slot back");
 	/* one of the first source's messages completes: a new one fits */
 	a.src_rank = 0;
 	a.msg_id = first;
-	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA - 1, "completed: one slot back");
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "admitted into the freed slot");
 	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA, "its share full again");
@@ -2809,9 +2809,9 @@ static void xsk_delivery_stamp(void)
 	}
 	/* multi-packet, last packet first */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	for (int k = 2; k >= 0; k--) {
-		uint32_t off = k * 1384, l = sizeof(msg) - off < 1384 ? sizeof(msg) - off : 1384;
+		uint32_t off = k * SPIN_MAX_SEG, l = sizeof(msg) - off < SPIN_MAX_SEG ? sizeof(msg) - off : SPIN_MAX_SEG;
 
 		mkpkt(&f, &a, sizeof(msg), off, l, msg);
 		if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "packet of a multi-packet put redirected")) {
@@ -3090,7 +3090,7 @@ static void nacks(void)
 	a.src_rank = 0;
 
 	/* multi-packet: only packet 0 is nacked, whether first or later */
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	{
 		int first0[] = { 0, 1, 2 }, later0[] = { 1, 0, 2 };
 		uint64_t n = stats().nacks_sent;
@@ -3100,7 +3100,7 @@ static void nacks(void)
 
 			a.msg_id = next_id++;
 			for (int i = 0; i < 3; i++) {
-				uint32_t off = ord[i] * 1384, l = 3000 - off < 1384 ? 3000 - off : 1384;
+				uint32_t off = ord[i] * SPIN_MAX_SEG, l = 3000 - off < SPIN_MAX_SEG ? 3000 - off : SPIN_MAX_SEG;
 
 				mkpkt(&f, &a, 3000, off, l, msg);
 				rc = run(&f, &o);
@@ -3213,14 +3213,14 @@ static void flow_control(void)
 	ASSERT_EQ(((struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1], 0, "positive ack");
 	events();
 	a.match_bits = 0xd9;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, 3000, 1384, 1384, msg);
+	mkpkt(&f, &a, 3000, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 1 first: dropped");
 	spin_pt_get(rt, 3, &pt);
 	ASSERT_TRUE(!(pt.flags & SPIN_PT_ENABLED), "disabled by the multi-packet message");
 	ASSERT_EQ(stats().pt_disabled, 2, "disabled twice");
-	mkpkt(&f, &a, 3000, 0, 1384, msg);
+	mkpkt(&f, &a, 3000, 0, SPIN_MAX_SEG, msg);
 	if (ASSERT_EQ(run(&f, &o), XDP_TX, "packet 0 nacked"))
 		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
 	v = events();
@@ -3273,10 +3273,10 @@ static void stale_message_entry(void)
 		spin_me_get(rt, ia, &ma);
 		memset(host + ma.host_off, 0, sizeof(zero));
 		a.msg_id = next_id++;
-		a.seg_size = 1384;
-		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* packet 0 of 4 */
+		a.seg_size = SPIN_MAX_SEG;
+		mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);	/* packet 0 of 4 */
 		ASSERT_EQ(run(&f, NULL), XDP_DROP, "first packet deposited");
-		ASSERT_MEM(host + ma.host_off, msg, 1384, "first packet in entry A");
+		ASSERT_MEM(host + ma.host_off, msg, SPIN_MAX_SEG, "first packet in entry A");
 		ASSERT_OK(spin_me_unlink(rt, ia), "unlink A");
 		n_me_list = 0;
 		memset(host + ma.host_off, 0, sizeof(zero));
@@ -3292,8 +3292,8 @@ static void stale_message_entry(void)
 			ASSERT_EQ(mb.host_off, ma.host_off, "B takes A's range");
 		}
 		events();	/* A's put event */
-		for (uint32_t off = 1384; off < sizeof(msg); off += 1384) {
-			uint32_t l = sizeof(msg) - off < 1384 ? sizeof(msg) - off : 1384;
+		for (uint32_t off = SPIN_MAX_SEG; off < sizeof(msg); off += SPIN_MAX_SEG) {
+			uint32_t l = sizeof(msg) - off < SPIN_MAX_SEG ? sizeof(msg) - off : SPIN_MAX_SEG;
 
 			mkpkt(&f, &a, sizeof(msg), off, l, msg);
 			rc = run(&f, NULL);
@@ -3319,7 +3319,7 @@ static void stale_message_entry(void)
 	if (ia < 0)
 		return;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	if (!ASSERT_OK(set_msg_timeout(100ull * 1000 * 1000), "message timeout"))
 		return;
 	run(&f, NULL);

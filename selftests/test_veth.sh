@@ -207,8 +207,8 @@ t_errors() {
 t_pingpong_stream() {
 	attach_srv
 	start_pp_server stream
-	pp_client stream size 64,1384 count 500
-	pp_client stream size 1385,4000,65536 count 50 order shuffle
+	pp_client stream size 64,1376 count 500
+	pp_client stream size 1377,4000,65536 count 50 order shuffle
 	pp_client stream size 20000 count 20 order reverse
 	S "$SPINCTL" -j stats veth0 >"$LOG/stats"
 	cat "$LOG/stats"
@@ -218,8 +218,8 @@ t_pingpong_stream() {
 t_pingpong_store() {
 	attach_srv
 	start_pp_server store
-	pp_client store size 64,1384 count 300
-	pp_client store size 1385,4000,65536,1000000 count 20 order shuffle
+	pp_client store size 64,1376 count 300
+	pp_client store size 1377,4000,65536,1000000 count 20 order shuffle
 	pp_client store size 20000 count 20 order reverse
 }
 
@@ -514,12 +514,12 @@ t_job_errors() {
 
 # ---------------------------------------------------------- AF_XDP path --
 
-XSK_SIZES=8,100,1384,1385,4000,65536,300000,1048576
+XSK_SIZES=8,100,1376,1377,4000,65536,300000,1048576
 
-# packets of the messages in XSK_SIZES (1384 payload bytes each)
+# packets of the messages in XSK_SIZES (1376 payload bytes each)
 xsk_pkts() {
 	local n=0 s
-	for s in ${XSK_SIZES//,/ }; do n=$((n + (s + 1383) / 1384)); done
+	for s in ${XSK_SIZES//,/ }; do n=$((n + (s + 1375) / 1376)); done
 	echo $n
 }
 

@@ -9,6 +9,7 @@
 #define SPIN_MAPS_BPF_H
 
 #include <spin/wire.h>
+#include <spin/auth.h>
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -163,6 +164,32 @@ extern int bpf_wq_start(struct bpf_wq *wq, unsigned int flags) __weak __ksym;
 extern int bpf_wq_set_callback_impl(struct bpf_wq *wq,
 				    int (callback_fn)(void *map, int *key, void *value),
 				    unsigned int flags, void *aux) __weak __ksym;
+
+/* The job's auth key (wire.h, "Authenticator"): written once at attach,
+ * never mmap-ed (spin_cfg is). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_auth);
+} spin_auth SEC(".maps");
+
+static __always_inline struct spin_auth *spin_auth_get(void)
+{
+	__u32 k = 0;
+	return bpf_map_lookup_elem(&spin_auth, &k);
+}
+
+/* The tag of the sPIN header sh (in the frame, SPIN_AUTH_LEN bytes in
+ * bounds), or 0 without a key. */
+static __always_inline __u64 spin_auth_frame_tag(const struct spin_hdr *sh)
+{
+	struct spin_auth *au = spin_auth_get();
+
+	if (!au || !au->on)
+		return 0;
+	return spin_auth_tag(au, sh);
+}
 
 /* Handler entry programs, index = spin_me.handler - 1. */
 struct {

@@ -123,6 +123,22 @@ enum spin_op {
  * Q_Key: 32 bits that a host outside the job does not know; not a
  * cryptographic check (a host on the path sees it).
  *
+ * Authenticator: a runtime attached with an auth key (struct spin_auth,
+ * 128 bits, in the spin_auth map; the attach option auth-key, or
+ * SPIN_AUTH_KEY when a Portals process attaches) takes only packets whose
+ * auth_tag is the SipHash-2-4, under that key, of the header's first
+ * SPIN_AUTH_LEN bytes as they arrive (every field but the tag: op, flags,
+ * portal, cut, source, job key, id, match bits, lengths, offsets,
+ * hdr_data, user_hdr), else bad_auth; it is checked after the source and
+ * job key checks and before anything else (no state changes before it).
+ * The tag is stored as the hash's 8 bytes little-endian.  Everything the
+ * runtime or a process on it sends is tagged: puts, gets, atomics, ACKs,
+ * nacks, SACKs, replies, handler puts (spin_tc re-tags each fan-out copy).
+ * The payload is not covered (docs/security.md).  A packet handed to an
+ * AF_XDP socket after the check has job_key rewritten (below), so its
+ * tag no longer verifies; ACK/REPLY/SACK packets are not rewritten and
+ * the library checks their tag again.
+ *
  * Negative acknowledgements: a PUT or ATOMIC with SPIN_F_ACK_REQ, and every
  * GET and FETCH, that the target cannot deliver (portal index not allocated
  * or disabled, no entry matched, no AF_XDP socket for an XSK entry) is
@@ -181,8 +197,14 @@ struct spin_hdr {
 	__be64	remote_off;	/* Portals remote offset */
 	__be64	hdr_data;	/* Portals header data */
 	__be64	user_hdr[4];	/* sPIN user header words */
+	__be64	auth_tag;	/* SipHash-2-4 of the bytes above under the
+				 * job's auth key, 0: none; see
+				 * "Authenticator" above (and spin/auth.h) */
 };
-_Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire");
+_Static_assert(sizeof(struct spin_hdr) == 96, "spin_hdr is 96 bytes on the wire");
+/* The authenticated bytes: every field before auth_tag. */
+#define SPIN_AUTH_LEN		((int)__builtin_offsetof(struct spin_hdr, auth_tag))
+_Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit words");
 
 /* Frame offsets: the runtime handles IPv4 without options only. */
 #define SPIN_HDR_OFF		(14 + 20 + 8)
@@ -190,7 +212,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 
 /* Largest sPIN payload in one 1500-byte-MTU IPv4/UDP frame. */
 #define SPIN_L3_OVERHEAD	(20 + 8 + (int)sizeof(struct spin_hdr))
-#define SPIN_MAX_SEG		(1500 - SPIN_L3_OVERHEAD)	/* 1384 */
+#define SPIN_MAX_SEG		(1500 - SPIN_L3_OVERHEAD)	/* 1376 */
 /* Largest message (msg_len), 1 GiB: what libspin's receive calls can return
  * (an int) with room to spare, and what the tests move (docs/design.md,
  * "Message state").  The wire's 32-bit msg_len/pkt_off would allow < 4 GiB. */
@@ -216,7 +238,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MSG_MAX_CHUNKS	(SPIN_MSG_MAX_PKTS / SPIN_CHUNK_PKTS)	/* 256, the inline one too */
 #define SPIN_MSG_CHUNKS		4096	/* spin_msg_bits entries: bitmap chunks of all
 					 * messages in flight beyond their first 4096
-					 * packets (4096 * 4096 * 1384 B = 21.6 GiB) */
+					 * packets (4096 * 4096 * 1376 B = 21.5 GiB) */
 #define SPIN_SRC_CHUNK_QUOTA	(SPIN_MSG_CHUNKS / 2)	/* ... of them for one source rank */
 _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 	       "a SPIN_MAX_MSG message in full-size packets fits the packet limit");
@@ -280,7 +302,8 @@ enum spin_hslot {
 	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again") \
 	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
 	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
-	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)")
+	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
+	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -361,6 +384,15 @@ struct spin_cfg {
 				 * cleared by the reader before it consumes */
 	__u32	job_key;	/* 0: none; else packets must carry it (host
 				 * order here, network order on the wire) */
+};
+
+/* The job's auth key (spin_auth, one element; not mmap-able, not in
+ * spin_cfg): on 0: packets carry no tag and none is checked. */
+struct spin_auth {
+	__u32	on;
+	__u32	pad;
+	__u64	k0, k1;		/* SipHash key: its bytes 0-7 and 8-15,
+				 * little-endian (spin/auth.h) */
 };
 
 /* Portal table entry (spin_pt). */
