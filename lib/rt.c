@@ -874,6 +874,7 @@ int spin_get_status(struct spin_rt *rt, struct spin_status *st)
 	snprintf(st->ifname, sizeof(st->ifname), "%s", rt->ifname);
 	snprintf(st->pin_dir, sizeof(st->pin_dir), "%s", rt->pin_dir);
 	memcpy(&st->cfg, rt->cfg, sizeof(st->cfg));
+	st->auth = rt->auth.on;
 	st->generic = st->cfg.flags & SPIN_CFG_F_GENERIC;
 	ifindex = if_nametoindex(rt->ifname);
 	st->ifindex = ifindex ? (uint32_t)ifindex : st->cfg.ifindex;

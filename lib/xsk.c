@@ -627,8 +627,10 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 		off = idx * seg;
 		pay = len ? (len - off < seg ? len - off : seg) : 0;
 		spin_hdr_build(&h, &args, msg_len, off);
-		if (i + 1 == npick && last_flags)
+		if (i + 1 == npick && last_flags) {
 			h.flags |= htons(last_flags);
+			spin_auth_sign(&args.auth, &h);	/* the tag covers flags */
+		}
 		addr = x->tx_free[--x->n_free];
 		flen = spin_frame_build(x->umem + addr, XSK_FRAME, &fa, &h,
 					pay ? (const uint8_t *)buf + off : NULL, pay);

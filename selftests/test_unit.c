@@ -3705,6 +3705,66 @@ static void auth(void)
 	put_lands(&a, &me, msg);
 }
 
+/*
+ * sock_auth: a spin_sock opened with $SPIN_AUTH_KEY drops datagrams
+ * (answers too: acks, replies) whose tag is not its key's, and signs what
+ * it sends with it; a bad $SPIN_AUTH_KEY is refused at open.
+ */
+static void sock_auth(void)
+{
+	struct spin_msg_args a = margs(0, 0, 0x65);
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct spin_sock *rx = NULL, *tx = NULL;
+	struct spin_auth key;
+	struct spin_hdr h;
+	uint8_t buf[64] = { 1 };
+	int n;
+
+	setenv("SPIN_AUTH_KEY", "0x1122334455667788aabbccddeeff0011", 1);
+	n = spin_sock_open("127.0.0.1", 0, &rx);
+	if (!ASSERT_OK(n, "open with $SPIN_AUTH_KEY") ||
+	    !ASSERT_OK(spin_auth_key_env(&key), "the key") ||
+	    !ASSERT_OK(spin_sock_open("127.0.0.1", 0, &tx), "a sender with the key"))
+		goto out;
+	setenv("SPIN_AUTH_KEY", "0x1122", 1);
+	ASSERT_EQ(spin_auth_key_env(&a.auth), -SPIN_EUSAGE, "a short key is refused");
+	setenv("SPIN_AUTH_KEY", "00000000000000000000000000000000", 1);
+	ASSERT_EQ(spin_auth_key_env(&a.auth), -SPIN_EUSAGE, "an all-zero key is refused");
+	unsetenv("SPIN_AUTH_KEY");
+	{
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+
+		getsockname(spin_sock_fd(rx), (struct sockaddr *)&sa, &sl);
+		dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		dst.sin_port = sa.sin_port;
+	}
+	a.auth = key;
+	a.auth.k0 ^= 1;						/* another key's */
+	a.msg_id = 101;
+	spin_sock_send(tx, &dst, &a, buf, sizeof(buf), NULL);
+	a.op = SPIN_OP_ACK;					/* a forged ack */
+	a.msg_id = 102;
+	spin_sock_send(tx, &dst, &a, NULL, 0, NULL);
+	a.op = SPIN_OP_REPLY;					/* a forged reply */
+	a.msg_id = 103;
+	spin_sock_send(tx, &dst, &a, buf, sizeof(buf), NULL);
+	memset(&a.auth, 0, sizeof(a.auth));			/* the socket's key */
+	a.op = SPIN_OP_PUT;
+	a.msg_id = 104;
+	spin_sock_send(tx, &dst, &a, buf, sizeof(buf), NULL);
+	n = spin_sock_recv_pkt(rx, &h, buf, sizeof(buf), NULL, 2000);
+	ASSERT_EQ(n, 64, "the tagged put received");
+	ASSERT_EQ(ntohl(h.msg_id), 104, "only the tagged put: the others dropped");
+	ASSERT_TRUE(spin_auth_ok(&key, &h), "signed with the socket's key");
+	ASSERT_EQ(spin_sock_recv_pkt(rx, &h, buf, sizeof(buf), NULL, 0), -SPIN_ETIMEDOUT,
+		  "nothing else");
+out:
+	unsetenv("SPIN_AUTH_KEY");
+	spin_sock_close(rx);
+	spin_sock_close(tx);
+}
+
 static void amo_no_socket_keeps_use_once(void)
 {
 	struct spin_me_spec su = spec(0, 0xb3, 64);
@@ -3825,6 +3885,7 @@ int main(int argc, char **argv)
 	RUN_TEST(job_key);
 	RUN_TEST(auth_tag);
 	RUN_TEST(auth);
+	RUN_TEST(sock_auth);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
 	return t_summary();

@@ -95,6 +95,7 @@ struct spin_status {
 	uint32_t prog_id;
 	struct spin_cfg cfg;
 	char pin_dir[256];
+	bool auth;		/* attached with an auth key (never shown) */
 };
 int spin_get_status(struct spin_rt *rt, struct spin_status *st);
 
