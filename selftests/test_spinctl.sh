@@ -188,6 +188,16 @@ t_bad_numbers() {
 	bad 2 "timeout-ms: $NUM" attach veth2 timeout-ms 0x1g
 	bad 2 "key: $NUM" attach veth2 key 0x5eed_1234
 	bad 2 "key: $NUM" attach veth2 key 05
+	# auth keys: 32 hex digits or a 0600 file holding them
+	bad 2 "auth key '0x1234': give 32 hex digits" attach veth2 auth-key 0x1234
+	bad 2 "auth key '00112233445566778899aabbccddeeff0': give 32" attach veth2 auth-key 00112233445566778899aabbccddeeff0
+	bad 2 "auth key: all zero" attach veth2 auth-key 00000000000000000000000000000000
+	bad 2 "auth key file $LOG/no-such-key: No such file" attach veth2 auth-key "$LOG/no-such-key"
+	printf '00112233445566778899aabbccddeeff\n' >"$LOG/key.loose"; chmod 644 "$LOG/key.loose"
+	bad 2 "auth key file $LOG/key.loose is readable or writable by others: run 'chmod 600" attach veth2 auth-key "$LOG/key.loose"
+	printf 'not a key\n' >"$LOG/key.bad"; chmod 600 "$LOG/key.bad"
+	bad 2 "auth key file $LOG/key.bad: its first line must be 32 hex digits" attach veth2 auth-key "$LOG/key.bad"
+	bad 2 "'auth-key' needs a value" attach veth2 auth-key
 	bad 2 "INDEX: $NUM" pt alloc veth0 01
 	bad 2 "INDEX: $NUM" pt alloc veth0 ' 1'
 	bad 2 "INDEX: $NUM" pt enable veth0 -0

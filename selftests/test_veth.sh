@@ -351,6 +351,36 @@ t_job_key() {
 		fail "bad SPIN_JOB_KEY: exit $rc, $(cat "$LOG/badkey")"
 }
 
+t_auth_key() {
+	# a runtime attached with an auth key takes only packets tagged with
+	# it; spin_sock senders (spinctl send) sign with $SPIN_AUTH_KEY; the
+	# key comes from a 0600 file or 32 hex digits
+	local k=00112233445566778899aabbccddeeff
+	printf '%s\n' "$k" >"$LOG/auth.key"
+	chmod 600 "$LOG/auth.key"
+	attach_srv auth-key "$LOG/auth.key"
+	S "$SPINCTL" status veth0 | grep -q "auth key set" || fail "status does not say the auth key is set"
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 1 len 4096 >/dev/null
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 >/dev/null
+	C env SPIN_AUTH_KEY=ffeeddccbbaa99887766554433221100 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 \
+		len 3000 rank 0 >/dev/null
+	wait_stats '"bad_auth":4[,}]' || fail "bad_auth != 4 (no tag: 1 packet, another key: 3)"
+	stats_grep '"msgs":0,' || fail "a packet without the tag was taken"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 3000 rank 0 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "the job's own put was not taken"
+	C env SPIN_AUTH_KEY="$LOG/auth.key" "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 \
+		>/dev/null
+	wait_stats '"msgs_completed":2,' || fail "a put signed with the key file's key was not taken"
+	# a malformed key: one line naming the variable, usage exit code
+	local rc=0
+	C env SPIN_AUTH_KEY=0x1234 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 8 rank 0 \
+		>/dev/null 2>"$LOG/badauth" || rc=$?
+	[ "$rc" = 2 ] && grep -q "SPIN_AUTH_KEY: auth key '0x1234'" "$LOG/badauth" ||
+		fail "bad SPIN_AUTH_KEY: exit $rc, $(cat "$LOG/badauth")"
+}
+
 # ------------------------------------------------- jobs: ranks and peers --
 #
 # The job is the three namespaces: rank 0 = CLI (10.77.1.1), rank 1 = SRV
@@ -776,6 +806,7 @@ run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
 run_test peer_source t_peer_source
 run_test job_key t_job_key
+run_test auth_key t_auth_key
 run_test ack t_ack
 run_test get t_get
 run_test job_rank_by_address t_job_rank_by_address
