@@ -326,6 +326,15 @@ static int spin_match_fetch_cb(__u32 i, struct spin_match_q *q)
 	return spin_match_one(i, q, SPIN_OP_FETCH);
 }
 
+/* spin_cfg.get_max, or SPIN_MAX_MSG if it is 0 or more */
+static __always_inline __u32 spin_get_max(void)
+{
+	struct spin_cfg *cfg = spin_cfg_get();
+	__u32 m = cfg ? cfg->get_max : 0;
+
+	return m && m < SPIN_MAX_MSG ? m : SPIN_MAX_MSG;
+}
+
 /*
  * Admission of a message that matched entry `me` (mlength bytes of it):
  * if the runtime will post an event for it (spin_do_finish, spin_rx_get),
@@ -340,6 +349,10 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 					__u64 mlength)
 {
 	__u32 o = me->options;
+
+	/* what one get makes the runtime send (its process answers XSK ones) */
+	if (op == SPIN_OP_GET && !(o & SPIN_ME_XSK) && mlength > spin_get_max())
+		return 1 + SPIN_DROP_GET_CAP;
 
 	if (!(o & (SPIN_ME_XSK | SPIN_ME_USE_ONCE)) &&	/* no unlink event */
 	    (o & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) &&
@@ -705,6 +718,8 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 		fail = SPIN_FAIL_PT_DISABLED;
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
+	else if (reason == SPIN_DROP_GET_CAP)
+		fail = SPIN_FAIL_OP_VIOLATION;
 	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
 		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA)
 		fail = SPIN_FAIL_QUEUE_FULL;

@@ -438,6 +438,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		    (o->wake_direct ? 0 : SPIN_CFG_F_WAKE_DEFER) | (o->open ? SPIN_CFG_F_OPEN : 0);
 	cfg.msg_timeout_ns = o->msg_timeout_ns ? o->msg_timeout_ns : SPIN_MSG_TIMEOUT_NS;
 	cfg.job_key = o->job_key;
+	cfg.get_max = o->get_max && o->get_max < SPIN_MAX_MSG ? o->get_max : SPIN_MAX_MSG;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() << 16;
 	cfg.next_msg_id = (rnd & 0x7fffffff) | 1;

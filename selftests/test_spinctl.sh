@@ -252,6 +252,8 @@ t_bad_ranges() {
 	local R='is out of range'
 	bad 2 "port: .* $R \(1\.\.65535\)" attach veth2 port 0
 	bad 2 "port: .* $R" attach veth2 port 65536
+	bad 2 "get-max: .* $R \(1\.\.1073741824\)" attach veth2 get-max 0
+	bad 2 "get-max: .* $R" attach veth2 get-max 1073741825
 	bad 2 "rank: .* $R \(0\.\.4294967294\)" attach veth2 rank 4294967295
 	bad 2 "rank: .* $R" attach veth2 rank 4294967296
 	bad 2 "pages: '0xffffffff' $R \(1\.\.1048576\)" attach veth2 pages 0xffffffff

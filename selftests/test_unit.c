@@ -3765,6 +3765,79 @@ out:
 	spin_sock_close(tx);
 }
 
+/*
+ * get_cap: a get that would make the runtime send more than spin_cfg.get_max
+ * bytes is refused before its entry is claimed (get_cap, a header-only
+ * REPLY nack with SPIN_FAIL_OP_VIOLATION, no event); up to the cap, and
+ * for a shorter window (the manipulated length counts), it is answered,
+ * from XDP and through the host alike; an XSK entry's get is its
+ * process's to answer.
+ */
+static void get_cap(void)
+{
+	struct spin_me_spec s = spec(0, 0x90, 8192), su = spec(0, 0x91, 8192);
+	struct spin_me_spec sx = spec(0, 0x92, 0);
+	struct spin_msg_args a = margs(0, 0, 0x90);
+	struct spin_cfg *cfg = cfg_map();
+	uint8_t nothing[1] = { 0 };
+	struct spin_me me;
+	struct fr f, o;
+	struct evs v;
+	int iu;
+
+	reset();
+	s.options = SPIN_ME_OP_GET | SPIN_ME_EVENT_COMM_DISABLE;
+	su.options = SPIN_ME_OP_GET | SPIN_ME_USE_ONCE;
+	sx.options = SPIN_ME_OP_GET | SPIN_ME_XSK;
+	if (!cfg || me_add(&s) < 0 || (iu = me_add(&su)) < 0 || me_add(&sx) < 0)
+		return;
+	ASSERT_EQ(cfg->get_max, SPIN_MAX_MSG, "attach's default: SPIN_MAX_MSG");
+	__atomic_store_n(&cfg->get_max, 1000, __ATOMIC_SEQ_CST);
+	a.op = SPIN_OP_GET;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 1000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "a get of the cap: answered"))
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + 1000, "with 1000 bytes");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 1001, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "a get of more: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_OP_VIOLATION);
+	a.msg_id = next_id++;
+	a.remote_off = 8192 - 600;				/* the window's last 600 */
+	mkpkt(&f, &a, 100000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "asking more, getting 600 (truncated): answered"))
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + 600, "with 600 bytes");
+	a.remote_off = 0;
+	a.match_bits = 0x91;					/* use-once, through the host */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 5000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "a use-once entry's get of more: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_OP_VIOLATION);
+	spin_me_get(rt, iu, &me);
+	ASSERT_EQ(me.state, SPIN_ME_ACTIVE, "the use-once entry is not claimed");
+	ASSERT_EQ(events().n, 0, "no event");
+	__atomic_store_n(&cfg->get_max, 6000, __ATOMIC_SEQ_CST);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 5000, 0, 0, nothing);
+	ASSERT_EQ(run(&f, &o), XDP_DROP, "below a higher cap: handed to the host");
+	v = events();
+	{
+		int host_ev = 0;
+
+		for (int i = 0; i < v.n; i++)
+			host_ev += v.e[i].kind == SPIN_EV_GET_FROM_HOST;
+		ASSERT_EQ(host_ev, 1, "a reply for the host to send");
+	}
+	a.match_bits = 0x92;					/* XSK: its process answers */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100000, 0, 0, nothing);
+	run(&f, &o);
+	ASSERT_EQ(drops(SPIN_DROP_GET_CAP), 2, "get_cap: the two refused (not the XSK entry's)");
+	__atomic_store_n(&cfg->get_max, SPIN_MAX_MSG, __ATOMIC_SEQ_CST);
+	reset();
+	events();
+}
+
 static void amo_no_socket_keeps_use_once(void)
 {
 	struct spin_me_spec su = spec(0, 0xb3, 64);
@@ -3886,6 +3959,7 @@ int main(int argc, char **argv)
 	RUN_TEST(auth_tag);
 	RUN_TEST(auth);
 	RUN_TEST(sock_auth);
+	RUN_TEST(get_cap);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
 	return t_summary();

@@ -514,6 +514,7 @@ static void print_status(const struct spin_status *st)
 		jstr("sources", c->flags & SPIN_CFG_F_OPEN ? "open" : "peers");
 		jstr("job_key", c->job_key ? "set" : "none");
 		jstr("auth_key", st->auth ? "set" : "none");
+		ju64("get_max", c->get_max);
 		jstr("pin_dir", st->pin_dir);
 		jobj_end();
 		return;
@@ -535,6 +536,7 @@ static void print_status(const struct spin_status *st)
 	       "peers (only the peer table's address for each rank)",
 	       c->job_key ? "set (packets without it are dropped)" : "none",
 	       st->auth ? "set (packets without its tag are dropped)" : "none");
+	printf("\tget max %u bytes per request\n", c->get_max);
 	printf("\tpins %s\n", st->pin_dir);
 }
 
@@ -577,6 +579,9 @@ static int cmd_attach(int argc, char **argv)
 				return err;
 		} else if (!strcmp(a, "key")) {
 			if ((err = parse_u32r("key", OPTARG(a), 1, UINT32_MAX, &o.job_key)))
+				return err;
+		} else if (!strcmp(a, "get-max")) {
+			if ((err = parse_u32r("get-max", OPTARG(a), 1, SPIN_MAX_MSG, &o.get_max)))
 				return err;
 		} else if (!strcmp(a, "auth-key")) {
 			if (spin_auth_key_parse(OPTARG(a), &o.auth))
@@ -2205,13 +2210,16 @@ struct cmd {
 
 static const char help_attach[] =
 	"spinctl attach IFACE [generic] [port N] [rank R] [pid P] [pages N] [timeout-ms N]\n"
-	"          [no-dedup] [wake-direct] [open] [key K] [auth-key HEX|FILE] [obj FILE]\n"
+	"          [no-dedup] [wake-direct] [open] [key K] [auth-key HEX|FILE] [get-max N]\n"
+	"          [obj FILE]\n"
 	"    load the runtime, pin it and attach it to IFACE (native XDP unless 'generic');\n"
 	"    wake-direct: the packet path wakes waiting processes itself, not a work item;\n"
 	"    open: take packets from any address; key K: only packets with the job key K\n"
 	"    (1..0xffffffff; Portals processes take it from $SPIN_JOB_KEY);\n"
 	"    auth-key: only packets tagged with this 128-bit key (32 hex digits, or a\n"
-	"    file mode 0600 holding them; Portals processes: $SPIN_AUTH_KEY)\n";
+	"    file mode 0600 holding them; Portals processes: $SPIN_AUTH_KEY);\n"
+	"    get-max N: refuse a get that would make the runtime send more than N bytes\n"
+	"    (1..2^30, default 2^30; entries of Portals processes: their process answers)\n";
 static const char help_detach[] =
 	"spinctl detach IFACE\n"
 	"    detach the runtime from IFACE and remove every pin (handlers too)\n";

@@ -72,6 +72,9 @@ struct spin_attach_opts {
 				 * check against the peer table): insecure,
 				 * for a runtime without peers */
 	uint32_t job_key;	/* 0: none; else packets must carry it */
+	uint32_t get_max;	/* bytes the runtime sends in answer to one get
+				 * of an entry it serves (wire.h, "Get cap"),
+				 * 0: SPIN_MAX_MSG */
 	struct spin_auth auth;	/* the job's auth key (wire.h, "Authenticator"),
 				 * on 0: none; else every packet must carry its
 				 * tag, and every packet sent carries it */

@@ -147,6 +147,12 @@ enum spin_op {
  * user_hdr[1] is the failure (enum spin_fail) and user_hdr[0] 0, so the
  * initiator sees an event instead of waiting forever.
  *
+ * Get cap: a get that would make the runtime send more than
+ * spin_cfg.get_max bytes (its manipulated length, for an entry the runtime
+ * answers, not SPIN_ME_XSK) is refused before the entry is claimed:
+ * get_cap, nacked with a header-only REPLY whose failure is
+ * SPIN_FAIL_OP_VIOLATION.
+ *
  * Admission: a message whose matched entry will post an event for it (an
  * entry that wants events, a use-once entry (its unlink event), a get
  * whose reply the owning process sends; AF_XDP entries too) is refused
@@ -303,7 +309,8 @@ enum spin_hslot {
 	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
 	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
 	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
-	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's")
+	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's") \
+	X(GET_CAP,	"get_cap",	"a get for more than the runtime answers one request with (get_max): refused")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -384,6 +391,12 @@ struct spin_cfg {
 				 * cleared by the reader before it consumes */
 	__u32	job_key;	/* 0: none; else packets must carry it (host
 				 * order here, network order on the wire) */
+	__u32	get_max;	/* bytes the runtime sends in answer to one get
+				 * of an entry it serves (not SPIN_ME_XSK: their
+				 * process answers), itself or through the host;
+				 * a get of more is refused (get_cap); 0 or
+				 * above SPIN_MAX_MSG: SPIN_MAX_MSG */
+	__u32	pad_get;
 };
 
 /* The job's auth key (spin_auth, one element; not mmap-able, not in
