@@ -1342,8 +1342,8 @@ int spin_rx(struct xdp_md *xdp)
 		if (!src)
 			return spin_drop(st, SPIN_DROP_BAD_SOURCE);
 		/* a slot of the source's share, taken before the insert */
-		if (__sync_fetch_and_add(&src->msgs, 1) >= SPIN_SRC_MSG_QUOTA) {
-			__sync_fetch_and_add(&src->msgs, -1);
+		if (spin_src_take(src) >= spin_src_quota()) {
+			spin_src_give(src);
 			m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 			if (m)
 				goto existing;	/* another CPU admitted it meanwhile */
@@ -1364,7 +1364,7 @@ int spin_rx(struct xdp_md *xdp)
 		t->gen = bpf_ktime_get_ns();
 		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
 		if (err)	/* no entry of ours: the slot goes back */
-			__sync_fetch_and_add(&src->msgs, -1);
+			spin_src_give(src);
 		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 		if (!m)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_MSG_TABLE_FULL);

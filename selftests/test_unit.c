@@ -240,6 +240,14 @@ static void msgs_clear(void)
 		}
 		close(fd);
 	}
+	/* ... and the count of sources holding slots (spin_src_active) */
+	fd = pinned_map("spin_src_active");
+	if (fd >= 0) {
+		uint32_t zero = 0;
+
+		bpf_map_update_elem(fd, &zero, &zero, 0);
+		close(fd);
+	}
 	/* and the duplicate windows: an id an earlier test (the fuzzer) used
 	 * would make a test's message a duplicate */
 	fd = pinned_map("spin_dedup");
@@ -2467,35 +2475,43 @@ static void rare_drop_reasons(void)
 		}
 	}
 
-	/* msg_table_full: more multi-packet messages in flight than slots,
-	 * from two sources (one source gets half the table: src_quota).
-	 * They expire after FILL_TIMEOUT_NS: filling the table takes about
-	 * 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs; with the 100 ms
-	 * timeout this test had once, some could expire before the table was
-	 * full), so none expires before the table is full and counted. */
+	/* msg_table_full: more multi-packet messages in flight than slots.
+	 * A source's share is SPIN_MAX_MSGS / (n + 1), n the sources holding
+	 * slots (spin_src_quota): source 0, alone, takes half; source 1, one
+	 * of two, a third (1365); source 2 finds room (with two sources at
+	 * half each, the table was full for it) and takes the rest, then
+	 * the table is full.  They expire after FILL_TIMEOUT_NS: filling the
+	 * table takes about 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs;
+	 * with the 100 ms timeout this test had once, some could expire
+	 * before the table was full), so none expires before the table is
+	 * full and counted. */
 #define FILL_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
 	a.seg_size = SPIN_MAX_SEG;
 	if (!ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout for the fill"))
 		return;
 	{
+		static const uint32_t share[3] = { SPIN_MAX_MSGS / 2, SPIN_MAX_MSGS / 3,
+						   SPIN_MAX_MSGS - SPIN_MAX_MSGS / 2 - SPIN_MAX_MSGS / 3 };
 		uint64_t t0 = t_now_ns(), dt;
 
-		for (uint32_t r = 0; r < 2; r++) {
+		for (uint32_t r = 0; r < 3; r++) {
 			a.src_rank = r;
-			for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
+			for (uint32_t i = 0; i < share[r] + 1; i++) {	/* one more than it gets */
 				a.msg_id = next_id++;
 				mkpkt(&f, &a, 2 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 				run(&f, NULL);
 			}
+			ASSERT_EQ(src_msgs(r), share[r], "each source its share (0: half, 1: a third, 2: the rest)");
 		}
+		ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 2, "sources 0 and 1 refused beyond their shares");
 		ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "table full");
-		ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 0, "each source within its share");
-		a.src_rank = 2;
+		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full: source 2's last");
+		a.src_rank = 3;
 		a.msg_id = next_id++;
 		mkpkt(&f, &a, 2 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
-		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
-		ASSERT_EQ(src_msgs(2), 0, "a refused message holds no slot");
+		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 2, "msg_table_full");
+		ASSERT_EQ(src_msgs(3), 0, "a refused message holds no slot");
 		a.src_rank = 0;
 		dt = t_now_ns() - t0;
 		if (dt > FILL_TIMEOUT_NS / 2)
@@ -2512,7 +2528,16 @@ static void rare_drop_reasons(void)
 	}
 	ASSERT_EQ(msg_table_entries(), 0, "stalled messages expired");
 	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), SPIN_MAX_MSGS, "each counted as msg_timeout");
-	ASSERT_EQ(src_msgs(0) + src_msgs(1), 0, "expired messages gave their slots back");
+	ASSERT_EQ(src_msgs(0) + src_msgs(1) + src_msgs(2), 0, "expired messages gave their slots back");
+	{
+		int fd = pinned_map("spin_src_active");
+		uint32_t zero = 0, n = ~0u;
+
+		if (ASSERT_TRUE(fd >= 0 && !bpf_map_lookup_elem(fd, &zero, &n), "read spin_src_active"))
+			ASSERT_EQ(n, 0, "no source counted as holding slots");
+		if (fd >= 0)
+			close(fd);
+	}
 	events();
 }
 

@@ -141,7 +141,7 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 		return;
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
 	if (s)
-		__sync_fetch_and_add(&s->msgs, -1);
+		spin_src_give(s);
 }
 
 /* Is me still the entry that message m matched: not unlinked, and no other

@@ -167,9 +167,10 @@ enum spin_op {
  * only within the source's share: an ACK, a timeout (ev_quota
  * otherwise); one that finds the ring full is lost (ev_lost).
  * So is the first packet of a multi-packet message that finds the message
- * table full (msg_table_full) or its source rank holding
- * SPIN_SRC_MSG_QUOTA entries of it already (src_quota): one source cannot
- * take the table from the others.
+ * table full (msg_table_full) or its source rank holding its share of it
+ * already (src_quota): SPIN_MAX_MSGS / (n + 1) with n the sources holding
+ * entries (half when it is alone), so no number of sources can take the
+ * whole table from the others.
  *
  * Flow control (SPIN_PT_FLOWCTRL on the portal table entry): a message that
  * matches no entry of such an entry, or is refused for a full event ring
@@ -234,7 +235,12 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
 #define SPIN_DEDUP_STALE	(8 * SPIN_DEDUP_SLOTS)	/* older copies: duplicates */
 #define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
-#define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank */
+#define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank
+					 * when it is the only one holding any;
+					 * with n sources holding some, each may
+					 * hold SPIN_MAX_MSGS / (n + 1) (spin_src_quota
+					 * in maps.bpf.h): the others keep a share */
+#define SPIN_SRC_MSG_MIN	8	/* ... but never fewer than this */
 #define SPIN_BITMAP_WORDS	64	/* words of a packet bitmap chunk: the inline one
 					 * in spin_msg (packets 0..4095) and each of
 					 * spin_msg_bits (4096 packets each) */
