@@ -1433,6 +1433,57 @@ static void check_fan_frame(const uint8_t *b, int len, uint32_t rank, int i, con
 	ASSERT_MEM(b + SPIN_PAY_OFF, pay, plen, "payload");
 }
 
+static int set_auth(const struct spin_auth *a);
+
+/* Send frame f into IFA through IFB and count the fan-out copies that come
+ * back out on IFB whose tag is key k's (every copy carries its own). */
+static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
+{
+	struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+	int sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL)), ok = 0;
+	struct ifreq ifr = { 0 };
+	uint64_t t0;
+	int fd;
+
+	*copies = 0;
+	sl.sll_ifindex = if_nametoindex(IFB);
+	if (sock < 0 || !sl.sll_ifindex || bind(sock, (void *)&sl, sizeof(sl))) {
+		if (sock >= 0)
+			close(sock);
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+	if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+		memcpy(f->b, ifr.ifr_hwaddr.sa_data, 6);
+	if (fd >= 0)
+		close(fd);
+	sl.sll_halen = 6;
+	memcpy(sl.sll_addr, f->b, 6);
+	sendto(sock, f->b, f->len, 0, (void *)&sl, sizeof(sl));
+	t0 = t_now_ns();
+	while (*copies < 8 && t_now_ns() - t0 < WAIT_NS) {
+		struct sockaddr_ll from;
+		socklen_t fl = sizeof(from);
+		struct pollfd pf = { .fd = sock, .events = POLLIN };
+		struct fr o;
+		struct spin_hdr h;
+		int n;
+
+		poll(&pf, 1, 50);
+		n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
+		if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING)
+			continue;
+		memcpy(&h, o.b + SPIN_HDR_OFF, sizeof(h));
+		if (h.version != SPIN_VERSION || ntohl(h.src_rank) != MY_RANK)
+			continue;
+		(*copies)++;
+		ok += spin_auth_ok(k, &h) && h.auth_tag;
+	}
+	close(sock);
+	return ok;
+}
+
 static void fanout(void)
 {
 	struct spin_me_spec s = spec(0, 0x46, 4096);
@@ -1578,6 +1629,21 @@ static void fanout(void)
 	ASSERT_EQ(st.fanout, 1, "one fan-out");
 	ASSERT_EQ(st.fanout_copies, 8, "8 copies sent by spin_tc");
 	ASSERT_EQ(st.tx_device, 8, "8 device puts");
+	/* with an auth key: every copy carries its own tag (spin_tc re-tags
+	 * each after rewriting its target's fields) */
+	{
+		struct spin_auth k = { .on = 1, .k0 = 0x0102030405060708ULL, .k1 = 42 }, off = { 0 };
+		int copies = 0;
+
+		if (ASSERT_OK(set_auth(&k), "auth key on")) {
+			a.auth = k;
+			a.msg_id = next_id++;
+			mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+			ASSERT_EQ(fan_tagged(&f, &k, &copies), 8, "8 copies, each with a valid tag");
+			ASSERT_EQ(copies, 8, "8 copies on the wire");
+			set_auth(&off);
+		}
+	}
 	for (int r = 2; r < 9; r++)
 		spin_peer_del(rt, r);
 	base_peers(2, 4);	/* as the other tests expect them */
