@@ -381,6 +381,39 @@ t_auth_key() {
 		fail "bad SPIN_AUTH_KEY: exit $rc, $(cat "$LOG/badauth")"
 }
 
+t_auth_get() {
+	# gets of a runtime with an auth key and a get cap: the short reply
+	# (built by the runtime) and the long one (sent by the server's
+	# process, serve-puts) are both tagged (the client's spin_sock, with
+	# $SPIN_AUTH_KEY, drops anything else); a get of more than get-max
+	# bytes is refused with op_violation
+	local k=00112233445566778899aabbccddeeff
+	attach_srv auth-key $k get-max 150000
+	S "$SPINCTL" status veth0 | grep -q "get max 150000" || fail "status does not show get max"
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 9 len 200000 op put,get >/dev/null
+	S "$SPINCTL" peer add veth0 0 10.77.1.1
+	: >"$LOG/get-ev"
+	nsenter --net="/var/run/netns/$SRV" -- "$SPINCTL" events veth0 serve-puts >"$LOG/get-ev" 2>&1 &
+	echo $! >"$LOG/server.pid"
+	head -c 200000 /dev/urandom >"$LOG/getdata"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" send to 10.77.1.2 pt 0 bits 9 file "$LOG/getdata" rank 0 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "the put did not complete"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len 100 remote-off 1000 \
+		rank 0 timeout-ms $WAIT_MS >"$LOG/get.json" || fail "short get with the key: no reply"
+	[ "$(get_hex "$LOG/get.json")" = "$(slice_hex "$LOG/getdata" 1000 100)" ] ||
+		fail "short reply differs"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len 150000 \
+		rank 0 timeout-ms $WAIT_MS >"$LOG/getlong.json" || fail "long get with the key: no reply"
+	[ "$(get_hex "$LOG/getlong.json")" = "$(slice_hex "$LOG/getdata" 0 150000)" ] ||
+		fail "150000-byte reply (sent by the process) differs"
+	expect_rc 3 C env SPIN_AUTH_KEY=$k "$SPINCTL" get to 10.77.1.2 pt 0 bits 9 len 150001 rank 0 \
+		timeout-ms $WAIT_MS
+	grep -q "failure 'op_violation'" "$LOG/out" || fail "a get over get-max is not refused with op_violation"
+	stats_grep '"get_cap":1[,}]' || fail "get_cap != 1"
+	stats_grep '"bad_auth":0[,}]' || fail "tagged gets counted as bad_auth"
+}
+
 # ------------------------------------------------- jobs: ranks and peers --
 #
 # The job is the three namespaces: rank 0 = CLI (10.77.1.1), rank 1 = SRV
@@ -807,6 +840,7 @@ run_test put_redirect t_put_redirect
 run_test peer_source t_peer_source
 run_test job_key t_job_key
 run_test auth_key t_auth_key
+run_test auth_get t_auth_get
 run_test ack t_ack
 run_test get t_get
 run_test job_rank_by_address t_job_rank_by_address

@@ -2188,10 +2188,12 @@ static int cmd_get(int argc, char **argv)
 		uint64_t f = be64toh(h.user_hdr[1]);
 
 		if (f) {
-			fprintf(stderr, "spinctl: get: the target answered with failure '%s'\n",
-				ev_fail((uint32_t)f));
+			fprintf(stderr, "spinctl: get: the target answered with failure '%s'%s\n",
+				ev_fail((uint32_t)f), f == SPIN_FAIL_OP_VIOLATION ?
+				" (its entry does not allow the get, or it is longer than the target's get-max: ask for less)" : "");
 			err = (f == SPIN_FAIL_NO_MATCH || f == SPIN_FAIL_PT_DISABLED ||
-			       f == SPIN_FAIL_NO_TARGET) ? SPIN_ENOENT : SPIN_EFAIL;
+			       f == SPIN_FAIL_NO_TARGET) ? SPIN_ENOENT :
+			      f == SPIN_FAIL_OP_VIOLATION ? SPIN_EPERM : SPIN_EFAIL;
 		}
 	}
 out:
