@@ -3929,6 +3929,90 @@ static void get_cap(void)
 	events();
 }
 
+/* Run f for real (live frames): an XDP_REDIRECT reaches the AF_XDP socket
+ * bound on IFA's queue 0. */
+static int run_live(struct fr *f)
+{
+	struct xdp_md ctx = { .data_end = (uint32_t)f->len, .ingress_ifindex = if_nametoindex(IFA),
+			      .rx_queue_index = 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+
+	return bpf_prog_test_run_opts(prog_fd, &o);
+}
+
+struct xsk_got { int n; uint32_t ids[8]; };
+
+static int xsk_got_cb(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
+{
+	struct xsk_got *g = ctx;
+
+	if (g->n < 8)
+		g->ids[g->n] = ntohl(h->msg_id);
+	g->n++;
+	return 0;
+}
+
+/*
+ * xsk_auth: libspin checks the tag of the answers (REPLY, SACK) it
+ * receives on its AF_XDP socket, with the key it read from the runtime
+ * when it opened it.  To get a forged answer past the runtime's own check,
+ * the runtime's key is turned off after the process opened it: the
+ * untagged REPLY and SACK reach the socket and are dropped there
+ * (rx_bad_auth); a tagged REPLY is delivered.
+ */
+static void xsk_auth(void)
+{
+	struct spin_auth key = T_AUTH, off = { 0 };
+	struct spin_msg_args a = margs(0, 0, 0x93);
+	struct spin_rt *rt2 = NULL;
+	struct spin_xsk_opts xo = { .queue = 0, .frames = 64 };
+	struct spin_xsk_stats xs;
+	struct spin_xsk *x = NULL;
+	struct xsk_got g = { 0 };
+	uint8_t pay[64] = { 7 };
+	struct fr f;
+
+	reset();
+	if (!ASSERT_OK(set_auth(&key), "key on") || !ASSERT_OK(spin_open(IFA, &rt2), "a process opens it"))
+		goto out;
+	if (spin_xsk_open(rt2, &xo, &x) < 0) {
+		set_auth(&off);
+		spin_close(rt2);
+		T_SKIP("cannot open an AF_XDP socket");
+	}
+	set_auth(&off);			/* the runtime takes anything now */
+	a.op = SPIN_OP_REPLY;		/* forged: no tag */
+	a.msg_id = 201;
+	mkpkt(&f, &a, 64, 0, 64, pay);
+	ASSERT_OK(run_live(&f), "forged reply run");
+	a.op = SPIN_OP_SACK;		/* forged: another key's tag */
+	a.auth = key;
+	a.auth.k1 ^= 1;
+	a.msg_id = 202;
+	mkpkt(&f, &a, 8, 0, 8, pay);
+	ASSERT_OK(run_live(&f), "forged sack run");
+	a.op = SPIN_OP_REPLY;		/* the job's */
+	a.auth = key;
+	a.msg_id = 203;
+	mkpkt(&f, &a, 64, 0, 64, pay);
+	ASSERT_OK(run_live(&f), "tagged reply run");
+	for (int i = 0; i < 50 && g.n < 1; i++)
+		spin_xsk_recv(x, xsk_got_cb, &g, 20);
+	spin_xsk_recv(x, xsk_got_cb, &g, 50);
+	ASSERT_EQ(g.n, 1, "one answer delivered");
+	ASSERT_EQ(g.ids[0], 203, "the tagged one");
+	spin_xsk_stats(x, &xs);
+	ASSERT_EQ(xs.rx_bad_auth, 2, "the forged reply and SACK dropped by the library");
+	ASSERT_EQ(xs.rx_invalid, 0, "(as such, not as malformed)");
+out:
+	set_auth(&off);
+	if (x)
+		spin_xsk_close(x);
+	spin_close(rt2);
+}
+
 static void amo_no_socket_keeps_use_once(void)
 {
 	struct spin_me_spec su = spec(0, 0xb3, 64);
@@ -4051,6 +4135,7 @@ int main(int argc, char **argv)
 	RUN_TEST(auth);
 	RUN_TEST(sock_auth);
 	RUN_TEST(get_cap);
+	RUN_TEST(xsk_auth);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
 	return t_summary();
