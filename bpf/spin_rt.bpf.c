@@ -1260,8 +1260,7 @@ int spin_rx(struct xdp_md *xdp)
 	}
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
-	if (sh->op != SPIN_OP_PUT)
-	{
+	if (sh->op != SPIN_OP_PUT) {
 		int act = spin_rx_other(xdp, sh->op, st, cfg);
 
 		if (act != SPIN_RX_DUP)
