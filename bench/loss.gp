@@ -16,7 +16,7 @@ set grid
 set key bottom left
 f(s) = sprintf("< awk -F, 'NR > 1 && $2 == %d && $1 > 0 { print $1 \",\" 100 * $6 / $5 \",\" $3 }' %s", s, csv)
 plot f(8) using 1:2 with points pt 7 title '8 B (1 packet)', \
-     f(1384) using 1:2 with points pt 5 title '1384 B (1 packet)', \
+     f(1376) using 1:2 with points pt 5 title '1376 B (1 packet)', \
      f(65536) using 1:2 with points pt 9 title '64 KiB (48 packets)', \
      100 * (1 - x / 1e6) ** 48 with lines title '(1 - p)^48', \
      100 * (1 - x / 1e6) with lines title '1 - p'

@@ -13,7 +13,7 @@
 # expectation without retransmission is (1 - p)^packets.
 #
 #   bench/loss.sh     (root)   REPS=3 N=200 LOSS_PPM="0 1000 10000 100000"
-#                              SIZES="8 1384 65536"
+#                              SIZES="8 1376 65536"
 #
 # Writes bench/results/loss.csv (loss_ppm,size,packets,rep,sent,completed,
 # timed_out), bench/results/loss_summary.txt and bench/results/loss.png.
@@ -26,7 +26,7 @@ cd "$TOP"
 REPS=${REPS:-3}
 N=${N:-200}
 LOSS_PPM=${LOSS_PPM:-"0 1000 10000 100000"}
-SIZES=${SIZES:-"8 1384 65536"}
+SIZES=${SIZES:-"8 1376 65536"}
 OUT=${OUT:-bench/results}
 TAG=spinbl$$
 NA=$TAG-a NB=$TAG-b NM=$TAG-m
@@ -77,7 +77,7 @@ for r in $(seq "$REPS"); do
 					same=0 prev="$c,$t"
 				fi
 			done
-			echo "$loss,$size,$(((size + 1383) / 1384)),$r,$N,$c,$t" >>"$CSV"
+			echo "$loss,$size,$(((size + 1375) / 1376)),$r,$N,$c,$t" >>"$CSV"
 		done
 	done
 done

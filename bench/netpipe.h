@@ -92,7 +92,7 @@ struct np_opts {
 	int timeout_ms;		/* no progress for this long: lost */
 	uint64_t budget;	/* max messages per phase of a multi-packet size */
 	int settle_ms;		/* pause before each phase of a multi-packet size */
-	size_t single;		/* largest single-packet message (spin: 1384) */
+	size_t single;		/* largest single-packet message (spin: SPIN_MAX_SEG) */
 	uint16_t ctrl_port;
 	int verbose;
 	/* from the job */
@@ -107,7 +107,7 @@ static struct np_opts np_o = {
 	.st_iters = 30, .st_min_iters = 3,
 	.rate = 0, .rate_count = 100000, .rate_iters = 5,
 	.timeout_ms = 1000, .ctrl_port = 7790,
-	.budget = 1000000, .settle_ms = 0, .single = 1384,
+	.budget = 1000000, .settle_ms = 0, .single = SPIN_MAX_SEG,
 };
 
 static void np_die(const char *fmt, ...)
@@ -200,7 +200,7 @@ static const struct option np_common_opts[] = {
 "  --st-time T --st-iters N   stream iterations: about T s, 3..N (0.3, 30)\n" \
 "  --rate --rate-count N --rate-iters R   8-byte rate: R streams of N (100000, 5)\n" \
 "  --timeout-ms T     no message for T ms: lost (1000)\n" \
-"  --budget N --settle-ms T   sizes > 1384 (more than one spin packet): at most N\n" \
+"  --budget N --settle-ms T   sizes > 1376 (more than one spin packet): at most N\n" \
 "                     messages per phase (ping-pong, stream) and T ms of quiet before\n" \
 "                     each phase (1000000, 0)\n" \
 "  --ctrl-port P      TCP control port on rank 1 (7790)\n" \

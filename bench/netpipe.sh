@@ -44,7 +44,7 @@
 #   PP_COUNT=10000 PP_TIME=0.25   ping-pong rounds per size: count and time caps
 #   ST_TIME=0.3 ST_ITERS=30 ST_BYTES=8m ST_KMAX=512   stream caps per size
 #   RATE=1 RATE_COUNT=100000 RATE_ITERS=5              8-byte message rate
-#   BUDGET=1000000 SETTLE_MS=0    sizes > 1384 B: at most BUDGET messages per
+#   BUDGET=1000000 SETTLE_MS=0    sizes > 1376 B: at most BUDGET messages per
 #                                 phase (all transports), SETTLE_MS of quiet
 #                                 before each phase (transports on the spin
 #                                 runtime); not needed since the runtime frees

@@ -41,6 +41,7 @@
  *          --port N (both UDP ports, default 7717) --sport N
  *          --src-rank R (0) --dst-rank R (1) --pt N (0) --match-bits B (0)
  *          --job-key K (0: none)
+ *          --auth-key HEX|FILE: tag the frames with this auth key
  *          --fresh N: see above
  *          --csv FILE --label NAME: append
  *             "label,size,mode,n,runs,ns_median,ns_min,ns_max,action"
@@ -184,6 +185,7 @@ static void usage(FILE *f)
 		"  --port N                UDP destination port (default %d)\n"
 		"  --sport N               UDP source port (default: --port)\n"
 		"  --src-rank R --dst-rank R --pt N --match-bits B --job-key K  sPIN header\n"
+		"  --auth-key HEX|FILE  tag the frames (wire.h, \"Authenticator\")\n"
 		"  --fresh N               N single runs on fresh pings per run instead of --repeat\n"
 		"  --csv FILE --label NAME append label,size,mode,n,runs,ns_median,ns_min,ns_max,action\n"
 		"  --quiet                 only the result line\n", SPIN_DEFAULT_PORT);
@@ -209,6 +211,7 @@ int main(int argc, char **argv)
 		{ "pt", required_argument, NULL, 8 },
 		{ "match-bits", required_argument, NULL, 9 },
 		{ "job-key", required_argument, NULL, 10 },
+		{ "auth-key", required_argument, NULL, 11 },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -268,6 +271,12 @@ int main(int argc, char **argv)
 		case 8: fs.args.pt_index = strtoul(optarg, &end, 0); break;
 		case 9: fs.args.match_bits = strtoull(optarg, &end, 0); break;
 		case 10: fs.args.job_key = strtoul(optarg, &end, 0); break;
+		case 11:
+			if (spin_auth_key_parse(optarg, &fs.args.auth)) {
+				fprintf(stderr, "progrun: %s\n", spin_errmsg());
+				return SPIN_EUSAGE;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SPIN_EUSAGE;
 		}
@@ -382,6 +391,7 @@ int main(int argc, char **argv)
 			LIBBPF_OPTS(bpf_test_run_opts, o);
 
 			sh->msg_id = htonl(spin_next_msg_id());
+			spin_auth_sign(&fs.args.auth, sh);	/* the tag covers msg_id */
 			o.data_in = frame;
 			o.data_size_in = flen;
 			o.repeat = 1;

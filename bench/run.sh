@@ -21,7 +21,7 @@
 # Environment knobs:
 #   COUNT=100000     measured round trips per (variant, size, rep)
 #   WARMUP=2000      unmeasured round trips first
-#   SIZES="64 256 1024 1384"  ping payload sizes
+#   SIZES="64 256 1024 1376"  ping payload sizes
 #   REPS=3           repetitions (variants round-robin); medians reported
 #   VARIANTS="udp_echo udp_echo_busy xdp_reflector spin_stream"
 #   CLIENT_BUSY=0    1: the client busy-polls too
@@ -44,7 +44,7 @@ ROOT=$PWD
 
 COUNT=${COUNT:-100000}
 WARMUP=${WARMUP:-2000}
-SIZES=${SIZES:-"64 256 1024 1384"}
+SIZES=${SIZES:-"64 256 1024 1376"}
 REPS=${REPS:-3}
 VARIANTS=${VARIANTS:-"udp_echo udp_echo_busy xdp_reflector spin_stream"}
 CLIENT_BUSY=${CLIENT_BUSY:-0}

@@ -330,6 +330,9 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 			   d->len[k], SPIN_DD_OUT_LIST(out));
 }
 
+/* spin_rx_other: "a duplicate, answer it with spin_dup" (not an XDP action) */
+#define SPIN_RX_DUP	(-2)
+
 struct spin_match_q {
 	__u32 pt;
 	__u32 rank;
@@ -395,6 +398,15 @@ static int spin_match_fetch_cb(__u32 i, struct spin_match_q *q)
 	return spin_match_one(i, q, SPIN_OP_FETCH);
 }
 
+/* spin_cfg.get_max, or SPIN_MAX_MSG if it is 0 or more */
+static __always_inline __u32 spin_get_max(void)
+{
+	struct spin_cfg *cfg = spin_cfg_get();
+	__u32 m = cfg ? cfg->get_max : 0;
+
+	return m && m < SPIN_MAX_MSG ? m : SPIN_MAX_MSG;
+}
+
 /*
  * Admission of a message that matched entry `me` (mlength bytes of it):
  * if the runtime will post an event for it (spin_do_finish, spin_rx_get),
@@ -409,6 +421,10 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 					__u64 mlength)
 {
 	__u32 o = me->options;
+
+	/* what one get makes the runtime send (its process answers XSK ones) */
+	if (op == SPIN_OP_GET && !(o & SPIN_ME_XSK) && mlength > spin_get_max())
+		return 1 + SPIN_DROP_GET_CAP;
 
 	if (!(o & (SPIN_ME_XSK | SPIN_ME_USE_ONCE)) &&	/* no unlink event */
 	    (o & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) &&
@@ -774,6 +790,8 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 		fail = SPIN_FAIL_PT_DISABLED;
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
+	else if (reason == SPIN_DROP_GET_CAP)
+		fail = SPIN_FAIL_OP_VIOLATION;
 	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
 		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA ||
 		 reason == SPIN_DROP_XSK_FULL)
@@ -1046,7 +1064,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
 		me = spin_get_again(rank, msg_id, sh, c);
 		if (!me)
-			return spin_dup(xdp, rank, msg_id, 1);
+			return SPIN_RX_DUP;	/* spin_rx answers it (stack depth) */
 		spin_drop_count(st, SPIN_DROP_DUP_ANSWERED);
 		if (pay && c->mlength > SPIN_MAX_SEG) {
 			/* a re-get: the owning process sends the packets its
@@ -1219,7 +1237,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->done = 1;
 	q.admit = 0;	/* posts no event: its process answers */
 	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
-		return spin_dup(xdp, rank, msg_id, 1);
+		return SPIN_RX_DUP;	/* spin_rx answers it (stack depth) */
 	if (op == SPIN_OP_FETCH)
 		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
 	else
@@ -1339,10 +1357,28 @@ int spin_rx(struct xdp_md *xdp)
 	/* a keyed runtime: only packets of its job */
 	if (cfg->job_key && sh->job_key != bpf_htonl(cfg->job_key))
 		return spin_drop(st, SPIN_DROP_BAD_KEY);
+	/* an authenticated runtime: only packets signed with the job's key
+	 * (wire.h, "Authenticator"), before anything reads the header */
+	{
+		struct spin_auth *au = spin_auth_get();
+
+		if (au && au->on && sh->auth_tag != spin_auth_tag(au, sh))
+			return spin_drop(st, SPIN_DROP_BAD_AUTH);
+	}
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
-	if (sh->op != SPIN_OP_PUT)
-		return spin_rx_other(xdp, sh->op, st, cfg);
+	if (sh->op != SPIN_OP_PUT) {
+		int act = spin_rx_other(xdp, sh->op, st, cfg);
+
+		if (act != SPIN_RX_DUP)
+			return act;
+		/* a duplicate get or atomic, answered from this frame (one
+		 * call level up: the answer's tag and checksum need stack) */
+		sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+		if ((void *)(sh + 1) > spin_xdp_end(xdp))
+			return spin_drop(st, SPIN_DROP_MALFORMED);
+		return spin_dup(xdp, bpf_ntohl(sh->src_rank), bpf_ntohl(sh->msg_id), 1);
+	}
 	ulen = bpf_ntohs(udp->len);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
@@ -1412,8 +1448,8 @@ int spin_rx(struct xdp_md *xdp)
 		if (!src)
 			return spin_drop(st, SPIN_DROP_BAD_SOURCE);
 		/* a slot of the source's share, taken before the insert */
-		if (__sync_fetch_and_add(&src->msgs, 1) >= SPIN_SRC_MSG_QUOTA) {
-			__sync_fetch_and_add(&src->msgs, -1);
+		if (spin_src_take(src) >= spin_src_quota()) {
+			spin_src_give(src);
 			m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 			if (m)
 				goto existing;	/* another CPU admitted it meanwhile */
@@ -1434,7 +1470,7 @@ int spin_rx(struct xdp_md *xdp)
 		t->gen = bpf_ktime_get_ns();
 		err = bpf_map_update_elem(&spin_msgs, &c->key, t, BPF_NOEXIST);
 		if (err)	/* no entry of ours: the slot goes back */
-			__sync_fetch_and_add(&src->msgs, -1);
+			spin_src_give(src);
 		m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 		if (!m)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_MSG_TABLE_FULL);
@@ -1590,6 +1626,35 @@ struct spin_l2l4 {
 	struct spin_hdr	sh;
 } __attribute__((packed));
 
+/* spin_tc's copy of the fan-out targets (the metadata goes with the frame's
+ * first copy): per CPU, off the stack, which the headers and the tag's
+ * rounds fill.  TC ingress does not nest on a CPU. */
+struct spin_tc_tgts { struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_tc_tgts);
+} spin_tc_scratch SEC(".maps");
+
+/* A fan-out copy's own tag (wire.h, "Authenticator"), over the header just
+ * stored: read in place, written with bpf_skb_store_bytes (the head may be
+ * shared with the copy in flight).  0 without a key. */
+static __always_inline int spin_tc_sign(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+	struct spin_auth *au = spin_auth_get();
+	__u64 tag;
+
+	if (!au || !au->on)
+		return 0;
+	if ((void *)(sh + 1) > end)
+		return -1;
+	tag = spin_auth_tag(au, sh);
+	return bpf_skb_store_bytes(skb, SPIN_HDR_OFF + SPIN_AUTH_LEN, &tag, sizeof(tag), 0) ? -1 : 0;
+}
+
 /*
  * spin_tc, at TC ingress (tcx) of the runtime's interface: the second half
  * of a fan-out (spin_fanout in rt_common.bpf.h).  A frame that the runtime
@@ -1604,7 +1669,9 @@ int spin_tc(struct __sk_buff *skb)
 {
 	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
 	const struct spin_fanout_meta *pm = meta;
-	struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1];
+	struct spin_tc_tgts *tt;
+	struct spin_fanout_tgt *tgt;
+	__u32 zero = 0;
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
 	struct spin_l2l4 h;
@@ -1618,6 +1685,10 @@ int spin_tc(struct __sk_buff *skb)
 	if (!cfg || pm->my_rank != cfg->my_rank)
 		return TC_ACT_OK;
 	st = spin_stats_get();
+	tt = bpf_map_lookup_elem(&spin_tc_scratch, &zero);
+	if (!tt)
+		return TC_ACT_OK;
+	tgt = tt->tgt;
 	n = pm->n;
 	ifindex0 = pm->ifindex0;
 	if (n > SPIN_MAX_PUTS - 1)
@@ -1673,7 +1744,8 @@ int spin_tc(struct __sk_buff *skb)
 		h.sh.match_bits = bpf_cpu_to_be64(tgt[i].match_bits);
 		h.sh.remote_off = bpf_cpu_to_be64(tgt[i].remote_off);
 		h.sh.hdr_data = bpf_cpu_to_be64(tgt[i].hdr_data);
-		if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0)) {
+		if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0) ||
+		    spin_tc_sign(skb)) {
 			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
 			return TC_ACT_SHOT;
 		}

@@ -126,6 +126,92 @@ int spin_job_key_env(uint32_t *key)
 	return 0;
 }
 
+/* 32 hex digits (0x optional), nothing else: the key's bytes in order. */
+static bool auth_hex(const char *s, struct spin_auth *a)
+{
+	uint8_t b[16];
+	int hi, lo;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (int i = 0; i < 16; i++) {
+		if ((hi = hexdigit(s[2 * i])) < 0 || (lo = hexdigit(s[2 * i + 1])) < 0)
+			return false;
+		b[i] = (uint8_t)(hi << 4 | lo);
+	}
+	if (s[32])
+		return false;
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < 8; i++) {
+		a->k0 |= (uint64_t)b[i] << (8 * i);
+		a->k1 |= (uint64_t)b[8 + i] << (8 * i);
+	}
+	a->on = 1;
+	return true;
+}
+
+int spin_auth_key_parse(const char *s, struct spin_auth *a)
+{
+	char line[80];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (!s || !a)
+		return spin_seterr(SPIN_EUSAGE, "auth key: none given");
+	if (!auth_hex(s, a)) {
+		bool hexish = *s && strspn(s, "0123456789abcdefABCDEFxX") == strlen(s);
+
+		/* not a key: a file that holds one */
+		if (hexish || !*s)
+			return spin_seterr(SPIN_EUSAGE, "auth key '%.40s': give 32 hex digits (128 bits) or a key file",
+					   s);
+		fd = open(s, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			return spin_seterr(SPIN_EUSAGE, "auth key file %.200s: %s (give 32 hex digits or a key file)",
+					   s, strerror(errno));
+		if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+			close(fd);
+			return spin_seterr(SPIN_EUSAGE, "auth key file %.200s: not a regular file", s);
+		}
+		if (sb.st_mode & 077) {
+			close(fd);
+			return spin_seterr(SPIN_EUSAGE, "auth key file %.200s is readable or writable by others: run 'chmod 600 %.200s'",
+					   s, s);
+		}
+		n = read(fd, line, sizeof(line) - 1);
+		close(fd);
+		if (n < 0)
+			n = 0;
+		line[n] = 0;
+		line[strcspn(line, "\r\n")] = 0;
+		if (!auth_hex(line, a))
+			return spin_seterr(SPIN_EUSAGE, "auth key file %.200s: its first line must be 32 hex digits", s);
+	}
+	if (!a->k0 && !a->k1) {
+		a->on = 0;
+		return spin_seterr(SPIN_EUSAGE, "auth key: all zero, give a random one (e.g. 'head -c16 /dev/urandom | xxd -p')");
+	}
+	return 0;
+}
+
+int spin_auth_key_env(struct spin_auth *a)
+{
+	const char *e = getenv("SPIN_AUTH_KEY");
+
+	memset(a, 0, sizeof(*a));
+	if (!e || !*e)
+		return 0;
+	if (spin_auth_key_parse(e, a)) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", spin_errmsg());
+		memset(a, 0, sizeof(*a));
+		return spin_seterr(SPIN_EUSAGE, "SPIN_AUTH_KEY: %s", why);
+	}
+	return 0;
+}
+
 static bool parse_ip(const char *s, struct in_addr *a)
 {
 	return inet_pton(AF_INET, s, a) == 1 && a->s_addr != 0;

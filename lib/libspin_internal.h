@@ -42,6 +42,7 @@ enum spin_map_id {
 	SPIN_M_GC,
 	SPIN_M_XSKS,
 	SPIN_M_WAKER,
+	SPIN_M_AUTH,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];
@@ -59,6 +60,7 @@ struct spin_rt {
 	/* mmap-ed maps (BPF_F_MMAPABLE) */
 	struct spin_cfg *cfg;
 	size_t cfg_mlen;
+	struct spin_auth auth;		/* the runtime's auth key (spin_auth), read at open */
 	struct spin_me *me;
 	size_t me_mlen;
 	uint8_t *hpu;

@@ -315,6 +315,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	const char *ifname;
 	struct spin_job job = {};
 	uint32_t key;
+	struct spin_auth auth, rt_auth;
 	struct spin_status st;
 	struct ptl_ni *ni;
 	struct spin_xsk_opts xo = { .queue = 0,
@@ -391,7 +392,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	ni->size = job.size ? job.size : 1;
 	ni->pid = pid == PTL_PID_ANY ? (uint32_t)getpid() & 0xffff : pid;
 
-	if (spin_job_key_env(&key)) {
+	if (spin_job_key_env(&key) || spin_auth_key_env(&auth)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: %s", spin_errmsg());
 		goto fail;
 	}
@@ -403,6 +404,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 			.wake_direct = env_u64("SPIN_WAKE_DIRECT", 0) != 0,
 			.host_pages = (uint32_t)env_u64("SPIN_PTL_HOST_PAGES", 0),
 			.job_key = key,
+			.auth = auth,
 		};
 
 		err = spin_attach(&ao, &ni->rt);
@@ -428,6 +430,15 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: the runtime on %s was attached %s, not with "
 				"SPIN_JOB_KEY (run 'spinctl detach %s' first, or use the same key)",
 				ni->ifname, ni->rt->cfg->job_key ? "with another job key" : "without a job key",
+				ni->ifname);
+		goto fail;
+	}
+	/* ... and so is its auth key */
+	spin_rt_auth(ni->rt, &rt_auth);
+	if (auth.on && (!rt_auth.on || rt_auth.k0 != auth.k0 || rt_auth.k1 != auth.k1)) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: the runtime on %s was attached %s, not with "
+				"SPIN_AUTH_KEY (run 'spinctl detach %s' first, or use the same key)",
+				ni->ifname, rt_auth.on ? "with another auth key" : "without an auth key",
 				ni->ifname);
 		goto fail;
 	}

@@ -59,6 +59,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_GC]		= "spin_gc",
 	[SPIN_M_XSKS]		= "spin_xsks",
 	[SPIN_M_WAKER]		= "spin_waker",
+	[SPIN_M_AUTH]		= "spin_auth",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -437,6 +438,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		    (o->wake_direct ? 0 : SPIN_CFG_F_WAKE_DEFER) | (o->open ? SPIN_CFG_F_OPEN : 0);
 	cfg.msg_timeout_ns = o->msg_timeout_ns ? o->msg_timeout_ns : SPIN_MSG_TIMEOUT_NS;
 	cfg.job_key = o->job_key;
+	cfg.get_max = o->get_max && o->get_max < SPIN_MAX_MSG ? o->get_max : SPIN_MAX_MSG;
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() << 16;
 	cfg.next_msg_id = (rnd & 0x7fffffff) | 1;
@@ -542,6 +544,12 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	if (bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_cfg")),
 				&k, &cfg, 0)) {
 		err = spin_seterr(SPIN_EFAIL, "cannot write spin_cfg: %s", strerror(errno));
+		goto out;
+	}
+	if (o->auth.on &&
+	    bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_auth")),
+				&k, &o->auth, 0)) {
+		err = spin_seterr(SPIN_EFAIL, "cannot write spin_auth: %s", strerror(errno));
 		goto out;
 	}
 
@@ -669,6 +677,15 @@ int spin_open(const char *ifname, struct spin_rt **out)
 				  rt->pin_dir, ifname);
 		goto fail;
 	}
+	{
+		uint32_t zero = 0;
+
+		if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_AUTH], &zero, &rt->auth)) {
+			err = spin_seterr(SPIN_EFAIL, "cannot read %s/spin_auth: %s", rt->pin_dir,
+					  strerror(errno));
+			goto fail;
+		}
+	}
 	rt->cfg = map_mmap(rt->map_fd[SPIN_M_CFG], &rt->cfg_mlen);
 	rt->me = map_mmap(rt->map_fd[SPIN_M_ME], &rt->me_mlen);
 	rt->hpu = map_mmap(rt->map_fd[SPIN_M_HPU], &rt->hpu_mlen);
@@ -682,6 +699,12 @@ int spin_open(const char *ifname, struct spin_rt **out)
 fail:
 	spin_close(rt);
 	return err;
+}
+
+void spin_rt_auth(struct spin_rt *rt, struct spin_auth *out)
+{
+	if (out)
+		*out = rt ? rt->auth : (struct spin_auth){ 0 };
 }
 
 void spin_close(struct spin_rt *rt)
@@ -852,6 +875,7 @@ int spin_get_status(struct spin_rt *rt, struct spin_status *st)
 	snprintf(st->ifname, sizeof(st->ifname), "%s", rt->ifname);
 	snprintf(st->pin_dir, sizeof(st->pin_dir), "%s", rt->pin_dir);
 	memcpy(&st->cfg, rt->cfg, sizeof(st->cfg));
+	st->auth = rt->auth.on;
 	st->generic = st->cfg.flags & SPIN_CFG_F_GENERIC;
 	ifindex = if_nametoindex(rt->ifname);
 	st->ifindex = ifindex ? (uint32_t)ifindex : st->cfg.ifindex;
@@ -1049,6 +1073,7 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	a.src_pid = rt->cfg->my_pid;
 	a.dst_rank = r->target_rank;
 	a.job_key = rt->cfg->job_key;
+	a.auth = rt->auth;
 	a.msg_id = spin_rt_msg_id(rt);
 	a.match_bits = r->match_bits;
 	a.remote_off = r->remote_off;

@@ -66,6 +66,8 @@ struct spin_sock {
 	int fd;
 	uint16_t port;
 	uint32_t job_key;		/* $SPIN_JOB_KEY at open, 0: none */
+	struct spin_auth auth;		/* $SPIN_AUTH_KEY at open, on 0: none */
+	uint64_t rx_bad_auth;		/* datagrams dropped: tag not the key's */
 	struct spin_reasm ra;		/* spin_sock_recv_msg's messages */
 	uint8_t rxbuf[UDP_MAX_PAYLOAD + 1];
 };
@@ -95,6 +97,7 @@ void spin_hdr_build(struct spin_hdr *h, const struct spin_msg_args *a,
 	h->hdr_data = htobe64(a->hdr_data);
 	for (i = 0; i < 4; i++)
 		h->user_hdr[i] = htobe64(a->user_hdr[i]);
+	spin_auth_sign(&a->auth, h);
 }
 
 /*
@@ -185,6 +188,7 @@ int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	struct spin_sock *s;
+	struct spin_auth auth;
 	uint32_t key;
 	int fd, err;
 
@@ -192,6 +196,8 @@ int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out)
 		return spin_seterr(SPIN_EUSAGE, "spin_sock_open: out is NULL");
 	*out = NULL;
 	if ((err = spin_job_key_env(&key)))
+		return err;
+	if ((err = spin_auth_key_env(&auth)))
 		return err;
 	if (bind_ip && *bind_ip && inet_pton(AF_INET, bind_ip, &sa.sin_addr) != 1)
 		return spin_seterr(SPIN_EUSAGE,
@@ -225,6 +231,7 @@ int spin_sock_open(const char *bind_ip, uint16_t port, struct spin_sock **out)
 		port = ntohs(sa.sin_port);
 	s->fd = fd;
 	s->job_key = key;
+	s->auth = auth;
 	s->port = port;
 	s->ra.who = "spin_sock_recv_msg";
 	s->ra.remember_done = true;
@@ -293,6 +300,8 @@ int spin_sock_send(struct spin_sock *s, const struct sockaddr_in *dst,
 		args.msg_id = spin_next_msg_id();
 	if (!args.job_key)
 		args.job_key = s->job_key;
+	if (!args.auth.on)
+		args.auth = s->auth;
 	npkts = spin_npkts(len, seg);
 	if (len > SPIN_MAX_MSG || npkts > SPIN_MSG_MAX_PKTS)
 		return spin_seterr(SPIN_EUSAGE,
@@ -367,6 +376,8 @@ int spin_sock_send_get(struct spin_sock *s, const struct sockaddr_in *dst,
 		args.msg_id = spin_next_msg_id();
 	if (!args.job_key)
 		args.job_key = s->job_key;
+	if (!args.auth.on)
+		args.auth = s->auth;
 	spin_hdr_build(&h, &args, length, 0);
 	for (;;) {
 		n = sendto(s->fd, &h, sizeof(h), 0, (const struct sockaddr *)dst, sizeof(*dst));
@@ -448,6 +459,10 @@ static int recv_one(struct spin_sock *s, struct spin_hdr *h, void *buf, size_t c
 		pay = spin_hdr_parse(&raw, (size_t)n, h);
 		if (pay < 0)
 			continue;	/* not sPIN or malformed: skip */
+		if (!spin_auth_ok(&s->auth, &raw)) {
+			s->rx_bad_auth++;	/* forged, or another job's: skip */
+			continue;
+		}
 		if (mh.msg_flags & MSG_TRUNC)
 			return spin_seterr(SPIN_ENOSPC,
 					    "spin_sock_recv: %d-byte payload does not fit in %zu bytes",

@@ -812,8 +812,10 @@ static int pkt_build(uint8_t *f, size_t cap, const struct spin_frame_addr *fa,
 	int flen;
 
 	spin_hdr_build(&h, args, msg_len, off);
-	if (add_flags)
+	if (add_flags) {
 		h.flags |= htons(add_flags);
+		spin_auth_sign(&args->auth, &h);	/* the tag covers flags */
+	}
 	flen = spin_frame_build(f, cap, fa, &h, pay ? (const uint8_t *)buf + off : NULL, pay);
 	/* the runtime checks it: a frame damaged on the way is dropped (and
 	 * sent again, for reliable messages) */
@@ -900,6 +902,7 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	args.src_pid = cfg->my_pid;
 	args.dst_rank = dst_rank;
 	args.job_key = __atomic_load_n(&cfg->job_key, __ATOMIC_RELAXED);
+	args.auth = x->rt->auth;
 	if (!args.msg_id)
 		args.msg_id = spin_rt_msg_id(x->rt);
 	if (msg_id)
@@ -1063,6 +1066,14 @@ static int frame_parse(struct spin_xsk *x, const uint8_t *f, uint32_t flen,
 	n = spin_hdr_parse(f + SPIN_HDR_OFF, ulen - sizeof(*udp), h);
 	if (n < 0)
 		return -1;
+	/* answers to this process (the runtime checked them, and left them
+	 * as they came): their tag again, so that nothing but the job's
+	 * runtimes can complete an operation of ours.  Requests handed over
+	 * by the runtime carry the matched entry in job_key instead of the
+	 * value signed (wire.h): the runtime's check is theirs. */
+	if ((h->op == SPIN_OP_REPLY || h->op == SPIN_OP_SACK || h->op == SPIN_OP_ACK) &&
+	    !spin_auth_ok(&x->rt->auth, h))
+		return -2;
 	*pay = f + SPIN_PAY_OFF;
 	return n;
 }
@@ -1129,7 +1140,9 @@ int spin_xsk_recv(struct spin_xsk *x, spin_xsk_pkt_fn fn, void *ctx, int timeout
 		int plen;
 
 		plen = frame_parse(x, x->umem + addr, d->len, &h, &pay);
-		if (plen < 0) {
+		if (plen == -2) {
+			x->st.rx_bad_auth++;
+		} else if (plen < 0) {
 			x->st.rx_invalid++;
 		} else {
 			x->st.rx_packets++;

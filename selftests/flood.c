@@ -82,7 +82,7 @@ struct forge {
 
 static int forge_frame(struct forge *fg, int kind, uint8_t *buf, size_t cap)
 {
-	static const uint8_t pay[1384] = { 0x5a };
+	static const uint8_t pay[SPIN_MAX_SEG] = { 0x5a };
 	struct spin_msg_args a = {
 		.op = SPIN_OP_PUT, .pt_index = fg->pt, .src_rank = fg->rank, .src_pid = 66,
 		.match_bits = fg->bits, .job_key = fg->key, .msg_id = ++fg->id ? fg->id : ++fg->id,
@@ -104,9 +104,9 @@ static int forge_frame(struct forge *fg, int kind, uint8_t *buf, size_t cap)
 		a.job_key = fg->key ^ 0x1234567;
 		break;
 	case F_HALF_MSG:	/* packet 0 of 2: never finished */
-		a.seg_size = 1384;
-		msg_len = 2 * 1384;
-		len = 1384;
+		a.seg_size = SPIN_MAX_SEG;
+		msg_len = 2 * SPIN_MAX_SEG;
+		len = SPIN_MAX_SEG;
 		break;
 	case F_ACK:
 		a.op = SPIN_OP_ACK;

@@ -584,7 +584,7 @@ static void ct_is(ptl_handle_ct_t ct, uint64_t succ, uint64_t fail, const char *
 
 /* ------------------------------------------------------ put and get -- */
 
-static const size_t sizes[] = { 8, 1024, 1384, 65536, 1 << 20, 4 << 20 };
+static const size_t sizes[] = { 8, 1024, SPIN_MAX_SEG, 65536, 1 << 20, 4 << 20 };
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
 #define BIGBUF ((4 << 20) + 4096)
 static const int ackm[3] = { PTL_ACK_REQ, PTL_CT_ACK_REQ, PTL_NO_ACK_REQ };
@@ -3731,7 +3731,7 @@ static void c_spin_hpu(void)
 		CHK_EQ(st.last_bits, 0x55, "header handler: match bits");
 		CHK_EQ(st.last_src, 0, "header handler: source rank");
 		CHK_EQ(st.last_hdr_data, 0xabc, "header handler: hdr_data");
-		CHK_EQ(st.first_byte_sum, pat(0x66, 0) + pat(0x66, 1384) + pat(0x66, 2768),
+		CHK_EQ(st.first_byte_sum, pat(0x66, 0) + pat(0x66, SPIN_MAX_SEG) + pat(0x66, 2 * SPIN_MAX_SEG),
 		       "first bytes of the packets");
 		check_pat("payload copied by the handler (DMA to host)", w, 3000, 0x66);
 		st.cas_counter = 999;
@@ -4432,7 +4432,7 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 	}
 	for (int k = 0; hnd && k < ncls; k++) {
 		struct test_state st;
-		uint64_t np = (c[k].size + 1383) / 1384;
+		uint64_t np = (c[k].size + (SPIN_MAX_SEG - 1)) / SPIN_MAX_SEG;
 
 		OK(PtlMEReadHPU(mh[k], 0, &st, sizeof(st)));
 		LOG("handlers of %zu-byte messages: header %llu payload %llu completion %llu",
@@ -4622,7 +4622,7 @@ static void c_rel_gone(void)
 			 * were copied); a longer one's when it failed */
 			CHKEV("put to a gone target", &evs[0], .m = F_TYPE | F_UPTR | F_FAIL,
 			      .type = PTL_EVENT_SEND, .uptr = U(i + 1),
-			      .fail = lens[i] > 1384 ? PTL_NI_UNDELIVERABLE : PTL_NI_OK);
+			      .fail = lens[i] > SPIN_MAX_SEG ? PTL_NI_UNDELIVERABLE : PTL_NI_OK);
 			CHKEV("put to a gone target", &evs[1], .m = F_TYPE | F_UPTR | F_FAIL,
 			      .type = PTL_EVENT_ACK, .uptr = U(i + 1), .fail = PTL_NI_UNDELIVERABLE);
 			CHK(dt >= tmo, "failed after %llu ms, before the timeout of %llu ms",

@@ -194,6 +194,44 @@ if selected 'job_key*'; then
 	fi
 	ptl_detach_all
 fi
+# a job with an auth key (SPIN_AUTH_KEY): the runtimes attached anew by the
+# processes with it; every put, ack, get and reply is tagged and checked
+# (auth_*: the runtime says 'auth key set', no bad_auth drop).  A process
+# with another key is refused by PtlNIInit.
+AUTH1=00112233445566778899aabbccddeeff
+if selected 'auth*'; then
+	ptl_detach_all
+	for c in put get; do
+		selected "auth_$c" || continue
+		run_case "auth_$c" "$c" 2 2 spin SPIN_AUTH_KEY=$AUTH1
+		ns0=$(ptl_ns "$TAG" 0)
+		st=$(nsx "$ns0" "$TOP/tools/spinctl" status veth0 2>&1)
+		bad=$(nsx "$ns0" "$TOP/tools/spinctl" -j stats veth0 2>/dev/null |
+		      grep -oE '"bad_auth":[0-9]+' | cut -d: -f2)
+		if echo "$st" | grep -q "auth key set" && [ "${bad:-x}" = 0 ]; then
+			echo "PASS ptl/auth_${c}_keyed"; PASS=$((PASS + 1))
+		else
+			echo "FAIL ptl/auth_${c}_keyed (bad_auth ${bad:-?}; $(echo "$st" | grep -o 'auth key [a-z]*'))"
+			FAIL=$((FAIL + 1))
+		fi
+	done
+	if selected auth_other; then
+		d=$(mktemp -d "$WORK/auth_other.XXXX")
+		ns0=$(ptl_ns "$TAG" 0)
+		nsx "$ns0" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts2" SPIN_RANK=0 \
+			PTL_TEST_DIR="$d" PTL_TEST_NPROCS=2 PTL_TEST_TOP="$TOP" \
+			SPIN_AUTH_KEY=ffeeddccbbaa99887766554433221100 \
+			timeout -k 2 30 "$BIN" put >"$d/out" 2>&1
+		rc=$?
+		if [ $rc -ne 0 ] && grep -q "attached with another auth key" "$d/out"; then
+			echo "PASS ptl/auth_other"; PASS=$((PASS + 1))
+		else
+			echo "FAIL ptl/auth_other (exit $rc)"; FAIL=$((FAIL + 1))
+			sed 's/^/    /' "$d/out" | tail -5
+		fi
+	fi
+	ptl_detach_all
+fi
 # the progress thread stays away for SPIN_PTL_SPIN_US after the poller's
 # last PtlEQGet: 200 ms, not the default 1 ms, so a poller that a busy
 # machine deschedules for a few ms does not let it in (the count checked)

@@ -188,6 +188,16 @@ t_bad_numbers() {
 	bad 2 "timeout-ms: $NUM" attach veth2 timeout-ms 0x1g
 	bad 2 "key: $NUM" attach veth2 key 0x5eed_1234
 	bad 2 "key: $NUM" attach veth2 key 05
+	# auth keys: 32 hex digits or a 0600 file holding them
+	bad 2 "auth key '0x1234': give 32 hex digits" attach veth2 auth-key 0x1234
+	bad 2 "auth key '00112233445566778899aabbccddeeff0': give 32" attach veth2 auth-key 00112233445566778899aabbccddeeff0
+	bad 2 "auth key: all zero" attach veth2 auth-key 00000000000000000000000000000000
+	bad 2 "auth key file $LOG/no-such-key: No such file" attach veth2 auth-key "$LOG/no-such-key"
+	printf '00112233445566778899aabbccddeeff\n' >"$LOG/key.loose"; chmod 644 "$LOG/key.loose"
+	bad 2 "auth key file $LOG/key.loose is readable or writable by others: run 'chmod 600" attach veth2 auth-key "$LOG/key.loose"
+	printf 'not a key\n' >"$LOG/key.bad"; chmod 600 "$LOG/key.bad"
+	bad 2 "auth key file $LOG/key.bad: its first line must be 32 hex digits" attach veth2 auth-key "$LOG/key.bad"
+	bad 2 "'auth-key' needs a value" attach veth2 auth-key
 	bad 2 "INDEX: $NUM" pt alloc veth0 01
 	bad 2 "INDEX: $NUM" pt alloc veth0 ' 1'
 	bad 2 "INDEX: $NUM" pt enable veth0 -0
@@ -242,6 +252,8 @@ t_bad_ranges() {
 	local R='is out of range'
 	bad 2 "port: .* $R \(1\.\.65535\)" attach veth2 port 0
 	bad 2 "port: .* $R" attach veth2 port 65536
+	bad 2 "get-max: .* $R \(1\.\.1073741824\)" attach veth2 get-max 0
+	bad 2 "get-max: .* $R" attach veth2 get-max 1073741825
 	bad 2 "rank: .* $R \(0\.\.4294967294\)" attach veth2 rank 4294967295
 	bad 2 "rank: .* $R" attach veth2 rank 4294967296
 	bad 2 "pages: '0xffffffff' $R \(1\.\.1048576\)" attach veth2 pages 0xffffffff
@@ -281,7 +293,7 @@ t_bad_ranges() {
 	bad 2 "port: .* $R" recv port 0
 	bad 2 "pt: .* $R" send to 10.77.40.2 pt 65536
 	bad 2 "len: .* $R \(0\.\.1073741824\)" send to 10.77.40.2 pt 0 len 1073741825
-	bad 2 "seg: .* $R \(1\.\.1384\)" send to 10.77.40.2 pt 0 seg 1385
+	bad 2 "seg: .* $R \(1\.\.1376\)" send to 10.77.40.2 pt 0 seg 1377
 	bad 2 "seg: .* $R" send to 10.77.40.2 pt 0 seg 0
 	bad 2 "sport: .* $R" send to 10.77.40.2 pt 0 sport 65536
 	bad 2 "reply-timeout-ms: .* $R" send to 10.77.40.2 pt 0 reply-timeout-ms 2147483648

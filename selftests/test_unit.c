@@ -240,6 +240,14 @@ static void msgs_clear(void)
 		}
 		close(fd);
 	}
+	/* ... and the count of sources holding slots (spin_src_active) */
+	fd = pinned_map("spin_src_active");
+	if (fd >= 0) {
+		uint32_t zero = 0;
+
+		bpf_map_update_elem(fd, &zero, &zero, 0);
+		close(fd);
+	}
 	/* and the duplicate windows: an id an earlier test (the fuzzer) used
 	 * would make a test's message a duplicate */
 	fd = pinned_map("spin_dedup");
@@ -791,11 +799,11 @@ static void duplicates(void)
 
 	/* multi-packet: a packet twice in the middle, then the whole message again */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
-	mkpkt(&f, &a, 4000, 0, 1384, msg);
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, 4000, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	run(&f, NULL);
-	run_msg(&a, msg, 4000, 1384, order, &rc);
+	run_msg(&a, msg, 4000, SPIN_MAX_SEG, order, &rc);
 	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1 + 2, "duplicate packets");
 	v = events();
 	ASSERT_EQ(v.n, 2, "one completion per message");
@@ -866,12 +874,12 @@ static void reliable_answers(void)
 
 	/* 3 packets: 0, then 2 asking while 1 is missing, then 1 */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.flags = SPIN_F_REL;
-	mkpkt(&f, &a, 4000, 0, 1384, msg);
+	mkpkt(&f, &a, 4000, 0, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 0 is deposited");
 	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;
-	mkpkt(&f, &a, 4000, 2768, 1232, msg);
+	mkpkt(&f, &a, 4000, 2 * SPIN_MAX_SEG, 4000 - 2 * SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, &out), XDP_TX, "the last packet, asking, is answered");
 	ASSERT_EQ(oh->op, SPIN_OP_SACK, "with a SACK");
 	ASSERT_EQ(be64toh(oh->user_hdr[0]), 3, "of a 3-packet message");
@@ -880,7 +888,7 @@ static void reliable_answers(void)
 	ASSERT_EQ(le64toh(word), 0x5, "packets 0 and 2 in");
 	ASSERT_TRUE(csum_ok(&out), "the SACK carries a right checksum");
 	a.flags = SPIN_F_REL;
-	mkpkt(&f, &a, 4000, 1384, 1384, msg);
+	mkpkt(&f, &a, 4000, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, &out), XDP_TX, "the missing packet completes it");
 	ASSERT_EQ(oh->op, SPIN_OP_ACK, "and it is acked");
 	v = events();
@@ -964,7 +972,7 @@ static void multi_packet_any_order(void)
 	int order_rev[15], order_mix[15], rc;
 	struct spin_me me;
 	struct evs v;
-	int idx, n = (sizeof(msg) + 1383) / 1384;
+	int idx, n = (sizeof(msg) + (SPIN_MAX_SEG - 1)) / SPIN_MAX_SEG;
 
 	reset();
 	fill(msg, sizeof(msg), 5);
@@ -981,7 +989,7 @@ static void multi_packet_any_order(void)
 
 		memset(host + me.host_off, 0, sizeof(msg));
 		a.msg_id = next_id++;
-		run_msg(&a, msg, sizeof(msg), 1384, ord, &rc);
+		run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, ord, &rc);
 		ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "message deposited byte for byte");
 		v = events();
 		if (ASSERT_EQ(v.n, 1, "exactly one completion event")) {
@@ -1011,10 +1019,10 @@ static void handler_order_and_counts(void)
 		return;
 	a.msg_id = next_id++;
 	a.hdr_data = 77;
-	run_msg(&a, msg, sizeof(msg), 1384, order, &rc);	/* 8 packets, shuffled */
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, order, &rc);	/* 8 packets, shuffled */
 	t = tstate(idx);
 	for (int i = 0; i < 8; i++)
-		sum += msg[i * 1384];
+		sum += msg[i * SPIN_MAX_SEG];
 	ASSERT_EQ(t.hdr_calls, 1, "header handler once");
 	ASSERT_EQ(t.pay_calls, 8, "payload handler per packet");
 	ASSERT_EQ(t.cmpl_calls, 1, "completion once");
@@ -1050,10 +1058,10 @@ static void handler_drops(void)
 	if (idx < 0)
 		return;
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);	/* packets 0..3, 1 and 3 dropped */
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);	/* packets 0..3, 1 and 3 dropped */
 	t = tstate(idx);
 	ASSERT_EQ(t.cmpl_calls, 1, "completion once");
-	ASSERT_EQ(t.cmpl_dropped, 1384 + (5000 - 3 * 1384), "dropped_bytes = bytes of dropped packets");
+	ASSERT_EQ(t.cmpl_dropped, SPIN_MAX_SEG + (5000 - 3 * SPIN_MAX_SEG), "dropped_bytes = bytes of dropped packets");
 	ASSERT_EQ(drops(SPIN_DROP_HANDLER_DROP), 2, "handler_drop counted per packet");
 
 	/* header handler drops the whole message: no completion, no event */
@@ -1061,7 +1069,7 @@ static void handler_drops(void)
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
 	events();
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_EQ(t.hdr_calls, 1, "header ran");
 	ASSERT_EQ(t.pay_calls, 0, "no payload handler after DROP");
@@ -1073,7 +1081,7 @@ static void handler_drops(void)
 	init.mode = T_HDR_PROCEED;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_EQ(t.pay_calls, 0, "no payload handler after PROCEED");
 	ASSERT_EQ(t.cmpl_calls, 1, "completion after PROCEED");
@@ -1108,14 +1116,14 @@ static void handler_dma(void)
 	spin_me_get(rt, idx, &me);
 	memset(host + me.host_off, 0, 8192);
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "DMA to host wrote the payloads");
 	ASSERT_EQ(t.dma_errors, 0, "no DMA errors");
 	ASSERT_EQ(t.dma_from_value, *(uint64_t *)msg, "DMA from host read host memory");
 	memcpy(offs, host + me.hhost_off, sizeof(offs));
-	ASSERT_EQ(offs[1], 1384, "handler host memory written");
-	ASSERT_EQ(offs[2], 2768, "handler host memory written (2)");
+	ASSERT_EQ(offs[1], SPIN_MAX_SEG, "handler host memory written");
+	ASSERT_EQ(offs[2], 2 * SPIN_MAX_SEG, "handler host memory written (2)");
 	ASSERT_EQ(stats().dma_to_host_bytes, sizeof(msg) + 3 * 8, "dma bytes counted");
 
 	/* out-of-bounds DMA fails, is counted and fails the message */
@@ -1123,7 +1131,7 @@ static void handler_dma(void)
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	events();
 	a.msg_id = next_id++;
-	run_msg(&a, msg, 100, 1384, NULL, &rc);
+	run_msg(&a, msg, 100, SPIN_MAX_SEG, NULL, &rc);
 	t = tstate(idx);
 	ASSERT_EQ(t.dma_errors, 1, "OOB DMA returns an error");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), 1, "host_oob counted");
@@ -1178,7 +1186,7 @@ static void dma_from_host_stack_vars(void)
 	memcpy(want + 8, host + me.host_off + init.off[1], 24);
 	memcpy(want + 32, host + me.host_off + init.off[2], 4);
 	a.msg_id = next_id++;
-	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	run_msg(&a, msg, 0, SPIN_MAX_SEG, NULL, &rc);
 	memset(&t, 0, sizeof(t));
 	spin_hpu_read(rt, idx, &t, sizeof(t));
 	ASSERT_EQ(t.calls, 1, "header handler ran");
@@ -1216,12 +1224,12 @@ static void pingpong_stream(void)
 		return;
 	/* a 64-byte message, then the three packets of a 3000-byte one */
 	for (int k = 0; k < 4; k++) {
-		uint32_t total = k == 0 ? 64 : sizeof(msg), off = k == 0 ? 0 : (k - 1) * 1384;
-		uint32_t len = total - off < 1384 ? total - off : 1384;
+		uint32_t total = k == 0 ? 64 : sizeof(msg), off = k == 0 ? 0 : (k - 1) * SPIN_MAX_SEG;
+		uint32_t len = total - off < SPIN_MAX_SEG ? total - off : SPIN_MAX_SEG;
 
 		if (k < 2)
 			a.msg_id = next_id++;
-		a.seg_size = 1384;
+		a.seg_size = SPIN_MAX_SEG;
 		mkpkt(&f, &a, total, off, len, msg);
 		if (!ASSERT_EQ(run(&f, &o), XDP_TX, "pong sent with XDP_TX"))
 			return;
@@ -1235,7 +1243,7 @@ static void pingpong_stream(void)
 		ASSERT_EQ(ip->saddr, inet_addr("10.77.9.1"), "from our IP");
 		ASSERT_EQ(ntohs(udp->dest), 7000, "to the peer's port");
 		ASSERT_EQ(ntohs(udp->source), port, "from the sPIN port");
-		ASSERT_EQ(ntohs(ip->tot_len), 20 + 8 + 88 + len, "IP length");
+		ASSERT_EQ(ntohs(ip->tot_len), 20 + 8 + (int)sizeof(struct spin_hdr) + len, "IP length");
 		ASSERT_EQ(h->version, SPIN_VERSION, "version");
 		ASSERT_EQ(be64toh(h->match_bits), 10, "match bits 10");
 		ASSERT_EQ(ntohl(h->src_rank), MY_RANK, "from our rank");
@@ -1292,7 +1300,7 @@ static void pingpong_store(void)
 
 	/* 5000 bytes: deposited, then handed to the host to send */
 	a.msg_id = next_id++;
-	n = run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	n = run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	ASSERT_EQ(n, 4, "4 packets");
 	ASSERT_EQ(rc, XDP_DROP, "last packet consumed");
 	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "ping deposited");
@@ -1423,6 +1431,57 @@ static void check_fan_frame(const uint8_t *b, int len, uint32_t rank, int i, con
 	ASSERT_EQ(be64toh(h->hdr_data), 1000 + i, "hdr_data");
 	ASSERT_EQ(ntohl(h->msg_len), plen, "message length");
 	ASSERT_MEM(b + SPIN_PAY_OFF, pay, plen, "payload");
+}
+
+static int set_auth(const struct spin_auth *a);
+
+/* Send frame f into IFA through IFB and count the fan-out copies that come
+ * back out on IFB whose tag is key k's (every copy carries its own). */
+static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
+{
+	struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
+	int sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL)), ok = 0;
+	struct ifreq ifr = { 0 };
+	uint64_t t0;
+	int fd;
+
+	*copies = 0;
+	sl.sll_ifindex = if_nametoindex(IFB);
+	if (sock < 0 || !sl.sll_ifindex || bind(sock, (void *)&sl, sizeof(sl))) {
+		if (sock >= 0)
+			close(sock);
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+	if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+		memcpy(f->b, ifr.ifr_hwaddr.sa_data, 6);
+	if (fd >= 0)
+		close(fd);
+	sl.sll_halen = 6;
+	memcpy(sl.sll_addr, f->b, 6);
+	sendto(sock, f->b, f->len, 0, (void *)&sl, sizeof(sl));
+	t0 = t_now_ns();
+	while (*copies < 8 && t_now_ns() - t0 < WAIT_NS) {
+		struct sockaddr_ll from;
+		socklen_t fl = sizeof(from);
+		struct pollfd pf = { .fd = sock, .events = POLLIN };
+		struct fr o;
+		struct spin_hdr h;
+		int n;
+
+		poll(&pf, 1, 50);
+		n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
+		if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING)
+			continue;
+		memcpy(&h, o.b + SPIN_HDR_OFF, sizeof(h));
+		if (h.version != SPIN_VERSION || ntohl(h.src_rank) != MY_RANK)
+			continue;
+		(*copies)++;
+		ok += spin_auth_ok(k, &h) && h.auth_tag;
+	}
+	close(sock);
+	return ok;
 }
 
 static void fanout(void)
@@ -1570,6 +1629,21 @@ static void fanout(void)
 	ASSERT_EQ(st.fanout, 1, "one fan-out");
 	ASSERT_EQ(st.fanout_copies, 8, "8 copies sent by spin_tc");
 	ASSERT_EQ(st.tx_device, 8, "8 device puts");
+	/* with an auth key: every copy carries its own tag (spin_tc re-tags
+	 * each after rewriting its target's fields) */
+	{
+		struct spin_auth k = { .on = 1, .k0 = 0x0102030405060708ULL, .k1 = 42 }, off = { 0 };
+		int copies = 0;
+
+		if (ASSERT_OK(set_auth(&k), "auth key on")) {
+			a.auth = k;
+			a.msg_id = next_id++;
+			mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+			ASSERT_EQ(fan_tagged(&f, &k, &copies), 8, "8 copies, each with a valid tag");
+			ASSERT_EQ(copies, 8, "8 copies on the wire");
+			set_auth(&off);
+		}
+	}
 	for (int r = 2; r < 9; r++)
 		spin_peer_del(rt, r);
 	base_peers(2, 4);	/* as the other tests expect them */
@@ -1597,7 +1671,7 @@ static void *cc_thread(void *p)
 	CPU_ZERO(&set);
 	CPU_SET(a->cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	m.seg_size = 1384;
+	m.seg_size = SPIN_MAX_SEG;
 	pthread_barrier_wait(a->bar);
 	for (int i = 0; i < CC_MSGS; i++) {
 		m.msg_id = a->first_id + i;
@@ -1605,7 +1679,7 @@ static void *cc_thread(void *p)
 		for (int k = 0; k < CC_PKTS / 2; k++) {
 			int pk = a->cpu == 0 ? 2 * k : CC_PKTS - 1 - 2 * k;
 
-			mkpkt(&f, &m, CC_PKTS * 1384, pk * 1384, 1384, a->msg);
+			mkpkt(&f, &m, CC_PKTS * SPIN_MAX_SEG, pk * SPIN_MAX_SEG, SPIN_MAX_SEG, a->msg);
 			if (run(&f, NULL) < 0)
 				a->err = 1;
 		}
@@ -1615,7 +1689,7 @@ static void *cc_thread(void *p)
 
 static void concurrent_packets(void)
 {
-	static uint8_t msg[CC_PKTS * 1384];
+	static uint8_t msg[CC_PKTS * SPIN_MAX_SEG];
 	struct spin_me_spec s = spec(0, 0x47, 0);
 	struct test_state init = { .mode = T_TRACK }, t;
 	pthread_barrier_t bar;
@@ -1699,12 +1773,12 @@ static void acks(void)
 
 	/* multi-packet: only the packet that completes the message acks */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.match_bits = 0x70;
 	{
 		int order[] = { 2, 0, 1 };
 
-		run_msg(&a, msg, sizeof(msg), 1384, order, &rc);
+		run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, order, &rc);
 		ASSERT_EQ(rc, XDP_TX, "last packet becomes the ack");
 		ASSERT_EQ(stats().acks_sent, 2, "one ack per message");
 	}
@@ -1908,8 +1982,8 @@ static void message_timeout(void)
 	if (idx < 0)
 		return;
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* 1 of 4 packets, never the rest */
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);	/* 1 of 4 packets, never the rest */
 	/* longer than the runtime's default (SPIN_MSG_TIMEOUT_NS, 1 s): an
 	 * expiry before it shows that the default was used, not the setting */
 	if (!ASSERT_OK(set_msg_timeout(TEST_TIMEOUT_NS), "message timeout"))
@@ -1931,13 +2005,13 @@ static void message_timeout(void)
 			    "expired no earlier than the timeout after its first packet");
 		ASSERT_EQ(v.e[0].kind, SPIN_EV_MSG_TIMEOUT, "kind");
 		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_TIMEOUT, "fail");
-		ASSERT_EQ(v.e[0].dropped_bytes, sizeof(msg) - 1384, "missing bytes");
+		ASSERT_EQ(v.e[0].dropped_bytes, sizeof(msg) - SPIN_MAX_SEG, "missing bytes");
 	}
 	spin_me_get(rt, idx, &me);
 	ASSERT_EQ(me.state, SPIN_ME_FREE, "use-once entry released");
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
 	/* a late packet of the expired message starts a new message */
-	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "late packet of an expired message");
 }
@@ -1996,7 +2070,7 @@ static void fuzz_frames(void)
 	for (long k = 0; k < n; k++) {
 		struct spin_msg_args a = margs(rand_r(&seed) % 4,
 					       0x40000000 + rand_r(&seed) % 5000, rand_r(&seed));
-		uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % 1384;
+		uint32_t len = rand_r(&seed) % sizeof(msg), seg = 1 + rand_r(&seed) % SPIN_MAX_SEG;
 		uint32_t off, pl;
 		struct fr f;
 		int r, nb;
@@ -2114,7 +2188,7 @@ static uint32_t src_chunks(uint32_t r)
 	return v.chunks;
 }
 
-#define BIG_SEG		1384
+#define BIG_SEG		SPIN_MAX_SEG
 #define BIG_PKTS	(2 * SPIN_CHUNK_PKTS + 100)	/* the inline bitmap and 2 chunks */
 #define BIG_LEN		(BIG_PKTS * BIG_SEG - 500)
 
@@ -2269,7 +2343,7 @@ static void large_messages(void)
  * source's share of the chunks is enforced. */
 static void large_message_limits(void)
 {
-	static uint8_t msg[2 * 1384];
+	static uint8_t msg[2 * SPIN_MAX_SEG];
 	struct spin_me_spec s = spec(0, 0x4d, 65536);
 	struct spin_msg_args a = margs(1, 0, 0x4d);
 	struct fr f;
@@ -2278,20 +2352,20 @@ static void large_message_limits(void)
 	reset();
 	if (!ASSERT_TRUE(me_add(&s) >= 0, "entry"))
 		return;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	/* msg_len beyond SPIN_MAX_MSG, up to 2^32 - 1 */
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, 0xffffffffu, 0, 1384, msg);
+	mkpkt(&f, &a, 0xffffffffu, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, SPIN_MAX_MSG + 1, 0, 1384, msg);
+	mkpkt(&f, &a, SPIN_MAX_MSG + 1, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_MALFORMED), 2, "msg_len > SPIN_MAX_MSG is malformed");
 	/* pkt_off + length past msg_len, also where the sum wraps */
 	a.msg_id = next_id++;
-	mkpkt_pay(&f, &a, 1 << 20, 0xffffff00u, 1384, msg);
+	mkpkt_pay(&f, &a, 1 << 20, 0xffffff00u, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_MSG - 100, 1384, msg);
+	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_MSG - 100, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_BAD_OFFSET), 2, "pkt_off beyond the message is bad_offset");
 	/* more than SPIN_MSG_MAX_PKTS packets (tiny segments) */
@@ -2309,13 +2383,13 @@ static void large_message_limits(void)
 
 	/* later packets must agree with the first on msg_len and seg_size */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
-	mkpkt(&f, &a, 10 * 1384, 0, 1384, msg);
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, 10 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	mkpkt_pay(&f, &a, SPIN_MAX_MSG, 1384, 1384, msg);
+	mkpkt_pay(&f, &a, SPIN_MAX_MSG, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	a.seg_size = 692;
-	mkpkt_pay(&f, &a, 10 * 1384, 1384, 692, msg);
+	mkpkt_pay(&f, &a, 10 * SPIN_MAX_SEG, SPIN_MAX_SEG, 692, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_BAD_SEG), 4, "a packet that disagrees is bad_seg");
 	ASSERT_EQ(chunk_entries(), 0, "and makes no chunks");
@@ -2323,17 +2397,17 @@ static void large_message_limits(void)
 
 	/* the largest message is taken: 190 chunks' worth of packets (its
 	 * state only: nothing is deposited beyond the entry's 64 KiB) */
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+	mkpkt(&f, &a, SPIN_MAX_MSG, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	n = (SPIN_MAX_MSG / 1384) / SPIN_CHUNK_PKTS;	/* chunks beyond the inline bitmap */
+	n = (SPIN_MAX_MSG / SPIN_MAX_SEG) / SPIN_CHUNK_PKTS;	/* chunks beyond the inline bitmap */
 	ASSERT_EQ(chunk_entries(), (int)n, "a SPIN_MAX_MSG message holds its chunks");
 	ASSERT_EQ(src_chunks(1), n, "counted for its source");
 	/* ... until the source's share is used up: not now */
 	for (uint32_t i = 1; i < SPIN_SRC_CHUNK_QUOTA / n + 1; i++) {
 		a.msg_id = next_id++;
-		mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+		mkpkt(&f, &a, SPIN_MAX_MSG, 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 	}
 	ASSERT_EQ(src_chunks(1), (SPIN_SRC_CHUNK_QUOTA / n) * n, "the source's share taken");
@@ -2342,8 +2416,8 @@ static void large_message_limits(void)
 	ASSERT_EQ(chunk_entries(), (int)((SPIN_SRC_CHUNK_QUOTA / n) * n), "nor its chunks");
 	/* another source still gets its messages in */
 	a = margs(2, next_id++, 0x4d);
-	a.seg_size = 1384;
-	mkpkt(&f, &a, SPIN_MAX_MSG, 0, 1384, msg);
+	a.seg_size = SPIN_MAX_SEG;
+	mkpkt(&f, &a, SPIN_MAX_MSG, 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(src_chunks(2), n, "another source is not refused");
 	msgs_clear();
@@ -2423,13 +2497,13 @@ static void rare_drop_reasons(void)
 
 		memset(&m, 0, sizeof(m));
 		m.status = SPIN_MSG_NEW;
-		m.msg_len = 2768;
+		m.msg_len = 2 * SPIN_MAX_SEG;
 		m.deadline = ~0ull;
 		bpf_map_update_elem(msgs_fd, &key, &m, BPF_NOEXIST);
 		a.match_bits = 0x60;
 		a.msg_id = key.msg_id;
-		a.seg_size = 1384;
-		mkpkt(&f, &a, 2768, 1384, 1384, msg);
+		a.seg_size = SPIN_MAX_SEG;
+		mkpkt(&f, &a, 2 * SPIN_MAX_SEG, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 		ASSERT_EQ(drops(SPIN_DROP_HDR_WAIT), 1, "hdr_wait");
 		bpf_map_delete_elem(msgs_fd, &key);
@@ -2467,35 +2541,43 @@ static void rare_drop_reasons(void)
 		}
 	}
 
-	/* msg_table_full: more multi-packet messages in flight than slots,
-	 * from two sources (one source gets half the table: src_quota).
-	 * They expire after FILL_TIMEOUT_NS: filling the table takes about
-	 * 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs; with the 100 ms
-	 * timeout this test had once, some could expire before the table was
-	 * full), so none expires before the table is full and counted. */
+	/* msg_table_full: more multi-packet messages in flight than slots.
+	 * A source's share is SPIN_MAX_MSGS / (n + 1), n the sources holding
+	 * slots (spin_src_quota): source 0, alone, takes half; source 1, one
+	 * of two, a third (1365); source 2 finds room (with two sources at
+	 * half each, the table was full for it) and takes the rest, then
+	 * the table is full.  They expire after FILL_TIMEOUT_NS: filling the
+	 * table takes about 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs;
+	 * with the 100 ms timeout this test had once, some could expire
+	 * before the table was full), so none expires before the table is
+	 * full and counted. */
 #define FILL_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	if (!ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout for the fill"))
 		return;
 	{
+		static const uint32_t share[3] = { SPIN_MAX_MSGS / 2, SPIN_MAX_MSGS / 3,
+						   SPIN_MAX_MSGS - SPIN_MAX_MSGS / 2 - SPIN_MAX_MSGS / 3 };
 		uint64_t t0 = t_now_ns(), dt;
 
-		for (uint32_t r = 0; r < 2; r++) {
+		for (uint32_t r = 0; r < 3; r++) {
 			a.src_rank = r;
-			for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
+			for (uint32_t i = 0; i < share[r] + 1; i++) {	/* one more than it gets */
 				a.msg_id = next_id++;
-				mkpkt(&f, &a, 2768, 0, 1384, msg);
+				mkpkt(&f, &a, 2 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 				run(&f, NULL);
 			}
+			ASSERT_EQ(src_msgs(r), share[r], "each source its share (0: half, 1: a third, 2: the rest)");
 		}
+		ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 2, "sources 0 and 1 refused beyond their shares");
 		ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "table full");
-		ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 0, "each source within its share");
-		a.src_rank = 2;
+		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full: source 2's last");
+		a.src_rank = 3;
 		a.msg_id = next_id++;
-		mkpkt(&f, &a, 2768, 0, 1384, msg);
+		mkpkt(&f, &a, 2 * SPIN_MAX_SEG, 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
-		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
-		ASSERT_EQ(src_msgs(2), 0, "a refused message holds no slot");
+		ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 2, "msg_table_full");
+		ASSERT_EQ(src_msgs(3), 0, "a refused message holds no slot");
 		a.src_rank = 0;
 		dt = t_now_ns() - t0;
 		if (dt > FILL_TIMEOUT_NS / 2)
@@ -2512,7 +2594,16 @@ static void rare_drop_reasons(void)
 	}
 	ASSERT_EQ(msg_table_entries(), 0, "stalled messages expired");
 	ASSERT_EQ(drops(SPIN_DROP_MSG_TIMEOUT), SPIN_MAX_MSGS, "each counted as msg_timeout");
-	ASSERT_EQ(src_msgs(0) + src_msgs(1), 0, "expired messages gave their slots back");
+	ASSERT_EQ(src_msgs(0) + src_msgs(1) + src_msgs(2), 0, "expired messages gave their slots back");
+	{
+		int fd = pinned_map("spin_src_active");
+		uint32_t zero = 0, n = ~0u;
+
+		if (ASSERT_TRUE(fd >= 0 && !bpf_map_lookup_elem(fd, &zero, &n), "read spin_src_active"))
+			ASSERT_EQ(n, 0, "no source counted as holding slots");
+		if (fd >= 0)
+			close(fd);
+	}
 	events();
 }
 
@@ -2551,17 +2642,17 @@ static void src_quota(void)
 {
 	struct spin_me_spec s = spec(0, 0x70, 8192);
 	struct spin_msg_args a = margs(0, 0, 0x70);
-	static uint8_t msg[2768];
+	static uint8_t msg[2 * SPIN_MAX_SEG];
 	struct fr f, o;
 	uint32_t first = next_id;
 
 	reset();
 	if (me_add(&s) < 0 || !ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout"))
 		return;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	for (int i = 0; i < SPIN_SRC_MSG_QUOTA; i++) {
 		a.msg_id = next_id++;
-		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+		mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 		run(&f, NULL);
 	}
 	ASSERT_EQ(msg_table_entries(), SPIN_SRC_MSG_QUOTA, "the source's share in flight");
@@ -2569,7 +2660,7 @@ static void src_quota(void)
 	/* one more: refused and nacked, the table keeps room for others */
 	a.msg_id = next_id++;
 	a.flags = SPIN_F_ACK_REQ;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, &o), XDP_TX, "beyond its share: nacked");
 	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
 	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "src_quota");
@@ -2578,20 +2669,20 @@ static void src_quota(void)
 	/* another source is served, and its completed message holds no slot */
 	a.src_rank = 1;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
-	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "another source is not limited by it");
 	ASSERT_EQ(src_msgs(1), 0, "a completed message gives its slot back");
 	/* one of the first source's messages completes: a new one fits */
 	a.src_rank = 0;
 	a.msg_id = first;
-	mkpkt(&f, &a, sizeof(msg), 1384, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA - 1, "completed: one slot back");
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
 	ASSERT_EQ(drops(SPIN_DROP_SRC_QUOTA), 1, "admitted into the freed slot");
 	ASSERT_EQ(src_msgs(0), SPIN_SRC_MSG_QUOTA, "its share full again");
@@ -2809,9 +2900,9 @@ static void xsk_delivery_stamp(void)
 	}
 	/* multi-packet, last packet first */
 	a.msg_id = next_id++;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	for (int k = 2; k >= 0; k--) {
-		uint32_t off = k * 1384, l = sizeof(msg) - off < 1384 ? sizeof(msg) - off : 1384;
+		uint32_t off = k * SPIN_MAX_SEG, l = sizeof(msg) - off < SPIN_MAX_SEG ? sizeof(msg) - off : SPIN_MAX_SEG;
 
 		mkpkt(&f, &a, sizeof(msg), off, l, msg);
 		if (ASSERT_EQ(run(&f, &o), XDP_REDIRECT, "packet of a multi-packet put redirected")) {
@@ -3090,7 +3181,7 @@ static void nacks(void)
 	a.src_rank = 0;
 
 	/* multi-packet: only packet 0 is nacked, whether first or later */
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	{
 		int first0[] = { 0, 1, 2 }, later0[] = { 1, 0, 2 };
 		uint64_t n = stats().nacks_sent;
@@ -3100,7 +3191,7 @@ static void nacks(void)
 
 			a.msg_id = next_id++;
 			for (int i = 0; i < 3; i++) {
-				uint32_t off = ord[i] * 1384, l = 3000 - off < 1384 ? 3000 - off : 1384;
+				uint32_t off = ord[i] * SPIN_MAX_SEG, l = 3000 - off < SPIN_MAX_SEG ? 3000 - off : SPIN_MAX_SEG;
 
 				mkpkt(&f, &a, 3000, off, l, msg);
 				rc = run(&f, &o);
@@ -3213,14 +3304,14 @@ static void flow_control(void)
 	ASSERT_EQ(((struct spin_hdr *)(o.b + SPIN_HDR_OFF))->user_hdr[1], 0, "positive ack");
 	events();
 	a.match_bits = 0xd9;
-	a.seg_size = 1384;
+	a.seg_size = SPIN_MAX_SEG;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, 3000, 1384, 1384, msg);
+	mkpkt(&f, &a, 3000, SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	ASSERT_EQ(run(&f, NULL), XDP_DROP, "packet 1 first: dropped");
 	spin_pt_get(rt, 3, &pt);
 	ASSERT_TRUE(!(pt.flags & SPIN_PT_ENABLED), "disabled by the multi-packet message");
 	ASSERT_EQ(stats().pt_disabled, 2, "disabled twice");
-	mkpkt(&f, &a, 3000, 0, 1384, msg);
+	mkpkt(&f, &a, 3000, 0, SPIN_MAX_SEG, msg);
 	if (ASSERT_EQ(run(&f, &o), XDP_TX, "packet 0 nacked"))
 		check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
 	v = events();
@@ -3273,10 +3364,10 @@ static void stale_message_entry(void)
 		spin_me_get(rt, ia, &ma);
 		memset(host + ma.host_off, 0, sizeof(zero));
 		a.msg_id = next_id++;
-		a.seg_size = 1384;
-		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);	/* packet 0 of 4 */
+		a.seg_size = SPIN_MAX_SEG;
+		mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);	/* packet 0 of 4 */
 		ASSERT_EQ(run(&f, NULL), XDP_DROP, "first packet deposited");
-		ASSERT_MEM(host + ma.host_off, msg, 1384, "first packet in entry A");
+		ASSERT_MEM(host + ma.host_off, msg, SPIN_MAX_SEG, "first packet in entry A");
 		ASSERT_OK(spin_me_unlink(rt, ia), "unlink A");
 		n_me_list = 0;
 		memset(host + ma.host_off, 0, sizeof(zero));
@@ -3292,8 +3383,8 @@ static void stale_message_entry(void)
 			ASSERT_EQ(mb.host_off, ma.host_off, "B takes A's range");
 		}
 		events();	/* A's put event */
-		for (uint32_t off = 1384; off < sizeof(msg); off += 1384) {
-			uint32_t l = sizeof(msg) - off < 1384 ? sizeof(msg) - off : 1384;
+		for (uint32_t off = SPIN_MAX_SEG; off < sizeof(msg); off += SPIN_MAX_SEG) {
+			uint32_t l = sizeof(msg) - off < SPIN_MAX_SEG ? sizeof(msg) - off : SPIN_MAX_SEG;
 
 			mkpkt(&f, &a, sizeof(msg), off, l, msg);
 			rc = run(&f, NULL);
@@ -3319,7 +3410,7 @@ static void stale_message_entry(void)
 	if (ia < 0)
 		return;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
 	if (!ASSERT_OK(set_msg_timeout(100ull * 1000 * 1000), "message timeout"))
 		return;
 	run(&f, NULL);
@@ -3500,6 +3591,428 @@ static void job_key(void)
 	events();
 }
 
+/*
+ * auth_tag: libspin's SipHash-2-4 (spin/auth.h) against a byte-at-a-time
+ * one written from the paper here, on the paper's example (key 00..0f,
+ * message 00..0e: a129ca6149be45e5) and on random 88-byte headers.  The
+ * runtime's BPF assembly is checked against it in unit/auth (the runtime
+ * takes what libspin signs, libspin takes what the runtime signs).
+ */
+#define T_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+static uint64_t t_siphash(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
+{
+	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
+	uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL, b;
+	size_t i = 0;
+
+#define T_SIPROUND do { \
+	v0 += v1; v1 = T_ROTL(v1, 13); v1 ^= v0; v0 = T_ROTL(v0, 32); \
+	v2 += v3; v3 = T_ROTL(v3, 16); v3 ^= v2; v0 += v3; v3 = T_ROTL(v3, 21); v3 ^= v0; \
+	v2 += v1; v1 = T_ROTL(v1, 17); v1 ^= v2; v2 = T_ROTL(v2, 32); } while (0)
+	for (;;) {
+		int last = len - i < 8;
+
+		b = last ? (uint64_t)len << 56 : 0;
+		for (int j = 0; j < 8 && i + j < len; j++)
+			b |= (uint64_t)m[i + j] << (8 * j);
+		v3 ^= b;
+		T_SIPROUND;
+		T_SIPROUND;
+		v0 ^= b;
+		if (last)
+			break;
+		i += 8;
+	}
+	v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		T_SIPROUND;
+#undef T_SIPROUND
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static void auth_tag(void)
+{
+	uint8_t m[SPIN_AUTH_LEN];
+	struct spin_auth k = { .on = 1, .k0 = 0x0706050403020100ULL, .k1 = 0x0f0e0d0c0b0a0908ULL };
+	unsigned int seed = 14;
+
+	for (int i = 0; i < 15; i++)
+		m[i] = (uint8_t)i;
+	ASSERT_EQ(t_siphash(k.k0, k.k1, m, 15), 0xa129ca6149be45e5ULL, "the paper's example");
+	for (int n = 0; n < 1000; n++) {
+		for (int i = 0; i < SPIN_AUTH_LEN; i++)
+			m[i] = (uint8_t)rand_r(&seed);
+		k.k0 = (uint64_t)rand_r(&seed) << 32 | (uint64_t)rand_r(&seed);
+		if (!ASSERT_EQ(spin_auth_hash(k.k0, k.k1, m), t_siphash(k.k0, k.k1, m, SPIN_AUTH_LEN),
+			       "libspin's tag is SipHash-2-4 of the 88 bytes"))
+			break;
+	}
+}
+
+/* Set the runtime's auth key (on 0: none). */
+static int set_auth(const struct spin_auth *a)
+{
+	int fd = pinned_map("spin_auth"), rc;
+	uint32_t zero = 0;
+
+	if (fd < 0) {
+		T_MSG("spin_auth pin: %s", strerror(errno));
+		return -1;
+	}
+	rc = bpf_map_update_elem(fd, &zero, a, 0);
+	close(fd);
+	return rc;
+}
+
+/* The answer in o carries the tag of key k (and a changed byte breaks it). */
+static void answer_tagged(const struct fr *o, const struct spin_auth *k, const char *what)
+{
+	struct spin_hdr h;
+
+	memcpy(&h, o->b + SPIN_HDR_OFF, sizeof(h));
+	if (!ASSERT_TRUE(spin_auth_ok(k, &h), what))
+		return;
+	h.user_hdr[1] ^= htobe64(1);
+	ASSERT_TRUE(!spin_auth_ok(k, &h), "a changed answer fails the check");
+}
+
+/*
+ * A runtime with an auth key takes only packets whose tag is its key's
+ * (bad_auth: untagged, another key's, a field changed after signing, for
+ * every op), and tags what it sends (replies, acks, nacks, SACKs).  A
+ * replayed authenticated packet deposits nothing twice: the duplicate
+ * window answers or drops it, and a reliable message's copy older than the
+ * window is stale.
+ */
+#define T_AUTH ((struct spin_auth){ .on = 1, .k0 = 0x1122334455667788ULL, .k1 = 0x99aabbccddeeff00ULL })
+static void auth(void)
+{
+	struct spin_me_spec s = spec(0, 0x63, 64), sf = spec(0, 0x64, 64);
+	struct spin_msg_args a = margs(0, 0, 0x63);
+	struct spin_auth key = T_AUTH, other = T_AUTH, off = { 0 };
+	const struct spin_hdr *h;
+	static uint8_t big[3 * SPIN_MAX_SEG];
+	uint8_t msg[64];
+	struct spin_me me;
+	struct fr f, o, keep;
+	int idx;
+
+	idx = checked_entry(&s, msg, 23, &me);
+	sf.options |= SPIN_ME_EVENT_COMM_DISABLE;
+	if (idx < 0 || me_add(&sf) < 0 || !ASSERT_OK(set_auth(&key), "set the key"))
+		return;
+	other.k1 ^= 1;
+
+	a.msg_id = next_id++;					/* untagged */
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put without a tag");
+	a.auth = other;						/* another key's tag */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put tagged with another key");
+	forged_ack_get(&a, "10.77.9.2", msg);
+	a.auth = key;						/* a field changed after signing */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	((struct spin_hdr *)(f.b + SPIN_HDR_OFF))->remote_off = htobe64(8);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put changed after signing");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	f.b[SPIN_HDR_OFF + SPIN_AUTH_LEN] ^= 0x80;		/* a flipped tag bit */
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "put with a changed tag");
+	nothing_taken(&me, SPIN_DROP_BAD_AUTH, 6);
+
+	/* tagged with the key: the put lands, the get's reply is tagged */
+	put_lands(&a, &me, msg);
+	a.op = SPIN_OP_GET;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 0, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "get with the tag answered")) {
+		h = (const void *)(o.b + SPIN_HDR_OFF);
+		ASSERT_EQ(h->op, SPIN_OP_REPLY, "a reply");
+		answer_tagged(&o, &key, "the reply carries the runtime's tag");
+	}
+	a.op = SPIN_OP_PUT;
+	a.flags = SPIN_F_ACK_REQ;				/* an ack */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "acked"))
+		answer_tagged(&o, &key, "the ack carries the runtime's tag");
+	a.match_bits = 0x6e;					/* a nack */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "nacked"))
+		answer_tagged(&o, &key, "the nack carries the runtime's tag");
+	a.match_bits = 0x63;
+	a.flags = SPIN_F_REL | SPIN_F_SACK_REQ;			/* a SACK */
+	a.seg_size = SPIN_MAX_SEG;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(big), 2 * SPIN_MAX_SEG, SPIN_MAX_SEG, big);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "an incomplete message asks: SACK"))
+		answer_tagged(&o, &key, "the SACK carries the runtime's tag");
+	events();
+
+	/* replays: a copy of an authenticated put deposits nothing again */
+	a.flags = 0;
+	a.seg_size = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	keep = f;
+	run(&f, NULL);
+	ASSERT_MEM(host + me.host_off, msg, 64, "the put deposited");
+	memset(host + me.host_off, 0, 64);
+	events();
+	f = keep;
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "its replay dropped");
+	ASSERT_MEM(host + me.host_off, (uint8_t[64]){ 0 }, 64, "the replay deposited nothing");
+	ASSERT_EQ(events().n, 0, "the replay posted nothing");
+	/* a reliable put, replayed after more ids than the window holds */
+	a.flags = SPIN_F_REL | SPIN_F_ACK_REQ;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 64, 0, 64, msg);
+	keep = f;
+	run(&f, NULL);
+	memset(host + me.host_off, 0, 64);
+	events();
+	a.match_bits = 0x64;					/* to the no-events entry */
+	a.flags = SPIN_F_REL;
+	for (int i = 0; i < SPIN_DEDUP_SLOTS + 8; i++) {
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, 64, 0, 64, msg);
+		run(&f, NULL);
+	}
+	f = keep;
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "an old reliable put's replay: stale");
+	ASSERT_MEM(host + me.host_off, (uint8_t[64]){ 0 }, 64, "the old replay deposited nothing");
+	ASSERT_EQ(events().n, 0, "nor posted anything");
+	ASSERT_EQ(drops(SPIN_DROP_BAD_AUTH), 6, "no more bad_auth");
+
+	/* the key off: untagged packets are taken again */
+	if (!ASSERT_OK(set_auth(&off), "key off"))
+		return;
+	a.auth = off;
+	a.match_bits = 0x63;
+	a.flags = 0;
+	put_lands(&a, &me, msg);
+}
+
+/*
+ * sock_auth: a spin_sock opened with $SPIN_AUTH_KEY drops datagrams
+ * (answers too: acks, replies) whose tag is not its key's, and signs what
+ * it sends with it; a bad $SPIN_AUTH_KEY is refused at open.
+ */
+static void sock_auth(void)
+{
+	struct spin_msg_args a = margs(0, 0, 0x65);
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct spin_sock *rx = NULL, *tx = NULL;
+	struct spin_auth key;
+	struct spin_hdr h;
+	uint8_t buf[64] = { 1 };
+	int n;
+
+	setenv("SPIN_AUTH_KEY", "0x1122334455667788aabbccddeeff0011", 1);
+	n = spin_sock_open("127.0.0.1", 0, &rx);
+	if (!ASSERT_OK(n, "open with $SPIN_AUTH_KEY") ||
+	    !ASSERT_OK(spin_auth_key_env(&key), "the key") ||
+	    !ASSERT_OK(spin_sock_open("127.0.0.1", 0, &tx), "a sender with the key"))
+		goto out;
+	setenv("SPIN_AUTH_KEY", "0x1122", 1);
+	ASSERT_EQ(spin_auth_key_env(&a.auth), -SPIN_EUSAGE, "a short key is refused");
+	setenv("SPIN_AUTH_KEY", "00000000000000000000000000000000", 1);
+	ASSERT_EQ(spin_auth_key_env(&a.auth), -SPIN_EUSAGE, "an all-zero key is refused");
+	unsetenv("SPIN_AUTH_KEY");
+	{
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+
+		getsockname(spin_sock_fd(rx), (struct sockaddr *)&sa, &sl);
+		dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		dst.sin_port = sa.sin_port;
+	}
+	a.auth = key;
+	a.auth.k0 ^= 1;						/* another key's */
+	a.msg_id = 101;
+	spin_sock_send(tx, &dst, &a, buf, sizeof(buf), NULL);
+	a.op = SPIN_OP_ACK;					/* a forged ack */
+	a.msg_id = 102;
+	spin_sock_send(tx, &dst, &a, NULL, 0, NULL);
+	a.op = SPIN_OP_REPLY;					/* a forged reply */
+	a.msg_id = 103;
+	spin_sock_send(tx, &dst, &a, buf, sizeof(buf), NULL);
+	memset(&a.auth, 0, sizeof(a.auth));			/* the socket's key */
+	a.op = SPIN_OP_PUT;
+	a.msg_id = 104;
+	spin_sock_send(tx, &dst, &a, buf, sizeof(buf), NULL);
+	n = spin_sock_recv_pkt(rx, &h, buf, sizeof(buf), NULL, 2000);
+	ASSERT_EQ(n, 64, "the tagged put received");
+	ASSERT_EQ(ntohl(h.msg_id), 104, "only the tagged put: the others dropped");
+	ASSERT_TRUE(spin_auth_ok(&key, &h), "signed with the socket's key");
+	ASSERT_EQ(spin_sock_recv_pkt(rx, &h, buf, sizeof(buf), NULL, 0), -SPIN_ETIMEDOUT,
+		  "nothing else");
+out:
+	unsetenv("SPIN_AUTH_KEY");
+	spin_sock_close(rx);
+	spin_sock_close(tx);
+}
+
+/*
+ * get_cap: a get that would make the runtime send more than spin_cfg.get_max
+ * bytes is refused before its entry is claimed (get_cap, a header-only
+ * REPLY nack with SPIN_FAIL_OP_VIOLATION, no event); up to the cap, and
+ * for a shorter window (the manipulated length counts), it is answered,
+ * from XDP and through the host alike; an XSK entry's get is its
+ * process's to answer.
+ */
+static void get_cap(void)
+{
+	struct spin_me_spec s = spec(0, 0x90, 8192), su = spec(0, 0x91, 8192);
+	struct spin_me_spec sx = spec(0, 0x92, 0);
+	struct spin_msg_args a = margs(0, 0, 0x90);
+	struct spin_cfg *cfg = cfg_map();
+	uint8_t nothing[1] = { 0 };
+	struct spin_me me;
+	struct fr f, o;
+	struct evs v;
+	int iu;
+
+	reset();
+	s.options = SPIN_ME_OP_GET | SPIN_ME_EVENT_COMM_DISABLE;
+	su.options = SPIN_ME_OP_GET | SPIN_ME_USE_ONCE;
+	sx.options = SPIN_ME_OP_GET | SPIN_ME_XSK;
+	if (!cfg || me_add(&s) < 0 || (iu = me_add(&su)) < 0 || me_add(&sx) < 0)
+		return;
+	ASSERT_EQ(cfg->get_max, SPIN_MAX_MSG, "attach's default: SPIN_MAX_MSG");
+	__atomic_store_n(&cfg->get_max, 1000, __ATOMIC_SEQ_CST);
+	a.op = SPIN_OP_GET;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 1000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "a get of the cap: answered"))
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + 1000, "with 1000 bytes");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 1001, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "a get of more: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_OP_VIOLATION);
+	a.msg_id = next_id++;
+	a.remote_off = 8192 - 600;				/* the window's last 600 */
+	mkpkt(&f, &a, 100000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "asking more, getting 600 (truncated): answered"))
+		ASSERT_EQ(o.len, SPIN_PAY_OFF + 600, "with 600 bytes");
+	a.remote_off = 0;
+	a.match_bits = 0x91;					/* use-once, through the host */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 5000, 0, 0, nothing);
+	if (ASSERT_EQ(run(&f, &o), XDP_TX, "a use-once entry's get of more: nacked"))
+		check_nack(&o, SPIN_OP_REPLY, &a, SPIN_FAIL_OP_VIOLATION);
+	spin_me_get(rt, iu, &me);
+	ASSERT_EQ(me.state, SPIN_ME_ACTIVE, "the use-once entry is not claimed");
+	ASSERT_EQ(events().n, 0, "no event");
+	__atomic_store_n(&cfg->get_max, 6000, __ATOMIC_SEQ_CST);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 5000, 0, 0, nothing);
+	ASSERT_EQ(run(&f, &o), XDP_DROP, "below a higher cap: handed to the host");
+	v = events();
+	{
+		int host_ev = 0;
+
+		for (int i = 0; i < v.n; i++)
+			host_ev += v.e[i].kind == SPIN_EV_GET_FROM_HOST;
+		ASSERT_EQ(host_ev, 1, "a reply for the host to send");
+	}
+	a.match_bits = 0x92;					/* XSK: its process answers */
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100000, 0, 0, nothing);
+	run(&f, &o);
+	ASSERT_EQ(drops(SPIN_DROP_GET_CAP), 2, "get_cap: the two refused (not the XSK entry's)");
+	__atomic_store_n(&cfg->get_max, SPIN_MAX_MSG, __ATOMIC_SEQ_CST);
+	reset();
+	events();
+}
+
+/* Run f for real (live frames): an XDP_REDIRECT reaches the AF_XDP socket
+ * bound on IFA's queue 0. */
+static int run_live(struct fr *f)
+{
+	struct xdp_md ctx = { .data_end = (uint32_t)f->len, .ingress_ifindex = if_nametoindex(IFA),
+			      .rx_queue_index = 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1,
+		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+
+	return bpf_prog_test_run_opts(prog_fd, &o);
+}
+
+struct xsk_got { int n; uint32_t ids[8]; };
+
+static int xsk_got_cb(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)
+{
+	struct xsk_got *g = ctx;
+
+	if (g->n < 8)
+		g->ids[g->n] = ntohl(h->msg_id);
+	g->n++;
+	return 0;
+}
+
+/*
+ * xsk_auth: libspin checks the tag of the answers (REPLY, SACK) it
+ * receives on its AF_XDP socket, with the key it read from the runtime
+ * when it opened it.  To get a forged answer past the runtime's own check,
+ * the runtime's key is turned off after the process opened it: the
+ * untagged REPLY and SACK reach the socket and are dropped there
+ * (rx_bad_auth); a tagged REPLY is delivered.
+ */
+static void xsk_auth(void)
+{
+	struct spin_auth key = T_AUTH, off = { 0 };
+	struct spin_msg_args a = margs(0, 0, 0x93);
+	struct spin_rt *rt2 = NULL;
+	struct spin_xsk_opts xo = { .queue = 0, .frames = 64 };
+	struct spin_xsk_stats xs;
+	struct spin_xsk *x = NULL;
+	struct xsk_got g = { 0 };
+	uint8_t pay[64] = { 7 };
+	struct fr f;
+
+	reset();
+	if (!ASSERT_OK(set_auth(&key), "key on") || !ASSERT_OK(spin_open(IFA, &rt2), "a process opens it"))
+		goto out;
+	if (spin_xsk_open(rt2, &xo, &x) < 0) {
+		set_auth(&off);
+		spin_close(rt2);
+		T_SKIP("cannot open an AF_XDP socket");
+	}
+	set_auth(&off);			/* the runtime takes anything now */
+	a.op = SPIN_OP_REPLY;		/* forged: no tag */
+	a.msg_id = 201;
+	mkpkt(&f, &a, 64, 0, 64, pay);
+	ASSERT_OK(run_live(&f), "forged reply run");
+	a.op = SPIN_OP_SACK;		/* forged: another key's tag */
+	a.auth = key;
+	a.auth.k1 ^= 1;
+	a.msg_id = 202;
+	mkpkt(&f, &a, 8, 0, 8, pay);
+	ASSERT_OK(run_live(&f), "forged sack run");
+	a.op = SPIN_OP_REPLY;		/* the job's */
+	a.auth = key;
+	a.msg_id = 203;
+	mkpkt(&f, &a, 64, 0, 64, pay);
+	ASSERT_OK(run_live(&f), "tagged reply run");
+	for (int i = 0; i < 50 && g.n < 1; i++)
+		spin_xsk_recv(x, xsk_got_cb, &g, 20);
+	spin_xsk_recv(x, xsk_got_cb, &g, 50);
+	ASSERT_EQ(g.n, 1, "one answer delivered");
+	ASSERT_EQ(g.ids[0], 203, "the tagged one");
+	spin_xsk_stats(x, &xs);
+	ASSERT_EQ(xs.rx_bad_auth, 2, "the forged reply and SACK dropped by the library");
+	ASSERT_EQ(xs.rx_invalid, 0, "(as such, not as malformed)");
+out:
+	set_auth(&off);
+	if (x)
+		spin_xsk_close(x);
+	spin_close(rt2);
+}
+
 static void amo_no_socket_keeps_use_once(void)
 {
 	struct spin_me_spec su = spec(0, 0xb3, 64);
@@ -3618,6 +4131,11 @@ int main(int argc, char **argv)
 	RUN_TEST(amo_no_socket_keeps_use_once);
 	RUN_TEST(peer_source);
 	RUN_TEST(job_key);
+	RUN_TEST(auth_tag);
+	RUN_TEST(auth);
+	RUN_TEST(sock_auth);
+	RUN_TEST(get_cap);
+	RUN_TEST(xsk_auth);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
 	return t_summary();

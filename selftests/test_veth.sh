@@ -207,8 +207,8 @@ t_errors() {
 t_pingpong_stream() {
 	attach_srv
 	start_pp_server stream
-	pp_client stream size 64,1384 count 500
-	pp_client stream size 1385,4000,65536 count 50 order shuffle
+	pp_client stream size 64,1376 count 500
+	pp_client stream size 1377,4000,65536 count 50 order shuffle
 	pp_client stream size 20000 count 20 order reverse
 	S "$SPINCTL" -j stats veth0 >"$LOG/stats"
 	cat "$LOG/stats"
@@ -218,8 +218,8 @@ t_pingpong_stream() {
 t_pingpong_store() {
 	attach_srv
 	start_pp_server store
-	pp_client store size 64,1384 count 300
-	pp_client store size 1385,4000,65536,1000000 count 20 order shuffle
+	pp_client store size 64,1376 count 300
+	pp_client store size 1377,4000,65536,1000000 count 20 order shuffle
 	pp_client store size 20000 count 20 order reverse
 }
 
@@ -349,6 +349,69 @@ t_job_key() {
 		>/dev/null 2>"$LOG/badkey" || rc=$?
 	[ "$rc" = 2 ] && grep -q "SPIN_JOB_KEY '0x5eed_1234'" "$LOG/badkey" ||
 		fail "bad SPIN_JOB_KEY: exit $rc, $(cat "$LOG/badkey")"
+}
+
+t_auth_key() {
+	# a runtime attached with an auth key takes only packets tagged with
+	# it; spin_sock senders (spinctl send) sign with $SPIN_AUTH_KEY; the
+	# key comes from a 0600 file or 32 hex digits
+	local k=00112233445566778899aabbccddeeff
+	printf '%s\n' "$k" >"$LOG/auth.key"
+	chmod 600 "$LOG/auth.key"
+	attach_srv auth-key "$LOG/auth.key"
+	S "$SPINCTL" status veth0 | grep -q "auth key set" || fail "status does not say the auth key is set"
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 1 len 4096 >/dev/null
+	S "$SPINCTL" peer add veth0 0 10.77.1.1 >/dev/null
+	C "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 >/dev/null
+	C env SPIN_AUTH_KEY=ffeeddccbbaa99887766554433221100 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 \
+		len 3000 rank 0 >/dev/null
+	wait_stats '"bad_auth":4[,}]' || fail "bad_auth != 4 (no tag: 1 packet, another key: 3)"
+	stats_grep '"msgs":0,' || fail "a packet without the tag was taken"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 3000 rank 0 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "the job's own put was not taken"
+	C env SPIN_AUTH_KEY="$LOG/auth.key" "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 100 rank 0 \
+		>/dev/null
+	wait_stats '"msgs_completed":2,' || fail "a put signed with the key file's key was not taken"
+	# a malformed key: one line naming the variable, usage exit code
+	local rc=0
+	C env SPIN_AUTH_KEY=0x1234 "$SPINCTL" send to 10.77.1.2 pt 0 bits 1 len 8 rank 0 \
+		>/dev/null 2>"$LOG/badauth" || rc=$?
+	[ "$rc" = 2 ] && grep -q "SPIN_AUTH_KEY: auth key '0x1234'" "$LOG/badauth" ||
+		fail "bad SPIN_AUTH_KEY: exit $rc, $(cat "$LOG/badauth")"
+}
+
+t_auth_get() {
+	# gets of a runtime with an auth key and a get cap: the short reply
+	# (built by the runtime) and the long one (sent by the server's
+	# process, serve-puts) are both tagged (the client's spin_sock, with
+	# $SPIN_AUTH_KEY, drops anything else); a get of more than get-max
+	# bytes is refused with op_violation
+	local k=00112233445566778899aabbccddeeff
+	attach_srv auth-key $k get-max 150000
+	S "$SPINCTL" status veth0 | grep -q "get max 150000" || fail "status does not show get max"
+	S "$SPINCTL" pt alloc veth0 0
+	S "$SPINCTL" me append veth0 pt 0 bits 9 len 200000 op put,get >/dev/null
+	S "$SPINCTL" peer add veth0 0 10.77.1.1
+	: >"$LOG/get-ev"
+	nsenter --net="/var/run/netns/$SRV" -- "$SPINCTL" events veth0 serve-puts >"$LOG/get-ev" 2>&1 &
+	echo $! >"$LOG/server.pid"
+	head -c 200000 /dev/urandom >"$LOG/getdata"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" send to 10.77.1.2 pt 0 bits 9 file "$LOG/getdata" rank 0 >/dev/null
+	wait_stats '"msgs_completed":1,' || fail "the put did not complete"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len 100 remote-off 1000 \
+		rank 0 timeout-ms $WAIT_MS >"$LOG/get.json" || fail "short get with the key: no reply"
+	[ "$(get_hex "$LOG/get.json")" = "$(slice_hex "$LOG/getdata" 1000 100)" ] ||
+		fail "short reply differs"
+	C env SPIN_AUTH_KEY=$k "$SPINCTL" -v -j get to 10.77.1.2 pt 0 bits 9 len 150000 \
+		rank 0 timeout-ms $WAIT_MS >"$LOG/getlong.json" || fail "long get with the key: no reply"
+	[ "$(get_hex "$LOG/getlong.json")" = "$(slice_hex "$LOG/getdata" 0 150000)" ] ||
+		fail "150000-byte reply (sent by the process) differs"
+	expect_rc 3 C env SPIN_AUTH_KEY=$k "$SPINCTL" get to 10.77.1.2 pt 0 bits 9 len 150001 rank 0 \
+		timeout-ms $WAIT_MS
+	grep -q "failure 'op_violation'" "$LOG/out" || fail "a get over get-max is not refused with op_violation"
+	stats_grep '"get_cap":1[,}]' || fail "get_cap != 1"
+	stats_grep '"bad_auth":0[,}]' || fail "tagged gets counted as bad_auth"
 }
 
 # ------------------------------------------------- jobs: ranks and peers --
@@ -514,12 +577,12 @@ t_job_errors() {
 
 # ---------------------------------------------------------- AF_XDP path --
 
-XSK_SIZES=8,100,1384,1385,4000,65536,300000,1048576
+XSK_SIZES=8,100,1376,1377,4000,65536,300000,1048576
 
-# packets of the messages in XSK_SIZES (1384 payload bytes each)
+# packets of the messages in XSK_SIZES (1376 payload bytes each)
 xsk_pkts() {
 	local n=0 s
-	for s in ${XSK_SIZES//,/ }; do n=$((n + (s + 1383) / 1384)); done
+	for s in ${XSK_SIZES//,/ }; do n=$((n + (s + 1375) / 1376)); done
 	echo $n
 }
 
@@ -776,6 +839,8 @@ run_test other_traffic_passes t_other_traffic_passes
 run_test put_redirect t_put_redirect
 run_test peer_source t_peer_source
 run_test job_key t_job_key
+run_test auth_key t_auth_key
+run_test auth_get t_auth_get
 run_test ack t_ack
 run_test get t_get
 run_test job_rank_by_address t_job_rank_by_address

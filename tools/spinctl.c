@@ -513,6 +513,8 @@ static void print_status(const struct spin_status *st)
 		jstr("wake", c->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct");
 		jstr("sources", c->flags & SPIN_CFG_F_OPEN ? "open" : "peers");
 		jstr("job_key", c->job_key ? "set" : "none");
+		jstr("auth_key", st->auth ? "set" : "none");
+		ju64("get_max", c->get_max);
 		jstr("pin_dir", st->pin_dir);
 		jobj_end();
 		return;
@@ -529,10 +531,12 @@ static void print_status(const struct spin_status *st)
 	       c->host_pages, (unsigned long long)c->host_pages * SPIN_PAGE / 1024,
 	       (unsigned long long)(c->msg_timeout_ns / 1000000), (unsigned long long)c->gen,
 	       c->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct");
-	printf("\tsources %s  job key %s\n", c->flags & SPIN_CFG_F_OPEN ?
+	printf("\tsources %s  job key %s  auth key %s\n", c->flags & SPIN_CFG_F_OPEN ?
 	       "open (any address: the peer table is not checked)" :
 	       "peers (only the peer table's address for each rank)",
-	       c->job_key ? "set (packets without it are dropped)" : "none");
+	       c->job_key ? "set (packets without it are dropped)" : "none",
+	       st->auth ? "set (packets without its tag are dropped)" : "none");
+	printf("\tget max %u bytes per request\n", c->get_max);
 	printf("\tpins %s\n", st->pin_dir);
 }
 
@@ -576,6 +580,12 @@ static int cmd_attach(int argc, char **argv)
 		} else if (!strcmp(a, "key")) {
 			if ((err = parse_u32r("key", OPTARG(a), 1, UINT32_MAX, &o.job_key)))
 				return err;
+		} else if (!strcmp(a, "get-max")) {
+			if ((err = parse_u32r("get-max", OPTARG(a), 1, SPIN_MAX_MSG, &o.get_max)))
+				return err;
+		} else if (!strcmp(a, "auth-key")) {
+			if (spin_auth_key_parse(OPTARG(a), &o.auth))
+				return usage_err("%s", spin_errmsg());
 		} else if (!strcmp(a, "timeout-ms")) {
 			if ((err = parse_num("timeout-ms", OPTARG(a), 1, TIMEOUT_MS_MAX, &v)))
 				return err;
@@ -2178,10 +2188,12 @@ static int cmd_get(int argc, char **argv)
 		uint64_t f = be64toh(h.user_hdr[1]);
 
 		if (f) {
-			fprintf(stderr, "spinctl: get: the target answered with failure '%s'\n",
-				ev_fail((uint32_t)f));
+			fprintf(stderr, "spinctl: get: the target answered with failure '%s'%s\n",
+				ev_fail((uint32_t)f), f == SPIN_FAIL_OP_VIOLATION ?
+				" (its entry does not allow the get, or it is longer than the target's get-max: ask for less)" : "");
 			err = (f == SPIN_FAIL_NO_MATCH || f == SPIN_FAIL_PT_DISABLED ||
-			       f == SPIN_FAIL_NO_TARGET) ? SPIN_ENOENT : SPIN_EFAIL;
+			       f == SPIN_FAIL_NO_TARGET) ? SPIN_ENOENT :
+			      f == SPIN_FAIL_OP_VIOLATION ? SPIN_EPERM : SPIN_EFAIL;
 		}
 	}
 out:
@@ -2200,11 +2212,16 @@ struct cmd {
 
 static const char help_attach[] =
 	"spinctl attach IFACE [generic] [port N] [rank R] [pid P] [pages N] [timeout-ms N]\n"
-	"          [no-dedup] [wake-direct] [open] [key K] [obj FILE]\n"
+	"          [no-dedup] [wake-direct] [open] [key K] [auth-key HEX|FILE] [get-max N]\n"
+	"          [obj FILE]\n"
 	"    load the runtime, pin it and attach it to IFACE (native XDP unless 'generic');\n"
 	"    wake-direct: the packet path wakes waiting processes itself, not a work item;\n"
 	"    open: take packets from any address; key K: only packets with the job key K\n"
-	"    (1..0xffffffff; Portals processes take it from $SPIN_JOB_KEY)\n";
+	"    (1..0xffffffff; Portals processes take it from $SPIN_JOB_KEY);\n"
+	"    auth-key: only packets tagged with this 128-bit key (32 hex digits, or a\n"
+	"    file mode 0600 holding them; Portals processes: $SPIN_AUTH_KEY);\n"
+	"    get-max N: refuse a get that would make the runtime send more than N bytes\n"
+	"    (1..2^30, default 2^30; entries of Portals processes: their process answers)\n";
 static const char help_detach[] =
 	"spinctl detach IFACE\n"
 	"    detach the runtime from IFACE and remove every pin (handlers too)\n";

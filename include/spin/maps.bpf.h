@@ -9,6 +9,7 @@
 #define SPIN_MAPS_BPF_H
 
 #include <spin/wire.h>
+#include <spin/auth.h>
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -110,7 +111,7 @@ struct {
 
 /* spin_msgs entries per source rank: taken before an entry is inserted,
  * given back by the one delete that removes it (spin_msg_free), so one
- * source holds at most SPIN_SRC_MSG_QUOTA slots; likewise its spin_msg_bits
+ * source holds at most its share (spin_src_quota); likewise its spin_msg_bits
  * chunks (counted by the insert and the delete that succeed).  Only the runtime
  * inserts and deletes entries. */
 struct {
@@ -126,6 +127,57 @@ struct {
 	__type(key, __u32);
 	__type(value, struct spin_gc);
 } spin_gc SEC(".maps");
+
+/* The source ranks holding message-table slots (spin_src.msgs > 0), one
+ * counter: each may hold SPIN_MAX_MSGS / (n + 1) (spin_src_quota). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} spin_src_active SEC(".maps");
+
+/*
+ * A source's message-table slots (spin_src.msgs): taken before a message
+ * state is inserted, given back by the one delete that removes it.  The
+ * first slot a source takes and the last it gives back count it in and
+ * out of spin_src_active (fetch-and-add returns each old value once,
+ * so every 0 -> 1 has its 1 -> 0).  spin_src_take returns the slots the
+ * source held before.
+ */
+static __always_inline __u32 spin_src_take(struct spin_src *s)
+{
+	__u32 zero = 0, old = __sync_fetch_and_add(&s->msgs, 1), *n;
+
+	if (!old && (n = bpf_map_lookup_elem(&spin_src_active, &zero)))
+		__sync_fetch_and_add(n, 1);
+	return old;
+}
+
+static __always_inline void spin_src_give(struct spin_src *s)
+{
+	__u32 zero = 0, *n;
+
+	if (__sync_fetch_and_add(&s->msgs, -1) == 1 && (n = bpf_map_lookup_elem(&spin_src_active, &zero)))
+		__sync_fetch_and_add(n, -1);
+}
+
+/* A source's share of the message table now: SPIN_MAX_MSGS / (n + 1), n the
+ * sources holding slots (this one included), at least SPIN_SRC_MSG_MIN.
+ * Alone it has half; two flooding sources leave a third, and every new
+ * source finds room the others cannot take. */
+static __always_inline __u32 spin_src_quota(void)
+{
+	__u32 zero = 0, n, q, *pn = bpf_map_lookup_elem(&spin_src_active, &zero);
+
+	n = pn ? *(volatile __u32 *)pn : 1;
+	if (n < 1)
+		n = 1;
+	if (n > SPIN_MAX_MSGS)
+		n = SPIN_MAX_MSGS;
+	q = SPIN_MAX_MSGS / (n + 1);
+	return q < SPIN_SRC_MSG_MIN ? SPIN_SRC_MSG_MIN : q;
+}
 
 /* SPIN_EVENTS_SIZE, SPIN_EVENTS_RESERVE, SPIN_SRC_EV_QUOTA: wire.h */
 struct {
@@ -163,6 +215,32 @@ extern int bpf_wq_start(struct bpf_wq *wq, unsigned int flags) __weak __ksym;
 extern int bpf_wq_set_callback_impl(struct bpf_wq *wq,
 				    int (callback_fn)(void *map, int *key, void *value),
 				    unsigned int flags, void *aux) __weak __ksym;
+
+/* The job's auth key (wire.h, "Authenticator"): written once at attach,
+ * never mmap-ed (spin_cfg is). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_auth);
+} spin_auth SEC(".maps");
+
+static __always_inline struct spin_auth *spin_auth_get(void)
+{
+	__u32 k = 0;
+	return bpf_map_lookup_elem(&spin_auth, &k);
+}
+
+/* The tag of the sPIN header sh (in the frame, SPIN_AUTH_LEN bytes in
+ * bounds), or 0 without a key. */
+static __always_inline __u64 spin_auth_frame_tag(const struct spin_hdr *sh)
+{
+	struct spin_auth *au = spin_auth_get();
+
+	if (!au || !au->on)
+		return 0;
+	return spin_auth_tag(au, sh);
+}
 
 /* Handler entry programs, index = spin_me.handler - 1. */
 struct {

@@ -141,7 +141,7 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 		return;
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
 	if (s)
-		__sync_fetch_and_add(&s->msgs, -1);
+		spin_src_give(s);
 }
 
 /* Is me still the entry that message m matched: not unlinked, and no other
@@ -334,8 +334,8 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 }
 #endif
 
-/* The UDP checksum of a header-only frame (udp: its UDP header, 96 bytes
- * with the sPIN header, in bounds): inline, it is in every handler. */
+/* The UDP checksum of a header-only frame (udp: its UDP header, 8 bytes
+ * before the sPIN header, in bounds): inline, it is in every handler. */
 static __always_inline void spin_csum_hdr_only(struct iphdr *ip, struct udphdr *udp)
 {
 	__u64 sum = (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + udp->len;
@@ -469,6 +469,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	}
 	/* an ACK's range ack (wire.h) rides in user_ptr */
 	sh->user_hdr[3] = r->kind == SPIN_PUT_ACK ? bpf_cpu_to_be64(r->user_ptr) : 0;
+	/* the job's tag over all of the above (wire.h, "Authenticator") */
+	sh->auth_tag = spin_auth_frame_tag(sh);
 	/* answers carry a checksum (the receiving runtime checks it); a
 	 * handler's device put does not (best-effort, and a second pass
 	 * over its bytes) */

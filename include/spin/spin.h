@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <spin/wire.h>
+#include <spin/auth.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,12 @@ struct spin_attach_opts {
 				 * check against the peer table): insecure,
 				 * for a runtime without peers */
 	uint32_t job_key;	/* 0: none; else packets must carry it */
+	uint32_t get_max;	/* bytes the runtime sends in answer to one get
+				 * of an entry it serves (wire.h, "Get cap"),
+				 * 0: SPIN_MAX_MSG */
+	struct spin_auth auth;	/* the job's auth key (wire.h, "Authenticator"),
+				 * on 0: none; else every packet must carry its
+				 * tag, and every packet sent carries it */
 	const char *obj_path;	/* runtime object, NULL: installed default */
 };
 
@@ -91,6 +98,7 @@ struct spin_status {
 	uint32_t prog_id;
 	struct spin_cfg cfg;
 	char pin_dir[256];
+	bool auth;		/* attached with an auth key (never shown) */
 };
 int spin_get_status(struct spin_rt *rt, struct spin_status *st);
 
@@ -238,9 +246,14 @@ struct spin_msg_args {
 				 * sends use the runtime's; spin_sock sends
 				 * this, or if it is 0 $SPIN_JOB_KEY as it
 				 * was at spin_sock_open */
+	struct spin_auth auth;	/* the job's auth key, on 0: none.  AF_XDP sends
+				 * use the runtime's; spin_sock signs with this,
+				 * or if it is off with $SPIN_AUTH_KEY as it was
+				 * at spin_sock_open */
 };
 
-/* Fill a wire header for the packet at pkt_off of a message. */
+/* Fill a wire header for the packet at pkt_off of a message, its auth_tag
+ * signed with a->auth if that is on. */
 void spin_hdr_build(struct spin_hdr *h, const struct spin_msg_args *a,
 		    uint32_t msg_len, uint32_t pkt_off);
 /* Parse and validate a wire header; returns payload length or -1. */
@@ -351,6 +364,16 @@ int spin_job_key_parse(const char *s, uint32_t *key);
 /* $SPIN_JOB_KEY: 0 and *key = 0 if unset or empty, 0 and the key, or
  * -SPIN_EUSAGE (the error names the variable and the form). */
 int spin_job_key_env(uint32_t *key);
+/* An auth key (wire.h, "Authenticator"): 32 hex digits (0x optional), the
+ * key's 16 bytes in order, not all zero; or the path of a file (mode 0600
+ * or stricter: not readable by group or others) that holds them on one
+ * line.  0 and *a filled (on 1), or -SPIN_EUSAGE naming the problem. */
+int spin_auth_key_parse(const char *s, struct spin_auth *a);
+/* $SPIN_AUTH_KEY, the same forms: 0 and a->on 0 if unset or empty, 0 and
+ * the key, or -SPIN_EUSAGE (the error names the variable). */
+int spin_auth_key_env(struct spin_auth *a);
+/* The auth key of an attached runtime (on 0: none). */
+void spin_rt_auth(struct spin_rt *rt, struct spin_auth *out);
 
 #ifdef __cplusplus
 }

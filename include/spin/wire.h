@@ -146,6 +146,22 @@ enum spin_op {
  * Q_Key: 32 bits that a host outside the job does not know; not a
  * cryptographic check (a host on the path sees it).
  *
+ * Authenticator: a runtime attached with an auth key (struct spin_auth,
+ * 128 bits, in the spin_auth map; the attach option auth-key, or
+ * SPIN_AUTH_KEY when a Portals process attaches) takes only packets whose
+ * auth_tag is the SipHash-2-4, under that key, of the header's first
+ * SPIN_AUTH_LEN bytes as they arrive (every field but the tag: op, flags,
+ * portal, cut, source, job key, id, match bits, lengths, offsets,
+ * hdr_data, user_hdr), else bad_auth; it is checked after the source and
+ * job key checks and before anything else (no state changes before it).
+ * The tag is stored as the hash's 8 bytes little-endian.  Everything the
+ * runtime or a process on it sends is tagged: puts, gets, atomics, ACKs,
+ * nacks, SACKs, replies, handler puts (spin_tc re-tags each fan-out copy).
+ * The payload is not covered (docs/security.md).  A packet handed to an
+ * AF_XDP socket after the check has job_key rewritten (below), so its
+ * tag no longer verifies; ACK/REPLY/SACK packets are not rewritten and
+ * the library checks their tag again.
+ *
  * Negative acknowledgements: a PUT or ATOMIC with SPIN_F_ACK_REQ, and every
  * GET and FETCH, that the target cannot deliver (portal index not allocated
  * or disabled, no entry matched, no AF_XDP socket for an XSK entry) is
@@ -153,6 +169,12 @@ enum spin_op {
  * PUT/ATOMIC) or a header-only REPLY (for GET/FETCH, msg_len 0) whose
  * user_hdr[1] is the failure (enum spin_fail) and user_hdr[0] 0, so the
  * initiator sees an event instead of waiting forever.
+ *
+ * Get cap: a get that would make the runtime send more than
+ * spin_cfg.get_max bytes (its manipulated length, for an entry the runtime
+ * answers, not SPIN_ME_XSK) is refused before the entry is claimed:
+ * get_cap, nacked with a header-only REPLY whose failure is
+ * SPIN_FAIL_OP_VIOLATION.
  *
  * Admission: a message whose matched entry will post an event for it (an
  * entry that wants events, a use-once entry (its unlink event), a get
@@ -168,9 +190,10 @@ enum spin_op {
  * only within the source's share: an ACK, a timeout (ev_quota
  * otherwise); one that finds the ring full is lost (ev_lost).
  * So is the first packet of a multi-packet message that finds the message
- * table full (msg_table_full) or its source rank holding
- * SPIN_SRC_MSG_QUOTA entries of it already (src_quota): one source cannot
- * take the table from the others.
+ * table full (msg_table_full) or its source rank holding its share of it
+ * already (src_quota): SPIN_MAX_MSGS / (n + 1) with n the sources holding
+ * entries (half when it is alone), so no number of sources can take the
+ * whole table from the others.
  *
  * Flow control (SPIN_PT_FLOWCTRL on the portal table entry): a message that
  * matches no entry of such an entry, or is refused for a full event ring
@@ -204,8 +227,14 @@ struct spin_hdr {
 	__be64	remote_off;	/* Portals remote offset */
 	__be64	hdr_data;	/* Portals header data */
 	__be64	user_hdr[4];	/* sPIN user header words */
+	__be64	auth_tag;	/* SipHash-2-4 of the bytes above under the
+				 * job's auth key, 0: none; see
+				 * "Authenticator" above (and spin/auth.h) */
 };
-_Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire");
+_Static_assert(sizeof(struct spin_hdr) == 96, "spin_hdr is 96 bytes on the wire");
+/* The authenticated bytes: every field before auth_tag. */
+#define SPIN_AUTH_LEN		((int)__builtin_offsetof(struct spin_hdr, auth_tag))
+_Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit words");
 
 /* Frame offsets: the runtime handles IPv4 without options only. */
 #define SPIN_HDR_OFF		(14 + 20 + 8)
@@ -213,7 +242,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 
 /* Largest sPIN payload in one 1500-byte-MTU IPv4/UDP frame. */
 #define SPIN_L3_OVERHEAD	(20 + 8 + (int)sizeof(struct spin_hdr))
-#define SPIN_MAX_SEG		(1500 - SPIN_L3_OVERHEAD)	/* 1384 */
+#define SPIN_MAX_SEG		(1500 - SPIN_L3_OVERHEAD)	/* 1376 */
 /* Largest message (msg_len), 1 GiB: what libspin's receive calls can return
  * (an int) with room to spare, and what the tests move (docs/design.md,
  * "Message state").  The wire's 32-bit msg_len/pkt_off would allow < 4 GiB. */
@@ -229,7 +258,12 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
 #define SPIN_DEDUP_STALE	(8 * SPIN_DEDUP_SLOTS)	/* older copies: duplicates */
 #define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
-#define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank */
+#define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank
+					 * when it is the only one holding any;
+					 * with n sources holding some, each may
+					 * hold SPIN_MAX_MSGS / (n + 1) (spin_src_quota
+					 * in maps.bpf.h): the others keep a share */
+#define SPIN_SRC_MSG_MIN	8	/* ... but never fewer than this */
 #define SPIN_BITMAP_WORDS	64	/* words of a packet bitmap chunk: the inline one
 					 * in spin_msg (packets 0..4095) and each of
 					 * spin_msg_bits (4096 packets each) */
@@ -239,7 +273,7 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MSG_MAX_CHUNKS	(SPIN_MSG_MAX_PKTS / SPIN_CHUNK_PKTS)	/* 256, the inline one too */
 #define SPIN_MSG_CHUNKS		4096	/* spin_msg_bits entries: bitmap chunks of all
 					 * messages in flight beyond their first 4096
-					 * packets (4096 * 4096 * 1384 B = 21.6 GiB) */
+					 * packets (4096 * 4096 * 1376 B = 21.5 GiB) */
 #define SPIN_SRC_CHUNK_QUOTA	(SPIN_MSG_CHUNKS / 2)	/* ... of them for one source rank */
 _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 	       "a SPIN_MAX_MSG message in full-size packets fits the packet limit");
@@ -309,6 +343,8 @@ enum spin_hslot {
 	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
 	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
 	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
+	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's") \
+	X(GET_CAP,	"get_cap",	"a get for more than the runtime answers one request with (get_max): refused") \
 	X(XSK_FULL,	"xsk_full",	"the AF_XDP socket's receive ring has no room (receive credits): refused, reliable ones with \"not now\"")
 
 enum spin_drop {
@@ -390,6 +426,12 @@ struct spin_cfg {
 				 * cleared by the reader before it consumes */
 	__u32	job_key;	/* 0: none; else packets must carry it (host
 				 * order here, network order on the wire) */
+	__u32	get_max;	/* bytes the runtime sends in answer to one get
+				 * of an entry it serves (not SPIN_ME_XSK: their
+				 * process answers), itself or through the host;
+				 * a get of more is refused (get_cap); 0 or
+				 * above SPIN_MAX_MSG: SPIN_MAX_MSG */
+	__u32	pad_get;
 	/* AF_XDP receive credits (docs/reliable.md, "Flow control"): the
 	 * runtime hands the socket of queue xsk_queue at most xsk_room frames
 	 * beyond those its process took back from its receive ring, so that
@@ -401,6 +443,15 @@ struct spin_cfg {
 	__u32	xsk_room;
 	__u64	xsk_sent;
 	__u64	xsk_taken;
+};
+
+/* The job's auth key (spin_auth, one element; not mmap-able, not in
+ * spin_cfg): on 0: packets carry no tag and none is checked. */
+struct spin_auth {
+	__u32	on;
+	__u32	pad;
+	__u64	k0, k1;		/* SipHash key: its bytes 0-7 and 8-15,
+				 * little-endian (spin/auth.h) */
 };
 
 /* Portal table entry (spin_pt). */

@@ -147,6 +147,8 @@ struct spin_xsk_stats {
 	uint64_t tx_waits;	/* poll() waits for TX ring / UMEM space */
 	uint64_t rx_packets, rx_bytes;	/* delivered sPIN packets, payload bytes */
 	uint64_t rx_invalid;	/* frames that were not sPIN */
+	uint64_t rx_bad_auth;	/* answers (ACK, REPLY, SACK) whose auth_tag is
+				 * not the runtime's key's: dropped */
 	uint64_t rx_msgs;	/* messages completed by spin_xsk_recv_msg */
 	uint64_t rx_stale;	/* partial messages given up (packets lost) */
 	/* receive credits (spin_cfg.xsk_room): frames the runtime counted as

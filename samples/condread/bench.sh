@@ -16,7 +16,7 @@
 #
 # Output in $OUT (default bench/results): condread_raw.csv, condread.csv
 # (medians and ratios to host), condread.png, condread_handler.txt.
-# Knobs: REPS=3 COUNT=3000 SIZES=8,64,512,1384 DENY=50 WINDOW=16
+# Knobs: REPS=3 COUNT=3000 SIZES=8,64,512,1376 DENY=50 WINDOW=16
 #        SERVER_CPU=1 CLIENT_CPU=0 CONFIGS="spin_sock spin_ptl host"
 #        NAPI_MODES="softirq threaded": the server's veth0 in softirq or threaded
 #        NAPI (files condread*.csv and condread_threaded*.csv)
@@ -27,7 +27,7 @@ cd "$TOP" || exit 1
 . samples/sample_topo.sh
 
 OUT=${OUT:-$TOP/bench/results}
-REPS=${REPS:-3} COUNT=${COUNT:-3000} SIZES=${SIZES:-8,64,512,1384} DENY=${DENY:-50}
+REPS=${REPS:-3} COUNT=${COUNT:-3000} SIZES=${SIZES:-8,64,512,1376} DENY=${DENY:-50}
 WINDOW=${WINDOW:-16} SERVER_CPU=${SERVER_CPU:-1} CLIENT_CPU=${CLIENT_CPU:-0}
 CONFIGS=${CONFIGS:-"spin_sock spin_ptl host"}
 NAPI_MODES=${NAPI_MODES:-"softirq threaded"}

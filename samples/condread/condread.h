@@ -6,7 +6,7 @@
 
 #define CR_REQ_BITS	0x11	/* requests match the server's entry */
 #define CR_REPLY_BITS	0x22	/* replies match the client's entry */
-#define CR_MAX_REPLY	1384	/* one packet: the runtime answers without the host */
+#define CR_MAX_REPLY	SPIN_MAX_SEG	/* one packet: the runtime answers without the host */
 #define CR_SLOTS	64	/* reply slots at the client, CR_SLOT bytes each */
 #define CR_SLOT		2048
 

@@ -8,7 +8,7 @@
  * packets may arrive in any order.
  *
  * Packed byte x of the message goes to x / blocklen * stride + x % blocklen
- * of the match entry's buffer.  A packet (at most 1384 bytes) covers up to
+ * of the match entry's buffer.  A packet (at most 1376 bytes) covers up to
  * length / blocklen + 2 block pieces; each piece is one DMA.  The loop over
  * the pieces is a bpf_loop, so the verifier checks its body once whatever
  * the block length.

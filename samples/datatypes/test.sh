@@ -56,7 +56,7 @@ run_case vector_4m size 4194304 block 8,64,512,4096,65536 reps 1 warmup 0
 # a small odd message: blocks that do not divide it, blocks across packets,
 # a stride that is not a multiple of the block
 run_case vector_odd size 10000 block 24,1000,3000 gap 16 reps 2 warmup 0
-run_case vector_odd_stride size 10000 block 7,1384,1385,20000 gap 3 reps 2 warmup 0
+run_case vector_odd_stride size 10000 block 7,1376,1377,20000 gap 3 reps 2 warmup 0
 # packets in reverse and shuffled order (spin_sock_send with a permutation)
 run_case reverse_order mode spin size 1000000 block 8,700,4096 gap 100 order reverse reps 2 warmup 0
 run_case shuffled_order mode spin size 4194304 block 64,3000 order shuffle reps 2 warmup 0

@@ -46,7 +46,7 @@ for mode in stream store; do
 	S "$SPINCTL" handler list veth0
 	S "$SPINCTL" me list veth0
 	step "$mode mode: $COUNT pings per size from the client, pongs checked byte for byte"
-	C "$PP" client 10.77.1.2 $mode size 64,1384 count $COUNT || rc=1
+	C "$PP" client 10.77.1.2 $mode size 64,1376 count $COUNT || rc=1
 	C "$PP" client 10.77.1.2 $mode size 4000,65536 count $((COUNT / 10)) order shuffle || rc=1
 	kill $server; wait $server
 done

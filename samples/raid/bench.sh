@@ -16,7 +16,7 @@
 #   $OUT/raid.png          the plot
 #   $OUT/raid_summary.txt  the table, the set-up and the handlers' sizes
 #
-# Knobs: SIZES="8 1384 4096 16384 65536" COUNT=400 REPS=3 NDATA=3
+# Knobs: SIZES="8 1376 4096 16384 65536" COUNT=400 REPS=3 NDATA=3
 #        RAID_CPUS="1 0" (taskset: client on CPU 1, the servers on CPU 0;
 #        '' for none) OUT=bench/results
 set -u
@@ -26,7 +26,7 @@ cd "$TOP" || exit 1
 . samples/sample_topo.sh
 . samples/raid/lib.sh
 
-SIZES=${SIZES:-"8 1384 4096 16384 65536"}
+SIZES=${SIZES:-"8 1376 4096 16384 65536"}
 COUNT=${COUNT:-400}
 REPS=${REPS:-3}
 NDATA=${NDATA:-3}

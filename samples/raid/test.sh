@@ -73,7 +73,7 @@ case_run() {
 # entries; instruction counts as spinctl reports them
 RAID_HOOK="nsx $TAG-r1 $SPINCTL handler list veth0 >$WORK/h.data 2>&1;
 	   nsx $TAG-r4 $SPINCTL handler list veth0 >$WORK/h.parity 2>&1" \
-	case_run single-packet sizes 8,1384 count 30 modes spin,udp
+	case_run single-packet sizes 8,1376 count 30 modes spin,udp
 if grep -q '^0 ' "$WORK/h.data" && grep -q '^0 ' "$WORK/h.parity"; then
 	pass handlers-loaded
 else

@@ -29,7 +29,7 @@ __handler int reduce_header_handler(const ptl_header_t h, void *state) {
 
 __handler int reduce_payload_handler(const ptl_payload_t p, void *state) {
    reduce_state_t *s = state;
-   __u32 first = p.offset / 8;   /* packets are cut at 1384 = 173 * 8 bytes */
+   __u32 first = p.offset / 8;   /* packets are cut at SPIN_MAX_SEG = 172 * 8 bytes */
    for (__u32 i = 0; i < REDUCE_PKT_ELEMS; i++) {
       __u64 *v = SPIN_PTR(p, i * 8, 8);
       __u32 j = first + i;

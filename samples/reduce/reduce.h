@@ -4,7 +4,7 @@
 #define REDUCE_H
 
 #define REDUCE_MAX		508	/* elements per entry: 32 + 508 * 8 = 4096 */
-#define REDUCE_PKT_ELEMS	173	/* 1384-byte packet payload / 8 */
+#define REDUCE_PKT_ELEMS	(SPIN_MAX_SEG / 8)	/* 1376-byte packet payload / 8 = 172 */
 
 typedef struct {
 	__u64 arrived;		/* contributions of this round so far */

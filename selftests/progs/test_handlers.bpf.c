@@ -75,7 +75,7 @@ __handler int t_payload(const ptl_payload_t p, void *state)
 	if (s->mode & T_DMA_HHOST) {
 		/* record the packet offset in handler host memory */
 		__u64 off = p.offset;
-		PtlHandlerDMAToHostB(&off, (p.offset / 1384) * 8, 8, PTL_HANDLER_HOST_MEM);
+		PtlHandlerDMAToHostB(&off, (p.offset / SPIN_MAX_SEG) * 8, 8, PTL_HANDLER_HOST_MEM);
 	}
 	if (s->mode & T_DMA_OOB) {
 		if (PtlHandlerDMAToHostB(p.base, (1ull << 40), p.length, PTL_ME_HOST_MEM))
@@ -111,7 +111,7 @@ __handler int t_payload(const ptl_payload_t p, void *state)
 			s->fan_rc[9] = PtlHandlerPutFromDevice(&s->put_src, 16, 0, PTL_NO_ACK_REQ,
 							       0, 1, 0, NULL, 0);
 	}
-	if ((s->mode & T_PAY_DROP_ODD) && ((p.offset / 1384) & 1))
+	if ((s->mode & T_PAY_DROP_ODD) && ((p.offset / SPIN_MAX_SEG) & 1))
 		return DROP;
 	return SUCCESS;
 }
@@ -126,7 +126,7 @@ __handler int t_completion(int dropped_bytes, bool flow_control_triggered, void 
 		__u32 i = spin_msg_id() & 255;
 
 		/* every payload handler of the message has returned */
-		if (s->pay_count[i] != s->last_len / 1384 + !!(s->last_len % 1384)) {
+		if (s->pay_count[i] != s->last_len / SPIN_MAX_SEG + !!(s->last_len % SPIN_MAX_SEG)) {
 			__sync_fetch_and_add(&s->order_violations, 1);
 		}
 		s->hdr_seen[i] = 0;
