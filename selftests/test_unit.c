@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 #include <spin/spin.h>
 #include <spin/xsk.h>
+#include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
 
@@ -1192,6 +1193,222 @@ static void dma_from_host_stack_vars(void)
 	n_me_list--;
 out:
 	ASSERT_OK(spin_handler_unload(rt, "dma"), "unload");
+}
+
+/* ---------------------------------------------- paper-era handler API -- */
+
+/* spin/handler.h's DMA options (a device-side header) */
+#define PTL_ME_HOST_MEM		0x0
+#define PTL_HANDLER_HOST_MEM	0x1
+
+static uint64_t dbits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static struct hapi_op hop(uint32_t kind, uint32_t type, uint32_t opts, uint64_t off,
+			  uint64_t a, uint64_t b)
+{
+	struct hapi_op o = { .kind = kind, .type = type, .opts = opts, .off = off, .a = a, .b = b };
+	return o;
+}
+
+/* Load hapi_handler.bpf.o (the verifier must accept it) and append an
+ * entry with 8 KiB of host memory and 4 KiB of handler host memory. */
+static int hapi_setup(struct spin_me *me, uint64_t bits)
+{
+	struct spin_me_spec s = spec(0, bits, 8192);
+	char path[1024];
+	int rc, idx;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/hapi_handler.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "hapi");
+	if (!ASSERT_OK(rc, "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return -1;
+	}
+	s.handler = "hapi";
+	s.hhost_len = 4096;
+	idx = me_add(&s);
+	if (idx >= 0)
+		spin_me_get(rt, idx, me);
+	return idx;
+}
+
+/* Run the ops through one single-packet message; the state comes back in
+ * *st. */
+static void hapi_run(int idx, uint64_t bits, const struct hapi_op *ops, int n,
+		     struct hapi_state *st)
+{
+	static uint8_t msg[1];
+	struct spin_msg_args a = margs(0, 0, bits);
+	struct hapi_state init = { .n = n };
+	int rc;
+
+	memcpy(init.ops, ops, n * sizeof(*ops));
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	memset(st, 0, sizeof(*st));
+	spin_hpu_read(rt, idx, st, sizeof(*st));
+}
+
+/*
+ * PtlHandlerDMACASB/NB and PtlHandlerDMAFetchAddB/NB on host memory, the
+ * NB handles by value with PtlHandlerDMATest/PtlHandlerDMAWait: every
+ * result and every byte of host memory around the words they change.
+ */
+static void hapi_dma_atomics(void)
+{
+	const uint64_t bits = 0x4a;
+	struct hapi_op ops[HAPI_MAX_OPS];
+	struct hapi_state t;
+	struct spin_me me;
+	uint8_t *hm, *hh, want[64];
+	int32_t i32 = -3;
+	int16_t i16 = -2;
+	uint64_t u64 = 1ull << 40, w;
+	double d = 1.5;
+	float f = 0.1f, g;
+	int idx, k = 0;
+
+	reset();
+	idx = hapi_setup(&me, bits);
+	if (idx < 0)
+		goto out;
+	hm = host + me.host_off;
+	hh = host + me.hhost_off;
+	memset(hm, 0, 8192);
+	memset(hh, 0, 4096);
+	w = 5;
+	memcpy(hm + 0, &w, 8);
+	w = 0x1111;
+	memcpy(hh + 8, &w, 8);
+	memcpy(hm + 16, &i32, 4);
+	hm[20] = 0xa0; hm[21] = 0xff; hm[22] = 0xa2; hm[23] = 0xa3;
+	hm[24] = 0xb0; hm[25] = 0xb1;
+	memcpy(hm + 26, &i16, 2);
+	memcpy(hm + 32, &u64, 8);
+	memcpy(hm + 40, &d, 8);
+	memcpy(hm + 48, &f, 4);
+	hm[52] = 0xc4;
+
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 0, 5, 9);		/* swaps */
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 0, 5, 7);		/* does not */
+	ops[k++] = hop(HAPI_CAS_NB, 0, PTL_HANDLER_HOST_MEM, 8, 0x1111, 0x2222);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 16, 5, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_UINT8_T, PTL_ME_HOST_MEM, 21, 2, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT16_T, PTL_ME_HOST_MEM, 26, 0x10003, 0);
+	ops[k++] = hop(HAPI_FADD_NB, PTL_UINT64_T, PTL_ME_HOST_MEM, 32, 7, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_DOUBLE, PTL_ME_HOST_MEM, 40, dbits(2.25), 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_FLOAT, PTL_ME_HOST_MEM, 48, fbits(0.2f), 0);
+	ops[k++] = hop(HAPI_TO_NB, 0, PTL_ME_HOST_MEM, 56, 0xdeadbeef, 0);
+	ops[k++] = hop(HAPI_FROM_NB, 0, PTL_ME_HOST_MEM, 0, 0, 0);
+	ops[k++] = hop(HAPI_WAIT, 0, 0, 0, 0, 0);			/* no handle */
+	hapi_run(idx, bits, ops, k, &t);
+	ASSERT_EQ(t.calls, 1, "header handler ran");
+
+	ASSERT_EQ(t.ops[0].rc, 0, "CAS: done");
+	ASSERT_EQ(t.ops[0].res, 5, "CAS: *cmpval gets the old value (swapped)");
+	ASSERT_EQ(t.ops[1].rc, 0, "CAS that does not swap: done");
+	ASSERT_EQ(t.ops[1].res, 9, "CAS that does not swap: *cmpval gets the value found");
+	ASSERT_EQ(*(uint64_t *)hm, 9, "host word swapped once");
+	ASSERT_EQ(t.ops[2].rc, 0, "CAS NB on handler host memory");
+	ASSERT_EQ(t.ops[2].res, 0x1111, "CAS NB: old value");
+	ASSERT_EQ(*(uint64_t *)(hh + 8), 0x2222, "handler host word swapped");
+	ASSERT_EQ(*(uint64_t *)(hm + 8), 0, "... not the entry's word at that offset");
+	ASSERT_TRUE(t.ops[2].h != 0, "CAS NB: a handle");
+	ASSERT_EQ(t.ops[2].test, 1, "DMATest(handle) of a completed CAS");
+	ASSERT_EQ(t.ops[2].wait, 0, "DMAWait(handle) of a completed CAS");
+
+	ASSERT_EQ(t.ops[3].rc, 0, "fetch-add int32");
+	ASSERT_EQ(t.ops[3].res, (uint64_t)(int64_t)-3, "int32: old value sign-extended");
+	ASSERT_EQ(*(int32_t *)(hm + 16), 2, "int32: -3 + 5");
+	ASSERT_EQ(t.ops[4].rc, 0, "fetch-add uint8");
+	ASSERT_EQ(t.ops[4].res, 0xff, "uint8: old value");
+	memcpy(want, "\xa0\x01\xa2\xa3", 4);
+	ASSERT_MEM(hm + 20, want, 4, "uint8: 0xff + 2 wraps to 1, its neighbours untouched");
+	ASSERT_EQ(t.ops[5].rc, 0, "fetch-add int16");
+	ASSERT_EQ(t.ops[5].res, (uint64_t)(int64_t)-2, "int16: old value sign-extended");
+	ASSERT_EQ(*(int16_t *)(hm + 26), 1, "int16: -2 + (0x10003 as int16)");
+	ASSERT_EQ(hm[24] | hm[25] << 8, 0xb1b0, "int16: the other half of the word untouched");
+	ASSERT_EQ(t.ops[6].rc, 0, "fetch-add uint64 NB");
+	ASSERT_EQ(t.ops[6].res, 1ull << 40, "uint64: old value");
+	ASSERT_EQ(*(uint64_t *)(hm + 32), (1ull << 40) + 7, "uint64: added");
+	ASSERT_EQ(t.ops[6].test, 1, "fetch-add NB: DMATest");
+	ASSERT_EQ(t.ops[6].wait, 0, "fetch-add NB: DMAWait");
+	ASSERT_EQ(t.ops[7].rc, 0, "fetch-add double");
+	ASSERT_EQ(t.ops[7].res, dbits(1.5), "double: old value's bits");
+	ASSERT_EQ(*(uint64_t *)(hm + 40), dbits(3.75), "double: 1.5 + 2.25");
+	ASSERT_EQ(t.ops[8].rc, 0, "fetch-add float");
+	ASSERT_EQ(t.ops[8].res, fbits(0.1f), "float: old value's bits");
+	g = 0.1f;
+	*(volatile float *)&g += 0.2f;
+	ASSERT_EQ(*(uint32_t *)(hm + 48), fbits(g), "float: 0.1f + 0.2f as the host adds");
+	ASSERT_EQ(hm[52], 0xc4, "float: next byte untouched");
+
+	ASSERT_EQ(t.ops[9].rc, 0, "DMA to host NB");
+	ASSERT_EQ(*(uint64_t *)(hm + 56), 0xdeadbeef, "DMA to host NB wrote");
+	ASSERT_EQ(t.ops[9].test, 1, "DMATest of a DMA to host");
+	ASSERT_EQ(t.ops[9].wait, 0, "DMAWait of a DMA to host");
+	ASSERT_EQ(t.ops[10].rc, 0, "DMA from host NB");
+	ASSERT_EQ(t.ops[10].res, 9, "DMA from host NB read");
+	ASSERT_EQ(t.ops[10].wait, 0, "DMAWait of a DMA from host");
+	ASSERT_EQ(t.ops[11].test, 0, "DMATest(0): no DMA");
+	ASSERT_EQ(t.ops[11].wait, -1, "DMAWait(0): error, not a hang");
+	ASSERT_EQ(events().n, 1, "the message completed");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/* The same calls out of range, misaligned or of an unsupported type: -1,
+ * nothing written, host_oob counted, a failed DMA's handle waits with an
+ * error, the message fails. */
+static void hapi_dma_errors(void)
+{
+	const uint64_t bits = 0x4b;
+	static uint8_t before[8192 + 4096];
+	struct hapi_op ops[HAPI_MAX_OPS];
+	struct hapi_state t;
+	struct spin_me me;
+	struct evs v;
+	int idx, k = 0;
+
+	reset();
+	idx = hapi_setup(&me, bits);
+	if (idx < 0)
+		goto out;
+	fill(host + me.host_off, 8192, 21);
+	fill(host + me.hhost_off, 4096, 22);
+	memcpy(before, host + me.host_off, 8192);
+	memcpy(before + 8192, host + me.hhost_off, 4096);
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 8188, 0, 1);		/* misaligned */
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 8192, 0, 1);		/* past the end */
+	ops[k++] = hop(HAPI_CAS_NB, 0, PTL_HANDLER_HOST_MEM, 4096, 0, 1);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 8192, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 2, 1, 0);	/* misaligned */
+	ops[k++] = hop(HAPI_FADD_B, PTL_DOUBLE, PTL_ME_HOST_MEM, 4, 1, 0);	/* misaligned */
+	ops[k++] = hop(HAPI_FADD_B, PTL_FLOAT_COMPLEX, PTL_ME_HOST_MEM, 0, 1, 0);
+	ops[k++] = hop(HAPI_FADD_NB, PTL_UINT8_T, PTL_ME_HOST_MEM, 1ull << 40, 1, 0);
+	ops[k++] = hop(HAPI_TO_NB, 0, PTL_ME_HOST_MEM, 8190, 1, 0);
+	hapi_run(idx, bits, ops, k, &t);
+	ASSERT_EQ(t.calls, 1, "header handler ran");
+	for (int i = 0; i < k; i++)
+		if (!ASSERT_EQ(t.ops[i].rc, -1, "refused"))
+			T_MSG("op %d", i);
+	ASSERT_EQ(t.ops[2].test, 1, "DMATest of a failed CAS: completed");
+	ASSERT_EQ(t.ops[2].wait, -1, "DMAWait of a failed CAS: error");
+	ASSERT_EQ(t.ops[7].wait, -1, "DMAWait of a failed fetch-add: error");
+	ASSERT_EQ(t.ops[8].test, 1, "DMATest of a failed DMA: completed");
+	ASSERT_EQ(t.ops[8].wait, -1, "DMAWait of a failed DMA: error");
+	ASSERT_MEM(host + me.host_off, before, 8192, "entry host memory unchanged");
+	ASSERT_MEM(host + me.hhost_off, before + 8192, 4096, "handler host memory unchanged");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), k - 1, "host_oob counted (not for the bad type)");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "event"))
+		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_HANDLER, "the message failed");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
 }
 
 static void pingpong_stream(void)
@@ -3597,6 +3814,8 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
 	RUN_TEST(dma_from_host_stack_vars);
+	RUN_TEST(hapi_dma_atomics);
+	RUN_TEST(hapi_dma_errors);
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
