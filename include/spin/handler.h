@@ -531,6 +531,31 @@ static __always_inline int PtlHandlerDMACASNB(ptl_size_t offset, __u64 *cmpval, 
  * went in (lock-free), so the bound is never reached in practice. */
 #define SPIN_DMA_CAS_TRIES	1024
 
+/*
+ * spin extension: atomic IEEE-754 add on handler or host memory the handler
+ * holds a pointer to (*p += v on bit patterns, spin/softfloat.h), for
+ * reductions of floats and doubles.  A compare-and-swap loop of at most
+ * SPIN_DMA_CAS_TRIES attempts; returns the value before, and sets *ok
+ * (if not NULL) to 0 if every attempt lost to another CPU.
+ */
+static __always_inline __u64 spin_f64_atomic_add(__u64 *p, __u64 v, int *ok)
+{
+	__u64 old = *(volatile __u64 *)p, prev;
+	int i, done = 0;
+
+	spin_for(i, 0, SPIN_DMA_CAS_TRIES) {
+		prev = __sync_val_compare_and_swap(p, old, spin_f64_add(old, v));
+		if (prev == old) {
+			done = 1;
+			break;
+		}
+		old = prev;
+	}
+	if (ok)
+		*ok = done;
+	return old;
+}
+
 /* old + inc in datatype t, on the word's bits (w32: the aligned 32-bit word
  * holding an 8/16-bit value at bit shift sh) */
 static __always_inline __u64 __spin_fadd_val(__u64 old, __u64 inc, ptl_type_t t, __u32 sh)
@@ -587,15 +612,7 @@ static __always_inline int PtlHandlerDMAFetchAddB(ptl_size_t offset, ptl_size_t 
 		if (t != PTL_DOUBLE) {
 			old = __sync_fetch_and_add(w, inc);
 		} else {
-			old = *(volatile __u64 *)w;
-			spin_for(i, 0, SPIN_DMA_CAS_TRIES) {
-				prev = __sync_val_compare_and_swap(w, old, spin_f64_add(old, inc));
-				if (prev == old) {
-					ok = 1;
-					break;
-				}
-				old = prev;
-			}
+			old = spin_f64_atomic_add(w, inc, &ok);
 			if (!ok)
 				return __spin_dma_done(c, -1, size, 0);
 		}

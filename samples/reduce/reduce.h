@@ -5,6 +5,9 @@
 
 #define REDUCE_MAX		508	/* elements per entry: 32 + 508 * 8 = 4096 */
 #define REDUCE_PKT_ELEMS	173	/* 1384-byte packet payload / 8 */
+/* reduce_double.bpf.o: contributions added so far, in the entry's buffer
+ * after [round][sum[REDUCE_MAX]] */
+#define REDUCE_PROGRESS_OFF	(8 + REDUCE_MAX * 8)
 
 typedef struct {
 	__u64 arrived;		/* contributions of this round so far */
