@@ -3,8 +3,8 @@
  * Reduce/accumulate (sPIN paper, use case "reduce"): P-1 senders put a
  * vector of int64 to the root; the root's payload handler adds every element
  * of every packet into an accumulator in handler memory with the handler
- * API's atomic fetch-and-add (PtlHandlerFAdd works on handler memory only:
- * host memory is reached by DMA copies, which are not atomic).  The
+ * API's atomic fetch-and-add (PtlHandlerFAdd; the sum stays out of the
+ * host's sight until it is complete).  The
  * completion handler counts contributions; the one that completes the last
  * of `expected` contributions DMAs the sum into the entry's host buffer,
  * clears the accumulator for the next round and then DMAs the round number
