@@ -1411,6 +1411,58 @@ out:
 	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
 }
 
+/*
+ * The iteration helper: the datatypes sample's payload handler, a plain
+ * loop over the block pieces of a packet written with spin_for, verifies
+ * and scatters (here 3-byte blocks every 5 bytes: 462 pieces in a packet,
+ * 924 in two); the same handler with a C for loop
+ * (selftests/progs/loop_plain.bpf.c) is rejected by the verifier.
+ */
+static void iteration_helper(void)
+{
+	static uint8_t msg[2000], want[4000];
+	struct spin_me_spec s = spec(0, 0x4c, 4000);
+	struct spin_msg_args a = margs(0, 0, 0x4c);
+	struct { uint64_t blocklen, stride; } vec = { 3, 5 };
+	struct spin_me me;
+	char path[1024];
+	int rc, idx;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/loop_plain.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "plain");
+	ASSERT_EQ(rc, -SPIN_EVERIFIER, "a plain for loop over the pieces does not verify");
+	ASSERT_TRUE(strstr(spin_verifier_log(), "too complex") || strstr(spin_verifier_log(), "too large"),
+		    "... because the verifier walks its iterations");
+	if (rc >= 0)
+		spin_handler_unload(rt, "plain");
+	snprintf(path, sizeof(path), "%s/samples/datatypes/datatypes.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "dt");
+	if (!ASSERT_OK(rc, "the spin_for loop verifies")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	s.handler = "dt";
+	s.hpu_init = &vec;
+	s.hpu_init_len = sizeof(vec);
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0xee, 4000);
+	memset(want, 0xee, sizeof(want));
+	fill(msg, sizeof(msg), 31);
+	for (size_t x = 0; x < sizeof(msg); x++)
+		want[x / 3 * 5 + x % 3] = msg[x];
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	ASSERT_MEM(host + me.host_off, want, sizeof(want), "blocks scattered, gaps untouched");
+	ASSERT_EQ(events().n, 1, "the message completed");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "dt"), "unload");
+}
+
 static void pingpong_stream(void)
 {
 	static uint8_t msg[3000];
@@ -3816,6 +3868,7 @@ int main(int argc, char **argv)
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
 	RUN_TEST(hapi_dma_errors);
+	RUN_TEST(iteration_helper);
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
