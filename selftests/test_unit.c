@@ -1463,6 +1463,54 @@ out:
 	ASSERT_OK(spin_handler_unload(rt, "dt"), "unload");
 }
 
+/*
+ * A loop over a packet's words with spin_for (selftests/progs/loop_words
+ * .bpf.c): it verifies, and sums every word of a three-packet message as
+ * integers and as doubles, the double sum bit for bit the host FPU's in
+ * the same order (the packets run one after the other here).
+ */
+static void iteration_words(void)
+{
+	static uint64_t msg[375];	/* 3000 bytes: 173 + 173 + 29 words */
+	struct spin_me_spec s = spec(0, 0x4d, 0);
+	struct spin_msg_args a = margs(0, 0, 0x4d);
+	struct words_state w = { 0 };
+	uint64_t sum = 0, bits;
+	double d = 0, x;
+	char path[1024];
+	int rc, idx;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/loop_words.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "words");
+	if (!ASSERT_OK(rc, "the loop over the packet's words verifies")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	s.handler = "words";
+	s.ignore_bits = ~0ull;
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	for (size_t i = 0; i < 375; i++) {
+		/* doubles of varied magnitude and sign: the adds round */
+		x = ((double)(i * 2654435761u % 1000003) - 500000.0) / (1 << (i % 23)) * 1.000001;
+		memcpy(&msg[i], &x, 8);
+		sum += msg[i];
+		d += x;
+	}
+	memcpy(&bits, &d, 8);
+	a.msg_id = next_id++;
+	run_msg(&a, (uint8_t *)msg, sizeof(msg), 1384, NULL, &rc);
+	spin_hpu_read(rt, idx, &w, sizeof(w));
+	ASSERT_EQ(w.words, 375, "every word visited once");
+	ASSERT_EQ(w.sum, sum, "integer sum");
+	ASSERT_EQ(w.dsum, bits, "double sum, bit for bit");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "words"), "unload");
+}
+
 static void pingpong_stream(void)
 {
 	static uint8_t msg[3000];
@@ -3869,6 +3917,7 @@ int main(int argc, char **argv)
 	RUN_TEST(hapi_dma_atomics);
 	RUN_TEST(hapi_dma_errors);
 	RUN_TEST(iteration_helper);
+	RUN_TEST(iteration_words);
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);

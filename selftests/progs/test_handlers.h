@@ -89,4 +89,11 @@ struct hapi_state {
 	struct hapi_op ops[HAPI_MAX_OPS];
 };
 
+/* loop_words.bpf.c: sums of the payload's 8-byte words */
+struct words_state {
+	__u64 sum;		/* as integers */
+	__u64 dsum;		/* as doubles (bit pattern), in packet order */
+	__u64 words;
+};
+
 #endif
