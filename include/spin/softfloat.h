@@ -27,7 +27,7 @@
  * Exception flags are not kept.
  *
  * Integer code without loops, so the verifier accepts it anywhere; a
- * double add is about 100 instructions.  Usable on its own (any C
+ * double add is about 200 BPF instructions.  Usable on its own (any C
  * compiler; in BPF after vmlinux.h), and included by spin/handler.h.
  */
 #ifndef SPIN_SOFTFLOAT_H
