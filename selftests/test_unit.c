@@ -1412,6 +1412,115 @@ out:
 }
 
 /*
+ * The host-memory atomics on two CPUs at once: two threads pinned to CPU 0
+ * and CPU 1 each run HC_MSGS one-packet messages (from ranks 2 and 3)
+ * through the hapi entry, whose header handler adds 1 to an int32, a
+ * double, a float and two uint16 halves of one 32-bit word in host memory
+ * with PtlHandlerDMAFetchAddB, and to a control word with a plain DMA
+ * read-modify-write.  Every atomic counter must be exactly 2 * HC_MSGS.
+ * The control loses updates only when handlers overlapped: the run is
+ * repeated (up to 10 times) until it does, and the test is skipped if the
+ * scheduler never let them overlap.
+ */
+#define HC_MSGS 3000
+struct hc_arg {
+	int cpu;
+	pthread_barrier_t *bar;
+	uint32_t first_id;
+	int err;
+};
+
+static void *hc_thread(void *p)
+{
+	struct hc_arg *a = p;
+	struct spin_msg_args m = margs(2 + a->cpu, 0, 0x4e);
+	static const uint8_t msg[1];
+	cpu_set_t set;
+	struct fr f;
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	pthread_barrier_wait(a->bar);
+	for (int i = 0; i < HC_MSGS; i++) {
+		m.msg_id = a->first_id + i;
+		mkpkt(&f, &m, 0, 0, 0, msg);
+		if (run(&f, NULL) < 0)
+			a->err = 1;
+	}
+	return NULL;
+}
+
+static void hapi_concurrent_atomics(void)
+{
+	struct hapi_op ops[HAPI_MAX_OPS];
+	struct hapi_state init = { 0 };
+	struct spin_me_spec s = spec(0, 0x4e, 8192);
+	struct spin_me me;
+	char path[1024];
+	uint8_t *hm;
+	int idx, k = 0, overlapped = 0;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		T_SKIP("needs two CPUs");
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/hapi_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "hapi"), "load"))
+		return;
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 0, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_DOUBLE, PTL_ME_HOST_MEM, 8, dbits(1.0), 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_UINT16_T, PTL_ME_HOST_MEM, 16, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_UINT16_T, PTL_ME_HOST_MEM, 18, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_FLOAT, PTL_ME_HOST_MEM, 20, fbits(1.0f), 0);
+	ops[k++] = hop(HAPI_RMW, 0, PTL_ME_HOST_MEM, 24, 1, 0);
+	init.n = k;
+	memcpy(init.ops, ops, sizeof(ops));
+	s.handler = "hapi";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.options |= SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	hm = host + me.host_off;
+	for (int run_no = 0; run_no < 10 && !overlapped && !t_failed_now; run_no++) {
+		pthread_barrier_t bar;
+		struct hc_arg args[2];
+		pthread_t th[2];
+		uint64_t n = 2 * HC_MSGS, ctl;
+
+		msgs_clear();
+		memset(hm, 0, 64);
+		pthread_barrier_init(&bar, NULL, 2);
+		for (int i = 0; i < 2; i++) {
+			args[i] = (struct hc_arg){ .cpu = i, .bar = &bar,
+						   .first_id = 0x40000 + run_no * HC_MSGS };
+			pthread_create(&th[i], NULL, hc_thread, &args[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&bar);
+		ASSERT_EQ(args[0].err + args[1].err, 0, "BPF_PROG_RUN");
+		ASSERT_EQ(*(int32_t *)hm, n, "int32: every add counted");
+		ASSERT_EQ(*(uint64_t *)(hm + 8), dbits((double)n), "double: every add counted");
+		ASSERT_EQ(*(uint16_t *)(hm + 16), n, "uint16 (low half): every add counted");
+		ASSERT_EQ(*(uint16_t *)(hm + 18), n, "uint16 (high half of the same word): every add counted");
+		ASSERT_EQ(*(uint32_t *)(hm + 20), fbits((float)n), "float: every add counted");
+		ctl = *(uint64_t *)(hm + 24);
+		ASSERT_TRUE(ctl <= n, "control: at most every add");
+		overlapped = ctl < n;
+		T_MSG("run %d: the non-atomic control counted %llu of %llu", run_no + 1,
+		      (unsigned long long)ctl, (unsigned long long)n);
+	}
+	if (!overlapped && !t_failed_now)
+		t_skipped_now = 1;	/* no run had handlers at the same moment */
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/*
  * The iteration helper: the datatypes sample's payload handler, a plain
  * loop over the block pieces of a packet written with spin_for, verifies
  * and scatters (here 3-byte blocks every 5 bytes: 462 pieces in a packet,
@@ -3916,6 +4025,7 @@ int main(int argc, char **argv)
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
 	RUN_TEST(hapi_dma_errors);
+	RUN_TEST(hapi_concurrent_atomics);
 	RUN_TEST(iteration_helper);
 	RUN_TEST(iteration_words);
 	RUN_TEST(pingpong_stream);

@@ -51,6 +51,11 @@ static long hapi_op(__u64 i, void *ctx)
 	case HAPI_WAIT:
 		hd = o->a;
 		break;
+	case HAPI_RMW:
+		o->rc = PtlHandlerDMAFromHostB(o->off, &v, sizeof(v), o->opts);
+		v += o->a;
+		o->rc |= PtlHandlerDMAToHostB(&v, o->off, sizeof(v), o->opts);
+		break;
 	}
 	o->h = hd;
 	o->test = PtlHandlerDMATest(hd);

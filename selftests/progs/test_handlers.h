@@ -66,6 +66,8 @@ struct dma_state {
 #define HAPI_TO_NB	5	/* PtlHandlerDMAToHostNB(&a, off, 8, opts, &h) */
 #define HAPI_FROM_NB	6	/* PtlHandlerDMAFromHostNB(off, &res, 8, opts, &h) */
 #define HAPI_WAIT	7	/* test = DMATest(a), wait = DMAWait(a) */
+#define HAPI_RMW	8	/* the 64-bit host word += a with a DMA from host and
+				 * one to host: not atomic (the negative control) */
 #define HAPI_MAX_OPS	12
 
 struct hapi_op {
