@@ -1412,6 +1412,63 @@ out:
 }
 
 /*
+ * An entry whose buffer starts 2 bytes past an 8-byte boundary (a Portals
+ * entry may start anywhere): alignment is the host address's, not the
+ * offset's, so an int16 at offset 0, a uint8 at 1, an int32 at 2 and a
+ * CAS at 6 work, an int32 at 0 and a CAS at 0 are refused.
+ */
+static void hapi_unaligned_entry(void)
+{
+	struct spin_me_spec s = spec(0, 0x4f, 64);
+	struct spin_msg_args a = margs(0, 0, 0x4f);
+	struct hapi_state init = { 0 }, t;
+	static const uint8_t msg[1];
+	struct spin_me me;
+	char path[1024];
+	uint8_t *hm, want[16];
+	int idx, k = 0, rc;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/hapi_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "hapi"), "load"))
+		return;
+	s.handler = "hapi";
+	s.host_off = (host_len / 2) + 2;
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_INT16_T, PTL_ME_HOST_MEM, 0, 1, 0);
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_UINT8_T, PTL_ME_HOST_MEM, 1, 0x10, 0);
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 2, 0x01020304, 0);
+	init.ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 6, 0, 0x1122334455667788ull);
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 0, 1, 0);
+	init.ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 0, 0, 1);
+	init.n = k;
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.host_off % 8, 2, "the entry starts 2 bytes past an 8-byte boundary");
+	hm = host + me.host_off;
+	memset(hm, 0, 16);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	memset(&t, 0, sizeof(t));
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	for (int i = 0; i < 4; i++)
+		if (!ASSERT_EQ(t.ops[i].rc, 0, "aligned in host memory: done"))
+			T_MSG("op %d", i);
+	ASSERT_EQ(t.ops[4].rc, -1, "int32 at offset 0: misaligned in host memory");
+	ASSERT_EQ(t.ops[5].rc, -1, "CAS at offset 0: misaligned in host memory");
+	memcpy(want, "\x01\x10\x04\x03\x02\x01\x88\x77\x66\x55\x44\x33\x22\x11\x00\x00", 16);
+	if (!ASSERT_MEM(hm, want, 16, "int16 +1 at 0, uint8 +0x10 at 1, int32 at 2..5, CAS at 6..13"))
+		for (int i = 0; i < 16; i++)
+			T_MSG("byte %d: %#x", i, hm[i]);
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/*
  * The host-memory atomics on two CPUs at once: two threads pinned to CPU 0
  * and CPU 1 each run HC_MSGS one-packet messages (from ranks 2 and 3)
  * through the hapi entry, whose header handler adds 1 to an int32, a
@@ -4025,6 +4082,7 @@ int main(int argc, char **argv)
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
 	RUN_TEST(hapi_dma_errors);
+	RUN_TEST(hapi_unaligned_entry);
 	RUN_TEST(hapi_concurrent_atomics);
 	RUN_TEST(iteration_helper);
 	RUN_TEST(iteration_words);

@@ -470,14 +470,13 @@ static __always_inline int PtlHandlerDMAWait(ptl_dma_h h)
 
 /*
  * The host word of `size` bytes (4 or 8) at DMA offset `offset`, for an
- * atomic: in range of the window the options select and naturally
- * aligned, so it never straddles two spin_host elements.  NULL otherwise
- * (counted as host_oob and the message fails, like any DMA out of range).
+ * atomic: in range of the window the options select and naturally aligned
+ * in host memory (its address, not its offset in the entry), so it never
+ * straddles two spin_host elements.  NULL otherwise (the callers count
+ * host_oob and fail the message, like any DMA out of range).
  */
-static __always_inline void *__spin_host_word(struct spin_ctx *c, ptl_size_t offset,
-					      __u32 size, unsigned int options)
+static __always_inline void *__spin_host_abs_word(__s64 off, __u32 size)
 {
-	__s64 off = __spin_host_off(c, offset, size, options);
 	__u32 in;
 	__u8 *b;
 
@@ -489,6 +488,12 @@ static __always_inline void *__spin_host_word(struct spin_ctx *c, ptl_size_t off
 	/* in is off % SPIN_HOST_CHUNK and a multiple of size: the mask says
 	 * so to the verifier */
 	return b + (in & (SPIN_HOST_CHUNK - size));
+}
+
+static __always_inline void *__spin_host_word(struct spin_ctx *c, ptl_size_t offset,
+					      __u32 size, unsigned int options)
+{
+	return __spin_host_abs_word(__spin_host_off(c, offset, size, options), size);
 }
 
 /*
@@ -602,8 +607,6 @@ static __always_inline int PtlHandlerDMAFetchAddB(ptl_size_t offset, ptl_size_t 
 	case PTL_INT64_T: case PTL_UINT64_T: case PTL_DOUBLE: size = 8; break;
 	default: return -1;
 	}
-	if (offset & (size - 1))
-		return __spin_dma_done(c, -1, size, 0);
 	if (size == 8) {
 		__u64 *w = __spin_host_word(c, offset, 8, options);
 
@@ -617,11 +620,16 @@ static __always_inline int PtlHandlerDMAFetchAddB(ptl_size_t offset, ptl_size_t 
 				return __spin_dma_done(c, -1, size, 0);
 		}
 	} else {
-		/* 8- and 16-bit values: the aligned 32-bit word that holds
-		 * them (little-endian) */
-		__u32 *w = __spin_host_word(c, offset & ~3ull, 4, options);
-		__u32 sh = (offset & 3) * 8;
+		/* an 8- or 16-bit value is updated in the aligned 32-bit word
+		 * that holds it (little-endian; its other bytes are written back
+		 * unchanged) */
+		__s64 off = __spin_host_off(c, offset, size, options);
+		__u32 *w = NULL, sh = 0;
 
+		if (off >= 0 && !(off & (size - 1))) {
+			w = __spin_host_abs_word(off & ~3ll, 4);
+			sh = (off & 3) * 8;
+		}
 		if (!w)
 			return __spin_dma_done(c, -1, size, 0);
 		if (t == PTL_INT32_T || t == PTL_UINT32_T) {
