@@ -499,8 +499,8 @@ static __always_inline void *__spin_host_word(struct spin_ctx *c, ptl_size_t off
 /*
  * Atomic compare-and-swap of the 64-bit word at `offset` in host memory
  * (PTL_ME_HOST_MEM: the entry's buffer, PTL_HANDLER_HOST_MEM: handler host
- * memory; 8-byte aligned): if it equals *cmpval it becomes swapval.
- * *cmpval gets the value the word had, so the swap happened exactly when
+ * memory; its address 8-byte aligned): if it equals *cmpval it becomes
+ * swapval.  *cmpval gets the value the word had, so the swap happened exactly when
  * *cmpval is unchanged.  Atomic against other handlers on all CPUs and
  * against host processes' atomics on the mapped window.  Returns 0, or -1
  * (nothing done, the message fails) for an offset out of range or
@@ -579,8 +579,8 @@ static __always_inline __u64 __spin_fadd_val(__u64 old, __u64 inc, ptl_type_t t,
 
 /*
  * Atomic fetch-and-add on host memory: the value of datatype t at `offset`
- * (naturally aligned) becomes value + inc; *res (if not NULL) gets the
- * value before, widened to 64 bits (sign-extended for signed integer
+ * (its address naturally aligned) becomes value + inc; *res (if not NULL)
+ * gets the value before, widened to 64 bits (sign-extended for signed integer
  * types; for PTL_FLOAT/PTL_DOUBLE the IEEE bit pattern, and `inc` is the
  * bit pattern of the increment, low 32 bits for a float).  Integer
  * additions wrap; float and double additions are IEEE-754, rounded to
