@@ -1246,7 +1246,7 @@ static void hapi_run(int idx, uint64_t bits, const struct hapi_op *ops, int n,
 	memcpy(init.ops, ops, n * sizeof(*ops));
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
-	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	run_msg(&a, msg, 0, SPIN_MAX_SEG, NULL, &rc);
 	memset(st, 0, sizeof(*st));
 	spin_hpu_read(rt, idx, st, sizeof(*st));
 }
@@ -1451,7 +1451,7 @@ static void hapi_unaligned_entry(void)
 	hm = host + me.host_off;
 	memset(hm, 0, 16);
 	a.msg_id = next_id++;
-	run_msg(&a, msg, 0, 1384, NULL, &rc);
+	run_msg(&a, msg, 0, SPIN_MAX_SEG, NULL, &rc);
 	memset(&t, 0, sizeof(t));
 	spin_hpu_read(rt, idx, &t, sizeof(t));
 	for (int i = 0; i < 4; i++)
@@ -1580,8 +1580,8 @@ out:
 /*
  * The iteration helper: the datatypes sample's payload handler, a plain
  * loop over the block pieces of a packet written with spin_for, verifies
- * and scatters (here 3-byte blocks every 5 bytes: 462 pieces in a packet,
- * 924 in two); the same handler with a C for loop
+ * and scatters (here 3-byte blocks every 5 bytes: about 460 pieces in a
+ * packet); the same handler with a C for loop
  * (selftests/progs/loop_plain.bpf.c) is rejected by the verifier.
  */
 static void iteration_helper(void)
@@ -1621,7 +1621,7 @@ static void iteration_helper(void)
 	for (size_t x = 0; x < sizeof(msg); x++)
 		want[x / 3 * 5 + x % 3] = msg[x];
 	a.msg_id = next_id++;
-	run_msg(&a, msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	ASSERT_MEM(host + me.host_off, want, sizeof(want), "blocks scattered, gaps untouched");
 	ASSERT_EQ(events().n, 1, "the message completed");
 out:
@@ -1637,7 +1637,7 @@ out:
  */
 static void iteration_words(void)
 {
-	static uint64_t msg[375];	/* 3000 bytes: 173 + 173 + 29 words */
+	static uint64_t msg[375];	/* 3000 bytes, three packets */
 	struct spin_me_spec s = spec(0, 0x4d, 0);
 	struct spin_msg_args a = margs(0, 0, 0x4d);
 	struct words_state w = { 0 };
@@ -1667,7 +1667,7 @@ static void iteration_words(void)
 	}
 	memcpy(&bits, &d, 8);
 	a.msg_id = next_id++;
-	run_msg(&a, (uint8_t *)msg, sizeof(msg), 1384, NULL, &rc);
+	run_msg(&a, (uint8_t *)msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	spin_hpu_read(rt, idx, &w, sizeof(w));
 	ASSERT_EQ(w.words, 375, "every word visited once");
 	ASSERT_EQ(w.sum, sum, "integer sum");

@@ -8,7 +8,7 @@
  * packets may arrive in any order.
  *
  * Packed byte x of the message goes to x / blocklen * stride + x % blocklen
- * of the match entry's buffer.  A packet (at most 1384 bytes) covers the
+ * of the match entry's buffer.  A packet (at most SPIN_MAX_SEG bytes) covers the
  * blocks first..last; the part of block first + i that lies in the packet
  * is piece i, one DMA.  The loop over the pieces is a plain loop with
  * spin_for (spin/handler.h), which verifies whatever the block length: the
@@ -30,7 +30,7 @@ __handler int vector_payload_handler(const ptl_payload_t p, void *state) {
 		return FAIL;
 	first = p.offset / bl;				/* block of the packet's first byte */
 	last = (p.offset + p.length - 1) / bl;		/* ... and of its last */
-	spin_for(i, 0, (int)(last - first + 1)) {	/* at most 1384 pieces */
+	spin_for(i, 0, (int)(last - first + 1)) {	/* at most SPIN_MAX_SEG pieces */
 		__u64 b = first + i, lo = b * bl, hi = lo + bl;
 
 		if (lo < p.offset)			/* the block's bytes in this packet */

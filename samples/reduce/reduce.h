@@ -5,9 +5,6 @@
 
 #define REDUCE_MAX		508	/* elements per entry: 32 + 508 * 8 = 4096 */
 #define REDUCE_PKT_ELEMS	173	/* 1384-byte packet payload / 8 */
-/* reduce_double.bpf.o: contributions added so far, in the entry's buffer
- * after [round][sum[REDUCE_MAX]] */
-#define REDUCE_PROGRESS_OFF	(8 + REDUCE_MAX * 8)
 
 typedef struct {
 	__u64 arrived;		/* contributions of this round so far */
@@ -16,5 +13,9 @@ typedef struct {
 	__u64 round;		/* rounds completed */
 	__s64 sum[REDUCE_MAX];
 } reduce_state_t;
+
+/* reduce_double.bpf.o: contributions added so far, in the entry's buffer
+ * after [round][sum[REDUCE_MAX]] */
+#define REDUCE_PROGRESS_OFF	(8 + REDUCE_MAX * 8)
 
 #endif
