@@ -41,6 +41,7 @@ run_suite() {
 
 pins_before=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
 run_suite unit selftests/test_unit
+run_suite softfloat selftests/test_softfloat
 run_suite veth selftests/test_veth.sh
 run_suite spinctl selftests/test_spinctl.sh
 run_suite ptl selftests/test_ptl.sh

@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 #include <spin/spin.h>
 #include <spin/xsk.h>
+#include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
 
@@ -1200,6 +1201,488 @@ static void dma_from_host_stack_vars(void)
 	n_me_list--;
 out:
 	ASSERT_OK(spin_handler_unload(rt, "dma"), "unload");
+}
+
+/* ---------------------------------------------- paper-era handler API -- */
+
+/* spin/handler.h's DMA options (a device-side header) */
+#define PTL_ME_HOST_MEM		0x0
+#define PTL_HANDLER_HOST_MEM	0x1
+
+static uint64_t dbits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static struct hapi_op hop(uint32_t kind, uint32_t type, uint32_t opts, uint64_t off,
+			  uint64_t a, uint64_t b)
+{
+	struct hapi_op o = { .kind = kind, .type = type, .opts = opts, .off = off, .a = a, .b = b };
+	return o;
+}
+
+/* Load hapi_handler.bpf.o (the verifier must accept it) and append an
+ * entry with 8 KiB of host memory and 4 KiB of handler host memory. */
+static int hapi_setup(struct spin_me *me, uint64_t bits)
+{
+	struct spin_me_spec s = spec(0, bits, 8192);
+	char path[1024];
+	int rc, idx;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/hapi_handler.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "hapi");
+	if (!ASSERT_OK(rc, "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return -1;
+	}
+	s.handler = "hapi";
+	s.hhost_len = 4096;
+	idx = me_add(&s);
+	if (idx >= 0)
+		spin_me_get(rt, idx, me);
+	return idx;
+}
+
+/* Run the ops through one single-packet message; the state comes back in
+ * *st. */
+static void hapi_run(int idx, uint64_t bits, const struct hapi_op *ops, int n,
+		     struct hapi_state *st)
+{
+	static uint8_t msg[1];
+	struct spin_msg_args a = margs(0, 0, bits);
+	struct hapi_state init = { .n = n };
+	int rc;
+
+	memcpy(init.ops, ops, n * sizeof(*ops));
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	a.msg_id = next_id++;
+	run_msg(&a, msg, 0, SPIN_MAX_SEG, NULL, &rc);
+	memset(st, 0, sizeof(*st));
+	spin_hpu_read(rt, idx, st, sizeof(*st));
+}
+
+/*
+ * PtlHandlerDMACASB/NB and PtlHandlerDMAFetchAddB/NB on host memory, the
+ * NB handles by value with PtlHandlerDMATest/PtlHandlerDMAWait: every
+ * result and every byte of host memory around the words they change.
+ */
+static void hapi_dma_atomics(void)
+{
+	const uint64_t bits = 0x4a;
+	struct hapi_op ops[HAPI_MAX_OPS];
+	struct hapi_state t;
+	struct spin_me me;
+	uint8_t *hm, *hh, want[64];
+	int32_t i32 = -3;
+	int16_t i16 = -2;
+	uint64_t u64 = 1ull << 40, w;
+	double d = 1.5;
+	float f = 0.1f, g;
+	int idx, k = 0;
+
+	reset();
+	idx = hapi_setup(&me, bits);
+	if (idx < 0)
+		goto out;
+	hm = host + me.host_off;
+	hh = host + me.hhost_off;
+	memset(hm, 0, 8192);
+	memset(hh, 0, 4096);
+	w = 5;
+	memcpy(hm + 0, &w, 8);
+	w = 0x1111;
+	memcpy(hh + 8, &w, 8);
+	memcpy(hm + 16, &i32, 4);
+	hm[20] = 0xa0; hm[21] = 0xff; hm[22] = 0xa2; hm[23] = 0xa3;
+	hm[24] = 0xb0; hm[25] = 0xb1;
+	memcpy(hm + 26, &i16, 2);
+	memcpy(hm + 32, &u64, 8);
+	memcpy(hm + 40, &d, 8);
+	memcpy(hm + 48, &f, 4);
+	hm[52] = 0xc4;
+
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 0, 5, 9);		/* swaps */
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 0, 5, 7);		/* does not */
+	ops[k++] = hop(HAPI_CAS_NB, 0, PTL_HANDLER_HOST_MEM, 8, 0x1111, 0x2222);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 16, 5, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_UINT8_T, PTL_ME_HOST_MEM, 21, 2, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT16_T, PTL_ME_HOST_MEM, 26, 0x10003, 0);
+	ops[k++] = hop(HAPI_FADD_NB, PTL_UINT64_T, PTL_ME_HOST_MEM, 32, 7, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_DOUBLE, PTL_ME_HOST_MEM, 40, dbits(2.25), 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_FLOAT, PTL_ME_HOST_MEM, 48, fbits(0.2f), 0);
+	ops[k++] = hop(HAPI_TO_NB, 0, PTL_ME_HOST_MEM, 56, 0xdeadbeef, 0);
+	ops[k++] = hop(HAPI_FROM_NB, 0, PTL_ME_HOST_MEM, 0, 0, 0);
+	ops[k++] = hop(HAPI_WAIT, 0, 0, 0, 0, 0);			/* no handle */
+	hapi_run(idx, bits, ops, k, &t);
+	ASSERT_EQ(t.calls, 1, "header handler ran");
+
+	ASSERT_EQ(t.ops[0].rc, 0, "CAS: done");
+	ASSERT_EQ(t.ops[0].res, 5, "CAS: *cmpval gets the old value (swapped)");
+	ASSERT_EQ(t.ops[1].rc, 0, "CAS that does not swap: done");
+	ASSERT_EQ(t.ops[1].res, 9, "CAS that does not swap: *cmpval gets the value found");
+	ASSERT_EQ(*(uint64_t *)hm, 9, "host word swapped once");
+	ASSERT_EQ(t.ops[2].rc, 0, "CAS NB on handler host memory");
+	ASSERT_EQ(t.ops[2].res, 0x1111, "CAS NB: old value");
+	ASSERT_EQ(*(uint64_t *)(hh + 8), 0x2222, "handler host word swapped");
+	ASSERT_EQ(*(uint64_t *)(hm + 8), 0, "... not the entry's word at that offset");
+	ASSERT_TRUE(t.ops[2].h != 0, "CAS NB: a handle");
+	ASSERT_EQ(t.ops[2].test, 1, "DMATest(handle) of a completed CAS");
+	ASSERT_EQ(t.ops[2].wait, 0, "DMAWait(handle) of a completed CAS");
+
+	ASSERT_EQ(t.ops[3].rc, 0, "fetch-add int32");
+	ASSERT_EQ(t.ops[3].res, (uint64_t)(int64_t)-3, "int32: old value sign-extended");
+	ASSERT_EQ(*(int32_t *)(hm + 16), 2, "int32: -3 + 5");
+	ASSERT_EQ(t.ops[4].rc, 0, "fetch-add uint8");
+	ASSERT_EQ(t.ops[4].res, 0xff, "uint8: old value");
+	memcpy(want, "\xa0\x01\xa2\xa3", 4);
+	ASSERT_MEM(hm + 20, want, 4, "uint8: 0xff + 2 wraps to 1, its neighbours untouched");
+	ASSERT_EQ(t.ops[5].rc, 0, "fetch-add int16");
+	ASSERT_EQ(t.ops[5].res, (uint64_t)(int64_t)-2, "int16: old value sign-extended");
+	ASSERT_EQ(*(int16_t *)(hm + 26), 1, "int16: -2 + (0x10003 as int16)");
+	ASSERT_EQ(hm[24] | hm[25] << 8, 0xb1b0, "int16: the other half of the word untouched");
+	ASSERT_EQ(t.ops[6].rc, 0, "fetch-add uint64 NB");
+	ASSERT_EQ(t.ops[6].res, 1ull << 40, "uint64: old value");
+	ASSERT_EQ(*(uint64_t *)(hm + 32), (1ull << 40) + 7, "uint64: added");
+	ASSERT_EQ(t.ops[6].test, 1, "fetch-add NB: DMATest");
+	ASSERT_EQ(t.ops[6].wait, 0, "fetch-add NB: DMAWait");
+	ASSERT_EQ(t.ops[7].rc, 0, "fetch-add double");
+	ASSERT_EQ(t.ops[7].res, dbits(1.5), "double: old value's bits");
+	ASSERT_EQ(*(uint64_t *)(hm + 40), dbits(3.75), "double: 1.5 + 2.25");
+	ASSERT_EQ(t.ops[8].rc, 0, "fetch-add float");
+	ASSERT_EQ(t.ops[8].res, fbits(0.1f), "float: old value's bits");
+	g = 0.1f;
+	*(volatile float *)&g += 0.2f;
+	ASSERT_EQ(*(uint32_t *)(hm + 48), fbits(g), "float: 0.1f + 0.2f as the host adds");
+	ASSERT_EQ(hm[52], 0xc4, "float: next byte untouched");
+
+	ASSERT_EQ(t.ops[9].rc, 0, "DMA to host NB");
+	ASSERT_EQ(*(uint64_t *)(hm + 56), 0xdeadbeef, "DMA to host NB wrote");
+	ASSERT_EQ(t.ops[9].test, 1, "DMATest of a DMA to host");
+	ASSERT_EQ(t.ops[9].wait, 0, "DMAWait of a DMA to host");
+	ASSERT_EQ(t.ops[10].rc, 0, "DMA from host NB");
+	ASSERT_EQ(t.ops[10].res, 9, "DMA from host NB read");
+	ASSERT_EQ(t.ops[10].wait, 0, "DMAWait of a DMA from host");
+	ASSERT_EQ(t.ops[11].test, 0, "DMATest(0): no DMA");
+	ASSERT_EQ(t.ops[11].wait, -1, "DMAWait(0): error, not a hang");
+	ASSERT_EQ(events().n, 1, "the message completed");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/* The same calls out of range, misaligned or of an unsupported type: -1,
+ * nothing written, host_oob counted, a failed DMA's handle waits with an
+ * error, the message fails. */
+static void hapi_dma_errors(void)
+{
+	const uint64_t bits = 0x4b;
+	static uint8_t before[8192 + 4096];
+	struct hapi_op ops[HAPI_MAX_OPS];
+	struct hapi_state t;
+	struct spin_me me;
+	struct evs v;
+	int idx, k = 0;
+
+	reset();
+	idx = hapi_setup(&me, bits);
+	if (idx < 0)
+		goto out;
+	fill(host + me.host_off, 8192, 21);
+	fill(host + me.hhost_off, 4096, 22);
+	memcpy(before, host + me.host_off, 8192);
+	memcpy(before + 8192, host + me.hhost_off, 4096);
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 8188, 0, 1);		/* misaligned */
+	ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 8192, 0, 1);		/* past the end */
+	ops[k++] = hop(HAPI_CAS_NB, 0, PTL_HANDLER_HOST_MEM, 4096, 0, 1);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 8192, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 2, 1, 0);	/* misaligned */
+	ops[k++] = hop(HAPI_FADD_B, PTL_DOUBLE, PTL_ME_HOST_MEM, 4, 1, 0);	/* misaligned */
+	ops[k++] = hop(HAPI_FADD_B, PTL_FLOAT_COMPLEX, PTL_ME_HOST_MEM, 0, 1, 0);
+	ops[k++] = hop(HAPI_FADD_NB, PTL_UINT8_T, PTL_ME_HOST_MEM, 1ull << 40, 1, 0);
+	ops[k++] = hop(HAPI_TO_NB, 0, PTL_ME_HOST_MEM, 8190, 1, 0);
+	hapi_run(idx, bits, ops, k, &t);
+	ASSERT_EQ(t.calls, 1, "header handler ran");
+	for (int i = 0; i < k; i++)
+		if (!ASSERT_EQ(t.ops[i].rc, -1, "refused"))
+			T_MSG("op %d", i);
+	ASSERT_EQ(t.ops[2].test, 1, "DMATest of a failed CAS: completed");
+	ASSERT_EQ(t.ops[2].wait, -1, "DMAWait of a failed CAS: error");
+	ASSERT_EQ(t.ops[7].wait, -1, "DMAWait of a failed fetch-add: error");
+	ASSERT_EQ(t.ops[8].test, 1, "DMATest of a failed DMA: completed");
+	ASSERT_EQ(t.ops[8].wait, -1, "DMAWait of a failed DMA: error");
+	ASSERT_MEM(host + me.host_off, before, 8192, "entry host memory unchanged");
+	ASSERT_MEM(host + me.hhost_off, before + 8192, 4096, "handler host memory unchanged");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), k - 1, "host_oob counted (not for the bad type)");
+	v = events();
+	if (ASSERT_EQ(v.n, 1, "event"))
+		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_HANDLER, "the message failed");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/*
+ * An entry whose buffer starts 2 bytes past an 8-byte boundary (a Portals
+ * entry may start anywhere): alignment is the host address's, not the
+ * offset's, so an int16 at offset 0, a uint8 at 1, an int32 at 2 and a
+ * CAS at 6 work, an int32 at 0 and a CAS at 0 are refused.
+ */
+static void hapi_unaligned_entry(void)
+{
+	struct spin_me_spec s = spec(0, 0x4f, 64);
+	struct spin_msg_args a = margs(0, 0, 0x4f);
+	struct hapi_state init = { 0 }, t;
+	static const uint8_t msg[1];
+	struct spin_me me;
+	char path[1024];
+	uint8_t *hm, want[16];
+	int idx, k = 0, rc;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/hapi_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "hapi"), "load"))
+		return;
+	s.handler = "hapi";
+	s.host_off = (host_len / 2) + 2;
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_INT16_T, PTL_ME_HOST_MEM, 0, 1, 0);
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_UINT8_T, PTL_ME_HOST_MEM, 1, 0x10, 0);
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 2, 0x01020304, 0);
+	init.ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 6, 0, 0x1122334455667788ull);
+	init.ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 0, 1, 0);
+	init.ops[k++] = hop(HAPI_CAS_B, 0, PTL_ME_HOST_MEM, 0, 0, 1);
+	init.n = k;
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.host_off % 8, 2, "the entry starts 2 bytes past an 8-byte boundary");
+	hm = host + me.host_off;
+	memset(hm, 0, 16);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, 0, SPIN_MAX_SEG, NULL, &rc);
+	memset(&t, 0, sizeof(t));
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	for (int i = 0; i < 4; i++)
+		if (!ASSERT_EQ(t.ops[i].rc, 0, "aligned in host memory: done"))
+			T_MSG("op %d", i);
+	ASSERT_EQ(t.ops[4].rc, -1, "int32 at offset 0: misaligned in host memory");
+	ASSERT_EQ(t.ops[5].rc, -1, "CAS at offset 0: misaligned in host memory");
+	memcpy(want, "\x01\x10\x04\x03\x02\x01\x88\x77\x66\x55\x44\x33\x22\x11\x00\x00", 16);
+	if (!ASSERT_MEM(hm, want, 16, "int16 +1 at 0, uint8 +0x10 at 1, int32 at 2..5, CAS at 6..13"))
+		for (int i = 0; i < 16; i++)
+			T_MSG("byte %d: %#x", i, hm[i]);
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/*
+ * The host-memory atomics on two CPUs at once: two threads pinned to CPU 0
+ * and CPU 1 each run HC_MSGS one-packet messages (from ranks 2 and 3)
+ * through the hapi entry, whose header handler adds 1 to an int32, a
+ * double, a float and two uint16 halves of one 32-bit word in host memory
+ * with PtlHandlerDMAFetchAddB, and to a control word with a plain DMA
+ * read-modify-write.  Every atomic counter must be exactly 2 * HC_MSGS.
+ * The control loses updates only when handlers overlapped: the run is
+ * repeated (up to 10 times) until it does, and the test is skipped if the
+ * scheduler never let them overlap.
+ */
+#define HC_MSGS 3000
+struct hc_arg {
+	int cpu;
+	pthread_barrier_t *bar;
+	uint32_t first_id;
+	int err;
+};
+
+static void *hc_thread(void *p)
+{
+	struct hc_arg *a = p;
+	struct spin_msg_args m = margs(2 + a->cpu, 0, 0x4e);
+	static const uint8_t msg[1];
+	cpu_set_t set;
+	struct fr f;
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	pthread_barrier_wait(a->bar);
+	for (int i = 0; i < HC_MSGS; i++) {
+		m.msg_id = a->first_id + i;
+		mkpkt(&f, &m, 0, 0, 0, msg);
+		if (run(&f, NULL) < 0)
+			a->err = 1;
+	}
+	return NULL;
+}
+
+static void hapi_concurrent_atomics(void)
+{
+	struct hapi_op ops[HAPI_MAX_OPS];
+	struct hapi_state init = { 0 };
+	struct spin_me_spec s = spec(0, 0x4e, 8192);
+	struct spin_me me;
+	char path[1024];
+	uint8_t *hm;
+	int idx, k = 0, overlapped = 0;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		T_SKIP("needs two CPUs");
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/hapi_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "hapi"), "load"))
+		return;
+	ops[k++] = hop(HAPI_FADD_B, PTL_INT32_T, PTL_ME_HOST_MEM, 0, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_DOUBLE, PTL_ME_HOST_MEM, 8, dbits(1.0), 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_UINT16_T, PTL_ME_HOST_MEM, 16, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_UINT16_T, PTL_ME_HOST_MEM, 18, 1, 0);
+	ops[k++] = hop(HAPI_FADD_B, PTL_FLOAT, PTL_ME_HOST_MEM, 20, fbits(1.0f), 0);
+	ops[k++] = hop(HAPI_RMW, 0, PTL_ME_HOST_MEM, 24, 1, 0);
+	init.n = k;
+	memcpy(init.ops, ops, sizeof(ops));
+	s.handler = "hapi";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.options |= SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	hm = host + me.host_off;
+	for (int run_no = 0; run_no < 10 && !overlapped && !t_failed_now; run_no++) {
+		pthread_barrier_t bar;
+		struct hc_arg args[2];
+		pthread_t th[2];
+		uint64_t n = 2 * HC_MSGS, ctl;
+
+		msgs_clear();
+		memset(hm, 0, 64);
+		pthread_barrier_init(&bar, NULL, 2);
+		for (int i = 0; i < 2; i++) {
+			args[i] = (struct hc_arg){ .cpu = i, .bar = &bar,
+						   .first_id = 0x40000 + run_no * HC_MSGS };
+			pthread_create(&th[i], NULL, hc_thread, &args[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&bar);
+		ASSERT_EQ(args[0].err + args[1].err, 0, "BPF_PROG_RUN");
+		ASSERT_EQ(*(int32_t *)hm, n, "int32: every add counted");
+		ASSERT_EQ(*(uint64_t *)(hm + 8), dbits((double)n), "double: every add counted");
+		ASSERT_EQ(*(uint16_t *)(hm + 16), n, "uint16 (low half): every add counted");
+		ASSERT_EQ(*(uint16_t *)(hm + 18), n, "uint16 (high half of the same word): every add counted");
+		ASSERT_EQ(*(uint32_t *)(hm + 20), fbits((float)n), "float: every add counted");
+		ctl = *(uint64_t *)(hm + 24);
+		ASSERT_TRUE(ctl <= n, "control: at most every add");
+		overlapped = ctl < n;
+		T_MSG("run %d: the non-atomic control counted %llu of %llu", run_no + 1,
+		      (unsigned long long)ctl, (unsigned long long)n);
+	}
+	if (!overlapped && !t_failed_now)
+		t_skipped_now = 1;	/* no run had handlers at the same moment */
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "hapi"), "unload");
+}
+
+/*
+ * The iteration helper: the datatypes sample's payload handler, a plain
+ * loop over the block pieces of a packet written with spin_for, verifies
+ * and scatters (here 3-byte blocks every 5 bytes: about 460 pieces in a
+ * packet); the same handler with a C for loop
+ * (selftests/progs/loop_plain.bpf.c) is rejected by the verifier.
+ */
+static void iteration_helper(void)
+{
+	static uint8_t msg[2000], want[4000];
+	struct spin_me_spec s = spec(0, 0x4c, 4000);
+	struct spin_msg_args a = margs(0, 0, 0x4c);
+	struct { uint64_t blocklen, stride; } vec = { 3, 5 };
+	struct spin_me me;
+	char path[1024];
+	int rc, idx;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/loop_plain.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "plain");
+	ASSERT_EQ(rc, -SPIN_EVERIFIER, "a plain for loop over the pieces does not verify");
+	ASSERT_TRUE(strstr(spin_verifier_log(), "too complex") || strstr(spin_verifier_log(), "too large"),
+		    "... because the verifier walks its iterations");
+	if (rc >= 0)
+		spin_handler_unload(rt, "plain");
+	snprintf(path, sizeof(path), "%s/samples/datatypes/datatypes.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "dt");
+	if (!ASSERT_OK(rc, "the spin_for loop verifies")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	s.handler = "dt";
+	s.hpu_init = &vec;
+	s.hpu_init_len = sizeof(vec);
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0xee, 4000);
+	memset(want, 0xee, sizeof(want));
+	fill(msg, sizeof(msg), 31);
+	for (size_t x = 0; x < sizeof(msg); x++)
+		want[x / 3 * 5 + x % 3] = msg[x];
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(host + me.host_off, want, sizeof(want), "blocks scattered, gaps untouched");
+	ASSERT_EQ(events().n, 1, "the message completed");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "dt"), "unload");
+}
+
+/*
+ * A loop over a packet's words with spin_for (selftests/progs/loop_words
+ * .bpf.c): it verifies, and sums every word of a three-packet message as
+ * integers and as doubles, the double sum bit for bit the host FPU's in
+ * the same order (the packets run one after the other here).
+ */
+static void iteration_words(void)
+{
+	static uint64_t msg[375];	/* 3000 bytes, three packets */
+	struct spin_me_spec s = spec(0, 0x4d, 0);
+	struct spin_msg_args a = margs(0, 0, 0x4d);
+	struct words_state w = { 0 };
+	uint64_t sum = 0, bits;
+	double d = 0, x;
+	char path[1024];
+	int rc, idx;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/loop_words.bpf.o", objdir);
+	rc = spin_handler_load(rt, path, "words");
+	if (!ASSERT_OK(rc, "the loop over the packet's words verifies")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	s.handler = "words";
+	s.ignore_bits = ~0ull;
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	for (size_t i = 0; i < 375; i++) {
+		/* doubles of varied magnitude and sign: the adds round */
+		x = ((double)(i * 2654435761u % 1000003) - 500000.0) / (1 << (i % 23)) * 1.000001;
+		memcpy(&msg[i], &x, 8);
+		sum += msg[i];
+		d += x;
+	}
+	memcpy(&bits, &d, 8);
+	a.msg_id = next_id++;
+	run_msg(&a, (uint8_t *)msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	spin_hpu_read(rt, idx, &w, sizeof(w));
+	ASSERT_EQ(w.words, 375, "every word visited once");
+	ASSERT_EQ(w.sum, sum, "integer sum");
+	ASSERT_EQ(w.dsum, bits, "double sum, bit for bit");
+out:
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, "words"), "unload");
 }
 
 static void pingpong_stream(void)
@@ -4110,6 +4593,12 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
 	RUN_TEST(dma_from_host_stack_vars);
+	RUN_TEST(hapi_dma_atomics);
+	RUN_TEST(hapi_dma_errors);
+	RUN_TEST(hapi_unaligned_entry);
+	RUN_TEST(hapi_concurrent_atomics);
+	RUN_TEST(iteration_helper);
+	RUN_TEST(iteration_words);
 	RUN_TEST(pingpong_stream);
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);

@@ -28,6 +28,7 @@
 #include <bpf/bpf_endian.h>
 #include <spin/ptl_types.h>
 #include <spin/maps.bpf.h>
+#include <spin/softfloat.h>
 
 #ifndef NULL
 #define NULL ((void *)0)
@@ -52,8 +53,31 @@ typedef enum {
 #define PTL_ME_HOST_MEM		0x0	/* offset relative to the ME's buffer */
 #define PTL_HANDLER_HOST_MEM	0x1	/* ... relative to handler host memory */
 
+/*
+ * The `ct` argument of the put calls: a counting event to count the put's
+ * completion on.  PTL_LOCAL_ME_CT names the counting event of the match
+ * entry whose handler makes the put (the paper's handlers pass it).  spin
+ * records the value in the put request; handler puts do not count on any
+ * counter yet (see "Puts" in docs/design.md).
+ */
 typedef unsigned int ptl_req_ct_t;
-typedef struct { __u32 done; } ptl_dma_h;
+#define PTL_LOCAL_ME_CT		((ptl_req_ct_t)0xffffffff)
+
+/* Datatype of PtlHandlerDMAFetchAdd* (the Portals atomic datatypes,
+ * PTL_INT8_T ... PTL_DOUBLE, spin/ptl_types.h); PTL_INT is C's int, as
+ * the simulator's handlers use it. */
+typedef ptl_datatype_t ptl_type_t;
+#define PTL_INT			PTL_INT32_T
+
+/*
+ * A DMA handle, a value as in the paper: the NB calls store one through
+ * their last argument, PtlHandlerDMATest() and PtlHandlerDMAWait() take it
+ * by value.  spin's DMA completes before the call returns, so the handle
+ * only records that and whether it failed.  0 is no DMA.
+ */
+typedef __u64 ptl_dma_h;
+#define SPIN_DMA_H_DONE		(1ull << 63)	/* the DMA was carried out */
+#define SPIN_DMA_H_FAILED	(1ull << 62)	/* ... and failed (out of bounds) */
 
 typedef struct {
 	__u64 arg[4];
@@ -90,6 +114,38 @@ typedef struct {
 #define SPIN_PTR(p, off, size)						\
 	((__u8 *)(p).base + (off) + (size) <= (__u8 *)(p).end ?	\
 	 (void *)((__u8 *)(p).base + (off)) : (void *)0)
+
+/* ------------------------------------------------------ iteration -- */
+
+/* open-coded iterators (Linux 6.4+) */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __weak __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __weak __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
+
+/*
+ * spin_for(i, start, end) { ... }: a plain loop of i = start .. end - 1 (i
+ * an int variable of the handler; start and end ints without side effects,
+ * at most 8M iterations) that verifies whatever the trip count.  It is an
+ * open-coded iterator (bpf_iter_num): the verifier checks the body once
+ * per distinct state at its head instead of once per iteration, and knows
+ * start <= i < end inside it.  break and return leave it (the iterator is
+ * destroyed on the way out).  The body stays in the handler's frame, so it
+ * may use the handler's pointers to packet, state and stack.
+ *
+ * What makes such a loop verify: derive what differs between iterations
+ * from i (piece i of a packet, block i of a vector) instead of carrying a
+ * counter from one iteration to the next; a carried value that bounds a
+ * pointer (an offset into the packet) makes every iteration a new state.
+ * samples/datatypes/datatypes.bpf.c is an example.
+ */
+#define spin_for(i, start, end)							\
+	for (struct bpf_iter_num __spin_it					\
+		     __attribute__((aligned(8), cleanup(bpf_iter_num_destroy))),	\
+	     *__spin_it_init __attribute__((unused)) =				\
+		     (bpf_iter_num_new(&__spin_it, (start), (end)),		\
+		      (void)bpf_iter_num_destroy, (void *)0);			\
+	     ({ int *__spin_ip = bpf_iter_num_next(&__spin_it);		\
+		__spin_ip && ((i) = *__spin_ip, (i) >= (start) && (i) < (end)); }); )
 
 /* ---------------------------------------------------- internals -- */
 
@@ -357,6 +413,11 @@ static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, pt
 
 /* ------------------------------------------------- handler calls -- */
 
+static __always_inline ptl_dma_h __spin_dma_handle(int rc)
+{
+	return SPIN_DMA_H_DONE | (rc ? SPIN_DMA_H_FAILED : 0);
+}
+
 /* DMA `len` bytes from handler-local memory (packet, state, stack) into
  * host memory.  The copy is done when the call returns. */
 static __always_inline int PtlHandlerDMAToHostB(void *local, ptl_size_t offset,
@@ -372,7 +433,7 @@ static __always_inline int PtlHandlerDMAToHostNB(void *local, ptl_size_t offset,
 	int rc = __spin_dma_to(local, offset, len, options);
 
 	if (h)
-		h->done = 1;
+		*h = __spin_dma_handle(rc);
 	return rc;
 }
 
@@ -389,12 +450,229 @@ static __always_inline int PtlHandlerDMAFromHostNB(ptl_size_t offset, void *loca
 	int rc = __spin_dma_from(local, offset, len, options);
 
 	if (h)
-		h->done = 1;
+		*h = __spin_dma_handle(rc);
 	return rc;
 }
 
-/* Non-blocking DMA completes synchronously in spin: the wait is a no-op. */
-static __always_inline int PtlHandlerDMAWait(ptl_dma_h *h) { return h && h->done ? 0 : -1; }
+/* True when the DMA of handle h has completed (in spin, as soon as its NB
+ * call returned); false for a handle no NB call produced. */
+static __always_inline int PtlHandlerDMATest(ptl_dma_h h)
+{
+	return (h & SPIN_DMA_H_DONE) != 0;
+}
+
+/* Wait for the DMA of handle h: 0 when it completed and succeeded, -1 when
+ * it failed or h is no handle (waiting for it would never return). */
+static __always_inline int PtlHandlerDMAWait(ptl_dma_h h)
+{
+	return (h & (SPIN_DMA_H_DONE | SPIN_DMA_H_FAILED)) == SPIN_DMA_H_DONE ? 0 : -1;
+}
+
+/*
+ * The host word of `size` bytes (4 or 8) at DMA offset `offset`, for an
+ * atomic: in range of the window the options select and naturally aligned
+ * in host memory (its address, not its offset in the entry), so it never
+ * straddles two spin_host elements.  NULL otherwise (the callers count
+ * host_oob and fail the message, like any DMA out of range).
+ */
+static __always_inline void *__spin_host_abs_word(__s64 off, __u32 size)
+{
+	__u32 in;
+	__u8 *b;
+
+	if (off < 0 || (off & (size - 1)))
+		return NULL;
+	b = spin_host_at(off, &in);
+	if (!b)
+		return NULL;
+	/* in is off % SPIN_HOST_CHUNK and a multiple of size: the mask says
+	 * so to the verifier */
+	return b + (in & (SPIN_HOST_CHUNK - size));
+}
+
+static __always_inline void *__spin_host_word(struct spin_ctx *c, ptl_size_t offset,
+					      __u32 size, unsigned int options)
+{
+	return __spin_host_abs_word(__spin_host_off(c, offset, size, options), size);
+}
+
+/*
+ * Atomic compare-and-swap of the 64-bit word at `offset` in host memory
+ * (PTL_ME_HOST_MEM: the entry's buffer, PTL_HANDLER_HOST_MEM: handler host
+ * memory; its address 8-byte aligned): if it equals *cmpval it becomes
+ * swapval.  *cmpval gets the value the word had, so the swap happened exactly when
+ * *cmpval is unchanged.  Atomic against other handlers on all CPUs and
+ * against host processes' atomics on the mapped window.  Returns 0, or -1
+ * (nothing done, the message fails) for an offset out of range or
+ * misaligned.  The NB form also completes before it returns.
+ */
+static __always_inline int PtlHandlerDMACASB(ptl_size_t offset, __u64 *cmpval, __u64 swapval,
+					     unsigned int options)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	__u64 *w;
+
+	if (!c || !cmpval)
+		return -1;
+	w = __spin_host_word(c, offset, 8, options);
+	if (!w)
+		return __spin_dma_done(c, -1, 8, 0);
+	*cmpval = __sync_val_compare_and_swap(w, *cmpval, swapval);
+	return __spin_dma_done(c, 0, 8, 0);
+}
+
+static __always_inline int PtlHandlerDMACASNB(ptl_size_t offset, __u64 *cmpval, __u64 swapval,
+					      unsigned int options, ptl_dma_h *h)
+{
+	int rc = PtlHandlerDMACASB(offset, cmpval, swapval, options);
+
+	if (h)
+		*h = __spin_dma_handle(rc);
+	return rc;
+}
+
+/* One bounded attempt loop of a compare-and-swap read-modify-write on a
+ * 32- or 64-bit host word; each failed attempt means another CPU's update
+ * went in (lock-free), so the bound is never reached in practice. */
+#define SPIN_DMA_CAS_TRIES	1024
+
+/*
+ * spin extension: atomic IEEE-754 add on handler or host memory the handler
+ * holds a pointer to (*p += v on bit patterns, spin/softfloat.h), for
+ * reductions of floats and doubles.  A compare-and-swap loop of at most
+ * SPIN_DMA_CAS_TRIES attempts; returns the value before, and sets *ok
+ * (if not NULL) to 0 if every attempt lost to another CPU.
+ */
+static __always_inline __u64 spin_f64_atomic_add(__u64 *p, __u64 v, int *ok)
+{
+	__u64 old = *(volatile __u64 *)p, prev;
+	int i, done = 0;
+
+	spin_for(i, 0, SPIN_DMA_CAS_TRIES) {
+		prev = __sync_val_compare_and_swap(p, old, spin_f64_add(old, v));
+		if (prev == old) {
+			done = 1;
+			break;
+		}
+		old = prev;
+	}
+	if (ok)
+		*ok = done;
+	return old;
+}
+
+/* old + inc in datatype t, on the word's bits (w32: the aligned 32-bit word
+ * holding an 8/16-bit value at bit shift sh) */
+static __always_inline __u64 __spin_fadd_val(__u64 old, __u64 inc, ptl_type_t t, __u32 sh)
+{
+	switch (t) {
+	case PTL_INT8_T: case PTL_UINT8_T:
+		return (old & ~(0xffull << sh)) | ((((old >> sh) + inc) & 0xff) << sh);
+	case PTL_INT16_T: case PTL_UINT16_T:
+		return (old & ~(0xffffull << sh)) | ((((old >> sh) + inc) & 0xffff) << sh);
+	case PTL_FLOAT:
+		return spin_f32_add((__u32)old, (__u32)inc);
+	default:
+		return old;
+	}
+}
+
+/*
+ * Atomic fetch-and-add on host memory: the value of datatype t at `offset`
+ * (its address naturally aligned) becomes value + inc; *res (if not NULL)
+ * gets the value before, widened to 64 bits (sign-extended for signed integer
+ * types; for PTL_FLOAT/PTL_DOUBLE the IEEE bit pattern, and `inc` is the
+ * bit pattern of the increment, low 32 bits for a float).  Integer
+ * additions wrap; float and double additions are IEEE-754, rounded to
+ * nearest even (spin/softfloat.h).  Types: PTL_INT8_T ... PTL_DOUBLE
+ * (PTL_INT is PTL_INT32_T); others return -1.  Returns 0, or -1 (nothing
+ * done; the message fails for a bad offset).  The NB form also completes
+ * before it returns.
+ */
+static __always_inline int PtlHandlerDMAFetchAddB(ptl_size_t offset, ptl_size_t inc,
+						  ptl_size_t *res, ptl_type_t t,
+						  unsigned int options)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	__u64 old = 0, prev;
+	int i, ok = 0;
+	__u32 size;
+
+	if (!c)
+		return -1;
+	switch (t) {
+	case PTL_INT8_T: case PTL_UINT8_T: size = 1; break;
+	case PTL_INT16_T: case PTL_UINT16_T: size = 2; break;
+	case PTL_INT32_T: case PTL_UINT32_T: case PTL_FLOAT: size = 4; break;
+	case PTL_INT64_T: case PTL_UINT64_T: case PTL_DOUBLE: size = 8; break;
+	default: return -1;
+	}
+	if (size == 8) {
+		__u64 *w = __spin_host_word(c, offset, 8, options);
+
+		if (!w)
+			return __spin_dma_done(c, -1, size, 0);
+		if (t != PTL_DOUBLE) {
+			old = __sync_fetch_and_add(w, inc);
+		} else {
+			old = spin_f64_atomic_add(w, inc, &ok);
+			if (!ok)
+				return __spin_dma_done(c, -1, size, 0);
+		}
+	} else {
+		/* an 8- or 16-bit value is updated in the aligned 32-bit word
+		 * that holds it (little-endian; its other bytes are written back
+		 * unchanged) */
+		__s64 off = __spin_host_off(c, offset, size, options);
+		__u32 *w = NULL, sh = 0;
+
+		if (off >= 0 && !(off & (size - 1))) {
+			w = __spin_host_abs_word(off & ~3ll, 4);
+			sh = (off & 3) * 8;
+		}
+		if (!w)
+			return __spin_dma_done(c, -1, size, 0);
+		if (t == PTL_INT32_T || t == PTL_UINT32_T) {
+			old = __sync_fetch_and_add(w, (__u32)inc);
+		} else {
+			old = *(volatile __u32 *)w;
+			spin_for(i, 0, SPIN_DMA_CAS_TRIES) {
+				prev = __sync_val_compare_and_swap(w, (__u32)old,
+								   (__u32)__spin_fadd_val(old, inc, t, sh));
+				if (prev == old) {
+					ok = 1;
+					break;
+				}
+				old = prev;
+			}
+			if (!ok)
+				return __spin_dma_done(c, -1, size, 0);
+			old = (old >> sh) & (size == 4 ? 0xffffffffull : (1ull << (size * 8)) - 1);
+		}
+	}
+	if (res) {
+		switch (t) {
+		case PTL_INT8_T: old = (__u64)(__s64)(__s8)old; break;
+		case PTL_INT16_T: old = (__u64)(__s64)(__s16)old; break;
+		case PTL_INT32_T: old = (__u64)(__s64)(__s32)old; break;
+		case PTL_UINT32_T: case PTL_FLOAT: old = (__u32)old; break;
+		default: break;
+		}
+		*res = old;
+	}
+	return __spin_dma_done(c, 0, size, 0);
+}
+
+static __always_inline int PtlHandlerDMAFetchAddNB(ptl_size_t offset, ptl_size_t inc,
+						   ptl_size_t *res, ptl_type_t t,
+						   unsigned int options, ptl_dma_h *h)
+{
+	int rc = PtlHandlerDMAFetchAddB(offset, inc, res, t, options);
+
+	if (h)
+		*h = __spin_dma_handle(rc);
+	return rc;
+}
 
 #define PtlHandlerPutFromDevice(local, len, ct, ack, target, mb, roff, uptr, hdata) \
 	__spin_put_device((local), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))

@@ -346,22 +346,8 @@ typedef unsigned char ptl_op_t;
 #define PTL_MSWAP	17
 #define PTL_OP_LAST	18
 
-typedef unsigned char ptl_datatype_t;
-#define PTL_INT8_T	0
-#define PTL_UINT8_T	1
-#define PTL_INT16_T	2
-#define PTL_UINT16_T	3
-#define PTL_INT32_T	4
-#define PTL_UINT32_T	5
-#define PTL_FLOAT	6
-#define PTL_INT64_T	7
-#define PTL_UINT64_T	8
-#define PTL_DOUBLE	9
-#define PTL_FLOAT_COMPLEX	10	/* float _Complex */
-#define PTL_DOUBLE_COMPLEX	11	/* double _Complex */
-#define PTL_LONG_DOUBLE		12	/* long double (this machine's) */
-#define PTL_LONG_DOUBLE_COMPLEX	13	/* long double _Complex */
-#define PTL_DATATYPE_LAST 14
+/* ptl_datatype_t and PTL_INT8_T ... PTL_LONG_DOUBLE_COMPLEX: spin/ptl_types.h
+ * (handlers name them too) */
 
 int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
 	      ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,

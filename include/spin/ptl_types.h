@@ -47,6 +47,24 @@ typedef unsigned char ptl_ack_req_t;
 #define PTL_CT_ACK_REQ	2
 #define PTL_OC_ACK_REQ	3
 
+/* atomic datatypes (PtlAtomic and friends; PtlHandlerDMAFetchAdd*) */
+typedef unsigned char ptl_datatype_t;
+#define PTL_INT8_T	0
+#define PTL_UINT8_T	1
+#define PTL_INT16_T	2
+#define PTL_UINT16_T	3
+#define PTL_INT32_T	4
+#define PTL_UINT32_T	5
+#define PTL_FLOAT	6
+#define PTL_INT64_T	7
+#define PTL_UINT64_T	8
+#define PTL_DOUBLE	9
+#define PTL_FLOAT_COMPLEX	10	/* float _Complex */
+#define PTL_DOUBLE_COMPLEX	11	/* double _Complex */
+#define PTL_LONG_DOUBLE		12	/* long double (this machine's) */
+#define PTL_LONG_DOUBLE_COMPLEX	13	/* long double _Complex */
+#define PTL_DATATYPE_LAST 14
+
 #define PTL_NID_ANY	((ptl_nid_t)0xffffffff)
 #define PTL_PID_ANY	((ptl_pid_t)0xffffffff)
 #define PTL_RANK_ANY	((ptl_rank_t)0xffffffff)

@@ -41,7 +41,7 @@ __handler int bcast_payload_handler(const ptl_payload_t p, void *state) {
       m >>= 1;
       if (!m) break;
       if (r + m < i->size)
-         PtlHandlerPutFromDevice(p.base, p.length, 0, PTL_NO_ACK_REQ,
+         PtlHandlerPutFromDevice(p.base, p.length, PTL_LOCAL_ME_CT, PTL_NO_ACK_REQ,
                                  (r + m + i->root) % i->size, i->bits, off, NULL, 0);
    }
    if (PtlHandlerDMAToHostB(p.base, off, p.length, PTL_ME_HOST_MEM)) return FAIL;

@@ -8,10 +8,11 @@
  * packets may arrive in any order.
  *
  * Packed byte x of the message goes to x / blocklen * stride + x % blocklen
- * of the match entry's buffer.  A packet (at most 1376 bytes) covers up to
- * length / blocklen + 2 block pieces; each piece is one DMA.  The loop over
- * the pieces is a bpf_loop, so the verifier checks its body once whatever
- * the block length.
+ * of the match entry's buffer.  A packet (at most SPIN_MAX_SEG bytes) covers the
+ * blocks first..last; the part of block first + i that lies in the packet
+ * is piece i, one DMA.  The loop over the pieces is a plain loop with
+ * spin_for (spin/handler.h), which verifies whatever the block length: the
+ * verifier checks its body once, and everything in it is derived from i.
  */
 #include <spin/handler.h>
 
@@ -20,45 +21,28 @@ typedef struct {
 	__u64 stride;		/* bytes from block start to block start */
 } vector_t;
 
-struct piece_ctx {
-	ptl_payload_t p;
-	const vector_t *v;
-	__u64 done;		/* bytes of this packet scattered */
-	__u64 block;		/* block index of the next piece */
-	__u64 in_block;		/* offset of the next piece in its block */
-	int err;
-};
-
-static long vector_piece(__u64 i, void *ctx)
-{
-	struct piece_ctx *c = ctx;
-	__u64 len = c->p.length, done = c->done, n = c->v->blocklen - c->in_block;
-
-	if (done >= len || len > SPIN_MAX_SEG)
-		return 1;
-	if (n > len - done)
-		n = len - done;
-	if (PtlHandlerDMAToHostB(c->p.base + done, c->block * c->v->stride + c->in_block, n,
-				 PTL_ME_HOST_MEM)) {
-		c->err = 1;
-		return 1;
-	}
-	c->done = done + n;
-	c->block++;
-	c->in_block = 0;
-	return 0;
-}
-
 __handler int vector_payload_handler(const ptl_payload_t p, void *state) {
 	const vector_t *v = state;
-	struct piece_ctx c = { .p = p, .v = v };
+	__u64 bl = v->blocklen, stride = v->stride, first, last;
+	int i;
 
-	if (!v->blocklen || v->stride < v->blocklen)
+	if (!bl || stride < bl || !p.length || p.length > SPIN_MAX_SEG)
 		return FAIL;
-	c.block = p.offset / v->blocklen;
-	c.in_block = p.offset % v->blocklen;
-	bpf_loop(SPIN_MAX_SEG + 1, vector_piece, &c, 0);
-	return c.err || c.done != p.length ? FAIL : SUCCESS;
+	first = p.offset / bl;				/* block of the packet's first byte */
+	last = (p.offset + p.length - 1) / bl;		/* ... and of its last */
+	spin_for(i, 0, (int)(last - first + 1)) {	/* at most SPIN_MAX_SEG pieces */
+		__u64 b = first + i, lo = b * bl, hi = lo + bl;
+
+		if (lo < p.offset)			/* the block's bytes in this packet */
+			lo = p.offset;
+		if (hi > p.offset + p.length)
+			hi = p.offset + p.length;
+		if (lo - p.offset >= SPIN_MAX_SEG || hi <= lo ||
+		    PtlHandlerDMAToHostB(p.base + (lo - p.offset), b * stride + lo % bl, hi - lo,
+					 PTL_ME_HOST_MEM))
+			return FAIL;
+	}
+	return SUCCESS;
 }
 
 SPIN_HANDLERS(NULL, vector_payload_handler, NULL);

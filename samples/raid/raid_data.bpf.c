@@ -34,7 +34,7 @@ __handler int raid_data_payload(const ptl_payload_t p, void *state) {
          *d ^= old[i];                                     /* delta, in place */
       }
    }
-   PtlHandlerPutFromDevice(p.base, p.length, 0, 0, s->parity_rank, s->parity_bits, off, NULL, m->tag);
+   PtlHandlerPutFromDevice(p.base, p.length, PTL_LOCAL_ME_CT, 0, s->parity_rank, s->parity_bits, off, NULL, m->tag);
    return SUCCESS;
 }
 

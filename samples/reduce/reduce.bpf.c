@@ -3,8 +3,8 @@
  * Reduce/accumulate (sPIN paper, use case "reduce"): P-1 senders put a
  * vector of int64 to the root; the root's payload handler adds every element
  * of every packet into an accumulator in handler memory with the handler
- * API's atomic fetch-and-add (PtlHandlerFAdd works on handler memory only:
- * host memory is reached by DMA copies, which are not atomic).  The
+ * API's atomic fetch-and-add (PtlHandlerFAdd; the sum stays out of the
+ * host's sight until it is complete).  The
  * completion handler counts contributions; the one that completes the last
  * of `expected` contributions DMAs the sum into the entry's host buffer,
  * clears the accumulator for the next round and then DMAs the round number
@@ -16,6 +16,11 @@
  * index) and one put per chunk.
  *
  * Host buffer of the entry:   [u64 round][s64 sum[nelem]]
+ *
+ * Built with REDUCE_DOUBLE (reduce_double.bpf.c) the elements are doubles
+ * and the sum is MPI_SUM: IEEE-754 adds (spin/softfloat.h) made atomic by
+ * a compare-and-swap loop; every completion also DMAs the number of
+ * contributions added so far to REDUCE_PROGRESS_OFF of the buffer.
  */
 #include <spin/handler.h>
 #include "reduce.h"
@@ -36,8 +41,10 @@ __handler int reduce_payload_handler(const ptl_payload_t p, void *state) {
       if (!v) break;
       asm volatile("" : "+r"(j));   /* index, not a pointer the verifier cannot bound */
       if (j >= REDUCE_MAX) return FAIL;
-#ifdef REDUCE_NONATOMIC   /* the negative control of reduce_stress only */
+#if defined(REDUCE_NONATOMIC)   /* the negative control of reduce_stress only */
       s->sum[j] += *v;
+#elif defined(REDUCE_DOUBLE)      /* MPI_SUM of doubles: IEEE add, atomic */
+      spin_f64_atomic_add((__u64 *)&s->sum[j], *v, NULL);
 #else
       PtlHandlerFAdd((__u64 *)&s->sum[j], NULL, *v);
 #endif
@@ -49,6 +56,12 @@ __handler int reduce_completion_handler(int dropped_bytes, bool flow_control_tri
    reduce_state_t *s = state;
    __u64 before, n = s->nelem;
    PtlHandlerFAdd(&s->arrived, &before, 1);
+#ifdef REDUCE_DOUBLE
+   /* contributions added so far, for a root that orders them */
+   before++;
+   PtlHandlerDMAToHostB(&before, REDUCE_PROGRESS_OFF, 8, PTL_ME_HOST_MEM);
+   before--;
+#endif
    if (before + 1 < s->expected) return SUCCESS;   /* more to come */
    /* the last contribution: every other one completed, so the sum is final */
    if (n > REDUCE_MAX) return FAIL;

@@ -14,4 +14,8 @@ typedef struct {
 	__s64 sum[REDUCE_MAX];
 } reduce_state_t;
 
+/* reduce_double.bpf.o: contributions added so far, in the entry's buffer
+ * after [round][sum[REDUCE_MAX]] */
+#define REDUCE_PROGRESS_OFF	(8 + REDUCE_MAX * 8)
+
 #endif

@@ -5,7 +5,7 @@
  * SPIN_IFACE, SAMPLE_DIR for the start barrier).
  *
  *   reduce_host root spin|host [nelem N[,N...]] [rounds R] [csv FILE]
- *                              [label L] [timeout-ms T]
+ *                              [label L] [timeout-ms T] [double|double-int] [ordered]
  *       spin: loads reduce.bpf.o, appends one match entry per chunk of 508
  *             elements (match bits = chunk) whose handlers add every packet
  *             into handler memory with atomics; the last contribution's
@@ -17,6 +17,14 @@
  *       full sum, check it element by element against the sum computed
  *       here; the time from the go to the full sum is the round time.
  *       Exit 0 only if every round of every size was exact.
+ *       double: the elements are doubles of any sign and exponent 2^-20..2^20
+ *             (reduce_double.bpf.o, MPI_SUM with IEEE adds); needs ordered.
+ *       double-int: doubles that are integers of at most 2^19 in magnitude
+ *             (exact in any order).
+ *       ordered: the root starts one sender after the other (rank order)
+ *             and waits until its contribution is added (the handlers
+ *             publish the count): the sum must equal the host FPU's sum in
+ *             rank order bit for bit.
  *
  *   reduce_host sender ptl|sock|host [shuffle] [bogus]
  *       ptl:  PtlPut of each chunk (Portals over AF_XDP);
@@ -70,7 +78,11 @@ static void tsend_map(int create)
 	close(fd);
 }
 
-struct go_msg { uint32_t round, nelem; uint64_t seed; };	/* round 0: quit */
+/* element types: int64 (MPI_SUM of integers), doubles of any exponent and
+ * sign (rounding matters, so the order of the adds does), doubles that are
+ * small integers (every order gives the same exact sum) */
+enum { T_INT64, T_DOUBLE, T_DOUBLE_INT };
+struct go_msg { uint32_t round, nelem; uint64_t seed; uint32_t type, pad; };	/* round 0: quit */
 struct data_hdr { uint32_t round, rank, first, n; };
 
 static uint64_t splitmix64(uint64_t x)
@@ -85,6 +97,26 @@ static uint64_t splitmix64(uint64_t x)
 static int64_t value(uint64_t seed, uint32_t round, uint32_t rank, uint32_t i)
 {
 	return (int64_t)splitmix64(seed ^ ((uint64_t)round << 44) ^ ((uint64_t)rank << 32) ^ i);
+}
+
+/* ... as a double's bits, type T_DOUBLE or T_DOUBLE_INT */
+static int64_t dvalue(uint64_t seed, uint32_t round, uint32_t rank, uint32_t i, uint32_t type)
+{
+	uint64_t x = (uint64_t)value(seed, round, rank, i);
+	double d;
+
+	if (type == T_DOUBLE_INT) {
+		d = (double)((int64_t)(x >> 44) - (1 << 19));	/* -2^19 .. 2^19 */
+		memcpy(&x, &d, 8);
+		return (int64_t)x;
+	}
+	/* sign and mantissa random, exponent within 2^-20 .. 2^20 */
+	return (int64_t)((x & 0x800fffffffffffffull) | ((uint64_t)(1023 - 20 + (x >> 52) % 41) << 52));
+}
+
+static int64_t elem(uint64_t seed, uint32_t round, uint32_t rank, uint32_t i, uint32_t type)
+{
+	return type == T_INT64 ? value(seed, round, rank, i) : dvalue(seed, round, rank, i, type);
 }
 
 static uint32_t chunk_len(uint32_t nelem, uint32_t c)
@@ -171,6 +203,21 @@ static int spin_wait(struct root *R, uint32_t round, uint64_t deadline)
 	return 0;
 }
 
+/* ordered: wait until every chunk added k contributions (the double
+ * handlers publish the count at REDUCE_PROGRESS_OFF) */
+static int spin_wait_progress(struct root *R, uint64_t k, uint64_t deadline)
+{
+	for (uint32_t c = 0; c < R->nchunks; c++) {
+		volatile uint64_t *n = (volatile uint64_t *)(R->win + c * SLICE + REDUCE_PROGRESS_OFF);
+
+		while (*n != k) {
+			if ((sample_now_ns() & 0x3ff) == 0 && sample_now_ns() > deadline)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static const int64_t *spin_chunk(struct root *R, uint32_t c)
 {
 	return (const int64_t *)(R->win + c * SLICE + 8);
@@ -216,11 +263,13 @@ static int host_wait(struct root *R, uint32_t round, uint32_t nelem, uint64_t de
 	return 0;
 }
 
-static void send_go(struct root *R, uint32_t round, uint32_t nelem, uint64_t seed)
+/* to rank `only`, or to every sender with 0 */
+static void send_go(struct root *R, uint32_t round, uint32_t nelem, uint64_t seed, uint32_t type,
+		    uint32_t only)
 {
-	struct go_msg g = { round, nelem, seed };
+	struct go_msg g = { round, nelem, seed, type, 0 };
 
-	for (uint32_t r = 1; r < job.size; r++) {
+	for (uint32_t r = only ? only : 1; r < (only ? only + 1 : job.size); r++) {
 		struct sockaddr_in a = rank_addr(r, GO_PORT);
 
 		if (sendto(R->go_fd, &g, sizeof(g), 0, (struct sockaddr *)&a, sizeof(a)) != sizeof(g)) {
@@ -233,7 +282,7 @@ static void send_go(struct root *R, uint32_t round, uint32_t nelem, uint64_t see
 static int root(int argc, char **argv)
 {
 	struct root R = { .spin = !strcmp(argv[0], "spin"), .timeout_ms = 2000 };
-	uint32_t sizes[16] = { 508 }, nsizes = 1, rounds = 100, bad = 0;
+	uint32_t sizes[16] = { 508 }, nsizes = 1, rounds = 100, bad = 0, type = T_INT64, ordered = 0;
 	const char *csv = NULL, *label = NULL;
 	int64_t *want = calloc(MAX_ELEMS, sizeof(*want));
 	uint64_t *t = NULL, *tf = NULL, seed = 0x5eed0000 ^ (uint64_t)getpid();
@@ -258,10 +307,24 @@ static int root(int argc, char **argv)
 			label = argv[++i];
 		else if (!strcmp(argv[i], "timeout-ms") && i + 1 < argc)
 			R.timeout_ms = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "double"))
+			type = T_DOUBLE;
+		else if (!strcmp(argv[i], "double-int"))
+			type = T_DOUBLE_INT;
+		else if (!strcmp(argv[i], "ordered"))
+			ordered = 1;
 		else {
 			fprintf(stderr, "reduce_host: unknown root argument '%s'\n", argv[i]);
 			return 2;
 		}
+	}
+	if ((type != T_INT64 || ordered) && !R.spin) {
+		fprintf(stderr, "reduce_host: double, double-int and ordered are for the spin root\n");
+		return 2;
+	}
+	if (type == T_DOUBLE && !ordered) {
+		fprintf(stderr, "reduce_host: double needs ordered (a sum of doubles depends on the order)\n");
+		return 2;
 	}
 	for (uint32_t i = 0; i < nsizes; i++)
 		if (sizes[i] < 1 || sizes[i] > MAX_ELEMS) {
@@ -276,7 +339,8 @@ static int root(int argc, char **argv)
 		char obj[600];
 
 		sample_ni_init(&R.s, PT, 64);
-		PTL_CHECK(PtlSpinHandlerLoad(R.s.ni, sample_obj_path("reduce.bpf.o", obj, sizeof(obj)),
+		PTL_CHECK(PtlSpinHandlerLoad(R.s.ni, sample_obj_path(type == T_INT64 ? "reduce.bpf.o" :
+								     "reduce_double.bpf.o", obj, sizeof(obj)),
 					     &R.h));
 		PTL_CHECK(PtlSpinHostAlloc(R.s.ni, MAX_CHUNKS * SLICE, (void **)&R.win));
 	} else {
@@ -296,14 +360,38 @@ static int root(int argc, char **argv)
 
 			for (uint32_t i = 0; i < nelem; i++) {
 				uint64_t s = 0;
+				double d = 0, x;
 
-				for (uint32_t k = 1; k < job.size; k++)
-					s += (uint64_t)value(seed, round, k, i);
+				for (uint32_t k = 1; k < job.size; k++) {
+					int64_t e = elem(seed, round, k, i, type);
+
+					if (type == T_INT64) {
+						s += (uint64_t)e;
+					} else {	/* the FPU, in rank order */
+						memcpy(&x, &e, 8);
+						d += x;
+					}
+				}
+				if (type != T_INT64)
+					memcpy(&s, &d, 8);
 				want[i] = (int64_t)s;
 			}
 			t0 = sample_now_ns();
-			send_go(&R, round, nelem, seed);
-			if (R.spin)
+			rc = 0;
+			if (ordered) {
+				/* one contribution after the other, in rank order:
+				 * the handler adds in the order the host does */
+				for (uint32_t k = 1; k < job.size && !rc; k++) {
+					send_go(&R, round, nelem, seed, type, k);
+					if (k + 1 < job.size)
+						rc = spin_wait_progress(&R, k, t0 + R.timeout_ms * 1000000ull);
+				}
+			} else {
+				send_go(&R, round, nelem, seed, type, 0);
+			}
+			if (rc)
+				;
+			else if (R.spin)
 				rc = spin_wait(&R, ++R.rounds_done, t0 + R.timeout_ms * 1000000ull);
 			else
 				rc = host_wait(&R, round, nelem, t0 + R.timeout_ms * 1000000ull);
@@ -352,8 +440,10 @@ static int root(int argc, char **argv)
 			uint64_t p50 = sample_percentile(t, n, 50), p99 = sample_percentile(t, n, 99);
 			uint64_t f50 = sample_percentile(tf, n, 50), f99 = sample_percentile(tf, n, 99);
 
-			printf("%s P=%u nelem %u (%u B): %u rounds exact, %u bad; first send to full sum p50 %.1f us, p99 %.1f us; go to full sum p50 %.1f us, p99 %.1f us\n",
-			       R.spin ? "spin" : "host", job.size, nelem, nelem * 8, exact, fails,
+			printf("%s%s P=%u nelem %u (%u B): %u rounds exact, %u bad; first send to full sum p50 %.1f us, p99 %.1f us; go to full sum p50 %.1f us, p99 %.1f us\n",
+			       R.spin ? "spin" : "host",
+			       type == T_DOUBLE ? " double" : type == T_DOUBLE_INT ? " double-int" : "",
+			       job.size, nelem, nelem * 8, exact, fails,
 			       f50 / 1e3, f99 / 1e3, p50 / 1e3, p99 / 1e3);
 			if (csv) {
 				FILE *f = fopen(csv, "a");
@@ -368,7 +458,7 @@ static int root(int argc, char **argv)
 		if (fails)
 			break;
 	}
-	send_go(&R, 0, 0, 0);	/* quit */
+	send_go(&R, 0, 0, 0, 0, 0);	/* quit */
 	if (R.spin)
 		sample_ni_fini(&R.s);
 	return bad ? 1 : 0;
@@ -436,7 +526,7 @@ static int sender(int argc, char **argv)
 		if (g.nelem > MAX_ELEMS)
 			return 1;
 		for (uint32_t i = 0; i < g.nelem; i++)
-			v[i] = value(g.seed, g.round, job.rank, i);
+			v[i] = elem(g.seed, g.round, job.rank, i, g.type);
 		nchunks = (g.nelem + REDUCE_MAX - 1) / REDUCE_MAX;
 		tsend[(g.round % TS_ROUNDS) * TS_RANKS + job.rank] = sample_now_ns();
 		for (uint32_t c = 0; c < nchunks; c++) {
@@ -525,6 +615,7 @@ int main(int argc, char **argv)
 	if (argc < 3 || (strcmp(argv[1], "root") && strcmp(argv[1], "sender"))) {
 		fprintf(stderr,
 			"usage: reduce_host root spin|host [nelem N[,N...]] [rounds R] [csv FILE] [label L] [timeout-ms T]\n"
+			"                        [double|double-int] [ordered]\n"
 			"       reduce_host sender ptl|sock|host [shuffle] [bogus]\n");
 		return 2;
 	}

@@ -17,7 +17,7 @@ TAG=spins$$-red
 BIN=$TOP/samples/reduce/reduce_host
 sample_test_begin reduce "$@"
 sample_test_need "$BIN" "$TOP/samples/reduce/reduce.bpf.o" "$TOP/samples/reduce/reduce_stress" \
-	"$TOP/samples/reduce/reduce_nonatomic.bpf.o"
+	"$TOP/samples/reduce/reduce_nonatomic.bpf.o" "$TOP/samples/reduce/reduce_double.bpf.o"
 
 # Payload handlers at the same moment on two CPUs (reduce_stress, BPF_PROG_RUN
 # from threads pinned to CPU 0 and 1): the atomic handlers must be exact, the
@@ -123,6 +123,15 @@ run_case spin-p8-concurrent 8 "spin nelem 173,508,4064 rounds 20" "ptl"
 # each sender first puts a message of the wrong length: the header handler
 # drops it, so it neither adds nor counts as a contribution
 run_case spin-p4-wrong-length 4 "spin nelem 1,508,1000 rounds 10" "ptl bogus"
+# MPI_SUM of doubles: the senders contribute one after the other, so the
+# handler adds in rank order, and every element must equal, bit for bit,
+# the host FPU's sum in that order (random signs, mantissas and exponents:
+# rounding happens in every add)
+run_case spin-p8-double-ordered 8 "spin double ordered nelem 1,173,174,508,1000 rounds 5" "ptl"
+# doubles from 7 concurrent senders, in packets of any order: with values
+# that are small integers every order gives the exact sum
+run_case spin-p8-double-int-concurrent 8 "spin double-int nelem 173,508,4064 rounds 10" "ptl"
+run_case spin-p4-double-int-shuffled 4 "spin double-int nelem 508,2000 rounds 10" "sock shuffle"
 # the baseline computes the same sums
 run_case host-p4 4 "host nelem 1,508,8128 rounds 20" "host"
 run_case host-p8 8 "host nelem 4064 rounds 10" "host"

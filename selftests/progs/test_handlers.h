@@ -57,4 +57,45 @@ struct dma_state {
 	__u64 errors;
 };
 
+/* hapi_handler.bpf.c: the header handler carries out ops[0..n) in order
+ * (a bpf_loop) and records each call's results. */
+#define HAPI_CAS_B	1	/* PtlHandlerDMACASB(off, &a -> res, b, opts) */
+#define HAPI_CAS_NB	2	/* ... NB, handle in h */
+#define HAPI_FADD_B	3	/* PtlHandlerDMAFetchAddB(off, a, &res, type, opts) */
+#define HAPI_FADD_NB	4	/* ... NB, handle in h */
+#define HAPI_TO_NB	5	/* PtlHandlerDMAToHostNB(&a, off, 8, opts, &h) */
+#define HAPI_FROM_NB	6	/* PtlHandlerDMAFromHostNB(off, &res, 8, opts, &h) */
+#define HAPI_WAIT	7	/* test = DMATest(a), wait = DMAWait(a) */
+#define HAPI_RMW	8	/* the 64-bit host word += a with a DMA from host and
+				 * one to host: not atomic (the negative control) */
+#define HAPI_MAX_OPS	12
+
+struct hapi_op {
+	__u32 kind;
+	__u32 type;		/* ptl_datatype_t of FADD */
+	__u32 opts;		/* PTL_ME_HOST_MEM / PTL_HANDLER_HOST_MEM */
+	__u32 pad;
+	__u64 off;
+	__u64 a, b;
+	/* results */
+	__u64 res;
+	__s64 rc;
+	__u64 h;		/* the NB call's handle */
+	__s64 test, wait;	/* DMATest(h), DMAWait(h) */
+};
+
+struct hapi_state {
+	__u64 calls;
+	__u32 n;
+	__u32 pad;
+	struct hapi_op ops[HAPI_MAX_OPS];
+};
+
+/* loop_words.bpf.c: sums of the payload's 8-byte words */
+struct words_state {
+	__u64 sum;		/* as integers */
+	__u64 dsum;		/* as doubles (bit pattern), in packet order */
+	__u64 words;
+};
+
 #endif
