@@ -402,7 +402,10 @@ struct ptl_ni {
 	 * messages gives */
 	uint32_t probe_id[SPIN_MAX_PEERS];
 	uint64_t probe_us[SPIN_MAX_PEERS];
-	uint32_t *probed;	/* scratch for ptl_rel_tick: probe id per rank */
+	struct ptl_probed {	/* scratch for ptl_rel_tick: probe id per rank */
+		uint32_t gen, id;	/* id valid in walk `gen` */
+	} *probed;
+	uint32_t probed_gen;
 	uint64_t alive_rank[SPIN_MAX_PEERS];	/* a rank last answered anything */
 	bool cc_on;		/* $SPIN_PTL_CC, default 1 */
 	bool tlp_on;		/* $SPIN_PTL_TLP, default 1: tail probes */

@@ -77,6 +77,8 @@ void ptl_rel_fini(struct ptl_ni *ni)
 	free(ni->send_list);
 	ni->send_list = NULL;
 	ni->send_cap = 0;
+	free(ni->probed);
+	ni->probed = NULL;
 	ni->rel_head = ni->rel_tail = -1;
 	ni->rel_next_us = UINT64_MAX;
 }
@@ -728,6 +730,7 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 void ptl_rel_tick(struct ptl_ni *ni)
 {
 	uint64_t now, next = UINT64_MAX;
+	uint32_t gen;
 	int32_t i, nx;
 
 	/* a bundle holds everything until it ends */
@@ -737,14 +740,16 @@ void ptl_rel_tick(struct ptl_ni *ni)
 		pump(ni);
 	if (ni->rel_next_us == UINT64_MAX || (now = ptl_now_us()) < ni->rel_next_us)
 		return;
-	if (!ni->probed && !(ni->probed = calloc(SPIN_MAX_PEERS, sizeof(uint32_t))))
+	/* (marks of this walk: a generation, not a clear of every rank's) */
+	if (!ni->probed && !(ni->probed = calloc(SPIN_MAX_PEERS, sizeof(*ni->probed))))
 		return;
-	memset(ni->probed, 0, SPIN_MAX_PEERS * sizeof(uint32_t));
+	gen = ++ni->probed_gen;
 	/* newest first: a probe's range ack covers the quiet messages of its
 	 * rank up to 64 ids older, which then wait for that answer */
 	for (i = ni->rel_tail; i >= 0; i = nx) {
 		struct ptl_pending *p = &ni->pend[i];
-		uint32_t id = p->args.msg_id, pr = ni->probed[p->rank];
+		uint32_t id = p->args.msg_id;
+		uint32_t pr = ni->probed[p->rank].gen == gen ? ni->probed[p->rank].id : 0;
 
 		nx = p->rel_prev;
 		if (!p->quiet || now < p->rto_at_us || gone(ni, p, now))
@@ -753,7 +758,8 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			p->rto_at_us = now + backoff(ni, p->tries);
 			continue;
 		}
-		ni->probed[p->rank] = id;
+		ni->probed[p->rank].gen = gen;
+		ni->probed[p->rank].id = id;
 	}
 	for (i = ni->rel_head; i >= 0; i = nx) {
 		struct ptl_pending *p = &ni->pend[i];
