@@ -266,30 +266,30 @@ struct spin_match_q {
 	__u64 bits;
 	__u64 roff;
 	__u32 admit;	/* check the event ring's room (spin_admit) */
+	__u32 op;	/* SPIN_OP_PUT (puts, atomics), SPIN_OP_GET or SPIN_OP_FETCH */
+	/* walking a list */
+	__u32 list;
+	__u32 cur;	/* entry to look at next, SPIN_ME_NIL: end */
 	/* result */
 	__u32 refused;	/* 1 + the drop reason of a refusal by spin_admit, 0 */
 	__u32 best;
-	__u32 best_list;
 	__u64 best_seq;
 };
 
-/* One match entry slot: remember it if it matches and comes earlier in
- * Portals order (priority list before overflow list, then append order).
- * `op` (a constant) picks the entries that take the operation: SPIN_OP_PUT
- * (puts and atomics) entries with SPIN_ME_OP_PUT, SPIN_OP_GET entries with
- * SPIN_ME_OP_GET, SPIN_OP_FETCH entries with both; an entry with neither
- * flag takes puts only. */
-static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const int op)
+/* Does active entry me take the message?  `op` picks the entries that take
+ * the operation: SPIN_OP_PUT (puts and atomics) entries with
+ * SPIN_ME_OP_PUT, SPIN_OP_GET entries with SPIN_ME_OP_GET, SPIN_OP_FETCH
+ * entries with both; an entry with neither flag takes puts only.  Every
+ * field is checked here, whatever list or bucket led to the entry. */
+static __always_inline int spin_me_takes(const struct spin_me *me, const struct spin_match_q *q)
 {
-	__u32 idx = q->pt * SPIN_MAX_ME_PER_PT + i;
-	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &idx);
 	__u32 ops;
 
-	if (!me || me->state != SPIN_ME_ACTIVE)
+	if (me->state != SPIN_ME_ACTIVE)
 		return 0;
 	ops = me->options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET);
-	if (op == SPIN_OP_FETCH ? ops != (SPIN_ME_OP_PUT | SPIN_ME_OP_GET) :
-	    op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
+	if (q->op == SPIN_OP_FETCH ? ops != (SPIN_ME_OP_PUT | SPIN_ME_OP_GET) :
+	    q->op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
 		return 0;
 	if ((me->match_bits ^ q->bits) & ~me->ignore_bits)
 		return 0;
@@ -300,27 +300,93 @@ static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const
 	if ((me->options & SPIN_ME_NO_TRUNCATE) &&
 	    (q->roff > me->host_len || q->msg_len > me->host_len - q->roff))
 		return 0;
-	if (me->list < q->best_list || (me->list == q->best_list && me->seq < q->best_seq)) {
+	return 1;
+}
+
+/*
+ * One step along a list (an exact key's FIFO or a wildcard list, both in
+ * append order): the entry q->cur.  The walk ends at the first entry that
+ * takes the message (the list's first in Portals order: it becomes the
+ * best if it is older than the best so far), at an entry not older than
+ * the best so far (nothing after it can win), and at the end of the list.
+ * The host changes lists while the runtime walks them: an entry unlinked
+ * since keeps its links; one reused since may lead elsewhere, so an entry
+ * of another portal or list ends the walk too, and every entry is checked
+ * in full (spin_me_takes).  Returns 1 when the walk is over.
+ */
+static __always_inline int spin_walk_one(struct spin_match_q *q)
+{
+	__u32 idx = q->cur;
+	struct spin_me *me;
+
+	if (idx >= SPIN_MAX_ME)
+		return 1;
+	me = bpf_map_lookup_elem(&spin_me, &idx);
+	if (!me || me->pt != q->pt || me->list != q->list || me->seq >= q->best_seq)
+		return 1;
+	if (spin_me_takes(me, q)) {
 		q->best = idx;
-		q->best_list = me->list;
 		q->best_seq = me->seq;
+		return 1;
 	}
+	q->cur = me->next;
 	return 0;
 }
 
-static int spin_match_cb(__u32 i, struct spin_match_q *q)
+static int spin_walk_cb(__u32 i, struct spin_match_q *q)
 {
-	return spin_match_one(i, q, SPIN_OP_PUT);
+	return spin_walk_one(q);
 }
 
-static int spin_match_get_cb(__u32 i, struct spin_match_q *q)
+/* Walk from entry `head`: its first entry inline (the common case: it
+ * takes the message), the rest with bpf_loop. */
+static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 {
-	return spin_match_one(i, q, SPIN_OP_GET);
+	q->cur = head;
+	if (!spin_walk_one(q))
+		bpf_loop(SPIN_MAX_ME, spin_walk_cb, q, 0);
 }
 
-static int spin_match_fetch_cb(__u32 i, struct spin_match_q *q)
+/*
+ * The first entry of portal q->pt that takes the message, in Portals
+ * order (docs/design.md, "Matching"): the priority list before the
+ * overflow list; within a list, the oldest (lowest seq) of the first
+ * taker of each exact key the message can have (rank and pid, rank and
+ * any pid, any rank and pid, any source: one hash lookup each, for the
+ * kinds the portal has) and the first taker of the wildcard list, which
+ * is walked only up to the best exact candidate.  Sets q->best, or leaves
+ * it ~0u.
+ */
+static __noinline int spin_search(struct spin_match_q *q)
 {
-	return spin_match_one(i, q, SPIN_OP_FETCH);
+	struct spin_mx_key key = { .bits = q->bits };
+	struct spin_mx *mx;
+	struct spin_pt *pt;
+	__u32 pti = q->pt;
+
+	q->best = ~0u;
+	q->best_seq = ~0ull;
+	pt = bpf_map_lookup_elem(&spin_pt, &pti);
+	if (!pt)
+		return 0;
+	for (__u32 l = 0; l < 2; l++) {
+		q->list = l;
+		key.pt_list = pti << 1 | l;
+		for (__u32 k = 0; k < 4; k++) {
+			if (!*(volatile __u32 *)&pt->n_exact[l][k])
+				continue;
+			key.rank = (k & 2) ? SPIN_RANK_ANY : q->rank;
+			key.pid = (k & 1) ? SPIN_PID_ANY : q->pid;
+			mx = bpf_map_lookup_elem(&spin_mx, &key);
+			if (mx)
+				spin_walk(q, *(volatile __u32 *)&mx->head);
+		}
+		if (*(volatile __u32 *)&pt->n_wild[l])
+			spin_walk(q, *(volatile __u32 *)&pt->wild_head[l]);
+		if (q->best != ~0u)
+			return 0;
+	}
+	return 0;
 }
 
 /*
@@ -358,31 +424,13 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 static __always_inline int spin_match(const struct spin_pt *pt, struct spin_match_q *q,
 				      struct spin_ctx *c, const int op)
 {
-	__u32 n = pt->n_me;
-
-	if (n > SPIN_MAX_ME_PER_PT)
-		n = SPIN_MAX_ME_PER_PT;
+	q->op = op;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		struct spin_me *me;
 		__u64 mlength;
 		__u32 best;
 
-		q->best = ~0u;
-		q->best_list = 2;
-		q->best_seq = ~0ull;
-		if (n <= 4) {
-			/* the common case, without a callback per entry */
-#pragma unroll
-			for (__u32 i = 0; i < 4; i++)
-				if (i < n)
-					spin_match_one(i, q, op);
-		} else if (op == SPIN_OP_GET) {
-			bpf_loop(n, spin_match_get_cb, q, 0);
-		} else if (op == SPIN_OP_FETCH) {
-			bpf_loop(n, spin_match_fetch_cb, q, 0);
-		} else {
-			bpf_loop(n, spin_match_cb, q, 0);
-		}
+		spin_search(q);
 		best = q->best;
 		if (best == ~0u)
 			return -1;
@@ -458,7 +506,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 			e->kind = SPIN_EV_MSG_TIMEOUT;
 			e->fail = SPIN_FAIL_TIMEOUT;
 			e->me = k;
-			e->pt_index = k / SPIN_MAX_ME_PER_PT;
+			e->pt_index = me->pt;
 			e->rlength = m->msg_len;
 			e->mlength = m->bytes_seen;
 			e->start = m->start;
@@ -894,9 +942,9 @@ static __always_inline struct spin_me *spin_get_again(__u32 rank, __u32 id,
 	    SPIN_DD_OUT_FAIL(out))
 		return NULL;
 	ref = d->ref[k];
-	mi = ref & 0xffff;
+	mi = SPIN_DD_REF_ME(ref);
 	me = bpf_map_lookup_elem(&spin_me, &mi);
-	if (!me || (me->seq & 0xffff) != ref >> 16)
+	if (!me || (me->seq & 0x7fff) != SPIN_DD_REF_SEQ(ref))
 		return NULL;
 	state = *(volatile __u32 *)&me->state;
 	if (state != SPIN_ME_ACTIVE && state != SPIN_ME_CLAIMED)
@@ -1009,7 +1057,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 
 		if (d && d->id[k] == msg_id) {
 			d->aux[k] = (__u32)c->start;
-			d->ref[k] = c->me | (__u32)(me->seq & 0xffff) << 16;
+			d->ref[k] = SPIN_DD_REF(c->me, me->seq);
 		}
 		spin_dd_note(rank, msg_id, SPIN_DD_DONE, SPIN_FAIL_OK, me->list, c->mlength);
 	}

@@ -206,13 +206,10 @@ static void reclaim_stale(struct ptl_ni *ni)
 		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED) ||
 		    !pt.owner_pid || spin_owner_alive(pt.owner_pid, pt.owner_start))
 			continue;
-		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++) {
-			struct spin_me me;
-			uint32_t i = p * SPIN_MAX_ME_PER_PT + s;
-
-			if (!spin_me_get(ni->rt, i, &me) && me.state != SPIN_ME_FREE)
+		for (uint32_t i = 0; i < SPIN_MAX_ME; i++)
+			if (ni->rt->me[i].pt == p &&
+			    __atomic_load_n(&ni->rt->me[i].state, __ATOMIC_ACQUIRE) != SPIN_ME_FREE)
 				spin_me_unlink(ni->rt, i);
-		}
 		spin_pt_free(ni->rt, p);
 	}
 	n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS);
@@ -271,7 +268,7 @@ static void default_limits(ptl_ni_limits_t *l)
 	l->max_eqs = PTL_N_EQ;
 	l->max_pt_index = SPIN_MAX_PT - 1;
 	l->max_iovecs = 0;
-	l->max_list_size = SPIN_MAX_ME_PER_PT;
+	l->max_list_size = PTL_N_ME;	/* no per-portal or per-list cap */
 	l->max_triggered_ops = PTL_N_TRIG;
 	l->max_msg_size = SPIN_MAX_MSG;
 	l->max_atomic_size = PTL_MAX_ATOMIC;

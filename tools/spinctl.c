@@ -831,18 +831,19 @@ static int pt_list(int argc, char **argv)
 	else
 		printf("%-4s %-10s %-8s %-8s %6s %8s %8s %8s\n", "PT", "STATE", "ENABLED", "FLOWCTRL",
 		       "N_ME", "ACTIVE", "SEQ", "OWNER");
+	static int actives[SPIN_MAX_PT];
+
+	for (uint32_t k = 0; k < SPIN_MAX_ME; k++)
+		if (!spin_me_get(rt, k, &me) && me.state != SPIN_ME_FREE && me.pt < SPIN_MAX_PT)
+			actives[me.pt]++;
 	for (uint32_t i = 0; i < SPIN_MAX_PT; i++) {
 		struct spin_pt pt = {};
-		int active = 0;
+		int active = actives[i];
 
 		if (spin_pt_get(rt, i, &pt))
 			continue;
 		if (!(pt.flags & SPIN_PT_ALLOCATED) && !verbose)
 			continue;
-		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
-			if (!spin_me_get(rt, i * SPIN_MAX_ME_PER_PT + s, &me) &&
-			    me.state != SPIN_ME_FREE)
-				active++;
 		shown++;
 		if (json) {
 			jobj(NULL);
@@ -929,7 +930,7 @@ static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
 	char ob[128];
 
 	ju64("me", idx);
-	ju64("pt", idx / SPIN_MAX_ME_PER_PT);
+	ju64("pt", m->pt);
 	jstr("list", list_name(m->list));
 	jstr("state", state_name(m->state));
 	ju64("seq", m->seq);
@@ -1149,7 +1150,7 @@ static int me_list(int argc, char **argv)
 			 (uint64_t)m.ignore_bits);
 		snprintf(win, sizeof(win), "%" PRIu64 "+%" PRIu64, (uint64_t)m.host_off,
 			 (uint64_t)m.host_len);
-		printf("%-4u %-3u %-8s %-7s %-37s ", i, i / SPIN_MAX_ME_PER_PT, list_name(m.list),
+		printf("%-4u %-3u %-8s %-7s %-37s ", i, m.pt, list_name(m.list),
 		       state_name(m.state), mb);
 		if (m.match_rank == SPIN_RANK_ANY)
 			printf("%-6s ", "any");
@@ -1238,7 +1239,7 @@ static int me_show(int argc, char **argv)
 		return 0;
 	}
 	options_str(m.options, ob, sizeof(ob));
-	printf("me %u: pt %u  list %s  state %s  seq %llu\n", idx, idx / SPIN_MAX_ME_PER_PT,
+	printf("me %u: pt %u  list %s  state %s  seq %llu\n", idx, m.pt,
 	       list_name(m.list), state_name(m.state), (unsigned long long)m.seq);
 	printf("\tmatch bits %#llx  ignore %#llx  rank ", (unsigned long long)m.match_bits,
 	       (unsigned long long)m.ignore_bits);

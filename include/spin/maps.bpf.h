@@ -55,11 +55,24 @@ struct {
 	__type(value, struct spin_me_ct);
 } spin_me_ct SEC(".maps");
 
-/* Handler (HPU) memory: one SPIN_HPU_SIZE block per match entry. */
+/* Exact match entries by (portal, list, match bits, source): the FIFO of
+ * entries with that key (wire.h, struct spin_mx).  Elements are allocated
+ * as keys appear (no preallocation): memory follows the distinct keys in
+ * use.  Written by the host only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_MAX_ME);
+	__type(key, struct spin_mx_key);
+	__type(value, struct spin_mx);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} spin_mx SEC(".maps");
+
+/* Handler (HPU) memory: one SPIN_HPU_SIZE block per match entry slot
+ * below SPIN_MAX_HPU, where entries with handlers are placed. */
 struct spin_hpu_mem { __u8 b[SPIN_HPU_SIZE]; };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SPIN_MAX_ME);
+	__uint(max_entries, SPIN_MAX_HPU);
 	__type(key, __u32);
 	__type(value, struct spin_hpu_mem);
 	__uint(map_flags, BPF_F_MMAPABLE);
