@@ -3562,6 +3562,198 @@ static void verifier_rejection(void)
 	}
 }
 
+/*
+ * 100,000 match entries (issue 15): appended in random order over four
+ * portals and both lists, exact and with overlapping ignore bits, with
+ * given and wildcard sources, some use-once, some get-only, some
+ * no-truncate; many puts matched through the runtime, entries unlinked
+ * and appended again; every match (the entry its PUT event names, or
+ * none) checked against a reference model in plain C that walks each
+ * portal's entries in Portals order (priority list, then overflow list,
+ * each in append order).
+ */
+#define BIG_N		100000
+#define BIG_MORE	10000
+#define BIG_PTS		4
+
+struct big_me {
+	int idx;		/* runtime index, -1: gone */
+	uint32_t pt, list, rank, pid, opts;
+	uint64_t bits, ign, len;
+};
+static struct big_me *big;
+static int big_n;
+
+static uint64_t big_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t big_rand(void)
+{
+	big_rng ^= big_rng << 13;
+	big_rng ^= big_rng >> 7;
+	big_rng ^= big_rng << 17;
+	return big_rng;
+}
+
+/* The reference: the first live entry of the portal that takes a put of
+ * len bytes with these bits from (rank, pid), or -1 (index into big). */
+static int big_model(uint32_t pt, uint64_t bits, uint32_t rank, uint32_t pid, uint32_t len)
+{
+	/* big[] is in append order: the first entry that takes it wins */
+	for (uint32_t l = 0; l < 2; l++) {
+		for (int i = 0; i < big_n; i++) {
+			const struct big_me *m = &big[i];
+
+			if (m->idx < 0 || m->pt != pt || m->list != l)
+				continue;
+			if (!(m->opts & SPIN_ME_OP_PUT))
+				continue;
+			if ((m->bits ^ bits) & ~m->ign)
+				continue;
+			if (m->rank != SPIN_RANK_ANY && m->rank != rank)
+				continue;
+			if (m->pid != SPIN_PID_ANY && m->pid != pid)
+				continue;
+			if ((m->opts & SPIN_ME_NO_TRUNCATE) && len > m->len)
+				continue;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int big_append(struct big_me *m)
+{
+	static const uint64_t ign[] = { 0x1, 0x3, 0x6, 0xf, 0x30, 0x3c, 0x3f, 0xff00 };
+	static const uint64_t lens[] = { 0, 16, 64 };
+	struct spin_me_spec s;
+	uint64_t r = big_rand();
+
+	m->pt = r % BIG_PTS;
+	m->list = (r >> 4) % 10 < 7 ? SPIN_LIST_PRIORITY : SPIN_LIST_OVERFLOW;
+	m->bits = (r >> 8) % 64;
+	/* 1 in 50 with ignore bits (overlapping masks), the others exact */
+	m->ign = (r >> 16) % 50 == 0 ? ign[(r >> 24) % 8] : 0;
+	/* sources: given, or a wildcard rank, pid or both */
+	m->rank = (r >> 28) % 4 == 0 ? SPIN_RANK_ANY : (uint32_t)((r >> 32) % 4);
+	m->pid = (r >> 34) % 4 == 0 ? SPIN_PID_ANY : 3 + (uint32_t)((r >> 36) % 4);
+	m->opts = (r >> 40) % 10 == 0 ? SPIN_ME_OP_GET : SPIN_ME_OP_PUT;
+	if ((r >> 44) % 3 == 0)
+		m->opts |= SPIN_ME_USE_ONCE;
+	m->len = lens[(r >> 48) % 3];
+	if ((r >> 52) % 4 == 0)
+		m->opts |= SPIN_ME_NO_TRUNCATE;
+	s = spec(m->pt, m->bits, m->len);
+	s.list = m->list;
+	s.ignore_bits = m->ign;
+	s.match_rank = m->rank;
+	s.match_pid = m->pid;
+	s.options = m->opts;
+	s.host_off = 0;		/* windows may overlap: nothing here reads them */
+	m->idx = spin_me_append(rt, &s);
+	if (m->idx < 0)
+		T_MSG("append %d: %s", big_n, spin_errmsg());
+	return m->idx;
+}
+
+struct big_ev {
+	int n_put, me;
+};
+static int big_ev_cb(void *ctx, const struct spin_event *ev)
+{
+	struct big_ev *b = ctx;
+
+	if (ev->kind == SPIN_EV_PUT) {
+		b->n_put++;
+		b->me = ev->me;
+	}
+	return 0;
+}
+
+/* n puts with random bits, portals and sources; returns the mismatches */
+static int big_frames(int n, int *matched)
+{
+	static uint8_t msg[64];
+	int bad = 0;
+
+	for (int f = 0; f < n; f++) {
+		uint64_t r = big_rand();
+		uint32_t pt = r % BIG_PTS, rank = (r >> 4) % 4, pid = 3 + (r >> 8) % 4;
+		uint32_t len = 1 + (r >> 12) % 32;
+		uint64_t bits = (r >> 20) % 10 ? (r >> 24) % 64 : big_rand();
+		struct spin_msg_args a = margs(rank, next_id++, bits);
+		struct big_ev ev = { 0, -1 };
+		struct fr fr;
+		int want = big_model(pt, bits, rank, pid, len);
+
+		a.pt_index = pt;
+		a.src_pid = pid;
+		mkpkt(&fr, &a, len, 0, len, msg);
+		run(&fr, NULL);
+		spin_events_poll(rt, big_ev_cb, &ev, 0);
+		if (ev.n_put > 1 || (want < 0 ? ev.n_put != 0 : ev.me != big[want].idx)) {
+			if (bad++ < 5)
+				T_MSG("put %d (pt %u bits %#llx rank %u pid %u len %u): model entry %d, runtime %d (%d events)",
+				      f, pt, (unsigned long long)bits, rank, pid, len,
+				      want < 0 ? -1 : big[want].idx, ev.n_put ? ev.me : -1, ev.n_put);
+		}
+		if (want >= 0) {
+			(*matched)++;
+			if (big[want].opts & SPIN_ME_USE_ONCE)
+				big[want].idx = -1;	/* consumed: the runtime freed it */
+		}
+	}
+	return bad;
+}
+
+static void match_100k(void)
+{
+	uint64_t t0;
+	int matched = 0, bad = 0, unlinked = 0;
+
+	reset();
+	big = calloc(BIG_N + BIG_MORE, sizeof(*big));
+	if (!ASSERT_TRUE(big != NULL, "memory"))
+		return;
+	for (uint32_t p = 2; p < BIG_PTS; p++)
+		spin_pt_alloc(rt, p);
+	T_MSG("seed %#llx", (unsigned long long)big_rng);
+	t0 = t_now_ns();
+	for (big_n = 0; big_n < BIG_N; big_n++)
+		if (big_append(&big[big_n]) < 0)
+			goto out;
+	T_MSG("%d entries appended in %.1f s", big_n, (t_now_ns() - t0) / 1e9);
+	t0 = t_now_ns();
+	bad += big_frames(20000, &matched);
+	/* unlink a third of the live entries, append more (slots are reused,
+	 * entries the runtime consumed come off their lists) */
+	for (int i = 0; i < big_n; i++) {
+		if (big[i].idx < 0 || big_rand() % 3)
+			continue;
+		if (!ASSERT_OK(spin_me_unlink(rt, big[i].idx), "unlink"))
+			goto out;
+		big[i].idx = -1;
+		unlinked++;
+	}
+	bad += big_frames(10000, &matched);
+	for (; big_n < BIG_N + BIG_MORE; big_n++)
+		if (big_append(&big[big_n]) < 0)
+			goto out;
+	bad += big_frames(20000, &matched);
+	T_MSG("50000 puts (%d matched) in %.1f s, %d unlinked; %d mismatches", matched,
+	      (t_now_ns() - t0) / 1e9, unlinked, bad);
+	ASSERT_EQ(bad, 0, "matches the model disagrees with");
+	ASSERT_TRUE(matched > 10000 && matched < 50000, "both matches and misses");
+out:
+	for (int i = 0; i < big_n; i++)
+		if (big[i].idx >= 0)
+			spin_me_unlink(rt, big[i].idx);
+	for (uint32_t p = 2; p < BIG_PTS; p++)
+		if (spin_pt_free(rt, p) < 0)
+			T_MSG("pt free %u: %s", p, spin_errmsg());
+	free(big);
+	big = NULL;
+	reset();
+}
+
 int main(int argc, char **argv)
 {
 	char exe[300], *p;
@@ -3620,5 +3812,6 @@ int main(int argc, char **argv)
 	RUN_TEST(job_key);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
+	RUN_TEST(match_100k);
 	return t_summary();
 }

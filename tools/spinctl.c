@@ -1219,7 +1219,10 @@ static int me_show(int argc, char **argv)
 	}
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
-	if ((err = spin_me_get(rt, idx, &m)) || (err = spin_hpu_read(rt, idx, hpu, sizeof(hpu)))) {
+	/* only the first SPIN_MAX_HPU entries (those with handlers) have
+	 * handler memory */
+	if ((err = spin_me_get(rt, idx, &m)) ||
+	    (idx < SPIN_MAX_HPU && (err = spin_hpu_read(rt, idx, hpu, sizeof(hpu))))) {
 		spin_close(rt);
 		return fail(err);
 	}
@@ -1231,6 +1234,8 @@ static int me_show(int argc, char **argv)
 		n = nbytes;
 	if (n > SPIN_HPU_SIZE)
 		n = SPIN_HPU_SIZE;
+	if (idx >= SPIN_MAX_HPU)
+		n = 0;
 	if (json) {
 		jobj(NULL);
 		json_me(idx, &m, me_handler(&m, names, hb));
