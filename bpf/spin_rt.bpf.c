@@ -558,12 +558,28 @@ static long spin_gc_chunk(struct bpf_map *map, struct spin_msg_chunk_key *key,
 	return 0;
 }
 
+/* A source's duplicate window: packets set `used`; a window found unused
+ * since idle_since for SPIN_DEDUP_IDLE_NS is freed (its source sent
+ * nothing, not even a retransmission, for that long). */
+static long spin_gc_dd(struct bpf_map *map, __u32 *key, struct spin_dedup *d,
+		       struct spin_gc_ctx *g)
+{
+	if (*(volatile __u32 *)&d->used) {
+		d->used = 0;
+		d->idle_since = g->now;
+	} else if (g->now - d->idle_since >= SPIN_DEDUP_IDLE_NS) {
+		bpf_map_delete_elem(&spin_dedup, key);
+	}
+	return 0;
+}
+
 static int spin_gc_run(void *map, __u32 *key, struct spin_gc *gc)
 {
 	struct spin_gc_ctx g = { .now = bpf_ktime_get_ns(), .st = spin_stats_get() };
 
 	bpf_for_each_map_elem(&spin_msgs, spin_gc_msg, &g, 0);
 	bpf_for_each_map_elem(&spin_msg_bits, spin_gc_chunk, &g, 0);
+	bpf_for_each_map_elem(&spin_dedup, spin_gc_dd, &g, 0);
 	gc->runs++;
 	bpf_timer_start(&gc->timer, spin_gc_period(), 0);
 	return 0;
@@ -622,6 +638,27 @@ static int spin_wait_cb(__u32 i, struct spin_wait *w)
 	return w->status != SPIN_MSG_NEW;
 }
 
+/* The duplicate window of source rank `rank`, made by its first packet
+ * (and the sweeper started, which frees it once idle); NULL when all
+ * SPIN_DEDUP_SOURCES windows are in use. */
+static const struct spin_dedup spin_dd_zero;
+
+static __noinline struct spin_dedup *spin_dd_window(__u32 rank)
+{
+	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+
+	if (!d) {
+		bpf_map_update_elem(&spin_dedup, &rank, &spin_dd_zero, BPF_NOEXIST);
+		d = bpf_map_lookup_elem(&spin_dedup, &rank);
+		if (!d)
+			return NULL;
+		spin_gc_arm();
+	}
+	if (!*(volatile __u32 *)&d->used)
+		d->used = 1;
+	return d;
+}
+
 /* The portal table entry a message targets, or NULL and the drop reason. */
 static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, __u32 pti,
 							__u32 rank, int *reason)
@@ -639,6 +676,9 @@ static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, 
 		return NULL;
 	*reason = SPIN_DROP_BAD_SOURCE;
 	if (rank >= SPIN_MAX_PEERS)
+		return NULL;
+	*reason = SPIN_DROP_SRC_TABLE_FULL;
+	if (!spin_dd_window(rank))
 		return NULL;
 	return pt;
 }
@@ -751,7 +791,8 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 	else if (reason == SPIN_DROP_BAD_PT || reason == SPIN_DROP_NO_MATCH)
 		fail = SPIN_FAIL_NO_MATCH;
 	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
-		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA)
+		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA ||
+		 reason == SPIN_DROP_SRC_TABLE_FULL)
 		fail = SPIN_FAIL_QUEUE_FULL;
 	else
 		return XDP_DROP;

@@ -244,10 +244,10 @@ static void msgs_clear(void)
 	 * would make a test's message a duplicate */
 	fd = pinned_map("spin_dedup");
 	if (fd >= 0) {
-		static struct spin_dedup z;
+		uint32_t r;
 
-		for (uint32_t r = 0; r < SPIN_MAX_PEERS; r++)
-			bpf_map_update_elem(fd, &r, &z, 0);
+		for (int i = 0; i < 4 * SPIN_DEDUP_SOURCES && !bpf_map_get_next_key(fd, NULL, &r); i++)
+			bpf_map_delete_elem(fd, &r);
 		close(fd);
 	}
 }

@@ -207,10 +207,17 @@ _Static_assert(sizeof(struct spin_hdr) == 88, "spin_hdr is 88 bytes on the wire"
 #define SPIN_MAX_HPU		4096	/* entries with handler memory (16 MiB) */
 #define SPIN_ME_NIL		0xffffffffu	/* no entry (end of a list) */
 #define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
-#define SPIN_MAX_PEERS		256	/* logical ranks */
+#define SPIN_MAX_PEERS		65536	/* logical ranks (spin_peers, spin_src: arrays) */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
+/* Sources with a duplicate window at once (spin_dedup, a hash that holds
+ * windows only for sources that sent lately: 20 KiB each).  A window unused
+ * for SPIN_DEDUP_IDLE_NS is freed by the sweeper; while all are in use, a
+ * new source's packets are refused (src_table_full, nacked "not now"). */
+#define SPIN_DEDUP_SOURCES	4096
+#define SPIN_DEDUP_IDLE_NS	(60ull * 1000 * 1000 * 1000)
 #define SPIN_DEDUP_STALE	(8 * SPIN_DEDUP_SLOTS)	/* older copies: duplicates */
-#define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
+#define SPIN_MAX_MSGS		65536	/* multi-packet messages in flight (spin_msgs
+					 * elements are allocated per message) */
 #define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank */
 #define SPIN_BITMAP_WORDS	64	/* words of a packet bitmap chunk: the inline one
 					 * in spin_msg (packets 0..4095) and each of
@@ -285,7 +292,8 @@ enum spin_hslot {
 	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again") \
 	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
 	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
-	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)")
+	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
+	X(SRC_TABLE_FULL, "src_table_full", "no duplicate window for a new source: SPIN_DEDUP_SOURCES in use")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -520,7 +528,8 @@ struct spin_msg_key {
 	__u32	src_rank;
 	__u32	msg_id;
 };
-/* spin_dedup[rank]: recently seen message ids of that source rank, slot
+/* spin_dedup[rank] (hash by source rank, SPIN_DEDUP_SOURCES windows):
+ * recently seen message ids of that source rank, slot
  * id % SPIN_DEDUP_SLOTS, and what became of each (for re-acknowledging a
  * retransmission): out[] is SPIN_DD_OUT(id, state, fail, list), valid
  * while its id bits match; len[] the manipulated length (DONE) or the
@@ -546,6 +555,10 @@ _Static_assert(SPIN_MAX_ME == 1u << 17, "SPIN_DD_REF keeps 17 bits of the entry 
 #define SPIN_DD_OUT_FAIL(o)	(((o) >> 4) & 0xff)
 #define SPIN_DD_OUT_LIST(o)	(((o) >> 12) & 0xf)
 struct spin_dedup {
+	__u32	used;		/* set by packets; the sweeper clears it ... */
+	__u32	pad;
+	__u64	idle_since;	/* ... and notes when it found it clear: a window
+				 * idle for SPIN_DEDUP_IDLE_NS is freed */
 	__u32	id[SPIN_DEDUP_SLOTS];
 	__u32	out[SPIN_DEDUP_SLOTS];
 	__u32	len[SPIN_DEDUP_SLOTS];
