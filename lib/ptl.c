@@ -641,6 +641,7 @@ int PtlNIStatus(ptl_handle_ni_t nih, ptl_sr_index_t reg, ptl_sr_value_t *status)
 
 int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 {
+	struct { bool valid; uint32_t nid; uint8_t mac[6]; } seen[16] = { 0 };
 	struct ptl_ni *ni;
 	ptl_process_t *m;
 	int rc;
@@ -662,14 +663,23 @@ int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 	memcpy(m, mapping, n * sizeof(*m));
 	for (uint32_t r = 0; r < n; r++) {
 		struct spin_peer_spec ps = { .rank = r, .pid = m[r].phys.pid };
+		uint32_t h = m[r].phys.nid % 16;
+		struct spin_peer got;
 
 		ps.ip.s_addr = htonl(m[r].phys.nid);
-		if (spin_peer_add(ni->rt, &ps)) {
+		/* a job has many ranks per host: a nid's MAC is resolved once
+		 * (a neighbour lookup), not once per rank */
+		if (seen[h].valid && seen[h].nid == m[r].phys.nid)
+			memcpy(ps.mac, seen[h].mac, 6);
+		if (spin_peer_add(ni->rt, &ps) || spin_peer_get(ni->rt, r, &got)) {
 			rc = ptl_seterr(PTL_ARG_INVALID, "PtlSetMap: rank %u: %s", r, spin_errmsg());
 			free(m);
 			ptl_unlock(ni);
 			return rc;
 		}
+		seen[h].valid = true;
+		seen[h].nid = m[r].phys.nid;
+		memcpy(seen[h].mac, got.mac, 6);
 	}
 	free(ni->map);
 	ni->map = m;

@@ -3757,6 +3757,72 @@ static void c_rel_incast(void)
 	fini_ni();
 }
 
+/* A 65,536-rank map (issue 15): every process sets a map of 65,536 logical
+ * ranks (ranks 0..N-1 the job's processes, the others other pids on the
+ * same hosts), PtlGetMap gives it back, a map one larger is refused, and
+ * rank 0 puts to rank N-1 through it, acknowledged.  (A packet from a rank
+ * that high is the unit test's rank_65535.) */
+#define BIGMAP 65536
+static void c_bigmap(void)
+{
+	ptl_process_t *m = calloc(N, sizeof(*m)), *big = calloc(BIGMAP + 1, sizeof(*big));
+	ptl_process_t *got = calloc(BIGMAP, sizeof(*got));
+	int tgt = N - 1;
+	ptl_size_t n = 0;
+	ptl_event_t ev;
+
+	if (!m || !big || !got)
+		DIE("out of memory");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	RC(PtlGetMap(ni, N, m, &n), PTL_OK);
+	CHK_EQ(n, N, "PtlGetMap: the job's map");
+	for (int r = 0; r <= BIGMAP; r++) {
+		big[r] = m[r % N];
+		if (r >= N)
+			big[r].phys.pid = m[r % N].phys.pid + 1 + r;
+	}
+	RC(PtlSetMap(ni, BIGMAP + 1, big), PTL_ARG_INVALID);
+	RC(PtlSetMap(ni, BIGMAP, big), PTL_OK);
+	RC(PtlGetMap(ni, BIGMAP, got, &n), PTL_OK);
+	CHK_EQ(n, BIGMAP, "PtlGetMap: size");
+	CHK(!memcmp(got, big, BIGMAP * sizeof(*got)), "PtlGetMap gives the map back");
+	if (R == tgt) {
+		ptl_handle_eq_t eq = eq_new(16);
+		uint8_t *b = kbuf(K_MAL, 64);
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b, 64, PTL_ME_OP_PUT, 0xb16, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, NULL);
+		barrier("bm.ready");
+		if (want_ev(eq, &ev, T_EV_MS, "put through the big map"))
+			CHKEV("put through the big map", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0xb16, .rlen = 8, .mlen = 8,
+			      .start = b, .list = PTL_PRIORITY_LIST);
+		barrier("bm.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(16);
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, eq, PTL_CT_NONE);
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+
+		barrier("bm.ready");
+		RC(PtlPut(md, 0, 8, PTL_ACK_REQ, rank_proc(tgt), PT_DATA, 0xb16, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "put through the big map"))
+			CHKEV("put through the big map", &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK,
+			      .mlen = 8, .list = PTL_PRIORITY_LIST);
+		barrier("bm.done");
+		RC(PtlMDRelease(md), PTL_OK);
+	} else {
+		barrier("bm.ready");
+		barrier("bm.done");
+	}
+	fini_ni();
+	free(m);
+	free(big);
+	free(got);
+}
+
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -3766,7 +3832,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ring", c_ring }, { "spin_pingpong", c_spin_pingpong }, { "spin_hpu", c_spin_hpu },
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
-	{ "rel_gone", c_rel_gone }, { "rel_incast", c_rel_incast },
+	{ "rel_gone", c_rel_gone }, { "rel_incast", c_rel_incast }, { "bigmap", c_bigmap },
 };
 
 int main(int argc, char **argv)

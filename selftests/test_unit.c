@@ -3758,6 +3758,134 @@ out:
 	reset();
 }
 
+/* A put from rank 65535 (issue 15: 65,536 ranks): the peer table has the
+ * rank, the runtime takes the packet (its source check and its duplicate
+ * window), and matches an entry naming that rank; a rank beyond the
+ * table is refused by the library. */
+static void rank_65535(void)
+{
+	struct spin_peer_spec p = { .rank = SPIN_MAX_PEERS - 1, .pid = 3, .port = 7000 };
+	struct spin_me_spec s = spec(0, 0x65535, 64);
+	struct spin_msg_args a = margs(SPIN_MAX_PEERS - 1, 0, 0x65535);
+	uint8_t msg[16];
+	struct spin_me me;
+	struct evs v;
+	struct fr f;
+	int idx;
+
+	reset();
+	ASSERT_TRUE(SPIN_MAX_PEERS >= 65536, "at least 65,536 ranks");
+	inet_pton(AF_INET, "10.77.9.2", &p.ip);
+	memcpy(p.mac, PEER_MAC, 6);
+	if (!ASSERT_OK(spin_peer_add(rt, &p), "peer 65535"))
+		return;
+	p.rank = SPIN_MAX_PEERS;
+	ASSERT_TRUE(spin_peer_add(rt, &p) < 0, "a rank beyond the table refused");
+	s.match_rank = SPIN_MAX_PEERS - 1;
+	s.match_pid = 3;
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	fill(msg, sizeof(msg), 65);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "deposited");
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "its bytes in the entry");
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event");
+	if (v.n == 1) {
+		ASSERT_EQ(v.e[0].kind, SPIN_EV_PUT, "a put");
+		ASSERT_EQ(v.e[0].src_rank, SPIN_MAX_PEERS - 1, "from rank 65535");
+		ASSERT_EQ(v.e[0].me, idx, "on its entry");
+	}
+	/* the same message again: a duplicate of that source */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "its duplicate window works");
+out:
+	spin_peer_del(rt, SPIN_MAX_PEERS - 1);
+	reset();
+}
+
+/* 65,536 multi-packet messages in flight (issue 15): the first packets of
+ * SPIN_MAX_MSGS two-packet messages from two sources (each within its
+ * share) all create message state; one more, from a third source, finds
+ * the table full and is nacked "not now". */
+static void msgs_65536(void)
+{
+	struct spin_me_spec s = spec(0, 0x66, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x66);
+	static uint8_t msg[2768];
+	struct fr f, o;
+
+	reset();
+	ASSERT_TRUE(SPIN_MAX_MSGS >= 65536, "at least 65,536 messages in flight");
+	if (me_add(&s) < 0)
+		return;
+	a.seg_size = 1384;
+	for (int i = 0; i < SPIN_MAX_MSGS; i++) {
+		a.src_rank = i % 2;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+		run(&f, NULL);
+	}
+	ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "messages in flight");
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL) + drops(SPIN_DROP_SRC_QUOTA), 0, "none refused");
+	a.src_rank = 2;
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	mkpkt(&f, &a, sizeof(msg), 0, 1384, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "one more: nacked");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 1, "msg_table_full");
+	reset();
+	events();
+}
+
+/* Duplicate windows for SPIN_DEDUP_SOURCES sources at once: one put from
+ * each of that many ranks is taken; a put from one more source is
+ * refused (src_table_full) and nacked "not now"; an earlier source is
+ * still served. */
+static void dedup_sources(void)
+{
+	struct spin_me_spec s = spec(0, 0x67, 64);
+	struct spin_msg_args a = margs(0, 0, 0x67);
+	uint8_t msg[8] = { 7 };
+	struct fr f, o;
+	int taken = 0;
+
+	reset();
+	s.options |= SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE;
+	if (me_add(&s) < 0 || !ASSERT_OK(base_peers(4, SPIN_DEDUP_SOURCES + 1), "peers"))
+		goto out;
+	for (uint32_t r = 0; r < SPIN_DEDUP_SOURCES; r++) {
+		a.src_rank = r;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		run(&f, NULL);
+	}
+	taken = (int)stats().msgs_completed;
+	ASSERT_EQ(taken, SPIN_DEDUP_SOURCES, "one put from each source taken");
+	a.src_rank = SPIN_DEDUP_SOURCES;
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "a source beyond them: nacked");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_SRC_TABLE_FULL), 1, "src_table_full");
+	a.src_rank = 7;
+	a.flags = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	run(&f, NULL);
+	ASSERT_EQ(stats().msgs_completed, SPIN_DEDUP_SOURCES + 1, "a known source still served");
+out:
+	for (uint32_t r = 4; r <= SPIN_DEDUP_SOURCES; r++)
+		spin_peer_del(rt, r);
+	reset();
+	events();
+}
+
 int main(int argc, char **argv)
 {
 	char exe[300], *p;
@@ -3817,5 +3945,8 @@ int main(int argc, char **argv)
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
 	RUN_TEST(match_100k);
+	RUN_TEST(rank_65535);
+	RUN_TEST(msgs_65536);
+	RUN_TEST(dedup_sources);
 	return t_summary();
 }
