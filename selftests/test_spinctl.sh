@@ -271,10 +271,10 @@ t_bad_ranges() {
 	bad 2 "INDEX: .* $R \(0\.\.131071\)" me show veth0 131072
 	bad 2 "state-bytes: .* $R" me show veth0 0 state-bytes 4097
 	bad 2 "INDEX: .* $R" me unlink veth0 99999999999
-	bad 2 "RANK: .* $R \(0\.\.255\)" peer add veth0 256 10.77.40.2
+	bad 2 "RANK: .* $R \(0\.\.65535\)" peer add veth0 65536 10.77.40.2
 	bad 2 "port: .* $R" peer add veth0 2 10.77.40.2 port 65536
 	bad 2 "pid: .* $R" peer add veth0 2 10.77.40.2 pid 4294967296
-	bad 2 "RANK: .* $R" peer del veth0 256
+	bad 2 "RANK: .* $R" peer del veth0 65536
 	bad 2 "timeout-ms: .* $R" events veth0 timeout-ms 18446744073709551615
 	bad 2 "count: .* $R" events veth0 count 18446744073709551616
 	bad 2 "timeout-ms: .* $R" recv timeout-ms 18446744073709551615
