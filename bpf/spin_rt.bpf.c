@@ -125,18 +125,16 @@ static __noinline int spin_chunks_new(const struct spin_msg_key *key, struct spi
 	return q.err ? SPIN_DROP_MSG_TABLE_FULL : 0;
 }
 
-/* Remember (rank, id); true if it was seen among the recent ids, or if it
- * is a reliable message's copy older than them (stale: SPIN_DEDUP_STALE). */
-static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 rank, __u32 id,
-					    __u16 flags_be)
+/* Remember id in its source's window d (spin_check_target); true if it
+ * was seen among the recent ids, or if it is a reliable message's copy
+ * older than them (stale: SPIN_DEDUP_STALE). */
+static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, struct spin_dedup *d,
+					    __u32 id, __u16 flags_be)
 {
-	struct spin_dedup *d;
-
 	if (cfg->flags & SPIN_CFG_F_NO_DEDUP)
 		return false;
 	__u32 k = id & (SPIN_DEDUP_SLOTS - 1), old;
 
-	d = bpf_map_lookup_elem(&spin_dedup, &rank);
 	if (!d)
 		return false;
 	/* (a newer id written between this read and the exchange below is
@@ -265,10 +263,10 @@ struct spin_match_q {
 	__u32 msg_len;
 	__u64 bits;
 	__u64 roff;
-	__u32 admit;	/* check the event ring's room (spin_admit) */
-	__u32 op;	/* SPIN_OP_PUT (puts, atomics), SPIN_OP_GET or SPIN_OP_FETCH */
-	/* walking a list */
-	__u32 list;
+	__u8 admit;	/* check the event ring's room (spin_admit) */
+	__u8 op;	/* SPIN_OP_PUT (puts, atomics), SPIN_OP_GET or SPIN_OP_FETCH */
+	__u8 list;	/* the list being walked */
+	__u8 pad;
 	__u32 cur;	/* entry to look at next, SPIN_ME_NIL: end */
 	/* result */
 	__u32 refused;	/* 1 + the drop reason of a refusal by spin_admit, 0 */
@@ -659,9 +657,11 @@ static __noinline struct spin_dedup *spin_dd_window(__u32 rank)
 	return d;
 }
 
-/* The portal table entry a message targets, or NULL and the drop reason. */
+/* The portal table entry a message targets and its source's duplicate
+ * window (*dd), or NULL and the drop reason. */
 static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, __u32 pti,
-							__u32 rank, int *reason)
+							__u32 rank, int *reason,
+							struct spin_dedup **dd)
 {
 	struct spin_pt *pt;
 
@@ -678,7 +678,8 @@ static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, 
 	if (rank >= SPIN_MAX_PEERS)
 		return NULL;
 	*reason = SPIN_DROP_SRC_TABLE_FULL;
-	if (!spin_dd_window(rank))
+	*dd = spin_dd_window(rank);
+	if (!*dd)
 		return NULL;
 	return pt;
 }
@@ -1016,6 +1017,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	struct spin_put_req *r;
 	struct spin_match_q q;
 	struct spin_ctx *c;
+	struct spin_dedup *dd = NULL;
 	struct spin_pt *pt;
 	struct spin_me *me;
 	__u32 ulen, msg_len, msg_id, pti, rank;
@@ -1037,7 +1039,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
 	rank = bpf_ntohl(sh->src_rank);
-	pt = spin_check_target(st, pti, rank, &reason);
+	pt = spin_check_target(st, pti, rank, &reason, &dd);
 	if (!pt)
 		return spin_reject(xdp, st, cfg, NULL, reason);
 
@@ -1050,7 +1052,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	c->done = 1;
 	hdr_data = bpf_be64_to_cpu(sh->hdr_data);
 
-	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
+	if (spin_dedup_seen(cfg, dd, msg_id, sh->flags)) {
 		me = spin_get_again(rank, msg_id, sh, c);
 		if (!me)
 			return spin_dup(xdp, rank, msg_id, 1);
@@ -1169,6 +1171,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	struct spin_hdr *sh = (void *)(udp + 1);
 	struct spin_match_q q;
 	struct spin_ctx *c;
+	struct spin_dedup *dd = NULL;
 	struct spin_pt *pt;
 	__u32 ulen, pay_len, msg_len, msg_id, pti, rank;
 	long act;
@@ -1190,7 +1193,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
 	rank = bpf_ntohl(sh->src_rank);
-	pt = spin_check_target(st, pti, rank, &reason);
+	pt = spin_check_target(st, pti, rank, &reason, &dd);
 	if (!pt)
 		return spin_reject(xdp, st, cfg, NULL, reason);
 
@@ -1202,7 +1205,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->multi = 0;
 	c->done = 1;
 	q.admit = 0;	/* posts no event: its process answers */
-	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
+	if (spin_dedup_seen(cfg, dd, msg_id, sh->flags))
 		return spin_dup(xdp, rank, msg_id, 1);
 	if (op == SPIN_OP_FETCH)
 		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
@@ -1264,6 +1267,7 @@ int spin_rx(struct xdp_md *xdp)
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
 	struct spin_ctx *c;
+	struct spin_dedup *dd = NULL;
 	struct spin_pt *pt;
 	struct spin_me *me;
 	struct spin_msg *m = NULL;
@@ -1342,7 +1346,7 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
 	rank = bpf_ntohl(sh->src_rank);
-	pt = spin_check_target(st, pti, rank, &reason);
+	pt = spin_check_target(st, pti, rank, &reason, &dd);
 	if (!pt)
 		return spin_reject(xdp, st, cfg, NULL, reason);
 
@@ -1355,7 +1359,7 @@ int spin_rx(struct xdp_md *xdp)
 
 	if (pkt_off == 0 && pay_len == msg_len) {
 		/* the whole message in one packet: no message state */
-		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
+		if (spin_dedup_seen(cfg, dd, msg_id, sh->flags))
 			return spin_dup(xdp, rank, msg_id, 1);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0)
@@ -1425,7 +1429,7 @@ int spin_rx(struct xdp_md *xdp)
 
 		/* first packet of the message on this node */
 		spin_gc_arm();
-		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
+		if (spin_dedup_seen(cfg, dd, msg_id, sh->flags)) {
 			/* the message completed and its state expired: keep a
 			 * tombstone for the rest of its packets */
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;
