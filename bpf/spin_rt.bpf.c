@@ -331,18 +331,22 @@ static __always_inline int spin_walk_one(struct spin_match_q *q)
 	return 0;
 }
 
-static int spin_walk_cb(__u32 i, struct spin_match_q *q)
-{
-	return spin_walk_one(q);
-}
-
-/* Walk from entry `head`: its first entry inline (the common case: it
- * takes the message), the rest with bpf_loop. */
+/* Walk from entry `head`: its first entry (the common case: it takes the
+ * message), then the rest with an open-coded iterator (no callback frame;
+ * at most every slot once). */
 static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 {
+	struct bpf_iter_num it;
+	int *i;
+
 	q->cur = head;
-	if (!spin_walk_one(q))
-		bpf_loop(SPIN_MAX_ME, spin_walk_cb, q, 0);
+	if (spin_walk_one(q))
+		return;
+	bpf_iter_num_new(&it, 0, SPIN_MAX_ME);
+	while ((i = bpf_iter_num_next(&it)))
+		if (spin_walk_one(q))
+			break;
+	bpf_iter_num_destroy(&it);
 }
 
 /*
@@ -355,13 +359,19 @@ static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
  * is walked only up to the best exact candidate.  Sets q->best, or leaves
  * it ~0u.
  */
-static __noinline int spin_search(struct spin_match_q *q)
+__noinline int spin_search(struct spin_match_q *q)
 {
-	struct spin_mx_key key = { .bits = q->bits };
+	struct spin_mx_key key = {};
 	struct spin_mx *mx;
 	struct spin_pt *pt;
-	__u32 pti = q->pt;
+	__u32 pti;
 
+	/* a global function: the verifier checks it once, not at each of
+	 * the places that match (load time) */
+	if (!q)
+		return 0;
+	key.bits = q->bits;
+	pti = q->pt;
 	q->best = ~0u;
 	q->best_seq = ~0ull;
 	pt = bpf_map_lookup_elem(&spin_pt, &pti);
