@@ -125,18 +125,16 @@ static __noinline int spin_chunks_new(const struct spin_msg_key *key, struct spi
 	return q.err ? SPIN_DROP_MSG_TABLE_FULL : 0;
 }
 
-/* Remember (rank, id); true if it was seen among the recent ids, or if it
- * is a reliable message's copy older than them (stale: SPIN_DEDUP_STALE). */
-static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, __u32 rank, __u32 id,
-					    __u16 flags_be)
+/* Remember id in its source's window d (spin_check_target); true if it
+ * was seen among the recent ids, or if it is a reliable message's copy
+ * older than them (stale: SPIN_DEDUP_STALE). */
+static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, struct spin_dedup *d,
+					    __u32 id, __u16 flags_be)
 {
-	struct spin_dedup *d;
-
 	if (cfg->flags & SPIN_CFG_F_NO_DEDUP)
 		return false;
 	__u32 k = id & (SPIN_DEDUP_SLOTS - 1), old;
 
-	d = bpf_map_lookup_elem(&spin_dedup, &rank);
 	if (!d)
 		return false;
 	/* (a newer id written between this read and the exchange below is
@@ -340,31 +338,31 @@ struct spin_match_q {
 	__u32 msg_len;
 	__u64 bits;
 	__u64 roff;
-	__u32 admit;	/* check the event ring's room (spin_admit) */
+	__u8 admit;	/* check the event ring's room (spin_admit) */
+	__u8 op;	/* SPIN_OP_PUT (puts, atomics), SPIN_OP_GET or SPIN_OP_FETCH */
+	__u8 list;	/* the list being walked */
+	__u8 pad;
+	__u32 cur;	/* entry to look at next, SPIN_ME_NIL: end */
 	/* result */
 	__u32 refused;	/* 1 + the drop reason of a refusal by spin_admit, 0 */
 	__u32 best;
-	__u32 best_list;
 	__u64 best_seq;
 };
 
-/* One match entry slot: remember it if it matches and comes earlier in
- * Portals order (priority list before overflow list, then append order).
- * `op` (a constant) picks the entries that take the operation: SPIN_OP_PUT
- * (puts and atomics) entries with SPIN_ME_OP_PUT, SPIN_OP_GET entries with
- * SPIN_ME_OP_GET, SPIN_OP_FETCH entries with both; an entry with neither
- * flag takes puts only. */
-static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const int op)
+/* Does active entry me take the message?  `op` picks the entries that take
+ * the operation: SPIN_OP_PUT (puts and atomics) entries with
+ * SPIN_ME_OP_PUT, SPIN_OP_GET entries with SPIN_ME_OP_GET, SPIN_OP_FETCH
+ * entries with both; an entry with neither flag takes puts only.  Every
+ * field is checked here, whatever list or bucket led to the entry. */
+static __always_inline int spin_me_takes(const struct spin_me *me, const struct spin_match_q *q)
 {
-	__u32 idx = q->pt * SPIN_MAX_ME_PER_PT + i;
-	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &idx);
 	__u32 ops;
 
-	if (!me || me->state != SPIN_ME_ACTIVE)
+	if (me->state != SPIN_ME_ACTIVE)
 		return 0;
 	ops = me->options & (SPIN_ME_OP_PUT | SPIN_ME_OP_GET);
-	if (op == SPIN_OP_FETCH ? ops != (SPIN_ME_OP_PUT | SPIN_ME_OP_GET) :
-	    op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
+	if (q->op == SPIN_OP_FETCH ? ops != (SPIN_ME_OP_PUT | SPIN_ME_OP_GET) :
+	    q->op == SPIN_OP_GET ? !(ops & SPIN_ME_OP_GET) : ops && !(ops & SPIN_ME_OP_PUT))
 		return 0;
 	if ((me->match_bits ^ q->bits) & ~me->ignore_bits)
 		return 0;
@@ -375,27 +373,103 @@ static __always_inline int spin_match_one(__u32 i, struct spin_match_q *q, const
 	if ((me->options & SPIN_ME_NO_TRUNCATE) &&
 	    (q->roff > me->host_len || q->msg_len > me->host_len - q->roff))
 		return 0;
-	if (me->list < q->best_list || (me->list == q->best_list && me->seq < q->best_seq)) {
+	return 1;
+}
+
+/*
+ * One step along a list (an exact key's FIFO or a wildcard list, both in
+ * append order): the entry q->cur.  The walk ends at the first entry that
+ * takes the message (the list's first in Portals order: it becomes the
+ * best if it is older than the best so far), at an entry not older than
+ * the best so far (nothing after it can win), and at the end of the list.
+ * The host changes lists while the runtime walks them: an entry unlinked
+ * since keeps its links; one reused since may lead elsewhere, so an entry
+ * of another portal or list ends the walk too, and every entry is checked
+ * in full (spin_me_takes).  Returns 1 when the walk is over.
+ */
+static __always_inline int spin_walk_one(struct spin_match_q *q)
+{
+	__u32 idx = q->cur;
+	struct spin_me *me;
+
+	if (idx >= SPIN_MAX_ME)
+		return 1;
+	me = bpf_map_lookup_elem(&spin_me, &idx);
+	if (!me || me->pt != q->pt || me->list != q->list || me->seq >= q->best_seq)
+		return 1;
+	if (spin_me_takes(me, q)) {
 		q->best = idx;
-		q->best_list = me->list;
 		q->best_seq = me->seq;
+		return 1;
 	}
+	q->cur = me->next;
 	return 0;
 }
 
-static int spin_match_cb(__u32 i, struct spin_match_q *q)
+/* Walk from entry `head`: its first entry (the common case: it takes the
+ * message), then the rest with an open-coded iterator (no callback frame;
+ * at most every slot once). */
+static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 {
-	return spin_match_one(i, q, SPIN_OP_PUT);
+	struct bpf_iter_num it;
+	int *i;
+
+	q->cur = head;
+	if (spin_walk_one(q))
+		return;
+	bpf_iter_num_new(&it, 0, SPIN_MAX_ME);
+	while ((i = bpf_iter_num_next(&it)))
+		if (spin_walk_one(q))
+			break;
+	bpf_iter_num_destroy(&it);
 }
 
-static int spin_match_get_cb(__u32 i, struct spin_match_q *q)
+/*
+ * The first entry of portal q->pt that takes the message, in Portals
+ * order (docs/design.md, "Matching"): the priority list before the
+ * overflow list; within a list, the oldest (lowest seq) of the first
+ * taker of each exact key the message can have (rank and pid, rank and
+ * any pid, any rank and pid, any source: one hash lookup each, for the
+ * kinds the portal has) and the first taker of the wildcard list, which
+ * is walked only up to the best exact candidate.  Sets q->best, or leaves
+ * it ~0u.
+ */
+__noinline int spin_search(struct spin_match_q *q)
 {
-	return spin_match_one(i, q, SPIN_OP_GET);
-}
+	struct spin_mx_key key = {};
+	struct spin_mx *mx;
+	struct spin_pt *pt;
+	__u32 pti;
 
-static int spin_match_fetch_cb(__u32 i, struct spin_match_q *q)
-{
-	return spin_match_one(i, q, SPIN_OP_FETCH);
+	/* a global function: the verifier checks it once, not at each of
+	 * the places that match (load time) */
+	if (!q)
+		return 0;
+	key.bits = q->bits;
+	pti = q->pt;
+	q->best = ~0u;
+	q->best_seq = ~0ull;
+	pt = bpf_map_lookup_elem(&spin_pt, &pti);
+	if (!pt)
+		return 0;
+	for (__u32 l = 0; l < 2; l++) {
+		q->list = l;
+		key.pt_list = pti << 1 | l;
+		for (__u32 k = 0; k < 4; k++) {
+			if (!*(volatile __u32 *)&pt->n_exact[l][k])
+				continue;
+			key.rank = (k & 2) ? SPIN_RANK_ANY : q->rank;
+			key.pid = (k & 1) ? SPIN_PID_ANY : q->pid;
+			mx = bpf_map_lookup_elem(&spin_mx, &key);
+			if (mx)
+				spin_walk(q, *(volatile __u32 *)&mx->head);
+		}
+		if (*(volatile __u32 *)&pt->n_wild[l])
+			spin_walk(q, *(volatile __u32 *)&pt->wild_head[l]);
+		if (q->best != ~0u)
+			return 0;
+	}
+	return 0;
 }
 
 /* spin_cfg.get_max, or SPIN_MAX_MSG if it is 0 or more */
@@ -446,31 +520,13 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 static __always_inline int spin_match(const struct spin_pt *pt, struct spin_match_q *q,
 				      struct spin_ctx *c, const int op)
 {
-	__u32 n = pt->n_me;
-
-	if (n > SPIN_MAX_ME_PER_PT)
-		n = SPIN_MAX_ME_PER_PT;
+	q->op = op;
 	for (int attempt = 0; attempt < 3; attempt++) {
 		struct spin_me *me;
 		__u64 mlength;
 		__u32 best;
 
-		q->best = ~0u;
-		q->best_list = 2;
-		q->best_seq = ~0ull;
-		if (n <= 4) {
-			/* the common case, without a callback per entry */
-#pragma unroll
-			for (__u32 i = 0; i < 4; i++)
-				if (i < n)
-					spin_match_one(i, q, op);
-		} else if (op == SPIN_OP_GET) {
-			bpf_loop(n, spin_match_get_cb, q, 0);
-		} else if (op == SPIN_OP_FETCH) {
-			bpf_loop(n, spin_match_fetch_cb, q, 0);
-		} else {
-			bpf_loop(n, spin_match_cb, q, 0);
-		}
+		spin_search(q);
 		best = q->best;
 		if (best == ~0u)
 			return -1;
@@ -546,7 +602,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 			e->kind = SPIN_EV_MSG_TIMEOUT;
 			e->fail = SPIN_FAIL_TIMEOUT;
 			e->me = k;
-			e->pt_index = k / SPIN_MAX_ME_PER_PT;
+			e->pt_index = me->pt;
 			e->rlength = m->msg_len;
 			e->mlength = m->bytes_seen;
 			e->start = m->start;
@@ -598,12 +654,28 @@ static long spin_gc_chunk(struct bpf_map *map, struct spin_msg_chunk_key *key,
 	return 0;
 }
 
+/* A source's duplicate window: packets set `used`; a window found unused
+ * since idle_since for SPIN_DEDUP_IDLE_NS is freed (its source sent
+ * nothing, not even a retransmission, for that long). */
+static long spin_gc_dd(struct bpf_map *map, __u32 *key, struct spin_dedup *d,
+		       struct spin_gc_ctx *g)
+{
+	if (*(volatile __u32 *)&d->used) {
+		d->used = 0;
+		d->idle_since = g->now;
+	} else if (g->now - d->idle_since >= SPIN_DEDUP_IDLE_NS) {
+		bpf_map_delete_elem(&spin_dedup, key);
+	}
+	return 0;
+}
+
 static int spin_gc_run(void *map, __u32 *key, struct spin_gc *gc)
 {
 	struct spin_gc_ctx g = { .now = bpf_ktime_get_ns(), .st = spin_stats_get() };
 
 	bpf_for_each_map_elem(&spin_msgs, spin_gc_msg, &g, 0);
 	bpf_for_each_map_elem(&spin_msg_bits, spin_gc_chunk, &g, 0);
+	bpf_for_each_map_elem(&spin_dedup, spin_gc_dd, &g, 0);
 	gc->runs++;
 	bpf_timer_start(&gc->timer, spin_gc_period(), 0);
 	return 0;
@@ -662,9 +734,32 @@ static int spin_wait_cb(__u32 i, struct spin_wait *w)
 	return w->status != SPIN_MSG_NEW;
 }
 
-/* The portal table entry a message targets, or NULL and the drop reason. */
+/* The duplicate window of source rank `rank`, made by its first packet
+ * (and the sweeper started, which frees it once idle); NULL when all
+ * SPIN_DEDUP_SOURCES windows are in use. */
+static const struct spin_dedup spin_dd_zero;
+
+static __noinline struct spin_dedup *spin_dd_window(__u32 rank)
+{
+	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+
+	if (!d) {
+		bpf_map_update_elem(&spin_dedup, &rank, &spin_dd_zero, BPF_NOEXIST);
+		d = bpf_map_lookup_elem(&spin_dedup, &rank);
+		if (!d)
+			return NULL;
+		spin_gc_arm();
+	}
+	if (!*(volatile __u32 *)&d->used)
+		d->used = 1;
+	return d;
+}
+
+/* The portal table entry a message targets and its source's duplicate
+ * window (*dd), or NULL and the drop reason. */
 static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, __u32 pti,
-							__u32 rank, int *reason)
+							__u32 rank, int *reason,
+							struct spin_dedup **dd)
 {
 	struct spin_pt *pt;
 
@@ -679,6 +774,10 @@ static __always_inline struct spin_pt *spin_check_target(struct spin_stats *st, 
 		return NULL;
 	*reason = SPIN_DROP_BAD_SOURCE;
 	if (rank >= SPIN_MAX_PEERS)
+		return NULL;
+	*reason = SPIN_DROP_SRC_TABLE_FULL;
+	*dd = spin_dd_window(rank);
+	if (!*dd)
 		return NULL;
 	return pt;
 }
@@ -794,7 +893,7 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 		fail = SPIN_FAIL_OP_VIOLATION;
 	else if (reason == SPIN_DROP_HOST_QUEUE_FULL || reason == SPIN_DROP_MSG_TABLE_FULL ||
 		 reason == SPIN_DROP_SRC_QUOTA || reason == SPIN_DROP_EV_QUOTA ||
-		 reason == SPIN_DROP_XSK_FULL)
+		 reason == SPIN_DROP_XSK_FULL || reason == SPIN_DROP_SRC_TABLE_FULL)
 		fail = SPIN_FAIL_QUEUE_FULL;
 	else
 		return XDP_DROP;
@@ -990,9 +1089,9 @@ static __always_inline struct spin_me *spin_get_again(__u32 rank, __u32 id,
 	    SPIN_DD_OUT_FAIL(out))
 		return NULL;
 	ref = d->ref[k];
-	mi = ref & 0xffff;
+	mi = SPIN_DD_REF_ME(ref);
 	me = bpf_map_lookup_elem(&spin_me, &mi);
-	if (!me || (me->seq & 0xffff) != ref >> 16)
+	if (!me || (me->seq & 0x7fff) != SPIN_DD_REF_SEQ(ref))
 		return NULL;
 	state = *(volatile __u32 *)&me->state;
 	if (state != SPIN_ME_ACTIVE && state != SPIN_ME_CLAIMED)
@@ -1023,6 +1122,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	struct spin_put_req *r;
 	struct spin_match_q q;
 	struct spin_ctx *c;
+	struct spin_dedup *dd = NULL;
 	struct spin_pt *pt;
 	struct spin_me *me;
 	__u32 ulen, msg_len, msg_id, pti, rank, pay;
@@ -1048,7 +1148,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
 	rank = bpf_ntohl(sh->src_rank);
-	pt = spin_check_target(st, pti, rank, &reason);
+	pt = spin_check_target(st, pti, rank, &reason, &dd);
 	if (!pt)
 		return spin_reject(xdp, st, cfg, NULL, reason);
 
@@ -1061,7 +1161,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	c->done = 1;
 	hdr_data = bpf_be64_to_cpu(sh->hdr_data);
 
-	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
+	if (spin_dedup_seen(cfg, dd, msg_id, sh->flags)) {
 		me = spin_get_again(rank, msg_id, sh, c);
 		if (!me)
 			return SPIN_RX_DUP;	/* spin_rx answers it (stack depth) */
@@ -1130,7 +1230,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 
 		if (d && d->id[k] == msg_id) {
 			d->aux[k] = (__u32)c->start;
-			d->ref[k] = c->me | (__u32)(me->seq & 0xffff) << 16;
+			d->ref[k] = SPIN_DD_REF(c->me, me->seq);
 		}
 		spin_dd_note(rank, msg_id, SPIN_DD_DONE, SPIN_FAIL_OK, me->list, c->mlength);
 	}
@@ -1203,6 +1303,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	struct spin_hdr *sh = (void *)(udp + 1);
 	struct spin_match_q q;
 	struct spin_ctx *c;
+	struct spin_dedup *dd = NULL;
 	struct spin_pt *pt;
 	__u32 ulen, pay_len, msg_len, msg_id, pti, rank;
 	long act;
@@ -1224,7 +1325,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
 	rank = bpf_ntohl(sh->src_rank);
-	pt = spin_check_target(st, pti, rank, &reason);
+	pt = spin_check_target(st, pti, rank, &reason, &dd);
 	if (!pt)
 		return spin_reject(xdp, st, cfg, NULL, reason);
 
@@ -1236,7 +1337,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	c->multi = 0;
 	c->done = 1;
 	q.admit = 0;	/* posts no event: its process answers */
-	if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
+	if (spin_dedup_seen(cfg, dd, msg_id, sh->flags))
 		return SPIN_RX_DUP;	/* spin_rx answers it (stack depth) */
 	if (op == SPIN_OP_FETCH)
 		mi = spin_match(pt, &q, c, SPIN_OP_FETCH);
@@ -1300,6 +1401,7 @@ int spin_rx(struct xdp_md *xdp)
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
 	struct spin_ctx *c;
+	struct spin_dedup *dd = NULL;
 	struct spin_pt *pt;
 	struct spin_me *me;
 	struct spin_msg *m = NULL;
@@ -1396,7 +1498,7 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_drop(st, SPIN_DROP_BAD_OFFSET);
 	pti = bpf_ntohs(sh->pt_index);
 	rank = bpf_ntohl(sh->src_rank);
-	pt = spin_check_target(st, pti, rank, &reason);
+	pt = spin_check_target(st, pti, rank, &reason, &dd);
 	if (!pt)
 		return spin_reject(xdp, st, cfg, NULL, reason);
 
@@ -1409,7 +1511,7 @@ int spin_rx(struct xdp_md *xdp)
 
 	if (pkt_off == 0 && pay_len == msg_len) {
 		/* the whole message in one packet: no message state */
-		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags))
+		if (spin_dedup_seen(cfg, dd, msg_id, sh->flags))
 			return spin_dup(xdp, rank, msg_id, 1);
 		mi = spin_match(pt, &q, c, SPIN_OP_PUT);
 		if (mi < 0)
@@ -1479,7 +1581,7 @@ int spin_rx(struct xdp_md *xdp)
 
 		/* first packet of the message on this node */
 		spin_gc_arm();
-		if (spin_dedup_seen(cfg, rank, msg_id, sh->flags)) {
+		if (spin_dedup_seen(cfg, dd, msg_id, sh->flags)) {
 			/* the message completed and its state expired: keep a
 			 * tombstone for the rest of its packets */
 			m->deadline = bpf_ktime_get_ns() + SPIN_TOMBSTONE_NS;

@@ -319,7 +319,7 @@ static int parse_host(const char *path, unsigned int ln, char *line, uint32_t id
  */
 static int read_hostfile(const char *path, struct spin_job *j, unsigned int *lines)
 {
-	int at[SPIN_MAX_PEERS];		/* rank -> index + 1 */
+	int *at;			/* rank -> index + 1 */
 	char ip[INET_ADDRSTRLEN];
 	unsigned int ln = 0;
 	size_t cap = 0;
@@ -334,11 +334,12 @@ static int read_hostfile(const char *path, struct spin_job *j, unsigned int *lin
 		return spin_seterr(spin_errno_code(errno), "hostfile %s: %s", path, strerror(errno));
 	}
 	j->hosts = calloc(SPIN_MAX_PEERS, sizeof(*j->hosts));
-	if (!j->hosts) {
+	at = calloc(SPIN_MAX_PEERS, sizeof(*at));
+	if (!j->hosts || !at) {
+		free(at);
 		fclose(f);
 		return spin_seterr(SPIN_EFAIL, "out of memory");
 	}
-	memset(at, 0, sizeof(at));
 	while (getline(&line, &cap, f) >= 0) {
 		struct spin_job_host *h;
 		char *p = strchr(line, '#');
@@ -381,6 +382,7 @@ static int read_hostfile(const char *path, struct spin_job *j, unsigned int *lin
 	if (!err && !j->nhosts)
 		err = spin_seterr(SPIN_EUSAGE, "hostfile %s: no hosts in it (%s)", path, LINE_FORMS);
 	free(line);
+	free(at);
 	fclose(f);
 	return err;
 }
@@ -409,9 +411,10 @@ static bool is_local(const uint32_t *addrs, int n, uint32_t ip)
 	return false;
 }
 
-static int job_load(struct spin_job *j, const char *hostfile)
+/* lines[] and by_rank[]: SPIN_MAX_PEERS each, the caller's */
+static int job_load_in(struct spin_job *j, const char *hostfile, unsigned int *lines,
+		       unsigned int *by_rank)
 {
-	unsigned int lines[SPIN_MAX_PEERS], by_rank[SPIN_MAX_PEERS];
 	struct spin_job_host *sorted;
 	const char *path, *rvar, *svar;
 	uint32_t erank = 0, esize = 0, addrs[64];
@@ -500,6 +503,21 @@ static int job_load(struct spin_job *j, const char *hostfile)
 		j->rank = (uint32_t)found;
 	}
 	return 0;
+}
+
+static int job_load(struct spin_job *j, const char *hostfile)
+{
+	unsigned int *lines = calloc(SPIN_MAX_PEERS, sizeof(*lines));
+	unsigned int *by_rank = calloc(SPIN_MAX_PEERS, sizeof(*by_rank));
+	int err;
+
+	if (!lines || !by_rank)
+		err = spin_seterr(SPIN_EFAIL, "out of memory");
+	else
+		err = job_load_in(j, hostfile, lines, by_rank);
+	free(lines);
+	free(by_rank);
+	return err;
 }
 
 int spin_job_load(struct spin_job *j, const char *hostfile)

@@ -43,6 +43,7 @@ enum spin_map_id {
 	SPIN_M_XSKS,
 	SPIN_M_WAKER,
 	SPIN_M_AUTH,
+	SPIN_M_MX,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];
@@ -65,6 +66,9 @@ struct spin_rt {
 	size_t me_mlen;
 	uint8_t *hpu;
 	size_t hpu_mlen;
+	struct spin_pt *ptm;		/* spin_pt, mapped on first use (me.c) */
+	size_t ptm_len;
+	uint32_t me_hint[2];		/* where the next free-slot search starts */
 	void *host;
 	size_t host_len;
 

@@ -3,11 +3,13 @@
  * libspin portal table and match entries.
  *
  * spin_me and spin_hpu are mmap-ed (BPF_F_MMAPABLE).  An entry is written
- * in this order: state SETUP, then its fields and handler memory, then the
- * portal table entry (seq, n_me), and last the release store of state
- * ACTIVE, so the runtime never matches a half-written entry.  All table
- * changes are serialized between processes by flock() on the pin
- * directory (spin_lock) and bump spin_cfg.gen.
+ * in this order: state SETUP, then its fields and handler memory, then its
+ * links into the matching structure (the spin_mx FIFO of its exact key, or
+ * its portal's wildcard list; docs/design.md, "Matching") and the portal
+ * table entry's counts, and last the release store of state ACTIVE, so the
+ * runtime never matches a half-written entry.  All table changes are
+ * serialized between processes by flock() on the pin directory
+ * (spin_lock) and bump spin_cfg.gen.
  *
  * spin_pt is mmap-able too: the runtime clears SPIN_PT_ENABLED with
  * compare-and-swap (flow control), so the host changes a portal table
@@ -49,6 +51,15 @@ static int me_check(uint32_t me)
 	return 0;
 }
 
+/* Entries with handler memory are the first SPIN_MAX_HPU. */
+static int hpu_check(uint32_t me)
+{
+	if (me >= SPIN_MAX_HPU)
+		return spin_seterr(SPIN_EUSAGE, "match entry %u has no handler memory (only entries with handlers, 0..%u, have it)",
+				   me, SPIN_MAX_HPU - 1);
+	return 0;
+}
+
 static int pt_read(struct spin_rt *rt, uint32_t pt, struct spin_pt *v)
 {
 	if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_PT], &pt, v))
@@ -77,41 +88,30 @@ static struct spin_pt *pt_map(struct spin_rt *rt, size_t *len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* Set seq and n_me of a portal table entry, leaving its flags alone. */
-static int pt_write_counts(struct spin_rt *rt, uint32_t pt, const struct spin_pt *v)
-{
-	struct spin_pt *m, cur;
-	size_t len;
-	int err;
-
-	m = pt_map(rt, &len);
-	if (!m) {
-		/* fall back to a whole-element write with the current flags */
-		err = pt_read(rt, pt, &cur);
-		if (err)
-			return err;
-		cur.seq = v->seq;
-		cur.n_me = v->n_me;
-		return pt_write(rt, pt, &cur);
-	}
-	__atomic_store_n(&m[pt].seq, v->seq, __ATOMIC_RELEASE);
-	__atomic_store_n(&m[pt].n_me, v->n_me, __ATOMIC_RELEASE);
-	munmap(m, len);
-	return 0;
-}
-
 static uint32_t me_state(struct spin_rt *rt, uint32_t i)
 {
 	return __atomic_load_n(&rt->me[i].state, __ATOMIC_ACQUIRE);
 }
 
-/* First match entry of a portal table entry that is not FREE, or -1. */
+static void me_reap(struct spin_rt *rt, uint32_t idx);
+
+/* First match entry of a portal table entry that is not FREE, or -1;
+ * entries the runtime freed (consumed use-once ones) come off its lists. */
 static int pt_busy(struct spin_rt *rt, uint32_t pt)
 {
-	for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
-		if (me_state(rt, pt * SPIN_MAX_ME_PER_PT + s) != SPIN_ME_FREE)
-			return pt * SPIN_MAX_ME_PER_PT + s;
-	return -1;
+	int busy = -1;
+
+	for (uint32_t i = 0; i < SPIN_MAX_ME; i++) {
+		if (!rt->me[i].link || rt->me[i].pt != pt)
+			continue;
+		if (me_state(rt, i) != SPIN_ME_FREE) {
+			if (busy < 0)
+				busy = i;
+		} else {
+			me_reap(rt, i);
+		}
+	}
+	return busy;
 }
 
 int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index)
@@ -139,8 +139,12 @@ int spin_pt_alloc_flags(struct spin_rt *rt, uint32_t pt_index, uint32_t flags)
 				  pt_index, rt->ifname);
 		goto out;
 	}
+	if (pt.n_me) {
+		err = spin_seterr(SPIN_EFAIL, "portal table entry %u of '%s' still has %u match entries linked",
+				  pt_index, rt->ifname, pt.n_me);
+		goto out;
+	}
 	pt.flags = SPIN_PT_ALLOCATED | SPIN_PT_ENABLED | (flags & SPIN_PT_FLOWCTRL);
-	pt.n_me = 0;	/* seq keeps counting: append order stays monotonic */
 	pt.owner_pid = (flags & SPIN_PT_OWNED) ? (uint32_t)getpid() : 0;
 	/* the owner's identity beyond its pid (spin_owner_alive) */
 	pt.owner_start = (flags & SPIN_PT_OWNED) ? spin_proc_start(0) : 0;
@@ -176,8 +180,10 @@ int spin_pt_free(struct spin_rt *rt, uint32_t pt_index)
 				  pt_index, busy);
 		goto out;
 	}
+	err = pt_read(rt, pt_index, &pt);	/* pt_busy may have changed its counts */
+	if (err)
+		goto out;
 	pt.flags = 0;
-	pt.n_me = 0;
 	pt.owner_pid = 0;
 	pt.owner_start = 0;
 	err = pt_write(rt, pt_index, &pt);
@@ -296,21 +302,26 @@ static int window_alloc(struct range *used, int n, uint64_t size, uint64_t len, 
 	return 0;
 }
 
-static int used_ranges(struct spin_rt *rt, struct range *r)
+/* The window ranges entries use (2 per entry at most), allocated; NULL if
+ * out of memory.  O(SPIN_MAX_ME): only a first-fit placement needs it. */
+static struct range *used_ranges(struct spin_rt *rt, int *n)
 {
-	int n = 0;
+	struct range *r = malloc(sizeof(*r) * (2 * SPIN_MAX_ME + 2));
 
-	for (int i = 0; i < SPIN_MAX_ME; i++) {
+	*n = 0;
+	if (!r)
+		return NULL;
+	for (uint32_t i = 0; i < SPIN_MAX_ME; i++) {
 		const struct spin_me *m = &rt->me[i];
 
 		if (me_state(rt, i) == SPIN_ME_FREE)
 			continue;
 		if (m->host_len && !(m->options & SPIN_ME_XSK))
-			r[n++] = (struct range){ m->host_off, add_sat(m->host_off, m->host_len) };
+			r[(*n)++] = (struct range){ m->host_off, add_sat(m->host_off, m->host_len) };
 		if (m->hhost_len)
-			r[n++] = (struct range){ m->hhost_off, add_sat(m->hhost_off, m->hhost_len) };
+			r[(*n)++] = (struct range){ m->hhost_off, add_sat(m->hhost_off, m->hhost_len) };
 	}
-	return n;
+	return r;
 }
 
 /*
@@ -320,8 +331,10 @@ static int used_ranges(struct spin_rt *rt, struct range *r)
  * wrap, so [*off, *off + len) always lies inside the window.
  */
 static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t len,
-		 uint64_t size, struct range *used, int *n, uint64_t *off)
+		 uint64_t size, struct range **usedp, int *n, uint64_t *off)
 {
+	struct range *used;
+
 	if (len > SPIN_MAX_HOST_BYTES)
 		return spin_seterr(SPIN_EUSAGE, "%s of %llu bytes: length out of range (0..%llu)",
 				   what, (unsigned long long)len,
@@ -331,7 +344,9 @@ static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t
 			*off = 0;
 			return 0;
 		}
-		if (window_alloc(used, *n, size, len, off))
+		if (!*usedp && !(*usedp = used_ranges(rt, n)))
+			return spin_seterr(SPIN_EFAIL, "out of memory");
+		if (window_alloc(*usedp, *n, size, len, off))
 			return spin_seterr(SPIN_ENOSPC,
 					   "no room for %llu bytes of %s in the host window of '%s' "
 					   "(%llu bytes): unlink entries or attach with more pages",
@@ -345,21 +360,207 @@ static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t
 					   rt->ifname, (unsigned long long)size);
 		*off = off_in;
 	}
-	if (len)
+	used = *usedp;
+	if (len && used)
 		used[(*n)++] = (struct range){ *off, *off + len };
 	return 0;
 }
 
 /* -------------------------------------------------------- match entries -- */
 
+/* The kind of an entry's key (enum spin_mx_kind). */
+static uint32_t mx_kind(uint64_t ignore_bits, uint32_t rank, uint32_t pid)
+{
+	if (ignore_bits)
+		return SPIN_MX_WILD;
+	return (rank == SPIN_RANK_ANY ? 2 : 0) | (pid == SPIN_PID_ANY ? 1 : 0);
+}
+
+static struct spin_mx_key mx_key(const struct spin_me *m)
+{
+	struct spin_mx_key k = {
+		.pt_list = m->pt << 1 | m->list,
+		.rank = m->match_rank,
+		.pid = m->match_pid,
+		.bits = m->match_bits,
+	};
+	return k;
+}
+
+/* The portal table, mapped once for in-place updates (NULL: not
+ * mmap-able, see pt_map). */
+static struct spin_pt *pt_shared(struct spin_rt *rt)
+{
+	if (!rt->ptm)
+		rt->ptm = pt_map(rt, &rt->ptm_len);
+	return rt->ptm;
+}
+
+/* Take entry idx (any state) off its list, under the lock: its key's FIFO
+ * in spin_mx or its portal's wildcard list, and its portal's counts.  Its
+ * own links stay as they are (a runtime walking the list may stand on it
+ * and go on from there). */
+static int me_delist(struct spin_rt *rt, uint32_t idx)
+{
+	struct spin_me *m = &rt->me[idx];
+	uint32_t prev = m->prev, next = m->next, l = m->list & 1, kind;
+	struct spin_pt *P = pt_shared(rt);
+	int err = 0;
+
+	if (!m->link)
+		return 0;
+	kind = m->link - 1;
+	if (!P || m->pt >= SPIN_MAX_PT || kind > SPIN_MX_WILD)
+		return spin_seterr(SPIN_EFAIL, "match entry %u: cannot reach its portal table entry", idx);
+	P += m->pt;
+	if (prev < SPIN_MAX_ME)
+		__atomic_store_n(&rt->me[prev].next, next, __ATOMIC_RELEASE);
+	if (next < SPIN_MAX_ME)
+		rt->me[next].prev = prev;
+	if (kind == SPIN_MX_WILD) {
+		if (prev >= SPIN_MAX_ME)
+			__atomic_store_n(&P->wild_head[l], next, __ATOMIC_RELEASE);
+		if (next >= SPIN_MAX_ME)
+			P->wild_tail[l] = prev;
+		__atomic_fetch_sub(&P->n_wild[l], 1, __ATOMIC_RELEASE);
+	} else {
+		struct spin_mx_key k = mx_key(m);
+		struct spin_mx v;
+		int fd = rt->map_fd[SPIN_M_MX];
+
+		if (prev >= SPIN_MAX_ME && next >= SPIN_MAX_ME) {
+			if (bpf_map_delete_elem(fd, &k) && errno != ENOENT)
+				err = -errno;
+		} else if (prev >= SPIN_MAX_ME || next >= SPIN_MAX_ME) {
+			if (bpf_map_lookup_elem(fd, &k, &v)) {
+				err = -errno;
+			} else {
+				if (prev >= SPIN_MAX_ME)
+					v.head = next;
+				if (next >= SPIN_MAX_ME)
+					v.tail = prev;
+				if (bpf_map_update_elem(fd, &k, &v, BPF_EXIST))
+					err = -errno;
+			}
+		}
+		__atomic_fetch_sub(&P->n_exact[l][kind], 1, __ATOMIC_RELEASE);
+	}
+	__atomic_fetch_sub(&P->n_me, 1, __ATOMIC_RELEASE);
+	m->link = 0;
+	/* the next search starts at the lowest slot this process freed: the
+	 * slots below the hint stay in use as far as it knows */
+	if (idx < rt->me_hint[idx < SPIN_MAX_HPU])
+		rt->me_hint[idx < SPIN_MAX_HPU] = idx;
+	if (err)
+		return spin_seterr(SPIN_EFAIL, "match entry %u: cannot update spin_mx: %s", idx,
+				   strerror(-err));
+	return 0;
+}
+
+/* An entry the runtime freed (consumed use-once) comes off its list. */
+static void me_reap(struct spin_rt *rt, uint32_t idx)
+{
+	if (rt->me[idx].link && me_state(rt, idx) == SPIN_ME_FREE)
+		me_delist(rt, idx);
+}
+
+/* Put entry idx (state SETUP, fields written) at the end of its list. */
+static int me_enlist(struct spin_rt *rt, uint32_t idx)
+{
+	struct spin_me *m = &rt->me[idx];
+	uint32_t l = m->list & 1, kind = mx_kind(m->ignore_bits, m->match_rank, m->match_pid);
+	struct spin_pt *P = pt_shared(rt);
+
+	if (!P)
+		return spin_seterr(SPIN_EFAIL, "cannot map the portal table of '%s'", rt->ifname);
+	P += m->pt;
+	m->next = SPIN_ME_NIL;
+	if (kind == SPIN_MX_WILD) {
+		uint32_t t;
+
+		/* entries the runtime consumed first: the walk skips fewer */
+		while ((t = P->wild_head[l]) < SPIN_MAX_ME && rt->me[t].link &&
+		       me_state(rt, t) == SPIN_ME_FREE)
+			me_delist(rt, t);
+		t = P->n_wild[l] ? P->wild_tail[l] : SPIN_ME_NIL;
+		m->prev = t;
+		if (t < SPIN_MAX_ME)
+			__atomic_store_n(&rt->me[t].next, idx, __ATOMIC_RELEASE);
+		else
+			__atomic_store_n(&P->wild_head[l], idx, __ATOMIC_RELEASE);
+		P->wild_tail[l] = idx;
+		__atomic_fetch_add(&P->n_wild[l], 1, __ATOMIC_RELEASE);
+	} else {
+		struct spin_mx_key k = mx_key(m);
+		struct spin_mx v;
+		int fd = rt->map_fd[SPIN_M_MX];
+
+		while (!bpf_map_lookup_elem(fd, &k, &v) && v.head < SPIN_MAX_ME &&
+		       rt->me[v.head].link && me_state(rt, v.head) == SPIN_ME_FREE)
+			if (me_delist(rt, v.head))
+				break;
+		if (bpf_map_lookup_elem(fd, &k, &v)) {
+			m->prev = SPIN_ME_NIL;
+			v.head = v.tail = idx;
+			if (bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST))
+				return spin_seterr(SPIN_ENOSPC, "cannot add a key to spin_mx: %s",
+						   strerror(errno));
+		} else {
+			m->prev = v.tail;
+			v.tail = idx;
+			if (bpf_map_update_elem(fd, &k, &v, BPF_EXIST))
+				return spin_seterr(SPIN_EFAIL, "cannot update spin_mx: %s",
+						   strerror(errno));
+			if (m->prev < SPIN_MAX_ME)
+				__atomic_store_n(&rt->me[m->prev].next, idx, __ATOMIC_RELEASE);
+		}
+		__atomic_fetch_add(&P->n_exact[l][kind], 1, __ATOMIC_RELEASE);
+	}
+	__atomic_fetch_add(&P->n_me, 1, __ATOMIC_RELEASE);
+	m->link = kind + 1;
+	return 0;
+}
+
+/*
+ * A free slot: entries with handlers (or handler memory) below
+ * SPIN_MAX_HPU, where spin_hpu has their memory; the others above it
+ * first.  A slot the runtime freed but that is still linked is taken off
+ * its list first.  The search starts at this process's hint: after the
+ * last slot it took, or the lowest one it freed since (so a slot is
+ * reused soon), and filling the table costs O(1) per entry.
+ */
+static int me_slot(struct spin_rt *rt, bool hpu)
+{
+	uint32_t ranges[2][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { 0, SPIN_MAX_HPU } };
+
+	for (int r = hpu ? 1 : 0; r < 2; r++) {
+		uint32_t lo = ranges[r][0], hi = ranges[r][1], n = hi - lo;
+		uint32_t *hint = &rt->me_hint[r];
+
+		if (*hint < lo || *hint >= hi)
+			*hint = lo;
+		for (uint32_t j = 0, h = *hint; j < n; j++) {
+			uint32_t i = lo + (h - lo + j) % n;
+
+			if (me_state(rt, i) != SPIN_ME_FREE)
+				continue;
+			if (rt->me[i].link && me_delist(rt, i))
+				continue;
+			*hint = i + 1 < hi ? i + 1 : lo;
+			return i;
+		}
+	}
+	return -1;
+}
+
 int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 {
-	struct range used[2 * SPIN_MAX_ME + 2];
+	struct range *used = NULL;
 	uint64_t size, host_off = 0, hhost_off = 0;
 	struct spin_pt pt;
 	struct spin_me *m;
 	uint32_t handler = 0, opts;
-	int err, idx = -1, n;
+	int err, idx = -1, n = 0;
 
 	if (!rt || !s)
 		return spin_seterr(SPIN_EUSAGE, "spin_me_append: no runtime or spec");
@@ -398,38 +599,33 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 				  s->pt_index, rt->ifname, rt->ifname, s->pt_index);
 		goto out;
 	}
-	for (uint32_t sl = 0; sl < SPIN_MAX_ME_PER_PT; sl++) {
-		uint32_t i = s->pt_index * SPIN_MAX_ME_PER_PT + sl;
-
-		if (me_state(rt, i) == SPIN_ME_FREE) {
-			idx = i;
-			break;
-		}
-	}
+	idx = me_slot(rt, handler || s->hpu_init_len);
 	if (idx < 0) {
 		err = spin_seterr(SPIN_ENOSPC,
-				  "portal table entry %u of '%s' has all %d match entries in use: unlink one",
-				  s->pt_index, rt->ifname, SPIN_MAX_ME_PER_PT);
+				  handler || s->hpu_init_len ?
+				  "'%s' has all %d match entries with handler memory in use: unlink one" :
+				  "'%s' has all %d match entries in use: unlink one",
+				  rt->ifname, handler || s->hpu_init_len ? SPIN_MAX_HPU : SPIN_MAX_ME);
 		goto out;
 	}
 
 	size = (uint64_t)rt->cfg->host_pages * SPIN_PAGE;
-	n = used_ranges(rt, used);
 	if (opts & SPIN_ME_XSK)
 		host_off = 0;	/* process memory: nothing in the window */
 	else
-		err = place(rt, "the match entry buffer", s->host_off, s->host_len, size, used,
+		err = place(rt, "the match entry buffer", s->host_off, s->host_len, size, &used,
 			    &n, &host_off);
 	if (!err)
-		err = place(rt, "handler host memory", s->hhost_off, s->hhost_len, size, used, &n,
+		err = place(rt, "handler host memory", s->hhost_off, s->hhost_len, size, &used, &n,
 			    &hhost_off);
+	free(used);
 	if (err)
 		goto out;
 
 	m = &rt->me[idx];
 	__atomic_store_n(&m->state, SPIN_ME_SETUP, __ATOMIC_RELEASE);
 	m->list = s->list;
-	m->seq = pt.seq;
+	m->seq = rt->cfg->me_seq++;	/* all portals: a reused slot never repeats a seq */
 	m->match_bits = s->match_bits;
 	m->ignore_bits = s->ignore_bits;
 	m->match_rank = s->match_rank;
@@ -445,19 +641,22 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->hpu_len = s->hpu_init_len;
 	m->wake_count = 0;
 	m->wake_at = 0;
+	m->pt = s->pt_index;
 	me_counters_reset(rt, idx);
-	memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
-	if (s->hpu_init_len)
-		memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
+	if (idx < SPIN_MAX_HPU) {
+		memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
+		if (s->hpu_init_len)
+			memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
+	}
 
-	pt.seq++;
-	if (pt.n_me < (uint32_t)(idx % SPIN_MAX_ME_PER_PT) + 1)
-		pt.n_me = idx % SPIN_MAX_ME_PER_PT + 1;
-	err = pt_write_counts(rt, s->pt_index, &pt);
+	err = me_enlist(rt, idx);
 	if (err) {
 		__atomic_store_n(&m->state, SPIN_ME_FREE, __ATOMIC_RELEASE);
 		goto out;
 	}
+	pt.seq = m->seq + 1;
+	if (pt_shared(rt))
+		__atomic_store_n(&rt->ptm[s->pt_index].seq, pt.seq, __ATOMIC_RELEASE);
 	/* publish: the last write of the entry */
 	__atomic_store_n(&m->state, SPIN_ME_ACTIVE, __ATOMIC_RELEASE);
 	spin_gen_bump(rt);
@@ -469,8 +668,6 @@ out:
 
 int spin_me_unlink(struct spin_rt *rt, uint32_t me_index)
 {
-	struct spin_pt pt;
-	uint32_t p, top = 0;
 	int err;
 
 	if (!rt)
@@ -478,27 +675,17 @@ int spin_me_unlink(struct spin_rt *rt, uint32_t me_index)
 	if ((err = me_check(me_index)) || (err = spin_lock(rt)))
 		return err;
 	if (me_state(rt, me_index) == SPIN_ME_FREE) {
+		me_reap(rt, me_index);
 		err = spin_seterr(SPIN_ENOENT, "match entry %u of '%s' is not in use", me_index,
 				  rt->ifname);
 		goto out;
 	}
 	/* any state but FREE: also CLAIMED (a consumed use-once entry, e.g.
 	 * an XSK entry the library completed); counters stay readable until
-	 * the slot is reused */
+	 * the slot is reused.  FREE first: the runtime stops taking it. */
 	__atomic_store_n(&rt->me[me_index].state, SPIN_ME_FREE, __ATOMIC_RELEASE);
-	/* lower the portal table entry's high-water mark past free slots */
-	p = me_index / SPIN_MAX_ME_PER_PT;
-	if (!pt_read(rt, p, &pt)) {
-		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
-			if (me_state(rt, p * SPIN_MAX_ME_PER_PT + s) != SPIN_ME_FREE)
-				top = s + 1;
-		if (top < pt.n_me) {
-			pt.n_me = top;
-			pt_write_counts(rt, p, &pt);
-		}
-	}
+	err = me_delist(rt, me_index);
 	spin_gen_bump(rt);
-	err = 0;
 out:
 	spin_unlock(rt);
 	return err;
@@ -573,6 +760,12 @@ int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
 		return err;
 	memcpy(out, &rt->me[me_index], sizeof(*out));
 	out->state = me_state(rt, me_index);
+	if (out->state == SPIN_ME_FREE && !out->owner_pid) {
+		/* a slot never used: no counters to read (listing every slot
+		 * of a large table stays cheap) */
+		out->ct_success = out->ct_failure = out->bytes = 0;
+		return 0;
+	}
 	return me_counters(rt, me_index, out);
 }
 
@@ -582,7 +775,7 @@ int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
 
 	if (!rt || (!buf && len))
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_read: no runtime or buffer");
-	if ((err = me_check(me_index)))
+	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
 		return err;
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
@@ -597,7 +790,7 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 
 	if (!rt || (!buf && len))
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_write: no runtime or buffer");
-	if ((err = me_check(me_index)))
+	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
 		return err;
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",

@@ -232,13 +232,10 @@ static void reclaim_stale(struct ptl_ni *ni)
 		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED) ||
 		    !pt.owner_pid || spin_owner_alive(pt.owner_pid, pt.owner_start))
 			continue;
-		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++) {
-			struct spin_me me;
-			uint32_t i = p * SPIN_MAX_ME_PER_PT + s;
-
-			if (!spin_me_get(ni->rt, i, &me) && me.state != SPIN_ME_FREE)
+		for (uint32_t i = 0; i < SPIN_MAX_ME; i++)
+			if (ni->rt->me[i].pt == p &&
+			    __atomic_load_n(&ni->rt->me[i].state, __ATOMIC_ACQUIRE) != SPIN_ME_FREE)
 				spin_me_unlink(ni->rt, i);
-		}
 		spin_pt_free(ni->rt, p);
 	}
 	n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS);
@@ -297,7 +294,7 @@ static void default_limits(ptl_ni_limits_t *l)
 	l->max_eqs = PTL_N_EQ;
 	l->max_pt_index = PTL_PT_HALF - 1;	/* per NI: the halves of the runtime's */
 	l->max_iovecs = PTL_MAX_IOVECS;
-	l->max_list_size = SPIN_MAX_ME_PER_PT;
+	l->max_list_size = PTL_N_ME;	/* no per-portal or per-list cap */
 	l->max_triggered_ops = PTL_N_TRIG;
 	l->max_msg_size = SPIN_MAX_MSG;
 	l->max_atomic_size = PTL_MAX_ATOMIC;
@@ -769,6 +766,7 @@ int PtlNIStatus(ptl_handle_ni_t nih, ptl_sr_index_t reg, ptl_sr_value_t *status)
 
 int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 {
+	struct { bool valid; uint32_t nid; uint8_t mac[6]; } seen[16] = { 0 };
 	struct ptl_ni *ni;
 	ptl_process_t *m;
 	int rc;
@@ -790,14 +788,23 @@ int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 	memcpy(m, mapping, n * sizeof(*m));
 	for (uint32_t r = 0; r < n; r++) {
 		struct spin_peer_spec ps = { .rank = r, .pid = m[r].phys.pid };
+		uint32_t h = m[r].phys.nid % 16;
+		struct spin_peer got;
 
 		ps.ip.s_addr = htonl(m[r].phys.nid);
-		if (spin_peer_add(ni->rt, &ps)) {
+		/* a job has many ranks per host: a nid's MAC is resolved once
+		 * (a neighbour lookup), not once per rank */
+		if (seen[h].valid && seen[h].nid == m[r].phys.nid)
+			memcpy(ps.mac, seen[h].mac, 6);
+		if (spin_peer_add(ni->rt, &ps) || spin_peer_get(ni->rt, r, &got)) {
 			rc = ptl_seterr(PTL_ARG_INVALID, "PtlSetMap: rank %u: %s", r, spin_errmsg());
 			free(m);
 			ptl_unlock(ni);
 			return rc;
 		}
+		seen[h].valid = true;
+		seen[h].nid = m[r].phys.nid;
+		memcpy(seen[h].mac, got.mac, 6);
 	}
 	free(ni->map);
 	ni->map = m;

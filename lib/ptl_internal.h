@@ -35,7 +35,11 @@ enum ptl_htype {
 #define PTL_N_EQ	64
 #define PTL_N_CT	1024
 #define PTL_N_MD	1024
-#define PTL_N_ME	SPIN_MAX_ME
+/* The library's own entry table: its receive path still scans it
+ * linearly (me_rematch, ptl_target_done), so it stays small; the runtime
+ * takes SPIN_MAX_ME (docs/design.md, "Matching"). */
+#define PTL_N_ME	512
+_Static_assert(PTL_N_ME <= SPIN_MAX_ME, "the runtime holds every library entry");
 #define PTL_N_HANDLER	SPIN_MAX_HANDLERS
 #define PTL_N_HPU	256
 #define PTL_N_TRIG	1024

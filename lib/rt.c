@@ -60,6 +60,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_XSKS]		= "spin_xsks",
 	[SPIN_M_WAKER]		= "spin_waker",
 	[SPIN_M_AUTH]		= "spin_auth",
+	[SPIN_M_MX]		= "spin_mx",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -725,6 +726,8 @@ void spin_close(struct spin_rt *rt)
 		munmap(rt->me, rt->me_mlen);
 	if (rt->hpu)
 		munmap(rt->hpu, rt->hpu_mlen);
+	if (rt->ptm)
+		munmap(rt->ptm, rt->ptm_len);
 	if (rt->host)
 		munmap(rt->host, rt->host_len);
 	for (int i = 0; i < SPIN_M_MAX; i++)

@@ -2952,7 +2952,8 @@ static void c_badargs(void)
 	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
 	/* per NI kind: the halves of the runtime's portal table */
 	CHK_EQ(lim.max_pt_index, SPIN_MAX_PT / 2 - 1, "max_pt_index");
-	CHK_EQ(lim.max_list_size, 32, "max_list_size");
+	/* no per-list cap: a list can take every entry of the NI */
+	CHK_EQ(lim.max_list_size, lim.max_entries, "max_list_size");
 	CHK_EQ(lim.max_msg_size, 1ull << 30, "max_msg_size: 1 GiB (SPIN_MAX_MSG)");
 	CHK_EQ(lim.max_msg_size, SPIN_MAX_MSG, "max_msg_size");
 
@@ -3040,7 +3041,6 @@ static void c_badargs(void)
 
 	/* portal table */
 	RC(PtlPTAlloc(ni, 0, eq, SPIN_MAX_PT / 2, &pt), PTL_ARG_INVALID);
-	RC(PtlPTAlloc(ni, 0, eq, 16, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eq, 1000, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, 0, eqs, 3, &pt), PTL_ARG_INVALID);
 	RC(PtlPTAlloc(ni, PTL_PT_FLOWCTRL, PTL_EQ_NONE, 3, &pt), PTL_PT_EQ_NEEDED);
@@ -3049,7 +3049,7 @@ static void c_badargs(void)
 	CHK_EQ(pt, 3, "PtlPTAlloc index");
 	RC(PtlPTAlloc(ni, 0, eq, 3, &pt), PTL_PT_IN_USE);
 	n = 1;
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < SPIN_MAX_PT + 4; i++) {
 		int rc = PtlPTAlloc(ni, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt);
 
 		if (rc == PTL_PT_FULL)
@@ -3065,16 +3065,13 @@ static void c_badargs(void)
 			RC(PtlPTFree(ni, i), PTL_OK);
 	RC(PtlPTFree(ni, 5), PTL_ARG_INVALID);
 	RC(PtlPTFree(ni, lim.max_pt_index + 1), PTL_ARG_INVALID);
-	RC(PtlPTFree(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, lim.max_pt_index + 1), PTL_ARG_INVALID);
-	RC(PtlPTEnable(ni, 16), PTL_ARG_INVALID);
-	RC(PtlPTDisable(ni, 16), PTL_ARG_INVALID);
 	RC(PtlPTEnable(ni, 5), PTL_ARG_INVALID);
 
 	/* match entries */
 	mspec = me_spec(buf, 64, PTL_ME_OP_PUT, 0, 0);
 	RC(PtlMEAppend(ni, 5, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
-	RC(PtlMEAppend(ni, 16, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	RC(PtlMEAppend(ni, SPIN_MAX_PT, &mspec, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
 	RC(PtlMEAppend(ni, 3, &mspec, 7, NULL, &me), PTL_ARG_INVALID);
 	RC(PtlMEAppend(ni, 3, NULL, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
 	RC(PtlMESearch(ni, 5, &mspec, PTL_SEARCH_ONLY, NULL), PTL_ARG_INVALID);
@@ -3093,16 +3090,18 @@ static void c_badargs(void)
 	RC(PtlMEUnlink(mes), PTL_OK);
 	RC(PtlMEUnlink(mes), PTL_ARG_INVALID);
 	n = 0;
-	for (int i = 0; i < 40; i++) {
+	for (int i = 0; i < (int)lim.max_entries + 8; i++) {
 		int rc = PtlMEAppend(ni, 3, &mspec, PTL_PRIORITY_LIST, NULL, &me);
 
 		if (rc != PTL_OK) {
-			CHK(rc == PTL_LIST_TOO_LONG, "append %d: %s", i, rc_name(rc));
+			/* one list can take the whole table: it fills */
+			CHK(rc == PTL_NO_SPACE || rc == PTL_LIST_TOO_LONG, "append %d: %s", i,
+			    rc_name(rc));
 			break;
 		}
 		n++;
 	}
-	CHK_EQ(n, 32, "MEs appended before PTL_LIST_TOO_LONG");
+	CHK_EQ(n, lim.max_entries, "MEs appended to one list before the table is full");
 
 	/* memory descriptors */
 	mdspec = (ptl_md_t){ NULL, 100, 0, PTL_EQ_NONE, PTL_CT_NONE };
@@ -3135,9 +3134,9 @@ static void c_badargs(void)
 	RC(PtlPut(md, 4097, 0, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
 	RC(PtlPut(md, ~0ull - 4, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
 	RC(PtlGet(md, 0, 4097, p1, 3, 0, 0, NULL), PTL_ARG_INVALID);
-	RC(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, p1, 16, 0, 0, NULL, 0), PTL_ARG_INVALID);
+	RC(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, p1, SPIN_MAX_PT, 0, 0, NULL, 0), PTL_ARG_INVALID);
 	RC(PtlPut(md, 0, 8, 9, p1, 3, 0, 0, NULL, 0), PTL_ARG_INVALID);
-	RC(PtlGet(md, 0, 8, p1, 16, 0, 0, NULL), PTL_ARG_INVALID);
+	RC(PtlGet(md, 0, 8, p1, SPIN_MAX_PT, 0, 0, NULL), PTL_ARG_INVALID);
 	RC(PtlAtomic(md, 0, lim.max_atomic_size + 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_SUM,
 		     PTL_UINT64_T), PTL_ARG_INVALID);
 	RC(PtlAtomic(md, 0, 8, PTL_NO_ACK_REQ, p1, 3, 0, 0, NULL, 0, PTL_OP_LAST, PTL_UINT64_T),
@@ -4786,6 +4785,72 @@ static void c_rel_incast(void)
 	fini_ni();
 }
 
+/* A 65,536-rank map (issue 15): every process sets a map of 65,536 logical
+ * ranks (ranks 0..N-1 the job's processes, the others other pids on the
+ * same hosts), PtlGetMap gives it back, a map one larger is refused, and
+ * rank 0 puts to rank N-1 through it, acknowledged.  (A packet from a rank
+ * that high is the unit test's rank_65535.) */
+#define BIGMAP 65536
+static void c_bigmap(void)
+{
+	ptl_process_t *m = calloc(N, sizeof(*m)), *big = calloc(BIGMAP + 1, sizeof(*big));
+	ptl_process_t *got = calloc(BIGMAP, sizeof(*got));
+	int tgt = N - 1;
+	ptl_size_t n = 0;
+	ptl_event_t ev;
+
+	if (!m || !big || !got)
+		DIE("out of memory");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	RC(PtlGetMap(ni, N, m, &n), PTL_OK);
+	CHK_EQ(n, N, "PtlGetMap: the job's map");
+	for (int r = 0; r <= BIGMAP; r++) {
+		big[r] = m[r % N];
+		if (r >= N)
+			big[r].phys.pid = m[r % N].phys.pid + 1 + r;
+	}
+	RC(PtlSetMap(ni, BIGMAP + 1, big), PTL_ARG_INVALID);
+	RC(PtlSetMap(ni, BIGMAP, big), PTL_OK);
+	RC(PtlGetMap(ni, BIGMAP, got, &n), PTL_OK);
+	CHK_EQ(n, BIGMAP, "PtlGetMap: size");
+	CHK(!memcmp(got, big, BIGMAP * sizeof(*got)), "PtlGetMap gives the map back");
+	if (R == tgt) {
+		ptl_handle_eq_t eq = eq_new(16);
+		uint8_t *b = kbuf(K_MAL, 64);
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, b, 64, PTL_ME_OP_PUT, 0xb16, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, NULL);
+		barrier("bm.ready");
+		if (want_ev(eq, &ev, T_EV_MS, "put through the big map"))
+			CHKEV("put through the big map", &ev, .m = TGT_M, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc(0), .pt = PT_DATA, .mb = 0xb16, .rlen = 8, .mlen = 8,
+			      .start = b, .list = PTL_PRIORITY_LIST);
+		barrier("bm.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(16);
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, eq, PTL_CT_NONE);
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+
+		barrier("bm.ready");
+		RC(PtlPut(md, 0, 8, PTL_ACK_REQ, rank_proc(tgt), PT_DATA, 0xb16, 0, NULL, 0), PTL_OK);
+		if (collect(eq, T_EV_MS, 2, want, evs, "put through the big map"))
+			CHKEV("put through the big map", &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK,
+			      .mlen = 8, .list = PTL_PRIORITY_LIST);
+		barrier("bm.done");
+		RC(PtlMDRelease(md), PTL_OK);
+	} else {
+		barrier("bm.ready");
+		barrier("bm.done");
+	}
+	fini_ni();
+	free(m);
+	free(big);
+	free(got);
+}
+
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -4796,6 +4861,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
+	{ "bigmap", c_bigmap },
 };
 
 int main(int argc, char **argv)

@@ -257,6 +257,7 @@ run_case eventopts eventopts 2 2
 # senders back instead (test_rel.sh pause_*)
 run_case eqdrop eqdrop 2 2 spin SPIN_PTL_RELIABLE=0
 run_case badargs badargs 2 2
+run_case bigmap bigmap 2 2
 # rank 2 is in the map and has an address, but no runtime and no process
 nsx "$(ptl_ns "$TAG" 2)" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1
 run_case unknown unknown 2 3 spin SPIN_PTL_TIMEOUT_MS=1000

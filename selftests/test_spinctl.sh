@@ -265,9 +265,9 @@ t_bad_ranges() {
 	bad 2 "key: .* $R \(1\.\.4294967295\)" attach veth2 key 0
 	bad 2 "key: .* $R" attach veth2 key 0x100000000
 	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 2147483648
-	bad 2 "INDEX: .* $R \(0\.\.15\)" pt alloc veth0 16
+	bad 2 "INDEX: .* $R \(0\.\.63\)" pt alloc veth0 64
 	bad 2 "INDEX: .* $R" pt alloc veth0 4294967296
-	bad 2 "pt: .* $R" me append veth0 pt 16
+	bad 2 "pt: .* $R" me append veth0 pt 64
 	bad 2 "len: .* $R" me append veth0 pt 0 len 0xffffffffffffffff
 	bad 2 "len: .* $R" me append veth0 pt 0 len 18446744073709551615
 	bad 2 "len: .* $R" me append veth0 pt 0 len 0xfffffffffffff001
@@ -280,13 +280,13 @@ t_bad_ranges() {
 	bad 2 "bits: .* $R" me append veth0 pt 0 bits 18446744073709551616
 	bad 2 "rank: .* $R" me append veth0 pt 0 rank 4294967295
 	bad 10 "no room" me append veth0 pt 0 len 4g
-	bad 2 "INDEX: .* $R \(0\.\.511\)" me show veth0 512
+	bad 2 "INDEX: .* $R \(0\.\.131071\)" me show veth0 131072
 	bad 2 "state-bytes: .* $R" me show veth0 0 state-bytes 4097
 	bad 2 "INDEX: .* $R" me unlink veth0 99999999999
-	bad 2 "RANK: .* $R \(0\.\.255\)" peer add veth0 256 10.77.40.2
+	bad 2 "RANK: .* $R \(0\.\.65535\)" peer add veth0 65536 10.77.40.2
 	bad 2 "port: .* $R" peer add veth0 2 10.77.40.2 port 65536
 	bad 2 "pid: .* $R" peer add veth0 2 10.77.40.2 pid 4294967296
-	bad 2 "RANK: .* $R" peer del veth0 256
+	bad 2 "RANK: .* $R" peer del veth0 65536
 	bad 2 "timeout-ms: .* $R" events veth0 timeout-ms 18446744073709551615
 	bad 2 "count: .* $R" events veth0 count 18446744073709551616
 	bad 2 "timeout-ms: .* $R" recv timeout-ms 18446744073709551615

@@ -253,10 +253,10 @@ static void msgs_clear(void)
 	 * would make a test's message a duplicate */
 	fd = pinned_map("spin_dedup");
 	if (fd >= 0) {
-		static struct spin_dedup z;
+		uint32_t r;
 
-		for (uint32_t r = 0; r < SPIN_MAX_PEERS; r++)
-			bpf_map_update_elem(fd, &r, &z, 0);
+		for (int i = 0; i < 4 * SPIN_DEDUP_SOURCES && !bpf_map_get_next_key(fd, NULL, &r); i++)
+			bpf_map_delete_elem(fd, &r);
 		close(fd);
 	}
 }
@@ -4558,6 +4558,344 @@ static void verifier_rejection(void)
 	}
 }
 
+/*
+ * 100,000 match entries (issue 15): appended in random order over four
+ * portals and both lists, exact and with overlapping ignore bits, with
+ * given and wildcard sources, some use-once, some get-only, some
+ * no-truncate; many puts matched through the runtime, entries unlinked
+ * and appended again; every match (the entry its PUT event names, or
+ * none) checked against a reference model in plain C that walks each
+ * portal's entries in Portals order (priority list, then overflow list,
+ * each in append order).
+ */
+#define BIG_N		100000
+#define BIG_MORE	10000
+#define BIG_PTS		4
+
+struct big_me {
+	int idx;		/* runtime index (-1: append failed) */
+	int live;		/* not unlinked, not consumed */
+	uint32_t pt, list, rank, pid, opts;
+	uint64_t bits, ign, len;
+};
+static struct big_me *big;
+static int big_n;
+
+static uint64_t big_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t big_rand(void)
+{
+	big_rng ^= big_rng << 13;
+	big_rng ^= big_rng >> 7;
+	big_rng ^= big_rng << 17;
+	return big_rng;
+}
+
+/* The reference: the first live entry of the portal that takes a put of
+ * len bytes with these bits from (rank, pid), or -1 (index into big). */
+static int big_model(uint32_t pt, uint64_t bits, uint32_t rank, uint32_t pid, uint32_t len)
+{
+	/* big[] is in append order: the first entry that takes it wins */
+	for (uint32_t l = 0; l < 2; l++) {
+		for (int i = 0; i < big_n; i++) {
+			const struct big_me *m = &big[i];
+
+			if (!m->live || m->pt != pt || m->list != l)
+				continue;
+			if (!(m->opts & SPIN_ME_OP_PUT))
+				continue;
+			if ((m->bits ^ bits) & ~m->ign)
+				continue;
+			if (m->rank != SPIN_RANK_ANY && m->rank != rank)
+				continue;
+			if (m->pid != SPIN_PID_ANY && m->pid != pid)
+				continue;
+			if ((m->opts & SPIN_ME_NO_TRUNCATE) && len > m->len)
+				continue;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int big_append(struct big_me *m)
+{
+	static const uint64_t ign[] = { 0x1, 0x3, 0x6, 0xf, 0x30, 0x3c, 0x3f, 0xff00 };
+	static const uint64_t lens[] = { 0, 16, 64 };
+	struct spin_me_spec s;
+	uint64_t r = big_rand();
+
+	m->pt = r % BIG_PTS;
+	m->list = (r >> 4) % 10 < 7 ? SPIN_LIST_PRIORITY : SPIN_LIST_OVERFLOW;
+	m->bits = (r >> 8) % 64;
+	/* 1 in 50 with ignore bits (overlapping masks), the others exact */
+	m->ign = (r >> 16) % 50 == 0 ? ign[(r >> 24) % 8] : 0;
+	/* sources: given, or a wildcard rank, pid or both */
+	m->rank = (r >> 28) % 4 == 0 ? SPIN_RANK_ANY : (uint32_t)((r >> 32) % 4);
+	m->pid = (r >> 34) % 4 == 0 ? SPIN_PID_ANY : 3 + (uint32_t)((r >> 36) % 4);
+	m->opts = (r >> 40) % 10 == 0 ? SPIN_ME_OP_GET : SPIN_ME_OP_PUT;
+	if ((r >> 44) % 3 == 0)
+		m->opts |= SPIN_ME_USE_ONCE;
+	m->len = lens[(r >> 48) % 3];
+	if ((r >> 52) % 4 == 0)
+		m->opts |= SPIN_ME_NO_TRUNCATE;
+	s = spec(m->pt, m->bits, m->len);
+	s.list = m->list;
+	s.ignore_bits = m->ign;
+	s.match_rank = m->rank;
+	s.match_pid = m->pid;
+	s.options = m->opts;
+	s.host_off = 0;		/* windows may overlap: nothing here reads them */
+	m->idx = spin_me_append(rt, &s);
+	m->live = m->idx >= 0;
+	if (m->idx < 0)
+		T_MSG("append %d: %s", big_n, spin_errmsg());
+	return m->idx;
+}
+
+struct big_ev {
+	int n_put, me;
+};
+static int big_ev_cb(void *ctx, const struct spin_event *ev)
+{
+	struct big_ev *b = ctx;
+
+	if (ev->kind == SPIN_EV_PUT) {
+		b->n_put++;
+		b->me = ev->me;
+	}
+	return 0;
+}
+
+/* n puts with random bits, portals and sources; returns the mismatches */
+static int big_frames(int n, int *matched)
+{
+	static uint8_t msg[64];
+	int bad = 0;
+
+	for (int f = 0; f < n; f++) {
+		uint64_t r = big_rand();
+		uint32_t pt = r % BIG_PTS, rank = (r >> 4) % 4, pid = 3 + (r >> 8) % 4;
+		uint32_t len = 1 + (r >> 12) % 32;
+		uint64_t bits = (r >> 20) % 10 ? (r >> 24) % 64 : big_rand();
+		struct spin_msg_args a = margs(rank, next_id++, bits);
+		struct big_ev ev = { 0, -1 };
+		struct fr fr;
+		int want = big_model(pt, bits, rank, pid, len);
+
+		a.pt_index = pt;
+		a.src_pid = pid;
+		mkpkt(&fr, &a, len, 0, len, msg);
+		run(&fr, NULL);
+		spin_events_poll(rt, big_ev_cb, &ev, 0);
+		if (ev.n_put > 1 || (want < 0 ? ev.n_put != 0 : ev.me != big[want].idx)) {
+			if (bad++ < 5)
+				T_MSG("put %d (pt %u bits %#llx rank %u pid %u len %u): model entry %d, runtime %d (%d events)",
+				      f, pt, (unsigned long long)bits, rank, pid, len,
+				      want < 0 ? -1 : big[want].idx, ev.n_put ? ev.me : -1, ev.n_put);
+		}
+		if (want >= 0) {
+			(*matched)++;
+			if (big[want].opts & SPIN_ME_USE_ONCE)
+				big[want].live = 0;	/* consumed: the runtime freed it */
+		}
+	}
+	return bad;
+}
+
+static void match_100k(void)
+{
+	uint64_t t0;
+	int matched = 0, bad = 0, unlinked = 0;
+
+	reset();
+	big = calloc(BIG_N + BIG_MORE, sizeof(*big));
+	if (!ASSERT_TRUE(big != NULL, "memory"))
+		return;
+	for (uint32_t p = 2; p < BIG_PTS; p++)
+		spin_pt_alloc(rt, p);
+	T_MSG("seed %#llx", (unsigned long long)big_rng);
+	t0 = t_now_ns();
+	for (big_n = 0; big_n < BIG_N; big_n++)
+		if (big_append(&big[big_n]) < 0)
+			goto out;
+	T_MSG("%d entries appended in %.1f s", big_n, (t_now_ns() - t0) / 1e9);
+	t0 = t_now_ns();
+	bad += big_frames(20000, &matched);
+	/* unlink a third of the live entries, append more (slots are reused,
+	 * entries the runtime consumed come off their lists) */
+	for (int i = 0; i < big_n; i++) {
+		if (!big[i].live || big_rand() % 3)
+			continue;
+		if (!ASSERT_OK(spin_me_unlink(rt, big[i].idx), "unlink"))
+			goto out;
+		big[i].live = 0;
+		unlinked++;
+	}
+	bad += big_frames(10000, &matched);
+	for (; big_n < BIG_N + BIG_MORE; big_n++)
+		if (big_append(&big[big_n]) < 0)
+			goto out;
+	bad += big_frames(20000, &matched);
+	T_MSG("50000 puts (%d matched) in %.1f s, %d unlinked; %d mismatches", matched,
+	      (t_now_ns() - t0) / 1e9, unlinked, bad);
+	ASSERT_EQ(bad, 0, "matches the model disagrees with");
+	ASSERT_TRUE(matched > 10000 && matched < 50000, "both matches and misses");
+out:
+	/* every slot this test used (also those the model thinks consumed
+	 * or unlinked, if the runtime disagreed: ENOENT then) */
+	for (int i = 0; i < big_n; i++)
+		if (big[i].idx >= 0)
+			spin_me_unlink(rt, big[i].idx);
+	for (uint32_t p = 2; p < BIG_PTS; p++)
+		if (spin_pt_free(rt, p) < 0)
+			T_MSG("pt free %u: %s", p, spin_errmsg());
+	free(big);
+	big = NULL;
+	reset();
+}
+
+/* A put from rank 65535 (issue 15: 65,536 ranks): the peer table has the
+ * rank, the runtime takes the packet (its source check and its duplicate
+ * window), and matches an entry naming that rank; a rank beyond the
+ * table is refused by the library. */
+static void rank_65535(void)
+{
+	struct spin_peer_spec p = { .rank = SPIN_MAX_PEERS - 1, .pid = 3, .port = 7000 };
+	struct spin_me_spec s = spec(0, 0x65535, 64);
+	struct spin_msg_args a = margs(SPIN_MAX_PEERS - 1, 0, 0x65535);
+	uint8_t msg[16];
+	struct spin_me me;
+	struct evs v;
+	struct fr f;
+	int idx;
+
+	reset();
+	ASSERT_TRUE(SPIN_MAX_PEERS >= 65536, "at least 65,536 ranks");
+	inet_pton(AF_INET, "10.77.9.2", &p.ip);
+	memcpy(p.mac, PEER_MAC, 6);
+	if (!ASSERT_OK(spin_peer_add(rt, &p), "peer 65535"))
+		return;
+	p.rank = SPIN_MAX_PEERS;
+	ASSERT_TRUE(spin_peer_add(rt, &p) < 0, "a rank beyond the table refused");
+	s.match_rank = SPIN_MAX_PEERS - 1;
+	s.match_pid = 3;
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	spin_me_get(rt, idx, &me);
+	fill(msg, sizeof(msg), 65);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "deposited");
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "its bytes in the entry");
+	v = events();
+	ASSERT_EQ(v.n, 1, "one event");
+	if (v.n == 1) {
+		ASSERT_EQ(v.e[0].kind, SPIN_EV_PUT, "a put");
+		ASSERT_EQ(v.e[0].src_rank, SPIN_MAX_PEERS - 1, "from rank 65535");
+		ASSERT_EQ(v.e[0].me, idx, "on its entry");
+	}
+	/* the same message again: a duplicate of that source */
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), 1, "its duplicate window works");
+out:
+	spin_peer_del(rt, SPIN_MAX_PEERS - 1);
+	reset();
+}
+
+/* 65,536 multi-packet messages in flight (issue 15): the first packets of
+ * SPIN_MAX_MSGS two-packet messages from two sources (each within its
+ * share) all create message state; one more, from a third source, finds
+ * the table full and is nacked "not now". */
+static void msgs_65536(void)
+{
+	struct spin_me_spec s = spec(0, 0x66, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x66);
+	static uint8_t msg[2 * SPIN_MAX_SEG];
+	uint64_t admitted = 0;
+	uint32_t src;
+	struct fr f, o;
+
+	reset();
+	ASSERT_TRUE(SPIN_MAX_MSGS >= 65536, "at least 65,536 messages in flight");
+	if (me_add(&s) < 0 || !ASSERT_OK(base_peers(0, 8), "peers"))
+		goto out;
+	a.seg_size = SPIN_MAX_SEG;
+	/* one source after another, each until its share (SPIN_MAX_MSGS /
+	 * (n + 1), n the sources holding some) or the table runs out: the
+	 * first takes half, the second a third, the third the rest */
+	for (src = 0; src < 8 && !drops(SPIN_DROP_MSG_TABLE_FULL); src++) {
+		uint64_t q = drops(SPIN_DROP_SRC_QUOTA);
+
+		a.src_rank = src;
+		for (uint32_t i = 0; i <= SPIN_MAX_MSGS; i++) {
+			a.msg_id = next_id++;
+			mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+			run(&f, NULL);
+			if (drops(SPIN_DROP_SRC_QUOTA) != q || drops(SPIN_DROP_MSG_TABLE_FULL))
+				break;
+			admitted++;
+		}
+	}
+	ASSERT_EQ(admitted, SPIN_MAX_MSGS, "messages admitted before the table was full");
+	ASSERT_EQ(msg_table_entries(), SPIN_MAX_MSGS, "messages in flight");
+	ASSERT_EQ(src, 3, "sources it took (a half, a third, the rest)");
+	a.src_rank = 7;
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "one more from another source: nacked");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_MSG_TABLE_FULL), 2, "msg_table_full (the filler's and this)");
+out:
+	reset();
+	events();
+}
+
+/* Duplicate windows for SPIN_DEDUP_SOURCES sources at once: one put from
+ * each of that many ranks is taken; a put from one more source is
+ * refused (src_table_full) and nacked "not now"; an earlier source is
+ * still served. */
+static void dedup_sources(void)
+{
+	struct spin_me_spec s = spec(0, 0x67, 64);
+	struct spin_msg_args a = margs(0, 0, 0x67);
+	uint8_t msg[8] = { 7 };
+	struct fr f, o;
+	int taken = 0;
+
+	reset();
+	s.options |= SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE;
+	if (me_add(&s) < 0 || !ASSERT_OK(base_peers(4, SPIN_DEDUP_SOURCES + 1), "peers"))
+		goto out;
+	for (uint32_t r = 0; r < SPIN_DEDUP_SOURCES; r++) {
+		a.src_rank = r;
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		run(&f, NULL);
+	}
+	taken = (int)stats().msgs_completed;
+	ASSERT_EQ(taken, SPIN_DEDUP_SOURCES, "one put from each source taken");
+	a.src_rank = SPIN_DEDUP_SOURCES;
+	a.msg_id = next_id++;
+	a.flags = SPIN_F_ACK_REQ;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(run(&f, &o), XDP_TX, "a source beyond them: nacked");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_SRC_TABLE_FULL), 1, "src_table_full");
+	a.src_rank = 7;
+	a.flags = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	run(&f, NULL);
+	ASSERT_EQ(stats().msgs_completed, SPIN_DEDUP_SOURCES + 1, "a known source still served");
+out:
+	for (uint32_t r = 4; r <= SPIN_DEDUP_SOURCES; r++)
+		spin_peer_del(rt, r);
+	reset();
+	events();
+}
+
 int main(int argc, char **argv)
 {
 	char exe[300], *p;
@@ -4627,5 +4965,9 @@ int main(int argc, char **argv)
 	RUN_TEST(xsk_auth);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
+	RUN_TEST(match_100k);
+	RUN_TEST(rank_65535);
+	RUN_TEST(msgs_65536);
+	RUN_TEST(dedup_sources);
 	return t_summary();
 }

@@ -532,9 +532,9 @@ t_job_errors() {
 	expect_rc 2 C "$SPINCTL" job "$LOG/badip.hosts"
 	grep -q "^spinctl: $LOG/badip.hosts:1: bad IPv4 address '10.77.1.1.1'" "$LOG/out"
 	# ranks the runtime cannot address, ranks outside the job, unknown keys
-	printf '10.77.1.1\nrank=256 ip=10.77.1.2\n' >"$LOG/big.hosts"
+	printf '10.77.1.1\nrank=65536 ip=10.77.1.2\n' >"$LOG/big.hosts"
 	expect_rc 2 C "$SPINCTL" job "$LOG/big.hosts"
-	grep -q "^spinctl: $LOG/big.hosts:2: rank 256 out of range (0..255)$" "$LOG/out"
+	grep -q "^spinctl: $LOG/big.hosts:2: rank 65536 out of range (0..65535)$" "$LOG/out"
 	printf '10.77.1.1\nrank=2 ip=10.77.1.2\n' >"$LOG/gap.hosts"
 	expect_rc 2 C "$SPINCTL" job "$LOG/gap.hosts"
 	grep -q "^spinctl: $LOG/gap.hosts:2: rank 2 is outside the job" "$LOG/out"

@@ -841,18 +841,19 @@ static int pt_list(int argc, char **argv)
 	else
 		printf("%-4s %-10s %-8s %-8s %6s %8s %8s %8s\n", "PT", "STATE", "ENABLED", "FLOWCTRL",
 		       "N_ME", "ACTIVE", "SEQ", "OWNER");
+	static int actives[SPIN_MAX_PT];
+
+	for (uint32_t k = 0; k < SPIN_MAX_ME; k++)
+		if (!spin_me_get(rt, k, &me) && me.state != SPIN_ME_FREE && me.pt < SPIN_MAX_PT)
+			actives[me.pt]++;
 	for (uint32_t i = 0; i < SPIN_MAX_PT; i++) {
 		struct spin_pt pt = {};
-		int active = 0;
+		int active = actives[i];
 
 		if (spin_pt_get(rt, i, &pt))
 			continue;
 		if (!(pt.flags & SPIN_PT_ALLOCATED) && !verbose)
 			continue;
-		for (uint32_t s = 0; s < SPIN_MAX_ME_PER_PT; s++)
-			if (!spin_me_get(rt, i * SPIN_MAX_ME_PER_PT + s, &me) &&
-			    me.state != SPIN_ME_FREE)
-				active++;
 		shown++;
 		if (json) {
 			jobj(NULL);
@@ -939,7 +940,7 @@ static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
 	char ob[128];
 
 	ju64("me", idx);
-	ju64("pt", idx / SPIN_MAX_ME_PER_PT);
+	ju64("pt", m->pt);
 	jstr("list", list_name(m->list));
 	jstr("state", state_name(m->state));
 	ju64("seq", m->seq);
@@ -1159,7 +1160,7 @@ static int me_list(int argc, char **argv)
 			 (uint64_t)m.ignore_bits);
 		snprintf(win, sizeof(win), "%" PRIu64 "+%" PRIu64, (uint64_t)m.host_off,
 			 (uint64_t)m.host_len);
-		printf("%-4u %-3u %-8s %-7s %-37s ", i, i / SPIN_MAX_ME_PER_PT, list_name(m.list),
+		printf("%-4u %-3u %-8s %-7s %-37s ", i, m.pt, list_name(m.list),
 		       state_name(m.state), mb);
 		if (m.match_rank == SPIN_RANK_ANY)
 			printf("%-6s ", "any");
@@ -1228,7 +1229,10 @@ static int me_show(int argc, char **argv)
 	}
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
-	if ((err = spin_me_get(rt, idx, &m)) || (err = spin_hpu_read(rt, idx, hpu, sizeof(hpu)))) {
+	/* only the first SPIN_MAX_HPU entries (those with handlers) have
+	 * handler memory */
+	if ((err = spin_me_get(rt, idx, &m)) ||
+	    (idx < SPIN_MAX_HPU && (err = spin_hpu_read(rt, idx, hpu, sizeof(hpu))))) {
 		spin_close(rt);
 		return fail(err);
 	}
@@ -1240,6 +1244,8 @@ static int me_show(int argc, char **argv)
 		n = nbytes;
 	if (n > SPIN_HPU_SIZE)
 		n = SPIN_HPU_SIZE;
+	if (idx >= SPIN_MAX_HPU)
+		n = 0;
 	if (json) {
 		jobj(NULL);
 		json_me(idx, &m, me_handler(&m, names, hb));
@@ -1248,7 +1254,7 @@ static int me_show(int argc, char **argv)
 		return 0;
 	}
 	options_str(m.options, ob, sizeof(ob));
-	printf("me %u: pt %u  list %s  state %s  seq %llu\n", idx, idx / SPIN_MAX_ME_PER_PT,
+	printf("me %u: pt %u  list %s  state %s  seq %llu\n", idx, m.pt,
 	       list_name(m.list), state_name(m.state), (unsigned long long)m.seq);
 	printf("\tmatch bits %#llx  ignore %#llx  rank ", (unsigned long long)m.match_bits,
 	       (unsigned long long)m.ignore_bits);

@@ -56,11 +56,24 @@ struct {
 	__type(value, struct spin_me_ct);
 } spin_me_ct SEC(".maps");
 
-/* Handler (HPU) memory: one SPIN_HPU_SIZE block per match entry. */
+/* Exact match entries by (portal, list, match bits, source): the FIFO of
+ * entries with that key (wire.h, struct spin_mx).  Elements are allocated
+ * as keys appear (no preallocation): memory follows the distinct keys in
+ * use.  Written by the host only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_MAX_ME);
+	__type(key, struct spin_mx_key);
+	__type(value, struct spin_mx);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} spin_mx SEC(".maps");
+
+/* Handler (HPU) memory: one SPIN_HPU_SIZE block per match entry slot
+ * below SPIN_MAX_HPU, where entries with handlers are placed. */
 struct spin_hpu_mem { __u8 b[SPIN_HPU_SIZE]; };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SPIN_MAX_ME);
+	__uint(max_entries, SPIN_MAX_HPU);
 	__type(key, __u32);
 	__type(value, struct spin_hpu_mem);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -84,19 +97,25 @@ struct {
 	__type(value, struct spin_peer);
 } spin_peers SEC(".maps");
 
-/* Recently seen message ids per source rank (duplicate detection). */
+/* Recently seen message ids per source rank (duplicate detection): a
+ * window for each source that sent lately (wire.h, SPIN_DEDUP_SOURCES),
+ * made by its first packet, freed by the sweeper when idle. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SPIN_MAX_PEERS);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_DEDUP_SOURCES);
 	__type(key, __u32);
 	__type(value, struct spin_dedup);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_dedup SEC(".maps");
 
+/* Multi-packet messages in flight: elements allocated per message (memory
+ * follows the messages in flight, up to SPIN_MAX_MSGS). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SPIN_MAX_MSGS);
 	__type(key, struct spin_msg_key);
 	__type(value, struct spin_msg);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_msgs SEC(".maps");
 
 /* Packet bitmap chunks of messages beyond their first 4096 packets (wire.h,

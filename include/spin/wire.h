@@ -250,14 +250,26 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 
 /* ------------------------------------------------------------ limits -- */
 
-#define SPIN_MAX_PT		16	/* portal table entries */
-#define SPIN_MAX_ME_PER_PT	32	/* match entries per portal table entry */
-#define SPIN_MAX_ME		(SPIN_MAX_PT * SPIN_MAX_ME_PER_PT)
+#define SPIN_MAX_PT		64	/* portal table entries */
+/* Match entries of an interface, on any portal and list (no per-portal
+ * cap): spin_me slots, matched through spin_mx and the portals' wildcard
+ * lists (docs/design.md, "Matching").  Slots below SPIN_MAX_HPU have
+ * handler memory (spin_hpu); entries with handlers are placed there. */
+#define SPIN_MAX_ME		(1 << 17)	/* 131,072 */
+#define SPIN_MAX_HPU		4096	/* entries with handler memory (16 MiB) */
+#define SPIN_ME_NIL		0xffffffffu	/* no entry (end of a list) */
 #define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
-#define SPIN_MAX_PEERS		256	/* logical ranks */
+#define SPIN_MAX_PEERS		65536	/* logical ranks (spin_peers, spin_src: arrays) */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
+/* Sources with a duplicate window at once (spin_dedup, a hash that holds
+ * windows only for sources that sent lately: 20 KiB each).  A window unused
+ * for SPIN_DEDUP_IDLE_NS is freed by the sweeper; while all are in use, a
+ * new source's packets are refused (src_table_full, nacked "not now"). */
+#define SPIN_DEDUP_SOURCES	4096
+#define SPIN_DEDUP_IDLE_NS	(60ull * 1000 * 1000 * 1000)
 #define SPIN_DEDUP_STALE	(8 * SPIN_DEDUP_SLOTS)	/* older copies: duplicates */
-#define SPIN_MAX_MSGS		4096	/* multi-packet messages in flight */
+#define SPIN_MAX_MSGS		65536	/* multi-packet messages in flight (spin_msgs
+					 * elements are allocated per message) */
 #define SPIN_SRC_MSG_QUOTA	(SPIN_MAX_MSGS / 2)	/* ... of them from one source rank
 					 * when it is the only one holding any;
 					 * with n sources holding some, each may
@@ -345,7 +357,8 @@ enum spin_hslot {
 	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
 	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's") \
 	X(GET_CAP,	"get_cap",	"a get for more than the runtime answers one request with (get_max): refused") \
-	X(XSK_FULL,	"xsk_full",	"the AF_XDP socket's receive ring has no room (receive credits): refused, reliable ones with \"not now\"")
+	X(XSK_FULL,	"xsk_full",	"the AF_XDP socket's receive ring has no room (receive credits): refused, reliable ones with \"not now\"") \
+	X(SRC_TABLE_FULL, "src_table_full", "no duplicate window for a new source: SPIN_DEDUP_SOURCES in use")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -443,6 +456,10 @@ struct spin_cfg {
 	__u32	xsk_room;
 	__u64	xsk_sent;
 	__u64	xsk_taken;
+	__u64	me_seq;		/* next match entry sequence number, all portals
+				 * (host, under its lock): append order within
+				 * a list, and an entry's incarnation (spin_msg
+				 * .me_seq: a reused slot never repeats it) */
 };
 
 /* The job's auth key (spin_auth, one element; not mmap-able, not in
@@ -460,16 +477,52 @@ struct spin_auth {
 #define SPIN_PT_FLOWCTRL	0x4	/* no match: disable (PTL_PT_FLOWCTRL) */
 struct spin_pt {
 	__u32	flags;
-	__u32	n_me;		/* slots in use so far (high-water mark) */
-	__u64	seq;		/* next append sequence number */
+	__u32	n_me;		/* entries on it, both lists, any state but FREE */
+	__u64	seq;		/* sequence number of its latest append + 1 */
 	__u32	owner_pid;	/* OS pid of the process that owns it (SPIN_PT_OWNED),
 				 * 0: none (spinctl; it stays until freed) */
 	__u32	owner_start;	/* the owner's start time (low 32 bits of
 				 * /proc/PID/stat field 22, clock ticks since
 				 * boot), 0: unknown; see spin_owner_alive() */
+	/* Matching (docs/design.md, "Matching"), kept by the host under its
+	 * lock, read by the runtime: per list (enum spin_me_list), how many
+	 * exact entries of each source kind (enum spin_mx_kind) are in
+	 * spin_mx, and the wildcard entries' list in append order. */
+	__u32	n_exact[2][4];
+	__u32	n_wild[2];
+	__u32	wild_head[2];	/* first wildcard entry, SPIN_ME_NIL: none */
+	__u32	wild_tail[2];	/* last one */
 };
 
-/* Match entry (spin_me, index pt * SPIN_MAX_ME_PER_PT + slot). */
+/*
+ * Exact match entries (ignore_bits 0) are found by hash: spin_mx maps
+ * (portal, list, match_bits, source) to the FIFO of entries with that key
+ * (head and tail; spin_me.next/prev link them in append order).  The
+ * source part of the key says which of rank and pid the entry names; the
+ * other is SPIN_RANK_ANY / SPIN_PID_ANY, so a message looks up at most
+ * the four kinds below (only those the portal has entries of).  Entries
+ * with ignore bits are on the portal's wildcard list (spin_pt.wild_*).
+ */
+enum spin_mx_kind {
+	SPIN_MX_RANK_PID = 0,	/* rank and pid given */
+	SPIN_MX_RANK = 1,	/* rank given, any pid */
+	SPIN_MX_PID = 2,	/* any rank, pid given */
+	SPIN_MX_ANY = 3,	/* any source */
+	SPIN_MX_WILD = 4,	/* ignore bits: on the wildcard list, not hashed */
+};
+struct spin_mx_key {
+	__u32	pt_list;	/* pt_index << 1 | list */
+	__u32	rank;		/* a rank, or SPIN_RANK_ANY */
+	__u32	pid;		/* a pid, or SPIN_PID_ANY */
+	__u32	pad;		/* 0 */
+	__u64	bits;		/* match_bits */
+};
+struct spin_mx {
+	__u32	head;		/* first entry (oldest), in spin_me */
+	__u32	tail;		/* last entry */
+};
+
+/* Match entry (spin_me, any free slot; see SPIN_MAX_HPU). */
 enum spin_me_state {
 	SPIN_ME_FREE	= 0,
 	SPIN_ME_ACTIVE	= 1,
@@ -529,6 +582,16 @@ struct spin_me {
 	 * wakes (the default).  Failures always wake. */
 	__u64	wake_count;
 	__u64	wake_at;
+	/* matching structure (host-written, under its lock) */
+	__u32	pt;		/* portal table index */
+	__u32	link;		/* 1 + enum spin_mx_kind while on a list, 0: not.
+				 * The runtime frees a consumed use-once entry
+				 * (state FREE) without unlinking it: the host
+				 * takes it off its list before reusing the slot */
+	__u32	next;		/* next entry of its FIFO or wildcard list, */
+	__u32	prev;		/* ... previous one; SPIN_ME_NIL: none.  Not
+				 * cleared at unlink: a runtime walking the list
+				 * may stand on it */
 };
 
 /* Per-CPU counters of a match entry (spin_me_ct, same index as spin_me). */
@@ -556,14 +619,15 @@ struct spin_msg_key {
 	__u32	src_rank;
 	__u32	msg_id;
 };
-/* spin_dedup[rank]: recently seen message ids of that source rank, slot
+/* spin_dedup[rank] (hash by source rank, SPIN_DEDUP_SOURCES windows):
+ * recently seen message ids of that source rank, slot
  * id % SPIN_DEDUP_SLOTS, and what became of each (for re-acknowledging a
  * retransmission): out[] is SPIN_DD_OUT(id, state, fail, list), valid
  * while its id bits match; len[] the manipulated length (DONE) or the
  * matched entry's index (XSK); for a GET the runtime answered, aux[] the
  * window offset its reply was read from and ref[] the entry
- * (index | (seq & 0xffff) << 16), so a retransmitted GET is answered by
- * reading the entry again while it is still that entry. */
+ * (SPIN_DD_REF: its index and the low bits of its seq), so a retransmitted
+ * GET is answered by reading the entry again while it is still that entry. */
 enum spin_dd_state {
 	SPIN_DD_SEEN = 0,	/* arrived, not finished (or nothing recorded) */
 	SPIN_DD_DONE = 1,	/* the runtime completed it (or refused it for good) */
@@ -573,11 +637,19 @@ enum spin_dd_state {
 #define SPIN_DD_OUT(id, state, fail, list) \
 	(((__u32)(id) & 0xffff) << 16 | ((__u32)(list) & 0xf) << 12 | \
 	 ((__u32)(fail) & 0xff) << 4 | ((__u32)(state) & 0xf))
+#define SPIN_DD_REF(me, seq)	((__u32)(me) | (__u32)((seq) & 0x7fff) << 17)
+#define SPIN_DD_REF_ME(r)	((r) & (SPIN_MAX_ME - 1))
+#define SPIN_DD_REF_SEQ(r)	((r) >> 17)
+_Static_assert(SPIN_MAX_ME == 1u << 17, "SPIN_DD_REF keeps 17 bits of the entry index");
 #define SPIN_DD_OUT_ID(o)	((o) >> 16)
 #define SPIN_DD_OUT_STATE(o)	((o) & 0xf)
 #define SPIN_DD_OUT_FAIL(o)	(((o) >> 4) & 0xff)
 #define SPIN_DD_OUT_LIST(o)	(((o) >> 12) & 0xf)
 struct spin_dedup {
+	__u32	used;		/* set by packets; the sweeper clears it ... */
+	__u32	pad;
+	__u64	idle_since;	/* ... and notes when it found it clear: a window
+				 * idle for SPIN_DEDUP_IDLE_NS is freed */
 	__u32	id[SPIN_DEDUP_SLOTS];
 	__u32	out[SPIN_DEDUP_SLOTS];
 	__u32	len[SPIN_DEDUP_SLOTS];
@@ -626,8 +698,8 @@ struct spin_msg {
 				 * (chunk 1..nchunks; 0 for a tombstone) */
 	__u64	start;		/* deposit offset: me.host_off + remote_off */
 	__u64	me_seq;		/* spin_me.seq of the entry when it matched: the
-				 * entry's incarnation (seq only grows on a
-				 * portal), re-checked by every later packet */
+				 * entry's incarnation (spin_cfg.me_seq only
+				 * grows), re-checked by every later packet */
 	__u64	deadline;	/* ns (CLOCK_MONOTONIC): expiry, or end of tombstone */
 	__u64	gen;		/* this incarnation of the key (ns at creation); its
 				 * chunks carry it */
