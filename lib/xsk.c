@@ -1004,40 +1004,41 @@ int spin_xsk_flush(struct spin_xsk *x)
 	return tx_drain(x);
 }
 
-int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
-		      uint32_t length, uint32_t *msg_id)
+/* A GET of length bytes (a's msg_id, or a new one), with nbytes of a
+ * re-get's bitmap (wire.h) as its payload or none. */
+static int get_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		    uint32_t length, const uint64_t *words, uint32_t nbytes, uint32_t *msg_id,
+		    const char *who)
 {
 	struct spin_msg_args g;
 
-	if (!a)
-		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_get: NULL argument");
 	if (length > SPIN_MAX_MSG)
-		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_get: %u bytes is more than the %u a message may have",
-				   length, SPIN_MAX_MSG);
+		return spin_seterr(SPIN_EUSAGE, "%s: %u bytes is more than the %u a message may have",
+				   who, length, SPIN_MAX_MSG);
 	g = *a;
 	g.op = SPIN_OP_GET;
 	g.seg_size = 0;
-	return xsk_send(x, dst_rank, &g, NULL, 0, length, NULL, 0, 0, msg_id, false);
+	return xsk_send(x, dst_rank, &g, words, nbytes, length, NULL, 0, 0, msg_id, false);
+}
+
+int spin_xsk_send_get(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
+		      uint32_t length, uint32_t *msg_id)
+{
+	if (!a)
+		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_get: NULL argument");
+	return get_send(x, dst_rank, a, length, NULL, 0, msg_id, "spin_xsk_send_get");
 }
 
 int spin_xsk_send_reget(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_args *a,
 			uint32_t length, const uint64_t *words, uint32_t nbytes)
 {
-	struct spin_msg_args g;
-
 	if (!a || !words)
 		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_reget: NULL argument");
 	if (!(a->flags & SPIN_F_REL) || !nbytes || nbytes % 8 || nbytes > SPIN_MAX_SEG)
 		return spin_seterr(SPIN_EUSAGE,
 				   "spin_xsk_send_reget: a reliable get with 8 to %u bytes of bitmap in whole words, not %u",
 				   SPIN_MAX_SEG, nbytes);
-	if (length > SPIN_MAX_MSG)
-		return spin_seterr(SPIN_EUSAGE, "spin_xsk_send_reget: %u bytes is more than the %u a message may have",
-				   length, SPIN_MAX_MSG);
-	g = *a;
-	g.op = SPIN_OP_GET;
-	g.seg_size = 0;
-	return xsk_send(x, dst_rank, &g, words, nbytes, length, NULL, 0, 0, NULL, false);
+	return get_send(x, dst_rank, a, length, words, nbytes, NULL, "spin_xsk_send_reget");
 }
 
 /* ------------------------------------------------------------- receive -- */
