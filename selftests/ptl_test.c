@@ -4246,7 +4246,7 @@ static void c_twowaiters(void)
  * thread too) for that long right after it posts its first message of
  * 1 MiB or more, which is then partly sent: a sender descheduled in the
  * middle of a message must not lose it.  $PTL_REL_TSTOP_MS: rank 1 stops
- * so after half the messages: a receiver that takes nothing from its
+ * so after $PTL_REL_TSTOP_AT messages (default half of them): a receiver that takes nothing from its
  * AF_XDP ring for longer than the sender's timeout must not lose any
  * either (receive credits: the runtime answers "not now" for it).
  * $PTL_REL_OP=get: rank 0 gets each message's bytes (patterned by rank 1)
@@ -4336,6 +4336,8 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 		       size_t total, ptl_handle_eq_t eq, int pause_ms)
 {
 	int stop_ms = getenv("PTL_REL_TSTOP_MS") ? atoi(getenv("PTL_REL_TSTOP_MS")) : 0;
+	size_t stop_at = getenv("PTL_REL_TSTOP_AT") ? (size_t)atol(getenv("PTL_REL_TSTOP_AT")) :
+			 total / 2;
 	ptl_handle_ct_t ct = ct_new();
 	ptl_ct_event_t cv;
 	uint8_t *buf[REL_MAXCLS], *seen = calloc(total, 1);
@@ -4380,7 +4382,7 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 	while (got < total && !bad) {
 		size_t n, k;
 
-		if (stop_ms > 0 && got == total / 2) {
+		if (stop_ms > 0 && got == stop_at) {
 			stop_self(stop_ms);
 			stop_ms = 0;
 		}

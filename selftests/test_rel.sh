@@ -177,12 +177,15 @@ rel pause_malloc notnow "drop 10000" "drop 10000" PTL_REL_SPEC=8:20000,65536:50 
 rel stall_sender 0 "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:10,16777216:3 PTL_REL_KIND=window \
 	PTL_REL_STOP_MS=1500 SPIN_PTL_TIMEOUT_MS=5000
 # a receiver stopped (SIGSTOP) for 2.5 s, longer than the sender's 2 s
-# timeout, in the middle of 20,000 puts into its process memory: its
-# AF_XDP ring fills, and the runtime answers "not now" for it instead of
-# dropping frames (receive credits, spin_cfg.xsk_room), so the sender waits
-# and goes on; nothing lost
-rel stall_receiver notnow "$CLEAN" "$CLEAN" PTL_REL_SPEC=8:20000,65536:50 PTL_REL_KIND=malloc \
-	PTL_REL_TSTOP_MS=2500
+# timeout, after the first of 200 puts of 64 KiB (9,600 packets) into its
+# process memory, with more of them in flight than its AF_XDP ring holds
+# (no congestion window, which would keep the sender below the ring's
+# size): the ring fills, and the runtime answers "not now" for it instead
+# of dropping frames (receive credits, spin_cfg.xsk_room), so the sender
+# waits and goes on; nothing lost.  (A stopped receiver whose ring does
+# not fill answers nothing: docs/reliable.md "Not done yet")
+rel stall_receiver notnow "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:200 PTL_REL_KIND=malloc \
+	PTL_REL_TSTOP_MS=2500 PTL_REL_TSTOP_AT=1 SPIN_PTL_CC=0
 # gets and atomics: a lost request or reply is sent again, a repeated
 # request is answered without a second event (a fetch: its old bytes again)
 rel get_loss10_window get "drop 100000" "drop 100000" PTL_REL_OP=get \
