@@ -169,15 +169,50 @@ static __always_inline void spin_dd_forget(__u32 rank, __u32 id)
  */
 static __always_inline int spin_xsk_take(struct spin_cfg *cfg, __u32 q)
 {
-	__u64 sent;
+	__u64 sent, taken;
 
 	if (!cfg || !cfg->xsk_room || q != cfg->xsk_queue)
 		return 1;
 	sent = __sync_fetch_and_add(&cfg->xsk_sent, 1);
-	if (sent - *(volatile __u64 *)&cfg->xsk_taken < cfg->xsk_room)
+	taken = *(volatile __u64 *)&cfg->xsk_taken;
+	if (sent == taken) {
+		/* the first frame in an empty ring: its wait starts now
+		 * (spin_xsk_stalled) */
+		cfg->xsk_seen = taken;
+		cfg->xsk_since_ns = bpf_ktime_get_ns();
+	}
+	if (sent - taken < cfg->xsk_room)
 		return 1;
 	__sync_fetch_and_add(&cfg->xsk_sent, -1);
 	return 0;
+}
+
+/*
+ * Is the process on socket q stalled: frames wait in its receive ring and
+ * it has taken none for SPIN_XSK_STALL_NS (stopped, or computing without
+ * calling the library)?  Only with credits on (the runtime then knows what
+ * the ring holds) and a socket bound (a process that died has none: its
+ * senders must time out, not wait).  The runtime notices xsk_taken moving
+ * here and when a frame finds the ring empty (spin_xsk_take).
+ */
+static __always_inline bool spin_xsk_stalled(struct spin_cfg *cfg, __u32 q)
+{
+	__u64 taken, now;
+
+	if (!cfg || !cfg->xsk_room || q != cfg->xsk_queue)
+		return false;
+	taken = *(volatile __u64 *)&cfg->xsk_taken;
+	if (*(volatile __u64 *)&cfg->xsk_sent == taken)
+		return false;		/* nothing waits */
+	now = bpf_ktime_get_ns();
+	if (cfg->xsk_seen != taken) {	/* it took some since we looked */
+		cfg->xsk_seen = taken;
+		cfg->xsk_since_ns = now;
+		return false;
+	}
+	if (now - *(volatile __u64 *)&cfg->xsk_since_ns < SPIN_XSK_STALL_NS)
+		return false;
+	return bpf_map_lookup_elem(&spin_xsks, &q) != NULL;
 }
 
 static __always_inline void spin_xsk_give(struct spin_cfg *cfg, __u32 q)
@@ -297,6 +332,18 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 	if (SPIN_DD_OUT_ID(out) != (id & 0xffff))
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	if (SPIN_DD_OUT_STATE(out) == SPIN_DD_XSK) {
+		if (spin_xsk_stalled(cfg, xdp->rx_queue_index)) {
+			/* the first copy still waits in the ring of a process
+			 * that takes nothing: "not now" (the sender waits,
+			 * instead of giving up), nothing queued again */
+			spin_drop_count(st, SPIN_DROP_XSK_STALLED);
+			if (!(single || (fl & SPIN_F_SACK_REQ)) || !(c = spin_ctx_get()))
+				return XDP_DROP;
+			return spin_answer(xdp, c, cfg, st,
+					   op == SPIN_OP_GET || op == SPIN_OP_FETCH ?
+					   SPIN_PUT_REPLY : SPIN_PUT_ACK, 0, rank, id,
+					   SPIN_FAIL_QUEUE_FULL, 0, 0);
+		}
 		if (op == SPIN_OP_GET)	/* when it came (wire.h, "re-get") */
 			sh->user_hdr[0] = bpf_cpu_to_be64(bpf_ktime_get_ns());
 		return spin_to_xsk(xdp, st, d->len[k]);

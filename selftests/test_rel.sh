@@ -182,10 +182,16 @@ rel stall_sender 0 "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:10,16777216:3 PTL_REL_KI
 # (no congestion window, which would keep the sender below the ring's
 # size): the ring fills, and the runtime answers "not now" for it instead
 # of dropping frames (receive credits, spin_cfg.xsk_room), so the sender
-# waits and goes on; nothing lost.  (A stopped receiver whose ring does
-# not fill answers nothing: docs/reliable.md "Not done yet")
+# waits and goes on; nothing lost.
 rel stall_receiver notnow "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:200 PTL_REL_KIND=malloc \
 	PTL_REL_TSTOP_MS=2500 PTL_REL_TSTOP_AT=1 SPIN_PTL_CC=0
+# the same stop with few messages, whose ring never fills: the sender's
+# retransmissions find the first copies still waiting in the ring of a
+# process that took nothing for SPIN_XSK_STALL_NS, and are answered "not
+# now" (xsk_stalled) instead of being queued again unanswered until the
+# sender's timeout fails them
+rel stall_receiver_idle notnow "$CLEAN" "$CLEAN" PTL_REL_SPEC=8:50,65536:4 PTL_REL_KIND=malloc \
+	PTL_REL_TSTOP_MS=2500 PTL_REL_TSTOP_AT=1
 # gets and atomics: a lost request or reply is sent again, a repeated
 # request is answered without a second event (a fetch: its old bytes again)
 rel get_loss10_window get "drop 100000" "drop 100000" PTL_REL_OP=get \

@@ -302,6 +302,12 @@ _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
  * up itself after 2 s without an answer; a target that gave up first
  * would fail a message its sender was still delivering */
 #define SPIN_REL_MSG_TIMEOUT_NS	(4000ull * 1000 * 1000)
+/* A process whose AF_XDP receive ring has held frames this long without it
+ * taking one is stalled (stopped, or not calling the library): a reliable
+ * sender's retransmission of a message already in that ring is answered
+ * "not now" instead of being queued behind it again, so the sender waits
+ * instead of giving up (docs/reliable.md, "Flow control") */
+#define SPIN_XSK_STALL_NS	(100ull * 1000 * 1000)
 #define SPIN_TOMBSTONE_NS	(200ull * 1000 * 1000)	/* late duplicate of an expired id */
 #define SPIN_HDR_WAIT_LOOPS	(1 << 16) /* spins waiting for a header handler */
 #define SPIN_GC_MIN_NS		(10ull * 1000 * 1000)	/* sweep period bounds */
@@ -358,7 +364,8 @@ enum spin_hslot {
 	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's") \
 	X(GET_CAP,	"get_cap",	"a get for more than the runtime answers one request with (get_max): refused") \
 	X(XSK_FULL,	"xsk_full",	"the AF_XDP socket's receive ring has no room (receive credits): refused, reliable ones with \"not now\"") \
-	X(SRC_TABLE_FULL, "src_table_full", "no duplicate window for a new source: SPIN_DEDUP_SOURCES in use")
+	X(SRC_TABLE_FULL, "src_table_full", "no duplicate window for a new source: SPIN_DEDUP_SOURCES in use") \
+	X(XSK_STALLED,	"xsk_stalled",	"retransmission of a message that waits in the ring of a process taking nothing: answered \"not now\"")
 
 enum spin_drop {
 #define SPIN_X_ENUM(e, n, d) SPIN_DROP_##e,
@@ -456,6 +463,12 @@ struct spin_cfg {
 	__u32	xsk_room;
 	__u64	xsk_sent;
 	__u64	xsk_taken;
+	/* Is the socket's process stalled (frames in its ring that it does
+	 * not take)?  Kept by the runtime: xsk_seen is xsk_taken when it last
+	 * looked, xsk_since_ns when xsk_taken last moved or the ring last
+	 * went from empty to not (bpf_ktime_get_ns); see SPIN_XSK_STALL_NS. */
+	__u64	xsk_seen;
+	__u64	xsk_since_ns;
 	__u64	me_seq;		/* next match entry sequence number, all portals
 				 * (host, under its lock): append order within
 				 * a list, and an entry's incarnation (spin_msg
