@@ -345,7 +345,7 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 					   SPIN_FAIL_QUEUE_FULL, 0, 0);
 		}
 		if (op == SPIN_OP_GET)	/* when it came (wire.h, "re-get") */
-			sh->user_hdr[0] = bpf_cpu_to_be64(bpf_ktime_get_ns());
+			sh->auth_tag = bpf_cpu_to_be64(bpf_ktime_get_ns());
 		return spin_to_xsk(xdp, st, d->len[k]);
 	}
 	if (SPIN_DD_OUT_STATE(out) != SPIN_DD_DONE || !(single || (fl & SPIN_F_SACK_REQ)))
@@ -1222,6 +1222,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 			sh->user_hdr[0] = bpf_cpu_to_be64(c->start);
 			sh->user_hdr[1] = bpf_cpu_to_be64((__u64)c->mlength |
 							  (__u64)(me->list & 0xff) << 32);
+			sh->auth_tag = bpf_cpu_to_be64(bpf_ktime_get_ns());
 			udp->check = 0;
 			act = spin_xsk_redirect(xdp, cfg, 0);
 			if (act == XDP_REDIRECT) {

@@ -1021,6 +1021,7 @@ static void on_window_reget(struct ptl_ni *ni, const struct spin_hdr *h, const u
 	struct ptl_mer *m = me_of_pkt(ni, h);
 	uint64_t start = be64toh(h->user_hdr[0]), word = be64toh(h->user_hdr[1]);
 	uint64_t mlength = word & 0xffffffff;
+	const struct ptl_sent_reply *sr;
 	const uint8_t *b;
 
 	/* (an AF_XDP entry's re-get is in this process's window of outcomes,
@@ -1036,7 +1037,10 @@ static void on_window_reget(struct ptl_ni *ni, const struct spin_hdr *h, const u
 		ni->drops++;
 		return;
 	}
-	ptl_rel_reget(ni, h, pay, len, b, mlength, (uint32_t)(word >> 32) & 0xff);
+	sr = &ni->sent_reply[(ntohl(h->msg_id) ^ ntohl(h->src_rank) * 31) %
+			     (sizeof(ni->sent_reply) / sizeof(ni->sent_reply[0]))];
+	ptl_rel_reget(ni, h, pay, len, b, mlength, (uint32_t)(word >> 32) & 0xff,
+		      sr->rank == ntohl(h->src_rank) && sr->id == ntohl(h->msg_id) ? sr->sent_ns : 0);
 }
 
 static int on_pkt(void *ctx, const struct spin_hdr *h, const void *pay, uint32_t len)

@@ -351,6 +351,12 @@ struct ptl_ni {
 		uint32_t rank, id;
 		uint64_t sent_ns;
 	} sent_reply[256];
+	/* re-gets answered (ptl_rel_reget): when the packets one re-get's
+	 * bitmap words (from w0) named were last sent again */
+	struct ptl_sent_repair {
+		uint32_t rank, id;
+		uint64_t w0, sent_ns;
+	} sent_repair[1024];
 	uint32_t rank, pid, nid, size;
 	ptl_process_t *map;	/* rank -> nid/pid */
 	size_t map_size;
@@ -528,9 +534,11 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay
  * (false: send it again). */
 bool ptl_rel_reply_crossed(uint64_t took_ns, uint64_t sent_ns);
 /* ... a re-get (wire.h): the packets of the reply [buf, +len) its bitmap
- * (pay, plen bytes) names missing; without one, the whole reply. */
+ * (pay, plen bytes) names missing; without one, the whole reply.  Nothing
+ * if it crossed the whole reply (last sent at whole_sent_ns, 0: unknown)
+ * or the last repair of the same bitmap words. */
 void ptl_rel_reget(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t plen,
-		   const void *buf, uint64_t len, uint32_t list);
+		   const void *buf, uint64_t len, uint32_t list, uint64_t whole_sent_ns);
 /* ... a message still missing packets was asked for a SACK. */
 void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64_t *bitmap,
 		       uint32_t npkts);

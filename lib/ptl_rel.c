@@ -856,13 +856,14 @@ static uint64_t range_of(const struct ptl_ldd *d, uint32_t id)
  * entry in place, or through a copy (iovecs, the whole address space). */
 static void reget_me(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
 		     uint32_t len, const struct ptl_mer *m, uint64_t off, uint64_t mlength,
-		     uint32_t list)
+		     uint32_t list, uint64_t whole_sent_ns)
 {
 	uint8_t *tmp;
 
 	if (!len || ptl_buf_flat(&m->buf)) {
 		if (len)
-			ptl_rel_reget(ni, h, pay, len, m->buf.start + off, mlength, list);
+			ptl_rel_reget(ni, h, pay, len, m->buf.start + off, mlength, list,
+				      whole_sent_ns);
 		else
 			ptl_reply_me(ni, h, m, off, mlength, list);
 		return;
@@ -871,7 +872,7 @@ static void reget_me(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	if (!tmp || ptl_buf_read(&m->buf, off, tmp, mlength))
 		ni->drops++;	/* asked again at the initiator's next timeout */
 	else
-		ptl_rel_reget(ni, h, pay, len, tmp, mlength, list);
+		ptl_rel_reget(ni, h, pay, len, tmp, mlength, list, whole_sent_ns);
 	free(tmp);
 }
 
@@ -898,11 +899,11 @@ bool ptl_rel_dup(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay
 		/* read again, as an RDMA read retry does; a re-get names
 		 * the packets it misses */
 		if (!len && s->mlength > SPIN_MAX_SEG &&
-		    ptl_rel_reply_crossed(be64toh(h->user_hdr[0]), s->sent_ns)) {
+		    ptl_rel_reply_crossed(be64toh(h->auth_tag), s->sent_ns)) {
 			ni->rs.reget_crossed++;
 			return true;
 		}
-		reget_me(ni, h, pay, len, m, s->off, s->mlength, s->list);
+		reget_me(ni, h, pay, len, m, s->off, s->mlength, s->list, s->sent_ns);
 		if (!len)
 			s->sent_ns = ptl_now_us() * 1000;
 	}
@@ -920,10 +921,11 @@ bool ptl_rel_reply_crossed(uint64_t took_ns, uint64_t sent_ns)
 }
 
 void ptl_rel_reget(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay, uint32_t plen,
-		   const void *buf, uint64_t len, uint32_t list)
+		   const void *buf, uint64_t len, uint32_t list, uint64_t whole_sent_ns)
 {
 	uint32_t seg = (uint32_t)be64toh(h->user_hdr[3]), npkts, nw, n = 0;
 	uint64_t w0 = be64toh(h->user_hdr[2]);
+	struct ptl_sent_repair *r;
 	struct spin_msg_args a = {
 		.op = SPIN_OP_REPLY, .pt_index = ntohs(h->pt_index), .msg_id = ntohl(h->msg_id),
 		.match_bits = be64toh(h->match_bits), .remote_off = be64toh(h->remote_off),
@@ -960,10 +962,29 @@ void ptl_rel_reget(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 	}
 	if (!n)
 		return;
+	/* asked for before the whole reply, or the last repair of the same
+	 * words, went out (or just after: they crossed): that answers it */
+	if (ptl_rel_reply_crossed(be64toh(h->auth_tag), whole_sent_ns)) {
+		ni->rs.reget_crossed++;
+		return;
+	}
+	r = &ni->sent_repair[(a.msg_id ^ ntohl(h->src_rank) * 31 ^ (uint32_t)w0 * 7) %
+			     (sizeof(ni->sent_repair) / sizeof(ni->sent_repair[0]))];
+	if (r->rank == ntohl(h->src_rank) && r->id == a.msg_id && r->w0 == w0 &&
+	    ptl_rel_reply_crossed(be64toh(h->auth_tag), r->sent_ns)) {
+		ni->rs.reget_crossed++;
+		return;
+	}
 	ni->rs.reget_pkts += n;
 	if (spin_xsk_send_pkts(ni->xsk, ntohl(h->src_rank), &a, buf, (uint32_t)len, ni->send_list,
-			       n, 0, false))
+			       n, 0, false)) {
 		ni->drops++;
+		return;
+	}
+	r->rank = ntohl(h->src_rank);
+	r->id = a.msg_id;
+	r->w0 = w0;
+	r->sent_ns = ptl_now_us() * 1000;
 }
 
 void ptl_rel_send_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint64_t *bitmap,

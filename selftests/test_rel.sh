@@ -137,12 +137,11 @@ rel() {
 N16M=${REL_N16M:-100}
 ALL=8:100000,1024:100,16384:100,65536:100,1048576:$N16M,4194304:$N16M,16777216:$N16M
 SOME=8:20000,1024:100,65536:50,1048576:4,4194304:1,16777216:$(((N16M + 9) / 10))
-# gets: $REL_NGET 16 MiB ones per case (default 20; a lost reply packet is
-# asked for again with a re-get naming the missing packets, wire.h).  100
-# concurrent 16 MiB gets at 10% loss still overload the initiator: repairs
-# queued behind other replies are asked for again and sent twice
-# (docs/reliable.md, "Not done yet")
-NGET=${REL_NGET:-20}
+# gets: $REL_NGET 16 MiB ones per case (default 100; a lost reply packet
+# is asked for again with a re-get naming the missing packets, wire.h; a
+# re-get that crossed the reply or the last repair of its words is not
+# answered again)
+NGET=${REL_NGET:-100}
 # the host window holds one entry per size: all the messages of a size
 # (4 KiB pages; the 8-byte and small ones fit in the 8192 extra)
 HOSTPG=$((N16M * (4096 + 1024 + 256) + 8192))

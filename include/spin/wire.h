@@ -112,13 +112,17 @@ enum spin_op {
  * entries), user_hdr[0] the reply's start in the host window, user_hdr[1]
  * its length (low 32 bits) and the entry's list (bits 32-39), UDP checksum
  * cleared.  A get sent again that the runtime hands to an AF_XDP socket
- * again (its entry is a SPIN_ME_XSK one) carries in user_hdr[0] the time
- * the runtime took it (bpf_ktime_get_ns); a GET_FROM_HOST event has it in
- * timestamp_ns.  A repeated get without a bitmap that arrived before the
- * whole reply to its first copy was sent (or just after: they crossed) is
- * answered by that reply, not by another one: a get waiting behind other
- * long replies is asked for again by its initiator's timer, and sending
- * every such reply again made the target send 7x the bytes asked for.
+ * (a re-get of a window entry, or any get of a SPIN_ME_XSK entry it handed
+ * over before) carries in auth_tag the time the runtime took it
+ * (bpf_ktime_get_ns; the runtime checked the tag, and the process does not
+ * check a request's again); a GET_FROM_HOST event has it in timestamp_ns.
+ * A repeated get that arrived before the answer to its earlier copy was
+ * sent (or just after: they crossed) is answered by that answer, not by
+ * another one: without a bitmap, the whole reply; with one, the packets
+ * the same bitmap words named (a re-get).  A get waiting behind other long
+ * replies is asked for again by its initiator's timer, and sending every
+ * such reply again made the target send 7x the bytes asked for (re-gets of
+ * 100 16 MiB gets at 10% loss: 26x the packets missing).
  *
  * An atomic (SPIN_OP_ATOMIC) or fetch-atomic/swap (SPIN_OP_FETCH) is one
  * packet (msg_len <= SPIN_MAX_SEG) whose payload is the initiator's operand
