@@ -89,6 +89,7 @@ static struct ptl_pending *pend_add(struct ptl_ni *ni, uint32_t id)
 static void pend_del(struct ptl_ni *ni, struct ptl_pending *p)
 {
 	ptl_rel_unlink(ni, p);
+	ptl_rel_reply_done(ni, p);
 	free(p->copy);
 	p->copy = NULL;
 	free(p->bitmap);
@@ -249,6 +250,9 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		/* puts and atomics wait for the congestion window too */
 		if (rc == PTL_OK && (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC))
 			rc = ptl_rel_cc_wait(ni, (uint32_t)rank);
+		/* gets, for room in this process's ring for their replies */
+		else if (rc == PTL_OK && o->wire_op == SPIN_OP_GET)
+			rc = ptl_rel_reply_wait(ni, o->len);
 		if (rc != PTL_OK)
 			return rc;
 		a.flags |= SPIN_F_REL;
@@ -282,6 +286,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	} else if (rel) {
 		p->args = a;
 		p->wire_op = o->wire_op;
+		if (o->wire_op == SPIN_OP_GET)
+			ptl_rel_reply_take(ni, p, o->len);
 		p->smd = (uint32_t)(o->md - ni->md);
 		p->sloff = o->loff;
 		if (o->wire_op != SPIN_OP_GET)
@@ -999,6 +1005,10 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	 * not gone) */
 	if (!p->rel)
 		p->deadline_ms = spin_now_ms() + ni->timeout_ms;
+	if (p->reply_cr) {	/* its room in the ring is free again */
+		p->reply_cr--;
+		ni->reply_out--;
+	}
 	if (++p->got == p->npkts) {
 		if (p->rel)
 			ptl_rel_replied(ni, p);

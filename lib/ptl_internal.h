@@ -255,6 +255,8 @@ struct ptl_pending {
 	const uint8_t *buf;	/* its bytes: the MD's, until the answer
 				 * (npkts above: its packets) */
 	uint8_t wire_op;	/* SPIN_OP_* */
+	uint32_t reply_cr;	/* a reliable get's reply packets not yet
+				 * come, counted in ni->reply_out */
 	uint32_t smd;		/* the MD whose bytes are sent (send event) */
 	ptl_size_t sloff;
 	uint32_t tries;		/* retransmission timer expiries */
@@ -417,6 +419,10 @@ struct ptl_ni {
 	} *probed;
 	uint32_t probed_gen;
 	uint64_t alive_rank[SPIN_MAX_PEERS];	/* a rank last answered anything */
+	uint64_t reply_out;	/* reply packets of reliable gets in flight
+				 * (ptl_rel_reply_wait) */
+	uint64_t *reply_rank;	/* ... last sent a reply packet (SPIN_MAX_PEERS,
+				 * on the first; ptl_rel.c replies_coming) */
 	bool cc_on;		/* $SPIN_PTL_CC, default 1 */
 	bool tlp_on;		/* $SPIN_PTL_TLP, default 1: tail probes */
 	uint32_t cwnd_init, cwnd_min, cwnd_max;	/* packets */
@@ -508,6 +514,14 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 /* An ACK of msg_id from rank carried a range ack: the quiet messages it
  * names completed. */
 void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_t range);
+/* A reliable get of len bytes waits until the replies in flight leave room
+ * for its reply in this process's AF_XDP ring (always goes when none are):
+ * PTL_OK, or PTL_INTERRUPTED. */
+int ptl_rel_reply_wait(struct ptl_ni *ni, uint64_t len);
+/* ... it goes out, with its reply's packets counted; reply_got: one came;
+ * reply_done: the rest will not (pend_del). */
+void ptl_rel_reply_take(struct ptl_ni *ni, struct ptl_pending *p, uint64_t len);
+void ptl_rel_reply_done(struct ptl_ni *ni, struct ptl_pending *p);
 /* The target answered something about p (a reply packet): restart its timer. */
 void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p);
 /* p's reply is complete (a get or fetch): a round-trip sample, counted. */

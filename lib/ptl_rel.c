@@ -79,6 +79,8 @@ void ptl_rel_fini(struct ptl_ni *ni)
 	ni->send_cap = 0;
 	free(ni->probed);
 	ni->probed = NULL;
+	free(ni->reply_rank);
+	ni->reply_rank = NULL;
 	ni->rel_head = ni->rel_tail = -1;
 	ni->rel_next_us = UINT64_MAX;
 }
@@ -380,6 +382,56 @@ static int wait_for(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *), vo
 	}
 }
 
+/*
+ * Reply credits: the replies of this process's reliable gets land in its
+ * AF_XDP ring, which the runtime fills only up to its receive credits and
+ * then drops (xsk_full).  A target sends a whole reply at once, so gets
+ * whose replies add up to more than the ring takes lose packets that are
+ * then asked for again, and whole replies once nothing of them came: 100
+ * 16 MiB gets among 10^5 small ones into window entries made the target
+ * send 4.4x the packets, and some gets failed.  Replies in flight are
+ * kept to half the ring; a longer one goes when a quarter or less is in
+ * flight.
+ */
+static uint64_t reply_pkts(uint64_t len)
+{
+	return len <= SPIN_MAX_SEG ? 1 : (len + SPIN_MAX_SEG - 1) / SPIN_MAX_SEG;
+}
+
+static bool reply_room(struct ptl_ni *ni, void *arg)
+{
+	uint64_t n = *(uint64_t *)arg, room = spin_xsk_rx_frames(ni->xsk) / 2;
+
+	/* a reply longer than the room goes once what is in flight is half
+	 * of it (the holes of a reply that came at 10% loss), so that its
+	 * repairs do not hold the next one back a round trip */
+	return ni->reply_out + n <= room || (n > room && ni->reply_out <= room / 2);
+}
+
+int ptl_rel_reply_wait(struct ptl_ni *ni, uint64_t len)
+{
+	uint64_t n = reply_pkts(len);
+
+	/* a bundle only queues, and progress cannot wait for itself */
+	if (reply_room(ni, &n) || ni->bundle || ni->in_progress)
+		return PTL_OK;
+	ni->rs.reply_waits++;
+	return wait_for(ni, reply_room, &n, "room for the reply of a get of (bytes)",
+			(uint32_t)(len > UINT32_MAX ? UINT32_MAX : len));
+}
+
+void ptl_rel_reply_take(struct ptl_ni *ni, struct ptl_pending *p, uint64_t len)
+{
+	p->reply_cr = (uint32_t)reply_pkts(len);
+	ni->reply_out += p->reply_cr;
+}
+
+void ptl_rel_reply_done(struct ptl_ni *ni, struct ptl_pending *p)
+{
+	ni->reply_out -= p->reply_cr < ni->reply_out ? p->reply_cr : ni->reply_out;
+	p->reply_cr = 0;
+}
+
 int ptl_rel_window(struct ptl_ni *ni, uint32_t id)
 {
 	uint32_t old = (id - SPIN_DEDUP_SLOTS) & 0xffffff;
@@ -651,6 +703,9 @@ void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p)
 	uint64_t now = ptl_now_us();
 
 	alive(ni, p, now);
+	if (p->rank < SPIN_MAX_PEERS &&
+	    (ni->reply_rank || (ni->reply_rank = calloc(SPIN_MAX_PEERS, sizeof(*ni->reply_rank)))))
+		ni->reply_rank[p->rank] = now;
 	p->rto_at_us = now + backoff(ni, p->tries);
 	arm(ni, p->rto_at_us);
 }
@@ -727,6 +782,21 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		ni->drops++;
 }
 
+/*
+ * Is get or fetch p's timer early: did a reply packet of its target come
+ * within an RTO?  A target answers gets in the order they came, one whole
+ * reply after another, so a get waiting behind other long replies is not
+ * lost; asking again then only made the target send a whole reply twice
+ * (100 16 MiB gets among 10^5 small ones at 1% loss: 4.4x the packets,
+ * and gets failed).  It waits until its target's replies stop (at most
+ * all gets in flight to it, which the id window bounds).
+ */
+static bool replies_coming(struct ptl_ni *ni, const struct ptl_pending *p, uint64_t now)
+{
+	return (p->wire_op == SPIN_OP_GET || p->wire_op == SPIN_OP_FETCH) && ni->reply_rank &&
+	       p->rank < SPIN_MAX_PEERS && ni->reply_rank[p->rank] + backoff(ni, 0) > now;
+}
+
 void ptl_rel_tick(struct ptl_ni *ni)
 {
 	uint64_t now, next = UINT64_MAX;
@@ -778,7 +848,10 @@ void ptl_rel_tick(struct ptl_ni *ni)
 				next = at;
 			}
 		}
-		if (now >= p->rto_at_us) {
+		if (now >= p->rto_at_us && replies_coming(ni, p, now)) {
+			/* not late: behind other replies of its target */
+			p->rto_at_us = ni->reply_rank[p->rank] + backoff(ni, 0);
+		} else if (now >= p->rto_at_us) {
 			if (gone(ni, p, now)) {
 				ni->rs.failed++;
 				p->unsent = true;

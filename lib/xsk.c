@@ -990,6 +990,11 @@ int spin_xsk_post(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg_a
 	return xsk_send(x, dst_rank, a, buf, len, len, NULL, 0, 0, msg_id, true);
 }
 
+uint32_t spin_xsk_rx_frames(const struct spin_xsk *x)
+{
+	return x ? x->nrx : 0;
+}
+
 bool spin_xsk_rx_pending(const struct spin_xsk *x)
 {
 	return x && (__atomic_load_n(x->rx.prod, __ATOMIC_ACQUIRE) !=

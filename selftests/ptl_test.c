@@ -4289,7 +4289,8 @@ static void rel_stats(void)
 	OK(PtlSpinRelStats(ni, &st));
 	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu sacks %llu not_now %llu held %llu "
 	    "retx_pkts %llu window_waits %llu probes %llu range_acked %llu rto_us %llu srtt_us %llu dup_answered %llu sacks_sent %llu "
-	    "cc_waits %llu cc_cuts %llu cc_held %llu cwnd_max %llu regets %llu reget_pkts %llu reget_crossed %llu",
+	    "cc_waits %llu cc_cuts %llu cc_held %llu cwnd_max %llu regets %llu reget_pkts %llu reget_crossed %llu "
+	    "reply_waits %llu",
 	    (unsigned long long)st.msgs, (unsigned long long)st.acked,
 	    (unsigned long long)st.failed, (unsigned long long)st.timeouts,
 	    (unsigned long long)st.sacks, (unsigned long long)st.not_now, (unsigned long long)st.held,
@@ -4300,7 +4301,7 @@ static void rel_stats(void)
 	    (unsigned long long)st.cc_waits, (unsigned long long)st.cc_cuts,
 	    (unsigned long long)st.cc_held, (unsigned long long)st.cwnd_max,
 	    (unsigned long long)st.regets, (unsigned long long)st.reget_pkts,
-	    (unsigned long long)st.reget_crossed);
+	    (unsigned long long)st.reget_crossed, (unsigned long long)st.reply_waits);
 }
 
 /* what one message of c_rel does: put, get, atomic (+1 on one of 64

@@ -108,7 +108,10 @@ typedef struct {
 	uint64_t regets;	/* gets sent again naming the reply packets they miss */
 	uint64_t reget_pkts;	/* target: reply packets sent again for such re-gets */
 	uint64_t reget_crossed;	/* target: repeated gets that crossed their whole reply
-				 * (sent before it came), not answered again */
+				 * or last repair (sent before it came), not
+				 * answered again */
+	uint64_t reply_waits;	/* gets that waited for room in this process's
+				 * AF_XDP ring for their replies */
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 

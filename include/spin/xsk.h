@@ -97,6 +97,8 @@ int spin_xsk_flush(struct spin_xsk *x);
  * hint, safe to call from another thread without the receiver's lock (for
  * busy-polling that does not take a lock until there is work). */
 bool spin_xsk_rx_pending(const struct spin_xsk *x);
+/* Frames the RX ring holds. */
+uint32_t spin_xsk_rx_frames(const struct spin_xsk *x);
 
 /* Send a Portals get (one header-only SPIN_OP_GET packet asking for
  * `length` bytes; a->op, seg_size ignored) like spin_xsk_send(). */
