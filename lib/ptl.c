@@ -1942,7 +1942,7 @@ int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler
 			continue;
 		snprintf(h->name, sizeof(h->name), "ptl%u_%u_%u", (unsigned)getpid(), i, h->gen);
 		err = spin_handler_load(ni->rt, path, h->name);
-		if (err) {
+		if (err < 0) {	/* else the slot */
 			rc = ptl_seterr(err == -SPIN_EVERIFIER || err == -SPIN_EUSAGE ||
 					err == -SPIN_ENOENT ? PTL_ARG_INVALID : PTL_FAIL,
 					"PtlSpinHandlerLoad %s: %s%s%s", path, spin_errmsg(),

@@ -5033,11 +5033,44 @@ static void c_ship(void)
 		RC(rc, PTL_OK);
 		CHK(ev.ni_fail_type != PTL_NI_OK, "a put to the removed entry is not taken (%d)", ev.ni_fail_type);
 		RC(PtlMDRelease(md), PTL_OK);
+		/* rank 1's job ends: what it shipped to rank 2 goes with it */
+		barrier("ship.r1go");
+		barrier("ship.r1");	/* rank 1 shipped to rank 2 */
+		if (nt > 2) {
+			RC(PtlSpinHandlerQuery(ni, &t[2], 1, 7, r), PTL_FAIL);
+			CHK_EQ(r[0].programs, 1, "rank 1's program at rank 2");
+		}
+		barrier("ship.r1q");
+		barrier("ship.r1fini");	/* rank 1 called PtlNIFini */
+		if (nt > 2) {
+			RC(PtlSpinHandlerQuery(ni, &t[2], 1, 7, r), PTL_FAIL);
+			CHK_EQ(r[0].programs, 0, "rank 1's program gone from rank 2 with its PtlNIFini");
+			CHK_EQ(r[0].handlers, r0[2].handlers, "rank 2's runtime as before");
+		}
 		free(o1);
 		free(o2);
 		barrier("ship.done");
 	} else {
 		barrier("ship.up");
+		barrier("ship.r1go");
+		if (R == 1 && N > 2) {
+			ptl_process_t t2 = { .rank = 2 };
+			ptl_spin_ship_result_t r;
+			size_t l1;
+			uint8_t *o1 = ship_obj("ship_v1.bpf.o", &l1);
+
+			RC(PtlSpinHandlerShip(ni, o1, l1, &t2, 1, 5, 8, 0, &r), PTL_OK);
+			free(o1);
+			barrier("ship.r1");
+			barrier("ship.r1q");
+			fini_ni();
+			barrier("ship.r1fini");
+			barrier("ship.done");
+			return;
+		}
+		barrier("ship.r1");
+		barrier("ship.r1q");
+		barrier("ship.r1fini");
 		barrier("ship.done");
 	}
 	fini_ni();

@@ -146,8 +146,9 @@ EOW
 }
 
 run_case put put 2 2
-# shipped handlers (docs/shipping.md): rank 0 ships to ranks 0..3
-run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0
+# shipped handlers (docs/shipping.md): rank 0 ships to ranks 0..3; rank 1
+# to rank 2, which removes it when rank 1's NI ends
+run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0,1
 run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=10000
 run_case ship_off ship_off 2 2
 run_case get get 2 2
