@@ -1056,7 +1056,8 @@ static int request(ptl_handle_ni_t nih, struct spin_ship_req *q, const void *obj
 			snprintf(res[i].reason, sizeof(res[i].reason), "PtlPut: %s", PtlSpinErrmsg());
 			S->w[i].done = true;
 			pthread_mutex_unlock(&S->mu);
-		} else if (q->op == SPIN_SHIP_OP_SHIP) {
+		} else if (q->op == SPIN_SHIP_OP_SHIP && !getenv("SPIN_SHIP_KEEP")) {
+			/* removed at PtlNIFini (SPIN_SHIP_KEEP: left) */
 			S->shipped[targets[i].rank] = 1;
 		}
 	}

@@ -5165,6 +5165,22 @@ static void c_ship_off(void)
 	fini_ni();
 }
 
+
+/* A Portals process that accepts shipped code until the script (as rank
+ * 0) touches b.serve.done.0: test_ptl.sh's ship_push runs spinctl
+ * handler push/query/unship against it. */
+static void c_ship_serve(void)
+{
+	uint64_t end = now_ms() + 25000;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	touch("serve.up", R);
+	while (!exists("serve.done", 0) && now_ms() < end)
+		msleep(20);
+	CHK(exists("serve.done", 0), "the script finished within 25 s");
+	fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -5176,7 +5192,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
-	{ "ship_off", c_ship_off },
+	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve },
 };
 
 int main(int argc, char **argv)

@@ -151,6 +151,40 @@ run_case put put 2 2
 run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0,1
 run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=10000
 run_case ship_off ship_off 2 2
+# spinctl handler push/query/unship from rank 0's namespace to rank 1's
+# Portals process; the push stays after spinctl exits
+run_ship_push() {
+	local name=ship_push dir p1 r1 out rc=0 ns0 i
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	start spin "$dir" 2 2 1 ship_serve SPIN_SHIP_ALLOW=0; p1=$!
+	for i in $(seq 1 200); do [ -e "$dir/b.serve.up.1" ] && break; sleep 0.1; done
+	ns0=$(ptl_ns "$TAG" 0)
+	sctl() {
+		nsx "$ns0" env SPIN_HOSTFILE="$WORK/hosts2" SPIN_RANK=0 timeout 30 "$TOP/tools/spinctl" "$@" \
+			>>"$dir/out.0" 2>&1
+	}
+	sctl handler push veth0 "$TOP/selftests/progs/ship_v1.bpf.o" rank 1 entry 3 hpu 32 ||
+		{ echo "push: exit $?" >>"$dir/rcs"; rc=1; }
+	sctl handler push veth0 "$TOP/selftests/progs/ship_v1.bpf.o" rank 1 entry 4 ||
+		{ echo "second push: exit $?" >>"$dir/rcs"; rc=1; }
+	grep -q 'cache hit' "$dir/out.0" || { echo "no cache hit on the second push" >>"$dir/rcs"; rc=1; }
+	sctl handler query veth0 rank 1 entry 3 ||
+		{ echo "query after the push (it must stay): exit $?" >>"$dir/rcs"; rc=1; }
+	sctl handler push veth0 "$TOP/selftests/progs/bad_handler.bpf.o" rank 1 entry 5
+	r1=$?
+	[ $r1 -eq 7 ] || { echo "verifier rejection: exit $r1, want 7" >>"$dir/rcs"; rc=1; }
+	grep -q 'rank 1: verifier' "$dir/out.0" || { echo "no verifier reason" >>"$dir/rcs"; rc=1; }
+	sctl handler unship veth0 rank 1 entry 3 && sctl handler unship veth0 rank 1 entry 4 ||
+		{ echo "unship: exit $?" >>"$dir/rcs"; rc=1; }
+	sctl handler query veth0 rank 1 entry 3
+	r1=$?
+	[ $r1 -eq 8 ] || { echo "query after unship: exit $r1, want 8" >>"$dir/rcs"; rc=1; }
+	touch "$dir/b.serve.done.0"
+	wait $p1; r1=$?
+	report "$name" "$dir" 2 $rc $r1
+}
+run_ship_push
 run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2
