@@ -502,8 +502,15 @@ fail:
 /* Keep the relevant verifier lines of msg (the last ones) in reason. */
 static void verifier_reason(char *reason, size_t rlen, const char *msg)
 {
-	size_t n = strlen(msg);
-	const char *p = msg;
+	const char *p, *q = strstr(msg, "verifier rejected handler");
+	size_t n;
+
+	/* "verifier rejected handler 'NAME' (NAME): " names a library
+	 * handler the sender does not know: the lines after it */
+	if (q && (q = strstr(q, "): ")))
+		msg = q + 3;
+	n = strlen(msg);
+	p = msg;
 
 	if (n >= rlen - 12)
 		p = msg + n - (rlen - 12);
@@ -562,7 +569,8 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		if (progs_in_use(S) >= S->pol.max_progs) {
 			r->status = SPIN_SHIP_E_LIMIT;
 			snprintf(r->reason, sizeof(r->reason),
-				 "the target holds %u shipped programs, its SPIN_SHIP_MAX_PROGS", S->pol.max_progs);
+				 "the target holds as many shipped programs as its SPIN_SHIP_MAX_PROGS=%u",
+				 S->pol.max_progs);
 			return;
 		}
 		st = obj_check(&S->pol, obj, obj_len, &insns, r->reason, sizeof(r->reason));
@@ -577,9 +585,20 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		if (rc != PTL_OK) {
 			const char *m = PtlSpinErrmsg();
 
-			if (strstr(m, "verifier rejected")) {
+			if (strstr(spin_errmsg(), "verifier rejected")) {
+				/* libspin's whole message (PtlSpinErrmsg is
+				 * shorter): the error and the verifier's
+				 * relevant lines */
+				char *full = malloc(strlen(spin_errmsg()) + strlen(spin_verifier_log()) + 2);
+
 				r->status = SPIN_SHIP_E_VERIFIER;
-				verifier_reason(r->reason, sizeof(r->reason), m);
+				if (full) {
+					sprintf(full, "%s\n%s", spin_errmsg(), spin_verifier_log());
+					verifier_reason(r->reason, sizeof(r->reason), full);
+					free(full);
+				} else {
+					verifier_reason(r->reason, sizeof(r->reason), m);
+				}
 			} else {
 				r->status = strstr(m, "may not use") ? SPIN_SHIP_E_DENIED :
 					    strstr(m, "slots") ? SPIN_SHIP_E_LIMIT : SPIN_SHIP_E_MALFORMED;

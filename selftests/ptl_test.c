@@ -5088,9 +5088,11 @@ static void ship_expect(const char *what, int rc, const ptl_spin_ship_result_t *
 
 /* Failures come back to the sender with the reason, and the target is
  * unchanged: rank 0 ships to rank 1 (both SPIN_SHIP_ALLOW=0,
- * SPIN_SHIP_MAX_INSNS=10000): garbage, a cut object, a verifier rejection,
- * a helper the policy denies, too many instructions; rank 1 ships to rank
- * 0, which does not allow it. */
+ * SPIN_SHIP_MAX_INSNS=10000 SPIN_SHIP_MAX_BYTES=300000
+ * SPIN_SHIP_MAX_PROGS=1): garbage, a cut object, a verifier rejection, a
+ * helper the policy denies, too many instructions, too much host memory,
+ * too many bytes, one program too many; rank 1 ships to rank 0, which
+ * does not allow it. */
 static void c_ship_fail(void)
 {
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
@@ -5118,6 +5120,14 @@ static void c_ship_fail(void)
 			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_INSNS");
 		ship_expect("host memory", PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 1 << 30, &r), &r,
 			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_HOST");
+		{
+			size_t nb = 400000;
+			uint8_t *huge = calloc(1, nb);
+
+			ship_expect("bytes", PtlSpinHandlerShip(ni, huge, nb, &t, 1, 1, 8, 0, &r), &r,
+				    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_BYTES");
+			free(huge);
+		}
 		RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r), PTL_FAIL);
 		CHK_EQ(r.code, SPIN_SHIP_E_NOENT, "no entry after the failures");
 		CHK_EQ(r.programs, 0, "no shipped program after the failures");
@@ -5126,6 +5136,18 @@ static void c_ship_fail(void)
 		/* and a good one still goes in */
 		RC(PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 0, &r), PTL_OK);
 		CHK_EQ(r.handlers, r0.handlers + 1, "a good object after the failures");
+		/* SPIN_SHIP_MAX_PROGS=1: a second program is over the limit,
+		 * the first one's entry stays */
+		{
+			size_t l2;
+			uint8_t *v2 = ship_obj("ship_v2.bpf.o", &l2);
+
+			ship_expect("programs", PtlSpinHandlerShip(ni, v2, l2, &t, 1, 2, 8, 0, &r), &r,
+				    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_PROGS");
+			CHK_EQ(r.handlers, r0.handlers + 1, "over the program limit: runtime unchanged");
+			free(v2);
+		}
+		RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r), PTL_OK);
 		barrier("sf.r1");	/* rank 1 ships to rank 0 */
 		barrier("sf.done");
 		free(bad); free(probe); free(big); free(v1);

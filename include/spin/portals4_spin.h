@@ -132,7 +132,7 @@ typedef struct {
 	unsigned int code;		/* enum spin_ship_status (spin/wire.h): 0 ok,
 					 * 1 malformed, 2 denied, 3 limit, 4 verifier,
 					 * 5 no such entry, 6 failed, 7 undelivered */
-	char reason[320];		/* why, one line (verifier: its relevant lines) */
+	char reason[1024];		/* why, one line (verifier: its relevant lines, '|' between) */
 	unsigned char hash[32];		/* SHA-256 of the object */
 	int placement;			/* PTL_SPIN_PLACE_* */
 	int cache_hit;			/* the target had the program loaded already */

@@ -953,7 +953,7 @@ struct spin_ship_req {
 	__u8	hash[32];	/* SHA-256 of the object */
 };
 
-#define SPIN_SHIP_REASON	320
+#define SPIN_SHIP_REASON	1024	/* the reply stays one packet (SPIN_MAX_SEG) */
 struct spin_ship_reply {
 	__u32	magic;
 	__u8	version;
@@ -974,6 +974,7 @@ struct spin_ship_reply {
 	__u8	hpu[64];	/* QUERY: the entry's handler memory, first bytes */
 	char	reason[SPIN_SHIP_REASON];	/* NUL-terminated */
 };
+_Static_assert(sizeof(struct spin_ship_reply) <= SPIN_MAX_SEG, "a ship reply is one packet");
 
 /* Names of pinned objects below the interface's bpffs directory. */
 #define SPIN_PIN_ROOT		"/sys/fs/bpf/spin"
