@@ -217,6 +217,10 @@ if selected 'job_key*'; then
 	run_case job_key_get get 2 2 spin SPIN_JOB_KEY=0x5eed1234
 	# sends to self go through the runtime: they carry the key too
 	run_case job_key_self self 2 2 spin SPIN_JOB_KEY=0x5eed1234
+	# shipped handlers inside a keyed job: requests, replies and the
+	# shipped entries' messages carry the key
+	run_case job_key_ship ship 4 4 spin SPIN_JOB_KEY=0x5eed1234 SPIN_SHIP_ALLOW=0,1 \
+		PTL_TEST_SHIP_MSGS=1000
 	if selected job_key_other; then
 		d=$(mktemp -d "$WORK/job_key_other.XXXX")
 		ns0=$(ptl_ns "$TAG" 0)
