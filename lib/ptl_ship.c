@@ -960,8 +960,22 @@ fail:
 	return rc;
 }
 
-/* The sender side on first use (lock not held). */
+static pthread_mutex_t sender_mu = PTHREAD_MUTEX_INITIALIZER;
+static int sender_on_locked(ptl_handle_ni_t nih, struct ptl_ship **out);
+
+/* The sender side on first use (lock not held; two threads of the
+ * application may ship at once). */
 static int sender_on(ptl_handle_ni_t nih, struct ptl_ship **out)
+{
+	int rc;
+
+	pthread_mutex_lock(&sender_mu);
+	rc = sender_on_locked(nih, out);
+	pthread_mutex_unlock(&sender_mu);
+	return rc;
+}
+
+static int sender_on_locked(ptl_handle_ni_t nih, struct ptl_ship **out)
 {
 	struct ptl_ni *ni;
 	struct ptl_ship *S = NULL;
@@ -1003,11 +1017,15 @@ static int sender_on(ptl_handle_ni_t nih, struct ptl_ship **out)
 	return PTL_OK;
 }
 
+static __thread uint64_t timeout_override_ms;	/* PtlNIFini's unship: shorter */
+
 static uint64_t ship_timeout_ms(void)
 {
 	const char *v = getenv("SPIN_SHIP_TIMEOUT_MS");
 	uint64_t t = v ? strtoull(v, NULL, 0) : 0;
 
+	if (timeout_override_ms)
+		return timeout_override_ms;
 	return t ? t : 20000;
 }
 
@@ -1236,20 +1254,15 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 	 * request to every rank it shipped to) */
 	if (S->sender && (t = calloc(S->size, sizeof(*t))) && (res = calloc(S->size, sizeof(*res)))) {
 		struct spin_ship_req q;
-		char old[32];
 
 		for (uint32_t r = 0; r < S->size; r++)
 			if (S->shipped[r])
 				t[n++].rank = r;
 		if (n) {
-			snprintf(old, sizeof(old), "%s", getenv("SPIN_SHIP_TIMEOUT_MS") ?: "");
 			req_init(&q, SPIN_SHIP_OP_UNSHIP_ALL, 0);
-			setenv("SPIN_SHIP_TIMEOUT_MS", "2000", 1);
+			timeout_override_ms = 2000;
 			request(nih, &q, NULL, 0, t, n, res);
-			if (*old)
-				setenv("SPIN_SHIP_TIMEOUT_MS", old, 1);
-			else
-				unsetenv("SPIN_SHIP_TIMEOUT_MS");
+			timeout_override_ms = 0;
 		}
 		free(res);
 		free(t);

@@ -4977,6 +4977,10 @@ static void c_ship(void)
 			CHK_EQ(r[k].handlers, r0[k].handlers + 1, "handlers on the target's runtime: one more");
 			CHK_EQ(r[k].loads, 1, "loads");
 		}
+		if (getenv("PTL_TEST_SHIP_PLACE"))
+			for (int k = 0; k < nt; k++)
+				CHK_EQ(r[k].placement, !strcmp(getenv("PTL_TEST_SHIP_PLACE"), "generic") ?
+				       PTL_SPIN_PLACE_GENERIC : PTL_SPIN_PLACE_NATIVE, "placement the sender learns");
 		LOG("placement at rank 1: %s, %u instructions",
 		    r[nt > 1].placement == PTL_SPIN_PLACE_NATIVE ? "native" : "generic", r[nt > 1].insns);
 		/* the same code on a second entry: a cache hit, no load */

@@ -148,7 +148,7 @@ EOW
 run_case put put 2 2
 # shipped handlers (docs/shipping.md): rank 0 ships to ranks 0..3; rank 1
 # to rank 2, which removes it when rank 1's NI ends
-run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0,1
+run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0,1 PTL_TEST_SHIP_PLACE=native
 run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=10000 \
 	SPIN_SHIP_MAX_BYTES=300000 SPIN_SHIP_MAX_PROGS=1
 run_case ship_off ship_off 2 2
@@ -236,6 +236,14 @@ if selected 'job_key*'; then
 			sed 's/^/    /' "$d/out" | tail -5
 		fi
 	fi
+	ptl_detach_all
+fi
+# shipped handlers on runtimes attached in generic XDP: the sender learns
+# it (and native on the others: ptl/ship with PTL_TEST_SHIP_PLACE=native)
+if selected ship_generic; then
+	ptl_detach_all
+	run_case ship_generic ship 4 4 spin SPIN_GENERIC=1 SPIN_SHIP_ALLOW=0,1 PTL_TEST_SHIP_MSGS=1000 \
+		PTL_TEST_SHIP_PLACE=generic
 	ptl_detach_all
 fi
 # a job with an auth key (SPIN_AUTH_KEY): the runtimes attached anew by the
