@@ -1008,6 +1008,11 @@ void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
 	q->ring[(q->head + q->count) % q->cap] = *ev;
 	q->count++;
 	pthread_cond_broadcast(&ni->cv);
+	if (ni->ship_efd > 0 && eqh == ni->ship_eq) {
+		uint64_t one = 1;	/* the ship thread (ptl_ship.c) sleeps on it */
+
+		(void)!write(ni->ship_efd, &one, sizeof(one));
+	}
 }
 
 static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
@@ -1022,6 +1027,23 @@ static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
 	q->count--;
 	rc = q->dropped ? PTL_EQ_DROPPED : PTL_OK;
 	q->dropped = false;
+	return rc;
+}
+
+/* An event of queue eqh, without making progress (the ship thread:
+ * others' progress posts its events). */
+int ptl_eq_take(ptl_handle_eq_t eqh, ptl_event_t *ev)
+{
+	struct ptl_ni *ni;
+	struct ptl_eq *q;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	q = ptl_eq_get(ni, eqh);
+	rc = q ? eq_pop(q, ev) : PTL_ARG_INVALID;
+	ptl_unlock(ni);
 	return rc;
 }
 

@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/eventfd.h>
 
 #include "ptl_internal.h"
 
@@ -183,6 +185,7 @@ struct ptl_ship {
 	bool target;
 	pthread_t thr;
 	bool thr_on;
+	int efd;		/* the thread's wake-up (ni->ship_efd) */
 	volatile bool stop;
 	struct ship_policy pol;
 	uint8_t **ctl_buf;	/* per rank: its control entry's buffer (allowed ranks) */
@@ -808,15 +811,10 @@ static void on_ack(struct ptl_ship *S, const ptl_event_t *ev)
 	S->w[i].done = true;
 }
 
-/* Take one event of the ship queue (waiting up to ms) and handle it. */
-static void pump(struct ptl_ship *S, ptl_time_t ms)
+static void dispatch(struct ptl_ship *S, const ptl_event_t *e)
 {
-	ptl_event_t ev;
-	unsigned int which;
-	int rc = PtlEQPoll(&S->eq, 1, ms, &ev, &which);
+	ptl_event_t ev = *e;
 
-	if (rc != PTL_OK && rc != PTL_EQ_DROPPED)
-		return;
 	pthread_mutex_lock(&S->mu);
 	if (ev.type == PTL_EVENT_PUT && ev.ni_fail_type == PTL_NI_OK) {
 		unsigned int kind = (unsigned int)(ev.match_bits >> 40) & 0xff;
@@ -832,12 +830,36 @@ static void pump(struct ptl_ship *S, ptl_time_t ms)
 	pthread_mutex_unlock(&S->mu);
 }
 
+/* Without the ship thread (a sender only): take one event of the ship
+ * queue, making progress, waiting up to ms. */
+static void pump(struct ptl_ship *S, ptl_time_t ms)
+{
+	ptl_event_t ev;
+	unsigned int which;
+	int rc = PtlEQPoll(&S->eq, 1, ms, &ev, &which);
+
+	if (rc == PTL_OK || rc == PTL_EQ_DROPPED)
+		dispatch(S, &ev);
+}
+
+/* The ship thread sleeps on an eventfd that posting to the ship queue
+ * writes (ptl_eq_post): progress is made by the application's calls and
+ * the progress thread; this one costs nothing while nothing comes. */
 static void *ship_thread(void *arg)
 {
 	struct ptl_ship *S = arg;
+	ptl_event_t ev;
+	uint64_t v;
+	int rc;
 
-	while (!S->stop)
-		pump(S, 200);
+	while (!S->stop) {
+		struct pollfd p = { .fd = S->efd, .events = POLLIN };
+
+		if (poll(&p, 1, 500) > 0 && (p.revents & POLLIN))
+			(void)!read(S->efd, &v, sizeof(v));
+		while (!S->stop && ((rc = ptl_eq_take(S->eq, &ev)) == PTL_OK || rc == PTL_EQ_DROPPED))
+			dispatch(S, &ev);
+	}
 	return NULL;
 }
 
@@ -940,6 +962,21 @@ int ptl_ship_init(struct ptl_ni *ni, ptl_handle_ni_t nih)
 				SPIN_SHIP_BITS(SPIN_SHIP_K_REQ, 0), true);
 		rc = PtlMEAppend(nih, SPIN_SHIP_PT, &m, PTL_PRIORITY_LIST, NULL, &S->deny_me);
 	}
+	if (rc == PTL_OK) {
+		S->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (S->efd <= 0)
+			rc = seterr(PTL_FAIL, "PtlNIInit: eventfd: %s", strerror(errno));
+	}
+	if (rc == PTL_OK) {
+		int e;
+		struct ptl_ni *n = ptl_enter(&e);
+
+		if (n) {
+			n->ship_eq = S->eq;
+			n->ship_efd = S->efd;
+			ptl_unlock(n);
+		}
+	}
 	if (rc == PTL_OK && pthread_create(&S->thr, NULL, ship_thread, S))
 		rc = seterr(PTL_FAIL, "PtlNIInit: cannot start the ship thread");
 	if (rc != PTL_OK)
@@ -950,6 +987,9 @@ int ptl_ship_init(struct ptl_ni *ni, ptl_handle_ni_t nih)
 	return PTL_OK;
 fail:
 	/* PtlNIFini of the caller frees the entries, queue and portal */
+	ni->ship_efd = 0;
+	if (S->efd > 0)
+		close(S->efd);
 	for (uint32_t r = 0; S->ctl_buf && r < S->size; r++)
 		free(S->ctl_buf[r]);
 	free(S->ctl_buf);
@@ -1270,6 +1310,16 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 	if (S->thr_on) {
 		S->stop = true;
 		pthread_join(S->thr, NULL);
+	}
+	if (S->efd > 0) {
+		int e;
+		struct ptl_ni *n = ptl_enter(&e);
+
+		if (n) {
+			n->ship_efd = 0;
+			ptl_unlock(n);
+		}
+		close(S->efd);
 	}
 	for (int i = 0; i < SHIP_N_ENTRY; i++)
 		if (S->ent[i].used)

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <arpa/inet.h>
 #include <linux/types.h>
 #include <spin/portals4.h>
@@ -5200,6 +5201,20 @@ static void c_ship_serve(void)
 	uint64_t end = now_ms() + 25000;
 
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (getenv("PTL_TEST_IDLE_MS")) {
+		/* what accepting shipped code costs an idle process */
+		struct rusage a, b;
+		int ms = atoi(getenv("PTL_TEST_IDLE_MS"));
+
+		getrusage(RUSAGE_SELF, &a);
+		msleep(ms);
+		getrusage(RUSAGE_SELF, &b);
+		LOG("idle %d ms: %.1f ms CPU (user %.1f, sys %.1f)", ms,
+		    ((b.ru_utime.tv_sec - a.ru_utime.tv_sec) + (b.ru_stime.tv_sec - a.ru_stime.tv_sec)) * 1e3 +
+		    ((b.ru_utime.tv_usec - a.ru_utime.tv_usec) + (b.ru_stime.tv_usec - a.ru_stime.tv_usec)) / 1e3,
+		    (b.ru_utime.tv_sec - a.ru_utime.tv_sec) * 1e3 + (b.ru_utime.tv_usec - a.ru_utime.tv_usec) / 1e3,
+		    (b.ru_stime.tv_sec - a.ru_stime.tv_sec) * 1e3 + (b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1e3);
+	}
 	touch("serve.up", R);
 	while (!exists("serve.done", 0) && now_ms() < end)
 		msleep(20);

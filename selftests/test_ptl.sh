@@ -158,7 +158,7 @@ run_ship_push() {
 	local name=ship_push dir p1 r1 out rc=0 ns0 i
 	selected "$name" || return 0
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	start spin "$dir" 2 2 1 ship_serve SPIN_SHIP_ALLOW=0; p1=$!
+	start spin "$dir" 2 2 1 ship_serve SPIN_SHIP_ALLOW=${SHIP_ALLOW-0} ${SHIP_IDLE_MS:+PTL_TEST_IDLE_MS=$SHIP_IDLE_MS}; p1=$!
 	for i in $(seq 1 200); do [ -e "$dir/b.serve.up.1" ] && break; sleep 0.1; done
 	ns0=$(ptl_ns "$TAG" 0)
 	sctl() {
