@@ -134,6 +134,7 @@ static const int default_helpers[] = {
 #define SHIP_MAX_ALLOW	128	/* ranks with a control entry (one each) */
 #define SHIP_N_PROG	32
 #define SHIP_N_ENTRY	128
+#define SHIP_MAX_TARGETS 256	/* ranks one process ships to (an answer entry each) */
 
 struct ship_policy {
 	uint8_t *allow;		/* per rank: 1 may ship code here */
@@ -200,7 +201,10 @@ struct ptl_ship {
 	/* sender side */
 	bool sender;
 	struct spin_ship_reply *rin;	/* per target rank: its answer */
-	ptl_handle_me_t rin_me;
+	ptl_handle_me_t *rin_me;	/* per target rank: the entry only it can
+					 * put its answer into (made on first use) */
+	uint8_t *rin_on;
+	unsigned int n_rin;
 	bool busy;		/* a ship call is out */
 	struct ship_wait *w;
 	unsigned int nw;
@@ -700,7 +704,7 @@ static void on_request(struct ptl_ship *S, const ptl_event_t *ev)
 		snprintf(r->reason, sizeof(r->reason),
 			 "request of %llu bytes, more than the target's SPIN_SHIP_MAX_BYTES=%u",
 			 (unsigned long long)ev->rlength, S->pol.max_bytes);
-	} else if (ev->mlength < sizeof(q) || ntohl(q.magic) != SPIN_SHIP_MAGIC ||
+	} else if (ev->remote_offset || ev->mlength < sizeof(q) || ntohl(q.magic) != SPIN_SHIP_MAGIC ||
 		   q.version != SPIN_SHIP_VERSION || ntohl(q.obj_len) != ev->mlength - sizeof(q) ||
 		   q.entry_id > SPIN_SHIP_ENTRY_MAX) {
 		r->status = SPIN_SHIP_E_MALFORMED;
@@ -752,8 +756,8 @@ static void on_request(struct ptl_ship *S, const ptl_event_t *ev)
 	r->cache_hits = htobe64(S->hits);
 	r->loads = htobe64(S->loads);
 	rc = PtlPut(S->rep_md, (ptl_size_t)rank * sizeof(*r), sizeof(*r), PTL_NO_ACK_REQ,
-		    (ptl_process_t){ .rank = rank }, SPIN_SHIP_PT, SPIN_SHIP_BITS(SPIN_SHIP_K_REPLY, 0),
-		    (ptl_size_t)S->rank * sizeof(*r), NULL, 0);
+		    (ptl_process_t){ .rank = rank }, SPIN_SHIP_PT, SPIN_SHIP_BITS(SPIN_SHIP_K_REPLY, 0), 0,
+		    NULL, 0);
 	if (rc != PTL_OK)
 		fprintf(stderr, "spin: ship: cannot answer rank %u: %s\n", rank, PtlSpinErrmsg());
 }
@@ -782,8 +786,8 @@ static void on_reply(struct ptl_ship *S, const ptl_event_t *ev)
 	uint32_t rank = ev->initiator.rank;
 	const struct spin_ship_reply *r;
 
-	if (rank >= S->size || ev->mlength != sizeof(*r) ||
-	    ev->remote_offset != (ptl_size_t)rank * sizeof(*r))
+	if (rank >= S->size || ev->mlength != sizeof(*r) || ev->remote_offset ||
+	    (uintptr_t)ev->user_ptr != (uintptr_t)rank + 1)
 		return;
 	r = &S->rin[rank];
 	if (ntohl(r->magic) != SPIN_SHIP_MAGIC || ntohl(r->seq) != S->seq)
@@ -1019,7 +1023,6 @@ static int sender_on_locked(ptl_handle_ni_t nih, struct ptl_ship **out)
 {
 	struct ptl_ni *ni;
 	struct ptl_ship *S = NULL;
-	ptl_me_t m;
 	int rc;
 
 	ni = ptl_enter(&rc);
@@ -1042,14 +1045,11 @@ static int sender_on_locked(ptl_handle_ni_t nih, struct ptl_ship **out)
 		return PTL_OK;
 	}
 	S->rin = calloc(S->size, sizeof(*S->rin));
+	S->rin_me = calloc(S->size, sizeof(*S->rin_me));
+	S->rin_on = calloc(S->size, 1);
 	S->shipped = calloc(S->size, 1);
-	if (!S->rin || !S->shipped)
+	if (!S->rin || !S->rin_me || !S->rin_on || !S->shipped)
 		return seterr(PTL_NO_SPACE, "out of memory");
-	m = ctl_me_spec(S->rin, (size_t)S->size * sizeof(*S->rin), PTL_RANK_ANY,
-			SPIN_SHIP_BITS(SPIN_SHIP_K_REPLY, 0), false);
-	rc = PtlMEAppend(nih, SPIN_SHIP_PT, &m, PTL_PRIORITY_LIST, NULL, &S->rin_me);
-	if (rc != PTL_OK)
-		return rc;
 	pthread_mutex_lock(&S->mu);
 	S->sender = true;
 	pthread_mutex_unlock(&S->mu);
@@ -1086,10 +1086,33 @@ static int request(ptl_handle_ni_t nih, struct spin_ship_req *q, const void *obj
 	rc = sender_on(nih, &S);
 	if (rc != PTL_OK)
 		return rc;
-	for (unsigned int i = 0; i < n; i++)
-		if (targets[i].rank >= S->size)
-			return seterr(PTL_ARG_INVALID, "rank %u is not in the job (size %u)", targets[i].rank,
-				      S->size);
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t t = targets[i].rank;
+		ptl_me_t m;
+
+		if (t >= S->size)
+			return seterr(PTL_ARG_INVALID, "rank %u is not in the job (size %u)", t, S->size);
+		pthread_mutex_lock(&sender_mu);
+		if (!S->rin_on[t]) {
+			/* its answers: an entry only rank t can put into */
+			if (S->n_rin >= SHIP_MAX_TARGETS) {
+				pthread_mutex_unlock(&sender_mu);
+				return seterr(PTL_NO_SPACE, "this process shipped to %d ranks already, all it can",
+					      SHIP_MAX_TARGETS);
+			}
+			m = ctl_me_spec(&S->rin[t], sizeof(S->rin[t]), t,
+					SPIN_SHIP_BITS(SPIN_SHIP_K_REPLY, 0), false);
+			rc = PtlMEAppend(nih, SPIN_SHIP_PT, &m, PTL_PRIORITY_LIST, (void *)(uintptr_t)(t + 1),
+					 &S->rin_me[t]);
+			if (rc != PTL_OK) {
+				pthread_mutex_unlock(&sender_mu);
+				return rc;
+			}
+			S->rin_on[t] = 1;
+			S->n_rin++;
+		}
+		pthread_mutex_unlock(&sender_mu);
+	}
 	buf = malloc(sizeof(*q) + len);
 	if (!buf)
 		return seterr(PTL_NO_SPACE, "out of memory");
@@ -1334,8 +1357,9 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 			PtlMEUnlink(S->ctl_me[r]);
 	if (S->target)
 		PtlMEUnlink(S->deny_me);
-	if (S->sender)
-		PtlMEUnlink(S->rin_me);
+	for (uint32_t r = 0; S->rin_on && r < S->size; r++)
+		if (S->rin_on[r])
+			PtlMEUnlink(S->rin_me[r]);
 	if (S->target)
 		PtlMDRelease(S->rep_md);
 	if (S->pt_on)
@@ -1348,6 +1372,8 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 	free(S->ctl_me);
 	free(S->rep);
 	free(S->rin);
+	free(S->rin_me);
+	free(S->rin_on);
 	free(S->shipped);
 	free(S->pol.allow);
 	free(S);
