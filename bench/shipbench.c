@@ -130,11 +130,11 @@ static void target(void)
 	me.length = 4096;
 	me.handler_host_mem = host;
 	me.handler_host_mem_length = 4096;
-	me.ct_handle = ct;
+	me.ct_handle = PTL_CT_NONE;
 	me.match_id.rank = 0;
 	me.match_bits = 1;
 	me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE |
-		     PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM;
+		     PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_COMM_DISABLE;
 	me.handlers = h;
 	me.hpu_memory = hm;
 	if (PtlMEAppend(ni, LOCAL_PT, &me, PTL_PRIORITY_LIST, NULL, &meh) != PTL_OK)

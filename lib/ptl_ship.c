@@ -152,7 +152,6 @@ struct ship_prog {
 	int refs;		/* entries installed with it */
 	/* its ifunc entry: messages naming the hash */
 	ptl_handle_me_t me;
-	ptl_handle_ct_t ct;
 	ptl_handle_hpu_mem_t hpu;
 	void *host;
 };
@@ -163,7 +162,6 @@ struct ship_entry {
 	int prog;
 	uint32_t hpu_len;
 	ptl_handle_me_t me;
-	ptl_handle_ct_t ct;
 	ptl_handle_hpu_mem_t hpu;
 	void *host;
 };
@@ -440,7 +438,6 @@ static void prog_drop(struct ptl_ship *S, int i)
 	if (--P->refs > 0)
 		return;
 	PtlMEUnlink(P->me);
-	PtlCTFree(P->ct);
 	PtlHPUFreeMem(P->hpu);
 	host_free(S, &P->host);
 	PtlSpinHandlerUnload(P->h);
@@ -450,7 +447,6 @@ static void prog_drop(struct ptl_ship *S, int i)
 static void entry_remove(struct ptl_ship *S, struct ship_entry *E)
 {
 	PtlMEUnlink(E->me);
-	PtlCTFree(E->ct);
 	PtlHPUFreeMem(E->hpu);
 	host_free(S, &E->host);
 	prog_drop(S, E->prog);
@@ -465,32 +461,33 @@ static struct ship_entry *entry_find(struct ptl_ship *S, uint32_t rank, uint32_t
 	return NULL;
 }
 
-/* An entry with handlers h on SPIN_SHIP_PT: its counter, handler memory
- * and host memory (host_len bytes, may be 0). */
+/* An entry with handlers h on SPIN_SHIP_PT: its handler memory and host
+ * memory (host_len bytes, may be 0). */
 static int me_make(struct ptl_ship *S, ptl_handle_handler_t h, ptl_match_bits_t bits, uint32_t rank,
-		   uint32_t hpu_len, uint32_t host_len, ptl_handle_me_t *me, ptl_handle_ct_t *ct,
+		   uint32_t hpu_len, uint32_t host_len, ptl_handle_me_t *me,
 		   ptl_handle_hpu_mem_t *hpu, void **host, char *reason, size_t rlen)
 {
 	ptl_me_t m = { 0 };
 	int rc;
 
 	*host = NULL;
-	*ct = PTL_INVALID_HANDLE;
 	*hpu = PTL_INVALID_HANDLE;
 	if (host_len && (rc = PtlSpinHostAlloc(S->nih, host_len, host)) != PTL_OK)
 		goto fail;
-	if ((rc = PtlCTAlloc(S->nih, ct)) != PTL_OK ||
-	    (rc = PtlHPUAllocMem(hpu_len ? hpu_len : 8, S->nih, hpu)) != PTL_OK)
+	if ((rc = PtlHPUAllocMem(hpu_len ? hpu_len : 8, S->nih, hpu)) != PTL_OK)
 		goto fail;
 	m.start = *host;
 	m.length = host_len;
 	m.handler_host_mem = *host;
 	m.handler_host_mem_length = host_len;
-	m.ct_handle = *ct;
 	m.match_id.rank = rank;
 	m.match_bits = bits;
+	/* no events, no counter: the runtime posts nothing for its messages
+	 * and the host does nothing per invocation; the runtime's own
+	 * per-entry counters (spin_me_ct) count them (invocations()) */
+	m.ct_handle = PTL_CT_NONE;
 	m.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE |
-		    PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM;
+		    PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_COMM_DISABLE;
 	m.handlers = h;
 	m.hpu_memory = *hpu;
 	rc = PtlMEAppend(S->nih, SPIN_SHIP_PT, &m, PTL_PRIORITY_LIST, NULL, me);
@@ -500,10 +497,27 @@ fail:
 	snprintf(reason, rlen, "cannot install the handler's entry: %s", PtlSpinErrmsg());
 	if (*hpu != PTL_INVALID_HANDLE)
 		PtlHPUFreeMem(*hpu);
-	if (*ct != PTL_INVALID_HANDLE)
-		PtlCTFree(*ct);
 	host_free(S, host);
 	return rc;
+}
+
+/* Messages entry meh completed: the runtime's counters of its slot. */
+static uint64_t invocations(ptl_handle_me_t meh)
+{
+	struct spin_me sm;
+	struct ptl_mer *m;
+	struct ptl_ni *ni;
+	uint64_t n = 0;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return 0;
+	m = ptl_me_get(ni, meh);
+	if (m && m->rt >= 0 && !spin_me_get(ni->rt, (uint32_t)m->rt, &sm))
+		n = sm.ct_success;
+	ptl_unlock(ni);
+	return n;
 }
 
 /* Keep the relevant verifier lines of msg (the last ones) in reason. */
@@ -617,7 +631,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 			return;
 		}
 		if (me_make(S, P->h, PtlSpinIfuncBits(hash), PTL_RANK_ANY, SPIN_HPU_SIZE, 0, &P->me,
-			    &P->ct, &P->hpu, &P->host, r->reason, sizeof(r->reason)) != PTL_OK) {
+			    &P->hpu, &P->host, r->reason, sizeof(r->reason)) != PTL_OK) {
 			PtlSpinHandlerUnload(P->h);
 			r->status = SPIN_SHIP_E_FAIL;
 			return;
@@ -642,7 +656,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		return;
 	}
 	if (me_make(S, S->prog[pi].h, entry_bits(rank, q->entry_id), rank, hpu_len, host_len, &E->me,
-		    &E->ct, &E->hpu, &E->host, r->reason, sizeof(r->reason)) != PTL_OK) {
+		    &E->hpu, &E->host, r->reason, sizeof(r->reason)) != PTL_OK) {
 		prog_drop(S, pi);
 		r->status = SPIN_SHIP_E_FAIL;
 		return;
@@ -658,11 +672,9 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 
 static void do_query(struct ptl_ship *S, struct ship_entry *E, struct spin_ship_reply *r)
 {
-	ptl_ct_event_t c = { 0 };
 	size_t n = E->hpu_len < sizeof(r->hpu) ? E->hpu_len : sizeof(r->hpu);
 
-	PtlCTGet(E->ct, &c);
-	r->invocations = htobe64(c.success);
+	r->invocations = htobe64(invocations(E->me));
 	memcpy(r->hash, S->prog[E->prog].hash, 32);
 	r->insns = htonl(S->prog[E->prog].insns);
 	PtlMEReadHPU(E->me, 0, r->hpu, n);
@@ -723,10 +735,7 @@ static void on_request(struct ptl_ship *S, const ptl_event_t *ev)
 			r->status = SPIN_SHIP_E_NOENT;
 			snprintf(r->reason, sizeof(r->reason), "no program with that hash here");
 		} else {
-			ptl_ct_event_t c = { 0 };
-
-			PtlCTGet(S->prog[pi].ct, &c);
-			r->invocations = htobe64(c.success);
+			r->invocations = htobe64(invocations(S->prog[pi].me));
 			memcpy(r->hash, S->prog[pi].hash, 32);
 			r->insns = htonl(S->prog[pi].insns);
 			PtlMEReadHPU(S->prog[pi].me, 0, r->hpu, sizeof(r->hpu));
