@@ -80,6 +80,7 @@ med() { awk -F, -v m="$1" '$1 == m { print $2 }' "$OUT/ship.csv"; }
 		'BEGIN { printf "active message / UDP host round trip: %.3f\n", a / b }'
 } | tee "$OUT/ship_summary.txt"
 if command -v gnuplot >/dev/null; then
-	gnuplot -e "csv='$OUT/ship.csv'; out='$OUT/ship.png'" bench/ship.gp 2>/dev/null ||
+	grep -E '^(ship_|rtt_|am_rtt|udp_rtt)' "$OUT/ship.csv" >"$WORK/times.csv"
+	gnuplot -e "csv='$WORK/times.csv'; out='$OUT/ship.png'" bench/ship.gp 2>/dev/null ||
 		echo "gnuplot failed (ship.png not made)"
 fi
