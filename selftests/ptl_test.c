@@ -5117,6 +5117,17 @@ static void c_ship_fail(void)
 			    SPIN_SHIP_E_MALFORMED, "not an ELF64");
 		ship_expect("cut object", PtlSpinHandlerShip(ni, v1, 300, &t, 1, 1, 8, 0, &r), &r,
 			    SPIN_SHIP_E_MALFORMED, "section table");
+		{
+			/* an ELF object of the host's machine (this program's first 64 KiB) */
+			FILE *f = fopen("/proc/self/exe", "rb");
+			static uint8_t host[65536];
+			size_t n = f ? fread(host, 1, sizeof(host), f) : 0;
+
+			if (f)
+				fclose(f);
+			ship_expect("host ELF", PtlSpinHandlerShip(ni, host, n, &t, 1, 1, 8, 0, &r), &r,
+				    SPIN_SHIP_E_MALFORMED, "not a BPF relocatable");
+		}
 		ship_expect("verifier", PtlSpinHandlerShip(ni, bad, lb, &t, 1, 1, 8, 0, &r), &r,
 			    SPIN_SHIP_E_VERIFIER, "verifier");
 		ship_expect("helper", PtlSpinHandlerShip(ni, probe, lp, &t, 1, 1, 8, 0, &r), &r,
