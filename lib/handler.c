@@ -116,12 +116,29 @@ static void default_name(const char *path, char *out, size_t len)
 	out[n] = 0;
 }
 
-int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
+/* Whether map name mn is in the NULL-terminated list (NULL list: any). */
+static bool map_allowed(const char *const *allow, const char *mn)
+{
+	if (!allow)
+		return true;
+	for (; *allow; allow++)
+		if (!strcmp(*allow, mn))
+			return true;
+	return false;
+}
+
+/*
+ * Load a handler object from a file (path) or from memory (buf, len; path
+ * then only names it in messages), against the runtime's maps; with
+ * maps_allowed (NULL-terminated names) the object may declare only those.
+ */
+static int handler_load(struct spin_rt *rt, const char *path, const void *buf, size_t len,
+			const char *name, const char *const *maps_allowed)
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
 	struct bpf_map *map;
-	char nbuf[64], p[PATH_MAX + 64];
+	char p[PATH_MAX + 64];
 	__u32 ids[SPIN_MAX_HANDLERS];
 	char *log = NULL;
 	int err, slot = -1, fd, hfd = -1;
@@ -129,20 +146,10 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 
 	spin_libbpf_reset();
 	spin_vlog_clear();
-	if (!rt || !path)
-		return spin_seterr(SPIN_EUSAGE, "spin_handler_load: no runtime or object path");
-	if (!name) {
-		default_name(path, nbuf, sizeof(nbuf));
-		name = nbuf;
-	}
-	if (!spin_name_ok(name))
-		return spin_seterr(SPIN_EUSAGE,
-				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
-				   name);
 	err = spin_check_priv();
 	if (err)
 		return err;
-	if (access(path, R_OK))
+	if (!buf && access(path, R_OK))
 		return spin_seterr(errno == ENOENT ? SPIN_ENOENT : SPIN_EPERM,
 				   "handler object %s: %s", path, strerror(errno));
 	err = spin_lock(rt);
@@ -158,7 +165,13 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		goto out;
 	}
 
-	obj = bpf_object__open_file(path, NULL);
+	if (buf) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = name);
+
+		obj = bpf_object__open_mem(buf, len, &oo);
+	} else {
+		obj = bpf_object__open_file(path, NULL);
+	}
 	if (!obj) {
 		err = spin_seterr(SPIN_EFAIL, "cannot open handler object %s: %s", path,
 				  *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
@@ -187,6 +200,12 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
 			err = spin_seterr(SPIN_EFAIL,
 					  "handler object %s declares map %s that is not a spin runtime map",
+					  path, mn);
+			goto out;
+		}
+		if (!map_allowed(maps_allowed, mn)) {
+			err = spin_seterr(SPIN_EPERM,
+					  "handler object %s uses runtime map %s, which shipped code may not use",
 					  path, mn);
 			goto out;
 		}
@@ -266,6 +285,35 @@ out:
 	bpf_object__close(obj);
 	free(log);
 	return err;
+}
+
+int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
+{
+	char nbuf[64];
+
+	if (!rt || !path)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_load: no runtime or object path");
+	if (!name) {
+		default_name(path, nbuf, sizeof(nbuf));
+		name = nbuf;
+	}
+	if (!spin_name_ok(name))
+		return spin_seterr(SPIN_EUSAGE,
+				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
+				   name);
+	return handler_load(rt, path, NULL, 0, name, NULL);
+}
+
+int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name,
+			  const char *const *maps_allowed)
+{
+	if (!rt || !buf || !len || !name)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_load_mem: no runtime, object or name");
+	if (!spin_name_ok(name))
+		return spin_seterr(SPIN_EUSAGE,
+				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
+				   name);
+	return handler_load(rt, name, buf, len, name, maps_allowed);
 }
 
 static int me_refs(struct spin_rt *rt, int slot, int *first)

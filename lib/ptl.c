@@ -514,7 +514,7 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	      const ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,
 	      ptl_handle_ni_t *ni_handle)
 {
-	struct ptl_ni *ni;
+	struct ptl_ni *ni = NULL;
 	unsigned int addr = options & (PTL_NI_LOGICAL | PTL_NI_PHYSICAL);
 	int rc, view;
 
@@ -561,6 +561,17 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		*actual = ni->limits;
 	*ni_handle = ptl_mkh(PTL_H_NI, (uint32_t)view, ni->gen);
 	pthread_mutex_unlock(&g_mu);
+	/* accepting shipped handlers ($SPIN_SHIP_ALLOW): the matching NI's */
+	if (view == PTL_VIEW_MATCH && ni->view_refs[view] == 1) {
+		rc = ptl_ship_init(ni, *ni_handle);
+		if (rc != PTL_OK) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s", PtlSpinErrmsg());
+			PtlNIFini(*ni_handle);
+			return ptl_seterr(rc, "%s", msg);
+		}
+	}
 	return PTL_OK;
 }
 
@@ -690,6 +701,17 @@ int PtlNIFini(ptl_handle_ni_t nih)
 	if (!ni || !ni_handle_ok(ni, nih)) {
 		pthread_mutex_unlock(&g_mu);
 		return PTL_ARG_INVALID;
+	}
+	if (ptl_hidx(nih) == PTL_VIEW_MATCH && ni->view_refs[PTL_VIEW_MATCH] == 1 && ni->ship) {
+		/* shipped handlers: removed from the peers and from here,
+		 * through the API, so without g_mu */
+		pthread_mutex_unlock(&g_mu);
+		ptl_ship_fini(ni, nih);
+		pthread_mutex_lock(&g_mu);
+		if (ptl_g_ni != ni || !ni_handle_ok(ni, nih)) {
+			pthread_mutex_unlock(&g_mu);
+			return PTL_ARG_INVALID;
+		}
 	}
 	if (--ni->view_refs[ptl_hidx(nih)] == 0 && ni->refs > 1) {
 		ptl_lock(ni);
@@ -986,6 +1008,11 @@ void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
 	q->ring[(q->head + q->count) % q->cap] = *ev;
 	q->count++;
 	pthread_cond_broadcast(&ni->cv);
+	if (ni->ship_efd > 0 && eqh == ni->ship_eq) {
+		uint64_t one = 1;	/* the ship thread (ptl_ship.c) sleeps on it */
+
+		(void)!write(ni->ship_efd, &one, sizeof(one));
+	}
 }
 
 static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
@@ -1000,6 +1027,23 @@ static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
 	q->count--;
 	rc = q->dropped ? PTL_EQ_DROPPED : PTL_OK;
 	q->dropped = false;
+	return rc;
+}
+
+/* An event of queue eqh, without making progress (the ship thread:
+ * others' progress posts its events). */
+int ptl_eq_take(ptl_handle_eq_t eqh, ptl_event_t *ev)
+{
+	struct ptl_ni *ni;
+	struct ptl_eq *q;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	q = ptl_eq_get(ni, eqh);
+	rc = q ? eq_pop(q, ev) : PTL_ARG_INVALID;
+	ptl_unlock(ni);
 	return rc;
 }
 
@@ -1920,7 +1964,7 @@ int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler
 			continue;
 		snprintf(h->name, sizeof(h->name), "ptl%u_%u_%u", (unsigned)getpid(), i, h->gen);
 		err = spin_handler_load(ni->rt, path, h->name);
-		if (err) {
+		if (err < 0) {	/* else the slot */
 			rc = ptl_seterr(err == -SPIN_EVERIFIER || err == -SPIN_EUSAGE ||
 					err == -SPIN_ENOENT ? PTL_ARG_INVALID : PTL_FAIL,
 					"PtlSpinHandlerLoad %s: %s%s%s", path, spin_errmsg(),
@@ -1930,6 +1974,49 @@ int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler
 		}
 		h->used = true;
 		*out = ptl_mkh(PTL_H_HANDLER, i, h->gen);
+		rc = PTL_OK;
+		break;
+	}
+	ptl_unlock(ni);
+	return rc;
+}
+
+/* A handler object from memory (a shipped one, ptl_ship.c): as
+ * PtlSpinHandlerLoad; maps as spin_handler_load_mem; *insns: the
+ * instructions the kernel holds. */
+int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
+			 const char *const *maps, ptl_handle_handler_t *out, uint32_t *insns)
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
+	struct ptl_ni *ni;
+	int rc, err, n;
+
+	ni = ni_enter_h(nih, &rc);
+	if (!ni)
+		return rc;
+	rc = ptl_seterr(PTL_NO_SPACE, "all %d handler slots of this process are in use", PTL_N_HANDLER);
+	for (uint32_t i = 0; i < PTL_N_HANDLER; i++) {
+		struct ptl_handler *h = &ni->hd[i];
+
+		if (h->used)
+			continue;
+		snprintf(h->name, sizeof(h->name), "ptl%u_%u_%u", (unsigned)getpid(), i, h->gen);
+		err = spin_handler_load_mem(ni->rt, buf, len, h->name, maps);
+		if (err < 0) {	/* else the slot */
+			rc = ptl_seterr(err == -SPIN_EVERIFIER || err == -SPIN_EUSAGE ||
+					err == -SPIN_ENOENT || err == -SPIN_EPERM ? PTL_ARG_INVALID :
+					PTL_FAIL, "%s%s%s", spin_errmsg(),
+					err == -SPIN_EVERIFIER ? "\n" : "",
+					err == -SPIN_EVERIFIER ? spin_verifier_log() : "");
+			break;
+		}
+		h->used = true;
+		*out = ptl_mkh(PTL_H_HANDLER, i, h->gen);
+		*insns = 0;
+		n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS * 2);
+		for (int k = 0; k < n; k++)
+			if (!strcmp(hi[k].name, h->name))
+				*insns = hi[k].insns;
 		rc = PTL_OK;
 		break;
 	}

@@ -316,7 +316,12 @@ struct ptl_rx {
 	struct spin_hdr h;	/* first packet's header */
 };
 
+struct ptl_ship;
+
 struct ptl_ni {
+	struct ptl_ship *ship;	/* shipped handlers (ptl_ship.c), NULL: none */
+	int ship_efd;		/* > 0: an eventfd written when ship_eq gets an event */
+	ptl_handle_eq_t ship_eq;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;	/* progress was made */
 	pthread_cond_t bg_cv;	/* the progress thread may poll again */
@@ -435,6 +440,16 @@ struct ptl_ni {
 };
 
 extern struct ptl_ni *ptl_g_ni;
+
+/* ptl_ship.c: shipped handlers (docs/shipping.md).  init: at the matching
+ * NI's PtlNIInit, with $SPIN_SHIP_ALLOW the target side (no lock held);
+ * fini: before its PtlNIFini, the sender's unship of everything it
+ * shipped and the target's removal of everything it holds. */
+int ptl_ship_init(struct ptl_ni *ni, ptl_handle_ni_t nih);
+void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih);
+int ptl_eq_take(ptl_handle_eq_t eqh, ptl_event_t *ev);
+int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
+			 const char *const *maps, ptl_handle_handler_t *out, uint32_t *insns);
 
 /* handles */
 static inline ptl_handle_any_t ptl_mkh(int type, uint32_t idx, uint8_t gen)

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <arpa/inet.h>
 #include <linux/types.h>
 #include <spin/portals4.h>
@@ -4854,6 +4855,385 @@ static void c_bigmap(void)
 }
 
 
+
+/* ------------------------------------------------- shipped handlers -- */
+
+struct ship_state { uint64_t calls, sum, version, mix; };	/* progs/ship_v1.bpf.c */
+
+static uint8_t *ship_obj(const char *name, size_t *len)
+{
+	char path[600];
+	uint8_t *b;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/%s", top_dir(), name);
+	f = fopen(path, "rb");
+	if (!f)
+		DIE("%s: %s", path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc(n);
+	if (!b || fread(b, 1, n, f) != (size_t)n)
+		DIE("cannot read %s", path);
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static int ship_msgs(void)
+{
+	const char *v = getenv("PTL_TEST_SHIP_MSGS");
+
+	return v ? atoi(v) : 10000;
+}
+
+/* n messages to entry bits at each of the targets, payload: the word i;
+ * waits until each target has them all (reliable puts: the send event). */
+static void ship_invoke(const ptl_process_t *t, int nt, ptl_match_bits_t bits, int n)
+{
+	ptl_handle_ct_t ct = ct_new();
+	uint64_t *src = kbuf(K_MAL, (size_t)n * 8);
+	ptl_handle_md_t md = md_new(src, (size_t)n * 8, PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_SUCCESS_DISABLE,
+				    PTL_EQ_NONE, ct);
+
+	for (int i = 0; i < n; i++)
+		src[i] = (uint64_t)i;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < nt; k++)
+			RC(PtlPut(md, (size_t)i * 8, 8, PTL_NO_ACK_REQ, t[k], PTL_SPIN_SHIP_PT, bits, 0,
+				  NULL, 0), PTL_OK);
+	ct_wait(ct, (ptl_size_t)n * nt, 60000, "messages to the shipped handler sent and taken");
+	ct_is(ct, (uint64_t)n * nt, 0, "messages to the shipped handler");
+	/* quiet puts: the MD is free when a probe's range ack came */
+	for (int i = 0; i < 500 && PtlMDRelease(md) == PTL_IN_USE; i++)
+		msleep(10);
+	PtlCTFree(ct);
+}
+
+static void ship_check(const ptl_spin_ship_result_t *r, int nt, const char *what, uint64_t calls,
+		       uint64_t sum, uint64_t version)
+{
+	for (int k = 0; k < nt; k++) {
+		struct ship_state st;
+		char b[160];
+
+		memcpy(&st, r[k].hpu, sizeof(st));
+		snprintf(b, sizeof(b), "%s: rank %u invocations", what, r[k].target.rank);
+		CHK_EQ(r[k].invocations, calls, b);
+		snprintf(b, sizeof(b), "%s: rank %u handler calls", what, r[k].target.rank);
+		CHK_EQ(st.calls, calls, b);
+		snprintf(b, sizeof(b), "%s: rank %u sum", what, r[k].target.rank);
+		CHK_EQ(st.sum, sum, b);
+		snprintf(b, sizeof(b), "%s: rank %u version", what, r[k].target.rank);
+		CHK_EQ(st.version, version, b);
+	}
+}
+
+static void ship_all_ok(int rc, const ptl_spin_ship_result_t *r, int nt, const char *what)
+{
+	if (!CHK(rc == PTL_OK, "%s: %s", what, rc_name(rc)))
+		for (int k = 0; k < nt; k++)
+			LOG("  rank %u: code %u %s", r[k].target.rank, r[k].code, r[k].reason);
+}
+
+/* Rank 0 ships ship_v1 to ranks 0..3 (itself too), invokes it with
+ * PTL_TEST_SHIP_MSGS messages per rank, ships it again (cache hit), by
+ * hash (ifunc), replaces it with ship_v2, removes it.  SPIN_SHIP_ALLOW=0. */
+static void c_ship(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 0) {
+		ptl_process_t t[4];
+		ptl_spin_ship_result_t r[4], r0[4];
+		size_t l1, l2;
+		uint8_t *o1 = ship_obj("ship_v1.bpf.o", &l1), *o2 = ship_obj("ship_v2.bpf.o", &l2);
+		uint8_t h1[32];
+		int n = ship_msgs(), nt = N < 4 ? N : 4, rc;
+		uint64_t sum = (uint64_t)n * (n - 1) / 2, t0;
+		ptl_handle_eq_t eq = eq_new(16);
+		ptl_handle_md_t md;
+		ptl_event_t ev;
+		uint64_t one = 1;
+
+		for (int k = 0; k < nt; k++)
+			t[k].rank = k;
+		barrier("ship.up");
+		/* the runtimes' handlers before: what must come back */
+		RC(PtlSpinHandlerQuery(ni, t, nt, 7, r0), PTL_FAIL);
+		for (int k = 0; k < nt; k++)
+			CHK_EQ(r0[k].code, SPIN_SHIP_E_NOENT, "query before shipping: no entry");
+		t0 = now_ms();
+		rc = PtlSpinHandlerShip(ni, o1, l1, t, nt, 7, sizeof(struct ship_state), 4096, r);
+		ship_all_ok(rc, r, nt, "ship v1");
+		LOG("shipped %zu bytes to %d ranks in %llu ms", l1, nt, (unsigned long long)(now_ms() - t0));
+		PtlSpinShipHash(o1, l1, h1);
+		for (int k = 0; k < nt; k++) {
+			CHK_EQ(r[k].cache_hit, 0, "first shipment: loaded");
+			CHK(r[k].insns > 0, "rank %d: instructions %u", k, r[k].insns);
+			CHK(!memcmp(r[k].hash, h1, 32), "rank %d: the object's SHA-256", k);
+			CHK(r[k].placement == PTL_SPIN_PLACE_NATIVE || r[k].placement == PTL_SPIN_PLACE_GENERIC,
+			    "rank %d: placement %d", k, r[k].placement);
+			CHK_EQ(r[k].programs, 1, "programs at the target");
+			CHK_EQ(r[k].handlers, r0[k].handlers + 1, "handlers on the target's runtime: one more");
+			CHK_EQ(r[k].loads, 1, "loads");
+		}
+		if (getenv("PTL_TEST_SHIP_PLACE"))
+			for (int k = 0; k < nt; k++)
+				CHK_EQ(r[k].placement, !strcmp(getenv("PTL_TEST_SHIP_PLACE"), "generic") ?
+				       PTL_SPIN_PLACE_GENERIC : PTL_SPIN_PLACE_NATIVE, "placement the sender learns");
+		LOG("placement at rank 1: %s, %u instructions",
+		    r[nt > 1].placement == PTL_SPIN_PLACE_NATIVE ? "native" : "generic", r[nt > 1].insns);
+		/* the same code on a second entry: a cache hit, no load */
+		rc = PtlSpinHandlerShip(ni, o1, l1, t, nt, 8, sizeof(struct ship_state), 0, r);
+		ship_all_ok(rc, r, nt, "ship v1 again");
+		for (int k = 0; k < nt; k++) {
+			CHK_EQ(r[k].cache_hit, 1, "second shipment: cache hit");
+			CHK_EQ(r[k].cache_hits, 1, "cache hits counted");
+			CHK_EQ(r[k].loads, 1, "no second load");
+			CHK_EQ(r[k].handlers, r0[k].handlers + 1, "no second program");
+		}
+		ship_invoke(t, nt, PtlSpinShipBits(ni, 7), n);
+		rc = PtlSpinHandlerQuery(ni, t, nt, 7, r);
+		ship_all_ok(rc, r, nt, "query v1");
+		ship_check(r, nt, "entry 7 after the messages", n, sum, 1);
+		rc = PtlSpinHandlerQuery(ni, t, nt, 8, r);
+		ship_all_ok(rc, r, nt, "query entry 8");
+		ship_check(r, nt, "entry 8 (no messages)", 0, 0, 0);
+		/* ifunc: the cached program by its hash, once per message */
+		ship_invoke(t, nt, PtlSpinIfuncBits(h1), 3);
+		rc = PtlSpinIfuncQuery(ni, t, nt, h1, r);
+		ship_all_ok(rc, r, nt, "ifunc query");
+		ship_check(r, nt, "ifunc messages", 3, 3, 1);
+		/* a new version on entry 7 */
+		rc = PtlSpinHandlerShip(ni, o2, l2, t, nt, 7, sizeof(struct ship_state), 4096, r);
+		ship_all_ok(rc, r, nt, "ship v2");
+		for (int k = 0; k < nt; k++) {
+			CHK_EQ(r[k].cache_hit, 0, "v2: loaded");
+			CHK_EQ(r[k].loads, 2, "v2: second load");
+			CHK_EQ(r[k].programs, 2, "v1 (entry 8) and v2 (entry 7)");
+		}
+		ship_invoke(t, nt, PtlSpinShipBits(ni, 7), 100);
+		rc = PtlSpinHandlerQuery(ni, t, nt, 7, r);
+		ship_all_ok(rc, r, nt, "query v2");
+		ship_check(r, nt, "entry 7 runs v2", 100, 2 * (99 * 100 / 2), 2);
+		/* removal */
+		rc = PtlSpinHandlerUnship(ni, t, nt, 7, r);
+		ship_all_ok(rc, r, nt, "unship 7");
+		rc = PtlSpinHandlerUnship(ni, t, nt, 8, r);
+		ship_all_ok(rc, r, nt, "unship 8");
+		RC(PtlSpinHandlerQuery(ni, t, nt, 7, r), PTL_FAIL);
+		for (int k = 0; k < nt; k++) {
+			CHK_EQ(r[k].code, SPIN_SHIP_E_NOENT, "query after unship: no entry");
+			CHK_EQ(r[k].programs, 0, "no shipped program left");
+			CHK_EQ(r[k].handlers, r0[k].handlers, "the target's runtime has its handlers of before");
+		}
+		/* the entry is gone from the wire too */
+		md = md_new(&one, 8, 0, eq, PTL_CT_NONE);
+		RC(PtlPut(md, 0, 8, PTL_ACK_REQ, t[nt - 1], PTL_SPIN_SHIP_PT, PtlSpinShipBits(ni, 7), 0,
+			  NULL, 0), PTL_OK);
+		do {
+			rc = PtlEQPoll(&eq, 1, 5000, &ev, NULL);
+		} while (rc == PTL_OK && ev.type != PTL_EVENT_ACK);
+		RC(rc, PTL_OK);
+		CHK(ev.ni_fail_type != PTL_NI_OK, "a put to the removed entry is not taken (%d)", ev.ni_fail_type);
+		RC(PtlMDRelease(md), PTL_OK);
+		/* rank 1's job ends: what it shipped to rank 2 goes with it */
+		barrier("ship.r1go");
+		barrier("ship.r1");	/* rank 1 shipped to rank 2 */
+		if (nt > 2) {
+			RC(PtlSpinHandlerQuery(ni, &t[2], 1, 7, r), PTL_FAIL);
+			CHK_EQ(r[0].programs, 1, "rank 1's program at rank 2");
+		}
+		barrier("ship.r1q");
+		barrier("ship.r1fini");	/* rank 1 called PtlNIFini */
+		if (nt > 2) {
+			RC(PtlSpinHandlerQuery(ni, &t[2], 1, 7, r), PTL_FAIL);
+			CHK_EQ(r[0].programs, 0, "rank 1's program gone from rank 2 with its PtlNIFini");
+			CHK_EQ(r[0].handlers, r0[2].handlers, "rank 2's runtime as before");
+		}
+		free(o1);
+		free(o2);
+		barrier("ship.done");
+	} else {
+		barrier("ship.up");
+		barrier("ship.r1go");
+		if (R == 1 && N > 2) {
+			ptl_process_t t2 = { .rank = 2 };
+			ptl_spin_ship_result_t r;
+			size_t l1;
+			uint8_t *o1 = ship_obj("ship_v1.bpf.o", &l1);
+
+			RC(PtlSpinHandlerShip(ni, o1, l1, &t2, 1, 5, 8, 0, &r), PTL_OK);
+			free(o1);
+			barrier("ship.r1");
+			barrier("ship.r1q");
+			fini_ni();
+			barrier("ship.r1fini");
+			barrier("ship.done");
+			return;
+		}
+		barrier("ship.r1");
+		barrier("ship.r1q");
+		barrier("ship.r1fini");
+		barrier("ship.done");
+	}
+	fini_ni();
+}
+
+static void ship_expect(const char *what, int rc, const ptl_spin_ship_result_t *r, unsigned code,
+			const char *reason_has)
+{
+	RC(rc, PTL_FAIL);
+	if (!CHK_EQ(r->code, code, what) || !CHK(strstr(r->reason, reason_has), "%s: reason '%s' lacks '%s'",
+						   what, r->reason, reason_has))
+		return;
+	LOG("%s: %s", what, r->reason);
+}
+
+/* Failures come back to the sender with the reason, and the target is
+ * unchanged: rank 0 ships to rank 1 (both SPIN_SHIP_ALLOW=0,
+ * SPIN_SHIP_MAX_INSNS=10000 SPIN_SHIP_MAX_BYTES=300000
+ * SPIN_SHIP_MAX_PROGS=1): garbage, a cut object, a verifier rejection, a
+ * helper the policy denies, too many instructions, too much host memory,
+ * too many bytes, one program too many; rank 1 ships to rank 0, which
+ * does not allow it. */
+static void c_ship_fail(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 0) {
+		ptl_process_t t = { .rank = 1 };
+		ptl_spin_ship_result_t r, r0;
+		size_t lb, lp, lg, l1;
+		uint8_t *bad = ship_obj("bad_handler.bpf.o", &lb), *probe = ship_obj("ship_probe.bpf.o", &lp);
+		uint8_t *big = ship_obj("ship_big.bpf.o", &lg), *v1 = ship_obj("ship_v1.bpf.o", &l1);
+		char junk[300];
+
+		barrier("sf.up");
+		RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r0), PTL_FAIL);
+		CHK_EQ(r0.code, SPIN_SHIP_E_NOENT, "query before");
+		memset(junk, 'x', sizeof(junk));
+		ship_expect("garbage", PtlSpinHandlerShip(ni, junk, sizeof(junk), &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_MALFORMED, "not an ELF64");
+		ship_expect("cut object", PtlSpinHandlerShip(ni, v1, 300, &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_MALFORMED, "section table");
+		{
+			/* an ELF object of the host's machine (this program's first 64 KiB) */
+			FILE *f = fopen("/proc/self/exe", "rb");
+			static uint8_t host[65536];
+			size_t n = f ? fread(host, 1, sizeof(host), f) : 0;
+
+			if (f)
+				fclose(f);
+			ship_expect("host ELF", PtlSpinHandlerShip(ni, host, n, &t, 1, 1, 8, 0, &r), &r,
+				    SPIN_SHIP_E_MALFORMED, "not a BPF relocatable");
+		}
+		ship_expect("verifier", PtlSpinHandlerShip(ni, bad, lb, &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_VERIFIER, "verifier");
+		ship_expect("helper", PtlSpinHandlerShip(ni, probe, lp, &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_DENIED, "helper 113");
+		ship_expect("instructions", PtlSpinHandlerShip(ni, big, lg, &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_INSNS");
+		ship_expect("host memory", PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 1 << 30, &r), &r,
+			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_HOST");
+		{
+			size_t nb = 400000;
+			uint8_t *huge = calloc(1, nb);
+
+			ship_expect("bytes", PtlSpinHandlerShip(ni, huge, nb, &t, 1, 1, 8, 0, &r), &r,
+				    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_BYTES");
+			free(huge);
+		}
+		RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r), PTL_FAIL);
+		CHK_EQ(r.code, SPIN_SHIP_E_NOENT, "no entry after the failures");
+		CHK_EQ(r.programs, 0, "no shipped program after the failures");
+		CHK_EQ(r.loads, 0, "nothing loaded");
+		CHK_EQ(r.handlers, r0.handlers, "the target's runtime unchanged");
+		/* and a good one still goes in */
+		RC(PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 0, &r), PTL_OK);
+		CHK_EQ(r.handlers, r0.handlers + 1, "a good object after the failures");
+		/* SPIN_SHIP_MAX_PROGS=1: a second program is over the limit,
+		 * the first one's entry stays */
+		{
+			size_t l2;
+			uint8_t *v2 = ship_obj("ship_v2.bpf.o", &l2);
+
+			ship_expect("programs", PtlSpinHandlerShip(ni, v2, l2, &t, 1, 2, 8, 0, &r), &r,
+				    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_PROGS");
+			CHK_EQ(r.handlers, r0.handlers + 1, "over the program limit: runtime unchanged");
+			free(v2);
+		}
+		RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r), PTL_OK);
+		barrier("sf.r1");	/* rank 1 ships to rank 0 */
+		barrier("sf.done");
+		free(bad); free(probe); free(big); free(v1);
+	} else {
+		ptl_process_t t = { .rank = 0 };
+		ptl_spin_ship_result_t r;
+		size_t l1;
+		uint8_t *v1 = ship_obj("ship_v1.bpf.o", &l1);
+
+		barrier("sf.up");
+		barrier("sf.r1");
+		ship_expect("rank not allowed", PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_DENIED, "SPIN_SHIP_ALLOW");
+		CHK_EQ(r.programs, 0, "denied: nothing at the target");
+		barrier("sf.done");
+		free(v1);
+	}
+	fini_ni();
+}
+
+/* A target without SPIN_SHIP_ALLOW takes no code: the sender learns it. */
+static void c_ship_off(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	barrier("so.up");
+	if (R == 0) {
+		ptl_process_t t = { .rank = 1 };
+		ptl_spin_ship_result_t r;
+		size_t l1;
+		uint8_t *v1 = ship_obj("ship_v1.bpf.o", &l1);
+
+		ship_expect("shipping off", PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 0, &r), &r,
+			    SPIN_SHIP_E_UNDELIVERED, "SPIN_SHIP_ALLOW");
+		free(v1);
+	}
+	barrier("so.done");
+	fini_ni();
+}
+
+
+/* A Portals process that accepts shipped code until the script (as rank
+ * 0) touches b.serve.done.0: test_ptl.sh's ship_push runs spinctl
+ * handler push/query/unship against it. */
+static void c_ship_serve(void)
+{
+	uint64_t end = now_ms() + 25000;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (getenv("PTL_TEST_IDLE_MS")) {
+		/* what accepting shipped code costs an idle process */
+		struct rusage a, b;
+		int ms = atoi(getenv("PTL_TEST_IDLE_MS"));
+
+		getrusage(RUSAGE_SELF, &a);
+		msleep(ms);
+		getrusage(RUSAGE_SELF, &b);
+		LOG("idle %d ms: %.1f ms CPU (user %.1f, sys %.1f)", ms,
+		    ((b.ru_utime.tv_sec - a.ru_utime.tv_sec) + (b.ru_stime.tv_sec - a.ru_stime.tv_sec)) * 1e3 +
+		    ((b.ru_utime.tv_usec - a.ru_utime.tv_usec) + (b.ru_stime.tv_usec - a.ru_stime.tv_usec)) / 1e3,
+		    (b.ru_utime.tv_sec - a.ru_utime.tv_sec) * 1e3 + (b.ru_utime.tv_usec - a.ru_utime.tv_usec) / 1e3,
+		    (b.ru_stime.tv_sec - a.ru_stime.tv_sec) * 1e3 + (b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1e3);
+	}
+	touch("serve.up", R);
+	while (!exists("serve.done", 0) && now_ms() < end)
+		msleep(20);
+	CHK(exists("serve.done", 0), "the script finished within 25 s");
+	fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -4864,7 +5244,8 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
-	{ "bigmap", c_bigmap },
+	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
+	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve },
 };
 
 int main(int argc, char **argv)

@@ -146,6 +146,46 @@ EOW
 }
 
 run_case put put 2 2
+# shipped handlers (docs/shipping.md): rank 0 ships to ranks 0..3; rank 1
+# to rank 2, which removes it when rank 1's NI ends
+run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0,1 PTL_TEST_SHIP_PLACE=native
+run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=10000 \
+	SPIN_SHIP_MAX_BYTES=300000 SPIN_SHIP_MAX_PROGS=1
+run_case ship_off ship_off 2 2
+# spinctl handler push/query/unship from rank 0's namespace to rank 1's
+# Portals process; the push stays after spinctl exits
+run_ship_push() {
+	local name=ship_push dir p1 r1 out rc=0 ns0 i
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	start spin "$dir" 2 2 1 ship_serve SPIN_SHIP_ALLOW=${SHIP_ALLOW-0} ${SHIP_IDLE_MS:+PTL_TEST_IDLE_MS=$SHIP_IDLE_MS}; p1=$!
+	for i in $(seq 1 200); do [ -e "$dir/b.serve.up.1" ] && break; sleep 0.1; done
+	ns0=$(ptl_ns "$TAG" 0)
+	sctl() {
+		nsx "$ns0" env SPIN_HOSTFILE="$WORK/hosts2" SPIN_RANK=0 timeout 30 "$TOP/tools/spinctl" "$@" \
+			>>"$dir/out.0" 2>&1
+	}
+	sctl handler push veth0 "$TOP/selftests/progs/ship_v1.bpf.o" rank 1 entry 3 hpu 32 ||
+		{ echo "push: exit $?" >>"$dir/rcs"; rc=1; }
+	sctl handler push veth0 "$TOP/selftests/progs/ship_v1.bpf.o" rank 1 entry 4 ||
+		{ echo "second push: exit $?" >>"$dir/rcs"; rc=1; }
+	grep -q 'cache hit' "$dir/out.0" || { echo "no cache hit on the second push" >>"$dir/rcs"; rc=1; }
+	sctl handler query veth0 rank 1 entry 3 ||
+		{ echo "query after the push (it must stay): exit $?" >>"$dir/rcs"; rc=1; }
+	sctl handler push veth0 "$TOP/selftests/progs/bad_handler.bpf.o" rank 1 entry 5
+	r1=$?
+	[ $r1 -eq 7 ] || { echo "verifier rejection: exit $r1, want 7" >>"$dir/rcs"; rc=1; }
+	grep -q 'rank 1: verifier' "$dir/out.0" || { echo "no verifier reason" >>"$dir/rcs"; rc=1; }
+	sctl handler unship veth0 rank 1 entry 3 && sctl handler unship veth0 rank 1 entry 4 ||
+		{ echo "unship: exit $?" >>"$dir/rcs"; rc=1; }
+	sctl handler query veth0 rank 1 entry 3
+	r1=$?
+	[ $r1 -eq 8 ] || { echo "query after unship: exit $r1, want 8" >>"$dir/rcs"; rc=1; }
+	touch "$dir/b.serve.done.0"
+	wait $p1; r1=$?
+	report "$name" "$dir" 2 $rc $r1
+}
+run_ship_push
 run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2
@@ -177,6 +217,10 @@ if selected 'job_key*'; then
 	run_case job_key_get get 2 2 spin SPIN_JOB_KEY=0x5eed1234
 	# sends to self go through the runtime: they carry the key too
 	run_case job_key_self self 2 2 spin SPIN_JOB_KEY=0x5eed1234
+	# shipped handlers inside a keyed job: requests, replies and the
+	# shipped entries' messages carry the key
+	run_case job_key_ship ship 4 4 spin SPIN_JOB_KEY=0x5eed1234 SPIN_SHIP_ALLOW=0,1 \
+		PTL_TEST_SHIP_MSGS=1000
 	if selected job_key_other; then
 		d=$(mktemp -d "$WORK/job_key_other.XXXX")
 		ns0=$(ptl_ns "$TAG" 0)
@@ -192,6 +236,14 @@ if selected 'job_key*'; then
 			sed 's/^/    /' "$d/out" | tail -5
 		fi
 	fi
+	ptl_detach_all
+fi
+# shipped handlers on runtimes attached in generic XDP: the sender learns
+# it (and native on the others: ptl/ship with PTL_TEST_SHIP_PLACE=native)
+if selected ship_generic; then
+	ptl_detach_all
+	run_case ship_generic ship 4 4 spin SPIN_GENERIC=1 SPIN_SHIP_ALLOW=0,1 PTL_TEST_SHIP_MSGS=1000 \
+		PTL_TEST_SHIP_PLACE=generic
 	ptl_detach_all
 fi
 # a job with an auth key (SPIN_AUTH_KEY): the runtimes attached anew by the

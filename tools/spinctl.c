@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include <spin/spin.h>
+#include <spin/portals4.h>
 
 #define SPINCTL_VERSION "0.1"
 
@@ -713,6 +714,156 @@ static int handler_load(int argc, char **argv)
 	}
 	return 0;
 }
+
+/*
+ * handler push|unship|query: this process becomes the job's rank on IFACE
+ * for the call (a Portals process: PtlNIInit), sends the request to the
+ * ranks' Portals processes, prints each answer (docs/shipping.md).  A push
+ * stays after it exits (SPIN_SHIP_KEEP): it goes with an unship, with the
+ * target process, or when a process of this rank ships and ends.
+ */
+static int ship_ranks(const char *s, ptl_process_t *t, unsigned int *n)
+{
+	const char *p = s;
+
+	*n = 0;
+	while (*p) {
+		char *end;
+		unsigned long r;
+
+		errno = 0;
+		r = strtoul(p, &end, 10);
+		if (end == p || errno || r > 65535 || (*end && *end != ',') || *n >= 64)
+			return usage_err("rank list '%s': want up to 64 ranks like 1,2,3", s);
+		t[(*n)++].rank = (ptl_rank_t)r;
+		p = *end ? end + 1 : end;
+	}
+	return *n ? 0 : usage_err("rank list '%s' is empty", s);
+}
+
+static int ship_exit(const ptl_spin_ship_result_t *r, unsigned int n)
+{
+	static const int code[] = { 0, SPIN_EUSAGE, SPIN_EPERM, SPIN_ENOSPC, SPIN_EVERIFIER,
+				    SPIN_ENOENT, SPIN_EFAIL, SPIN_ETIMEDOUT };
+
+	for (unsigned int i = 0; i < n; i++)
+		if (r[i].status != PTL_OK)
+			return r[i].code < sizeof(code) / sizeof(code[0]) ? code[r[i].code] : SPIN_EFAIL;
+	return 0;
+}
+
+static void ship_print(const char *verb, const ptl_spin_ship_result_t *r, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		char hx[17];
+
+		for (int k = 0; k < 8; k++)
+			snprintf(hx + 2 * k, 3, "%02x", r[i].hash[k]);
+		if (json) {
+			jobj(NULL);
+			ju64("rank", r[i].target.rank);
+			jstr("result", r[i].status == PTL_OK ? "ok" : "failed");
+			ju64("code", r[i].code);
+			jstr("reason", r[i].reason);
+			jstr("hash", hx);
+			jstr("placement", r[i].placement == PTL_SPIN_PLACE_GENERIC ? "generic" : "native");
+			ju64("cache_hit", r[i].cache_hit);
+			ju64("insns", r[i].insns);
+			ju64("programs", r[i].programs);
+			ju64("invocations", r[i].invocations);
+			jobj_end();
+		} else if (r[i].status != PTL_OK) {
+			fprintf(stderr, "spinctl: handler %s: rank %u: %s\n", verb, r[i].target.rank,
+				r[i].reason);
+		} else {
+			printf("rank %u: %s ok, hash %s, %s XDP, %s, %u insns, %u programs shipped there, %llu invocations\n",
+			       r[i].target.rank, verb, hx,
+			       r[i].placement == PTL_SPIN_PLACE_GENERIC ? "generic" : "native",
+			       strcmp(verb, "push") ? "-" : r[i].cache_hit ? "cache hit" : "loaded",
+			       r[i].insns, r[i].programs,
+			       (unsigned long long)r[i].invocations);
+		}
+	}
+}
+
+static int handler_ship(int argc, char **argv, int op)
+{
+	static const char *verbs[] = { "push", "unship", "query" };
+	ptl_process_t t[64];
+	ptl_spin_ship_result_t r[64];
+	ptl_handle_ni_t nih;
+	uint64_t entry = UINT64_MAX, hpu = 64, host = 0;
+	const char *file = NULL, *ranks = NULL;
+	unsigned int n = 0;
+	uint8_t *obj = NULL;
+	long len = 0;
+	int err, i = op == 0 ? 2 : 1;
+
+	NEED(op == 0 ? 2 : 1, op == 0 ? "IFACE FILE" : "IFACE");
+	if ((err = check_ifname("IFACE", argv[0])))
+		return err;
+	if (op == 0)
+		file = argv[1];
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "rank"))
+			ranks = OPTARG("rank");
+		else if (!strcmp(argv[i], "entry")) {
+			if ((err = parse_num("entry", OPTARG("entry"), 0, SPIN_SHIP_ENTRY_MAX, &entry)))
+				return err;
+		} else if (op == 0 && !strcmp(argv[i], "hpu")) {
+			if ((err = parse_num("hpu", OPTARG("hpu"), 0, SPIN_HPU_SIZE, &hpu)))
+				return err;
+		} else if (op == 0 && !strcmp(argv[i], "host")) {
+			if ((err = parse_num("host", OPTARG("host"), 0, 16 << 20, &host)))
+				return err;
+		} else
+			return usage_err("unknown handler %s option '%s'", verbs[op], argv[i]);
+	}
+	if (!ranks || entry == UINT64_MAX)
+		return usage_err("handler %s needs 'rank R[,R...]' and 'entry ID'", verbs[op]);
+	if ((err = ship_ranks(ranks, t, &n)))
+		return err;
+	if (file) {
+		FILE *f = fopen(file, "rb");
+
+		if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) ||
+		    !(obj = malloc(len)) || fread(obj, 1, len, f) != (size_t)len) {
+			fprintf(stderr, "spinctl: cannot read handler object %s: %s\n", file,
+				errno ? strerror(errno) : "empty");
+			if (f)
+				fclose(f);
+			free(obj);
+			return SPIN_ENOENT;
+		}
+		fclose(f);
+	}
+	setenv("SPIN_IFACE", argv[0], 1);
+	setenv("SPIN_SHIP_KEEP", "1", 1);
+	unsetenv("SPIN_SHIP_ALLOW");	/* this process accepts nothing */
+	if (PtlInit() != PTL_OK ||
+	    PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL,
+		      &nih) != PTL_OK) {
+		fprintf(stderr, "spinctl: cannot become a Portals process on %s: %s\n", argv[0],
+			PtlSpinErrmsg());
+		free(obj);
+		return SPIN_EFAIL;
+	}
+	if (op == 0)
+		PtlSpinHandlerShip(nih, obj, (ptl_size_t)len, t, n, (uint32_t)entry, hpu, host, r);
+	else if (op == 1)
+		PtlSpinHandlerUnship(nih, t, n, (uint32_t)entry, r);
+	else
+		PtlSpinHandlerQuery(nih, t, n, (uint32_t)entry, r);
+	PtlNIFini(nih);
+	PtlFini();
+	free(obj);
+	ship_print(verbs[op], r, n);
+	return ship_exit(r, n);
+}
+
+static int handler_push(int argc, char **argv) { return handler_ship(argc, argv, 0); }
+static int handler_unship(int argc, char **argv) { return handler_ship(argc, argv, 1); }
+static int handler_query(int argc, char **argv) { return handler_ship(argc, argv, 2); }
 
 static int handler_list(int argc, char **argv)
 {
@@ -2237,7 +2388,12 @@ static const char help_status[] =
 static const char help_handler[] =
 	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
 	"spinctl handler list IFACE\n"
-	"spinctl handler unload IFACE NAME\n";
+	"spinctl handler unload IFACE NAME\n"
+	"spinctl handler push IFACE FILE rank R[,R...] entry ID [hpu N] [host N]\n"
+	"spinctl handler unship|query IFACE rank R[,R...] entry ID\n"
+	"    push: ship FILE to the ranks' Portals processes (they need $SPIN_SHIP_ALLOW),\n"
+	"    installed on this rank's entry ID; it stays after spinctl exits\n"
+	"    (docs/shipping.md); needs the job ($SPIN_HOSTFILE, $SPIN_RANK)\n";
 static const char help_pt[] =
 	"spinctl pt alloc IFACE INDEX [flowctrl]\n"
 	"spinctl pt free|enable|disable IFACE INDEX\n"
@@ -2305,7 +2461,8 @@ static void usage(FILE *f)
 }
 
 static const struct cmd handler_cmds[] = {
-	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload }, {}
+	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload },
+	{ "push", handler_push }, { "unship", handler_unship }, { "query", handler_query }, {}
 };
 static const struct cmd pt_cmds[] = {
 	{ "list", pt_list }, { "alloc", pt_alloc }, { "free", pt_free }, { "enable", pt_enable },

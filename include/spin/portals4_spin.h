@@ -115,6 +115,60 @@ typedef struct {
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 
+/*
+ * Shipped handlers (docs/shipping.md): send a handler object to peers'
+ * Portals processes, which verify it, cache it by its SHA-256 and install
+ * it on an entry the sender names; the sender's puts to portal index
+ * SPIN_SHIP_PT (31) with PtlSpinShipBits(ni, entry_id) run it, and puts
+ * with PtlSpinIfuncBits(hash) run the cached program by its hash.  A
+ * target accepts code only with $SPIN_SHIP_ALLOW (off by default).
+ * Logical NIs only.  Each call waits for every target's answer; the
+ * return is PTL_OK when all succeeded, else PTL_FAIL (PTL_ARG_INVALID for
+ * bad arguments) and each result says why.
+ */
+#define PTL_SPIN_SHIP_PT	31
+#define PTL_SPIN_PLACE_NATIVE	1	/* the target's runtime runs in native XDP */
+#define PTL_SPIN_PLACE_GENERIC	2	/* ... in generic (skb) XDP */
+typedef struct {
+	ptl_process_t target;
+	int status;			/* PTL_OK or PTL_FAIL */
+	unsigned int code;		/* enum spin_ship_status (spin/wire.h): 0 ok,
+					 * 1 malformed, 2 denied, 3 limit, 4 verifier,
+					 * 5 no such entry, 6 failed, 7 undelivered */
+	char reason[1024];		/* why, one line (verifier: its relevant lines, '|' between) */
+	unsigned char hash[32];		/* SHA-256 of the object */
+	int placement;			/* PTL_SPIN_PLACE_* */
+	int cache_hit;			/* the target had the program loaded already */
+	unsigned int insns;		/* instructions the target's kernel holds */
+	unsigned int programs;		/* shipped programs the target holds now */
+	unsigned int handlers;		/* handler programs on the target's runtime now */
+	uint64_t cache_hits, loads;	/* the target's counters since it started */
+	uint64_t invocations;		/* PtlSpinHandlerQuery: messages the entry completed */
+	unsigned char hpu[64];		/* PtlSpinHandlerQuery: its handler memory, first bytes */
+} ptl_spin_ship_result_t;
+
+/* Ship len bytes of object obj to n targets, to be installed on entry_id
+ * (0 .. 2^24 - 1) of this process, with hpu_len bytes of handler memory
+ * (<= 4096, zeroed) and host_len bytes of handler host memory. */
+int PtlSpinHandlerShip(ptl_handle_ni_t ni_handle, const void *obj, ptl_size_t len,
+		       const ptl_process_t *targets, unsigned int n, uint32_t entry_id,
+		       ptl_size_t hpu_len, ptl_size_t host_len, ptl_spin_ship_result_t *results);
+/* Remove entry_id from the targets (its program too, unless still used). */
+int PtlSpinHandlerUnship(ptl_handle_ni_t ni_handle, const ptl_process_t *targets, unsigned int n,
+			 uint32_t entry_id, ptl_spin_ship_result_t *results);
+/* Report entry_id at the targets: invocations, handler memory. */
+int PtlSpinHandlerQuery(ptl_handle_ni_t ni_handle, const ptl_process_t *targets, unsigned int n,
+			uint32_t entry_id, ptl_spin_ship_result_t *results);
+/* Report the ifunc entry of the targets' cached program hash. */
+int PtlSpinIfuncQuery(ptl_handle_ni_t ni_handle, const ptl_process_t *targets, unsigned int n,
+		      const unsigned char hash[32], ptl_spin_ship_result_t *results);
+/* Match bits of this process's entry_id at a target (portal PTL_SPIN_SHIP_PT). */
+ptl_match_bits_t PtlSpinShipBits(ptl_handle_ni_t ni_handle, uint32_t entry_id);
+/* Match bits of an ifunc message: runs the target's cached program hash. */
+ptl_match_bits_t PtlSpinIfuncBits(const unsigned char hash[32]);
+/* SHA-256 of len bytes (an object's hash). */
+void PtlSpinShipHash(const void *obj, ptl_size_t len, unsigned char hash[32]);
+
 /* One line on why the last call of this thread failed ("" if none). */
 const char *PtlSpinErrmsg(void);
 

@@ -911,6 +911,88 @@ struct spin_event {
 #define SPIN_EV_REC_SIZE	((((__u32)sizeof(struct spin_event) + 7) & ~7u) + 8)
 #define SPIN_SRC_EV_QUOTA	((SPIN_EVENTS_SIZE / 2) / SPIN_EV_REC_SIZE)
 
+/*
+ * Shipped handlers (docs/shipping.md): a process sends a handler object to
+ * a peer's Portals process, which verifies, caches and installs it.  All
+ * of it travels as ordinary reliable puts on portal index SPIN_SHIP_PT of
+ * the matching NI, reserved by the library of a process that ships or
+ * accepts code.  Match bits: SPIN_SHIP_TAG in the top 16 bits, a kind in
+ * the next 8, then per kind:
+ *   REQ    requests to the target's library (its control entries)
+ *   REPLY  its answers, at remote offset = the target's rank * sizeof(reply)
+ *   ENTRY  an installed handler: sender rank (16 bits) | entry id (24 bits)
+ *   IFUNC  a cached program by hash: the hash's first 5 bytes (40 bits)
+ * Every field is big-endian (network order).
+ */
+#define SPIN_SHIP_PT		31	/* matching NI's portal index */
+#define SPIN_SHIP_TAG		0x5348ull	/* "SH" */
+#define SPIN_SHIP_K_REQ		1
+#define SPIN_SHIP_K_REPLY	2
+#define SPIN_SHIP_K_ENTRY	3
+#define SPIN_SHIP_K_IFUNC	4
+#define SPIN_SHIP_BITS(kind, low)	((SPIN_SHIP_TAG << 48) | ((__u64)(kind) << 40) | \
+					 ((__u64)(low) & 0xffffffffffull))
+#define SPIN_SHIP_ENTRY_MAX	0xffffffu	/* entry ids: 24 bits */
+#define SPIN_SHIP_MAGIC		0x5350534eu	/* "SPSN" */
+#define SPIN_SHIP_VERSION	1
+#define SPIN_SHIP_F_HASH	0x1	/* QUERY: the cached program `hash` (its ifunc entry) */
+
+enum spin_ship_op {
+	SPIN_SHIP_OP_SHIP = 1,		/* load (or find cached), install on entry_id */
+	SPIN_SHIP_OP_UNSHIP,		/* remove entry_id */
+	SPIN_SHIP_OP_QUERY,		/* report entry_id (invocations, handler memory) */
+	SPIN_SHIP_OP_UNSHIP_ALL,	/* remove everything this rank shipped (its job ends) */
+};
+
+/* status of a reply */
+enum spin_ship_status {
+	SPIN_SHIP_OK = 0,
+	SPIN_SHIP_E_MALFORMED,		/* bad request or object (reason says what) */
+	SPIN_SHIP_E_DENIED,		/* policy: rank, helper or map not allowed */
+	SPIN_SHIP_E_LIMIT,		/* programs, instructions, bytes, entries */
+	SPIN_SHIP_E_VERIFIER,		/* the kernel's verifier rejected it */
+	SPIN_SHIP_E_NOENT,		/* no such entry (unship, query) */
+	SPIN_SHIP_E_FAIL,		/* anything else at the target (reason) */
+	SPIN_SHIP_E_UNDELIVERED,	/* sender side: no answer, or not accepted */
+};
+
+struct spin_ship_req {
+	__u32	magic;		/* SPIN_SHIP_MAGIC */
+	__u8	version;	/* SPIN_SHIP_VERSION */
+	__u8	op;		/* enum spin_ship_op */
+	__u16	flags;
+	__u32	entry_id;	/* <= SPIN_SHIP_ENTRY_MAX */
+	__u32	seq;		/* echoed in the reply */
+	__u32	host_len;	/* host-window bytes for the entry (handler host memory) */
+	__u32	hpu_len;	/* handler memory, <= SPIN_HPU_SIZE */
+	__u32	obj_len;	/* bytes of the object after this header */
+	__u32	pad;
+	__u8	hash[32];	/* SHA-256 of the object */
+};
+
+#define SPIN_SHIP_REASON	1024	/* the reply stays one packet (SPIN_MAX_SEG) */
+struct spin_ship_reply {
+	__u32	magic;
+	__u8	version;
+	__u8	op;
+	__u8	status;		/* enum spin_ship_status */
+	__u8	placement;	/* 1: native XDP, 2: generic XDP */
+	__u32	entry_id;
+	__u32	seq;
+	__u8	cache_hit;	/* the program was loaded already */
+	__u8	pad[3];
+	__u32	insns;		/* instructions the kernel holds (xlated) */
+	__u32	programs;	/* shipped programs loaded at the target now */
+	__u32	handlers;	/* handler programs on the target's runtime now */
+	__u64	cache_hits;	/* the target's counters since it started */
+	__u64	loads;
+	__u64	invocations;	/* QUERY: messages the entry completed */
+	__u8	hash[32];
+	__u8	hpu[64];	/* QUERY: the entry's handler memory, first bytes */
+	char	reason[SPIN_SHIP_REASON];	/* NUL-terminated */
+};
+_Static_assert(sizeof(struct spin_ship_reply) <= SPIN_MAX_SEG, "a ship reply is one packet");
+
 /* Names of pinned objects below the interface's bpffs directory. */
 #define SPIN_PIN_ROOT		"/sys/fs/bpf/spin"
 
