@@ -4853,6 +4853,216 @@ static void c_bigmap(void)
 }
 
 
+/*
+ * matchorder: many entries appended, matched and unlinked in Portals order,
+ * through the whole stack (PtlMEAppend, the runtime's matching, the
+ * library's events), every match checked against a reference model in
+ * plain C that both ranks run.  Rank 1 appends $PTL_TEST_MO_N entries
+ * (default 3000) in random order: match bits from N/8 values (several
+ * entries per key), 2% with overlapping ignore bits, rank 0 or any,
+ * use-once or persistent, priority or overflow list, host-window or
+ * ordinary memory.  Rank 0 puts $PTL_TEST_MO_MSGS messages, one at a time,
+ * at bits taken from random entries (its ignored bits flipped), or random
+ * bits (nothing matches: PTL_NI_DROPPED); between rounds rank 1 unlinks a
+ * random eighth of the entries.  Each put's ack (list, failure) and the
+ * target's event (the entry's user_ptr, list) must be the model's; at the
+ * end every entry is unlinked, a put is dropped and the portal is free.
+ * selftests/test_ptl_match checks the library's match index the same way.
+ */
+struct mo_ent {
+	uint64_t bits, ign;
+	bool any_rank, once, overflow, win, alive;
+	ptl_handle_me_t h;
+};
+
+static uint64_t mo_rs;
+static uint64_t mo_rnd(void)
+{
+	mo_rs ^= mo_rs << 13;
+	mo_rs ^= mo_rs >> 7;
+	mo_rs ^= mo_rs << 17;
+	return mo_rs;
+}
+
+/* the first live entry that takes bits from rank 0: priority list first,
+ * append order within a list; -1: none */
+static long mo_model(const struct mo_ent *v, long n, uint64_t bits)
+{
+	for (int l = 0; l < 2; l++)
+		for (long i = 0; i < n; i++)
+			if (v[i].alive && v[i].overflow == l && !((v[i].bits ^ bits) & ~v[i].ign))
+				return i;	/* every entry takes rank 0: any, or 0 */
+	return -1;
+}
+
+#define MO_ROUNDS 4
+static void c_matchorder(void)
+{
+	static const uint64_t masks[] = { 0xf, 0xf0, 0xff, 0xf00f, 0x3c, 0x1 };
+	long n = getenv("PTL_TEST_MO_N") ? atol(getenv("PTL_TEST_MO_N")) : 3000;
+	long nmsg = getenv("PTL_TEST_MO_MSGS") ? atol(getenv("PTL_TEST_MO_MSGS")) : n;
+	struct mo_ent *v = calloc((size_t)n, sizeof(*v));
+	uint64_t *msg = calloc((size_t)nmsg, sizeof(*msg));
+	long *want = calloc((size_t)nmsg, sizeof(*want)), *order = calloc((size_t)n, sizeof(*order));
+	long matched = 0, onces = 0;
+	ptl_handle_eq_t eq;
+	char ctx[160];
+
+	if (!v || !msg || !want || !order || n < 16)
+		DIE("PTL_TEST_MO_N %ld: out of memory or too small", n);
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (lim.max_entries < n) {
+		FAIL("max_entries %d < %ld", lim.max_entries, n);
+		fini_ni();
+		return;
+	}
+	/* both ranks draw the same entries and messages */
+	mo_rs = 0x9e3779b97f4a7c15ull;
+	for (long i = 0; i < n; i++) {
+		v[i].bits = mo_rnd() % (uint64_t)(n / 8);
+		v[i].ign = mo_rnd() % 50 ? 0 : masks[mo_rnd() % 6];
+		v[i].any_rank = mo_rnd() % 2;
+		v[i].once = mo_rnd() % 3 == 0;
+		v[i].overflow = mo_rnd() % 10 == 0;
+		v[i].win = mo_rnd() % 2;
+		v[i].alive = true;
+	}
+	for (long j = 0; j < nmsg; j++) {
+		const struct mo_ent *e = &v[mo_rnd() % (uint64_t)n];
+
+		msg[j] = mo_rnd() % 8 == 0 ? mo_rnd() | 1ull << 63 : e->bits ^ (mo_rnd() & e->ign);
+	}
+	eq = eq_new((ptl_size_t)(nmsg < 64 ? 64 : nmsg + 16));
+	if (R == 1) {
+		uint8_t *wbuf = kbuf(K_WIN, 64), *mbuf = kbuf(K_MAL, 64);
+		uint64_t t0 = now_ms();
+
+		pt_new(0, eq, PT_DATA);
+		for (long i = 0; i < n; i++) {
+			struct mo_ent *e = &v[i];
+			ptl_me_t me;
+
+			memset(&me, 0, sizeof(me));
+			me.start = e->win ? wbuf : mbuf;
+			me.length = 64;
+			me.ct_handle = PTL_CT_NONE;
+			me.uid = PTL_UID_ANY;
+			me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
+				     PTL_ME_EVENT_UNLINK_DISABLE | (e->once ? PTL_ME_USE_ONCE : 0);
+			me.match_id = e->any_rank ? any_proc() : rank_proc(0);
+			me.match_bits = e->bits;
+			me.ignore_bits = e->ign;
+			if (PtlMEAppend(ni, PT_DATA, &me, e->overflow ? PTL_OVERFLOW_LIST :
+					PTL_PRIORITY_LIST, U(i + 1), &e->h) != PTL_OK)
+				DIE("PtlMEAppend of entry %ld of %ld: %s", i, n, PtlSpinErrmsg());
+		}
+		LOG("%ld entries appended in %llu ms", n, (unsigned long long)(now_ms() - t0));
+	}
+	barrier("mo.ready");
+	for (int round = 0; round < MO_ROUNDS; round++) {
+		long lo = nmsg * round / MO_ROUNDS, hi = nmsg * (round + 1) / MO_ROUNDS;
+
+		/* the model, on both ranks */
+		for (long j = lo; j < hi; j++) {
+			want[j] = mo_model(v, n, msg[j]);
+			if (want[j] >= 0 && v[want[j]].once) {
+				v[want[j]].alive = false;
+				onces++;
+			}
+			matched += want[j] >= 0;
+		}
+		if (R == 0) {
+			uint8_t *src = kbuf(K_MAL, 8);
+			ptl_handle_md_t md = md_new(src, 8, 0, eq, PTL_CT_NONE);
+
+			for (long j = lo; j < hi && !failed; j++) {
+				int w[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+				ptl_event_t evs[2];
+
+				snprintf(ctx, sizeof(ctx), "message %ld (bits 0x%llx): entry %ld", j,
+					 (unsigned long long)msg[j], want[j]);
+				RC(PtlPut(md, 0, 8, PTL_ACK_REQ, rank_proc(1), PT_DATA, msg[j], 0, U(j + 1),
+					  (uint64_t)j), PTL_OK);
+				if (!collect(eq, T_EV_MS, 2, w, evs, ctx))
+					break;
+				if (want[j] < 0)
+					CHKEV(ctx, &evs[1], .m = F_TYPE | F_UPTR | F_FAIL, .type = PTL_EVENT_ACK,
+					      .uptr = U(j + 1), .fail = PTL_NI_DROPPED);
+				else
+					CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = 8,
+					      .roff = 0, .uptr = U(j + 1),
+					      .list = v[want[j]].overflow ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST);
+			}
+			RC(PtlMDRelease(md), PTL_OK);
+			free(src);
+		} else {
+			long nev = 0;
+
+			for (long j = lo; j < hi; j++)
+				nev += want[j] >= 0;
+			for (long k = 0; k < nev && !failed; k++) {
+				ptl_event_t ev;
+				long j;
+
+				snprintf(ctx, sizeof(ctx), "round %d: event %ld of %ld", round, k, nev);
+				if (!want_ev(eq, &ev, T_EV_MS, ctx))
+					break;
+				j = (long)ev.hdr_data;
+				if (!CHK(ev.type == PTL_EVENT_PUT && j >= lo && j < hi && want[j] >= 0,
+					 "%s: a put of this round that matched", ctx)) {
+					dump_ev("got", &ev);
+					continue;
+				}
+				snprintf(ctx, sizeof(ctx), "message %ld (bits 0x%llx): entry %ld", j,
+					 (unsigned long long)msg[j], want[j]);
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MB | F_MLEN | F_UPTR | F_LIST | F_FAIL,
+				      .type = PTL_EVENT_PUT, .mb = msg[j], .mlen = 8, .uptr = U(want[j] + 1),
+				      .list = v[want[j]].overflow ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST);
+			}
+		}
+		barrierf("mo.sent%d", round);
+		/* rank 1 unlinks a random eighth; the model follows */
+		for (long k = 0; k < n / 8; k++) {
+			struct mo_ent *e = &v[mo_rnd() % (uint64_t)n];
+
+			if (R == 1 && e->h != 0)
+				RC(PtlMEUnlink(e->h), e->alive ? PTL_OK : PTL_ARG_INVALID);
+			e->alive = false;
+			e->h = 0;
+		}
+		barrierf("mo.unlinked%d", round);
+		if (failed)
+			break;
+	}
+	if (R == 1) {
+		no_ev(eq, 50, "every put's event came, no other");
+		/* the rest, in random order */
+		for (long i = 0; i < n; i++)
+			order[i] = i;
+		for (long k = n; k > 1; k--) {
+			long j = (long)(mo_rnd() % (uint64_t)k), t = order[j];
+
+			order[j] = order[k - 1];
+			order[k - 1] = t;
+		}
+		for (long i = 0; i < n; i++) {
+			struct mo_ent *e = &v[order[i]];
+
+			if (e->h != 0)
+				RC(PtlMEUnlink(e->h), e->alive ? PTL_OK : PTL_ARG_INVALID);
+		}
+		RC(PtlPTFree(ni, PT_DATA), PTL_OK);	/* nothing linked on it */
+		LOG("%ld messages, %ld matched (%ld use-once entries consumed)", nmsg, matched, onces);
+		CHK(matched > nmsg / 2 && onces > 0, "most messages matched");
+	}
+	barrier("mo.done");
+	fini_ni();
+	free(v);
+	free(msg);
+	free(want);
+	free(order);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -4863,7 +5073,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
-	{ "bigmap", c_bigmap },
+	{ "bigmap", c_bigmap }, { "matchorder", c_matchorder },
 };
 
 int main(int argc, char **argv)
