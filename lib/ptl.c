@@ -984,6 +984,33 @@ int PtlEQFree(ptl_handle_eq_t eqh)
 	return PTL_OK;
 }
 
+/*
+ * Flow control (PTL_PT_FLOWCTRL): a resource of portal pt ran out (its
+ * event queue is down to its last slot, or the unexpected list is full).
+ * The portal is disabled: the runtime refuses every later message with
+ * PTL_NI_PT_DISABLED until PtlPTEnable, and PTL_EVENT_PT_DISABLED goes to
+ * its queue (into the slot kept for it).  Events of messages the runtime
+ * took before wait for room (on_event's back-pressure) instead of being
+ * dropped.
+ */
+void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt)
+{
+	struct ptl_ptr *p = pt < SPIN_MAX_PT ? &ni->pt[pt] : NULL;
+	ptl_event_t ev = { .type = PTL_EVENT_PT_DISABLED, .ni_fail_type = PTL_NI_PT_DISABLED };
+
+	if (!p || !p->used || !(p->options & PTL_PT_FLOWCTRL) || !p->enabled)
+		return;
+	p->enabled = false;	/* before posting: ptl_eq_post comes back here */
+	if (spin_pt_enable(ni->rt, pt, false)) {
+		ni->drops++;
+		return;
+	}
+	ni->fc_disabled++;
+	ev.pt_index = ptl_pt_user(pt);
+	ev.uid = geteuid();
+	ptl_eq_post(ni, p->eq, &ev);
+}
+
 void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
 {
 	struct ptl_eq *q;
@@ -997,6 +1024,13 @@ void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
 	q->ring[(q->head + q->count) % q->cap] = *ev;
 	q->count++;
 	pthread_cond_broadcast(&ni->cv);
+	/* one slot left: the flow-controlled portals that post here stop
+	 * taking messages, and it takes their PTL_EVENT_PT_DISABLED */
+	if (q->count + 1 >= q->cap)
+		for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
+			if (ni->pt[p].used && ni->pt[p].eq == eqh && ni->pt[p].enabled &&
+			    (ni->pt[p].options & PTL_PT_FLOWCTRL))
+				ptl_pt_flowctl(ni, p);
 }
 
 static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
@@ -2718,8 +2752,15 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 		for (int i = 0; i < PTL_N_UNEX; i++)
 			if (!ni->unex[i].used) {
 				ni->unex[i] = u;
+				/* the last free header (max_unexpected_headers):
+				 * a flow-controlled portal stops taking messages */
+				while (++i < PTL_N_UNEX && ni->unex[i].used)
+					;
+				if (i == PTL_N_UNEX)
+					ptl_pt_flowctl(ni, m->pt);
 				return;
 			}
 		ni->drops++;	/* unexpected list full */
+		ptl_pt_flowctl(ni, m->pt);
 	}
 }

@@ -380,6 +380,7 @@ struct ptl_ni {
 	uint64_t seq;
 	uint64_t next_tick_ms;
 	int64_t drops;		/* dropped locally (bad packets, lost events) */
+	uint64_t fc_disabled;	/* portals disabled by the library's flow control */
 
 	struct ptl_eq eq[PTL_N_EQ];
 	struct ptl_ct ct[PTL_N_CT];
@@ -491,6 +492,8 @@ struct ptl_mer *ptl_mx_find(struct ptl_ni *ni, uint32_t pt, ptl_list_t list, uin
 			    uint32_t rank, uint32_t pid,
 			    bool (*ok)(struct ptl_ni *, struct ptl_mer *, void *), void *arg);
 void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev);
+/* Flow control: disable flow-controlled portal pt, PTL_EVENT_PT_DISABLED. */
+void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt);
 /* Count on a counter: bytes when byte counting, else one operation. */
 void ptl_ct_count(struct ptl_ni *ni, ptl_handle_ct_t cth, bool ok, bool bytes, uint64_t n);
 void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct);

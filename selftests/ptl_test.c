@@ -1326,6 +1326,134 @@ static void c_flowctl(void)
 	fini_ni();
 }
 
+/*
+ * Flow control on resource exhaustion (PTL_PT_FLOWCTRL): a full event
+ * queue (fc_eqfull) and a full unexpected list (fc_unex,
+ * max_unexpected_headers) disable the portal instead of dropping events:
+ * PTL_EVENT_PT_DISABLED in the queue's last slot, every later put acked
+ * with PTL_NI_PT_DISABLED, no PTL_EQ_DROPPED; PtlPTEnable takes puts again.
+ * Round 0: a host-window entry (the runtime acks a put before the library
+ * sees its event, so more puts may get in before the library disables the
+ * portal: their events wait for room, none is lost; the portal is
+ * disabled once the library has seen the events); round 1: an
+ * ordinary-memory entry (exactly the queue's size less one are taken).
+ */
+#define FC_EQ 8
+static void fc_run(bool unex)
+{
+	int cap = unex ? lim.max_unexpected_headers + 64 : FC_EQ;
+	int maxput = unex ? lim.max_unexpected_headers + 16 : 3 * FC_EQ;
+	char ctx[128];
+
+	for (int round = 0; round < 2; round++) {
+		int n_ok = 0;
+
+		if (unex && round == 0)
+			continue;	/* the window entry's extra puts: see above */
+		if (R == 1) {
+			ptl_handle_eq_t eq = eq_new((ptl_size_t)cap);
+			uint8_t *b = kbuf(round ? K_MAL : K_WIN, 4096);
+			ptl_handle_me_t me;
+			ptl_event_t ev;
+			int nput = 0, ndis = 0, rc;
+
+			pt_new(PTL_PT_FLOWCTRL, eq, PT_DATA);
+			me = me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 1, 0,
+				    PTL_CT_NONE, unex ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST, U(0x71));
+			barrierf("fc%d.ready", round);
+			barrierf("fc%d.sent", round);
+			get_file("fc.nok", &n_ok, sizeof(n_ok));
+			snprintf(ctx, sizeof(ctx), "%s, %s entry: %d puts taken",
+				 unex ? "unexpected list full" : "event queue full", kname[!!round], n_ok);
+			while ((rc = eq_next(eq, &ev, 300)) != PTL_EQ_EMPTY) {
+				CHK(rc == PTL_OK, "%s: no event dropped", ctx);
+				if (ev.type == PTL_EVENT_PUT) {
+					CHK_EQ(ev.hdr_data, (uint64_t)nput, ctx);
+					nput++;
+				} else if (CHK(ev.type == PTL_EVENT_PT_DISABLED, "%s: event %s", ctx,
+					       ev_name(ev.type))) {
+					CHK_EQ(ev.pt_index, PT_DATA, ctx);
+					CHK_EQ(ev.ni_fail_type, PTL_NI_PT_DISABLED, ctx);
+					CHK(nput >= (unex ? lim.max_unexpected_headers : FC_EQ - 1),
+					    "%s: PT_DISABLED after %d puts", ctx, nput);
+					ndis++;
+				}
+			}
+			CHK_EQ(nput, n_ok, ctx);
+			CHK_EQ(ndis, 1, "one PT_DISABLED event");
+			barrierf("fc%d.drained", round);
+			barrierf("fc%d.refused", round);
+			if (round == 1)	/* acked after the library's check: exact */
+				CHK_EQ(n_ok, unex ? lim.max_unexpected_headers : FC_EQ - 1, ctx);
+			RC(PtlMEUnlink(me), PTL_OK);
+			/* (the headers stay on the unexpected list: not searched) */
+			me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
+			       PTL_ME_UNEXPECTED_HDR_DISABLE, 1, 0, PTL_CT_NONE, PTL_PRIORITY_LIST,
+			       U(0x72));
+			RC(PtlPTEnable(ni, PT_DATA), PTL_OK);
+			barrierf("fc%d.enabled", round);
+			barrierf("fc%d.sent2", round);
+			if (want_ev(eq, &ev, T_EV_MS, "put after PtlPTEnable"))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_PUT,
+				      .pt = PT_DATA, .uptr = U(0x72));
+			barrierf("fc%d.done", round);
+			fini_ni();	/* the next round from scratch (unexpected list, portal) */
+			init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		} else if (R == 0) {
+			ptl_handle_eq_t eq = eq_new(64);
+			uint8_t *src = kbuf(K_MAL, 4096);
+			ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+			int k, ndis = 0;
+
+			barrierf("fc%d.ready", round);
+			for (k = 0; k < maxput && ndis < 3 && !failed; k++) {
+				int w[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+				ptl_event_t evs[2];
+
+				RC(PtlPut(md, 0, 64, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, U(k + 1),
+					  (uint64_t)n_ok), PTL_OK);
+				if (!collect(eq, T_EV_MS, 2, w, evs, "flow control put"))
+					break;
+				if (evs[1].ni_fail_type == PTL_NI_OK && !ndis)
+					n_ok++;
+				else
+					CHK(evs[1].ni_fail_type == PTL_NI_PT_DISABLED && ++ndis,
+					    "put %d after the portal was disabled: %s", k,
+					    fail_name(evs[1].ni_fail_type));
+			}
+			if (round == 1)
+				CHK(ndis == 3, "puts acked PT_DISABLED after %d taken", n_ok);
+			put_file("fc.nok", &n_ok, sizeof(n_ok));
+			barrierf("fc%d.sent", round);
+			barrierf("fc%d.drained", round);
+			/* the library has seen every event: the portal is off */
+			put_wait(md, eq, 0, 64, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(0x98), 98,
+				 PTL_NI_PT_DISABLED, 0, 0, "put to the flow-controlled portal");
+			barrierf("fc%d.refused", round);
+			barrierf("fc%d.enabled", round);
+			put_wait(md, eq, 0, 64, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(0x99), 99, 0, 64,
+				 PTL_PRIORITY_LIST, "put after PtlPTEnable");
+			barrierf("fc%d.sent2", round);
+			barrierf("fc%d.done", round);
+			fini_ni();
+			init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		}
+	}
+	fini_ni();
+}
+
+static void c_fc_eqfull(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	fc_run(false);
+}
+
+static void c_fc_unex(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	fc_run(true);
+}
+
 /* --------------------------------------------------------- counters -- */
 
 struct inc_arg { ptl_handle_ct_t ct; int delay_ms; };
@@ -5074,6 +5202,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "matchorder", c_matchorder },
+	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
 };
 
 int main(int argc, char **argv)
