@@ -2131,7 +2131,7 @@ int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size
 		 PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_OVER_DISABLE |			\
 		 PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_CT_COMM |	\
 		 PTL_ME_EVENT_CT_OVERFLOW | PTL_ME_EVENT_CT_BYTES | PTL_ME_IS_ACCESSIBLE |	\
-		 PTL_ME_AUTH_USE_JID)
+		 PTL_ME_AUTH_USE_JID | PTL_ME_LOCAL_INC_UH_RLENGTH)
 
 #define LE_OPTS (PTL_IOVEC | PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE | PTL_LE_ACK_DISABLE |	\
 		 PTL_LE_UNEXPECTED_HDR_DISABLE | PTL_LE_IS_ACCESSIBLE |				\
@@ -2302,7 +2302,23 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 		struct ptl_unex *u;
 
 		while ((u = unex_find(ni, pt, me, m->match_rank))) {
+			uint64_t rlen = u->ev.rlength;
+
 			unex_deliver(ni, pt, me, user_ptr, u);
+			/* a locally managed entry with LOCAL_INC_UH_RLENGTH
+			 * moves past what each header asked for, and is used
+			 * up (never linked) once less than min_free is left */
+			if ((me->options & (PTL_ME_MANAGE_LOCAL | PTL_ME_LOCAL_INC_UH_RLENGTH)) ==
+			    (PTL_ME_MANAGE_LOCAL | PTL_ME_LOCAL_INC_UH_RLENGTH)) {
+				m->local_off = rlen < m->buf.len - m->local_off ?
+					       m->local_off + rlen : m->buf.len;
+				if (m->buf.len - m->local_off < me->min_free) {
+					post_auto_unlink(ni, pt, me, user_ptr, list);
+					ptl_buf_put(&m->buf);
+					ptl_me_release(ni, m);
+					return PTL_OK;
+				}
+			}
 			if (me->options & PTL_ME_USE_ONCE) {
 				/* consumed: never linked, but used up */
 				post_auto_unlink(ni, pt, me, user_ptr, list);

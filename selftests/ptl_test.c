@@ -1454,6 +1454,101 @@ static void c_fc_unex(void)
 	fc_run(true);
 }
 
+/*
+ * uhrlength: PTL_ME_LOCAL_INC_UH_RLENGTH (Portals 4.2/4.3).  Three puts
+ * (100, 200, 300 bytes) wait on the unexpected list; a locally managed
+ * priority entry appended with the option takes them and starts at local
+ * offset 600, so the next put lands there (round 0); with min_free 500 the
+ * entry is used up at its append (AUTO_UNLINK, AUTO_FREE; the next put
+ * goes to the overflow list, round 1); without the option it starts at 0
+ * (round 2).
+ */
+static void c_uhrlength(void)
+{
+	static const size_t ulen[3] = { 100, 200, 300 };
+	char ctx[96];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *ov = kbuf(K_MAL, 4096);
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ov, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0x55, 0, PTL_CT_NONE,
+		       PTL_OVERFLOW_LIST, U(0x0f));
+		for (int round = 0; round < 3; round++) {
+			uint8_t *b = kbuf(K_MAL, 1000);
+			ptl_me_t me = me_spec(b, 1000, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL |
+					      PTL_ME_EVENT_LINK_DISABLE |
+					      (round < 2 ? PTL_ME_LOCAL_INC_UH_RLENGTH : 0), 0x55, 0);
+			ptl_handle_me_t h;
+			ptl_event_t ev;
+
+			snprintf(ctx, sizeof(ctx), "LOCAL_INC_UH_RLENGTH round %d", round);
+			me.min_free = round == 1 ? 500 : 0;
+			barrierf("uh%d.queued", round);
+			for (int k = 0; k < 3; k++)	/* the puts on the overflow entry */
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_RLEN | F_UPTR | F_LIST,
+					      .type = PTL_EVENT_PUT, .rlen = ulen[k], .uptr = U(0x0f),
+					      .list = PTL_OVERFLOW_LIST);
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(0x70 + round), &h));
+			for (int k = 0; k < 3; k++)
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_RLEN | F_UPTR, .type = PTL_EVENT_PUT_OVERFLOW,
+					      .rlen = ulen[k], .uptr = U(0x70 + round));
+			if (round == 1) {
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR, .type = PTL_EVENT_AUTO_UNLINK,
+					      .uptr = U(0x71));
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR, .type = PTL_EVENT_AUTO_FREE,
+					      .uptr = U(0x71));
+				RC(PtlMEUnlink(h), PTL_ARG_INVALID);	/* never linked */
+			}
+			barrierf("uh%d.appended", round);
+			barrierf("uh%d.sent", round);
+			if (!want_ev(eq, &ev, T_EV_MS, ctx)) {
+			} else if (round == 1) {
+				ptl_me_t sme = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x55, 0);
+
+				CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_LIST | F_MLEN, .type = PTL_EVENT_PUT,
+				      .uptr = U(0x0f), .list = PTL_OVERFLOW_LIST, .mlen = 50);
+				/* that header off the unexpected list */
+				OK(PtlMESearch(ni, PT_DATA, &sme, PTL_SEARCH_DELETE, U(0x99)));
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_RLEN, .type = PTL_EVENT_PUT_OVERFLOW,
+					      .uptr = U(0x99), .rlen = 50);
+			} else {
+				CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_ROFF | F_MLEN | F_START,
+				      .type = PTL_EVENT_PUT, .uptr = U(0x70 + round), .roff = round ? 0 : 600,
+				      .mlen = 50, .start = b + (round ? 0 : 600));
+				check_pat(ctx, b + (round ? 0 : 600), 50, 7 + round);
+				RC(PtlMEUnlink(h), PTL_OK);
+			}
+			barrierf("uh%d.done", round);
+		}
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		for (int round = 0; round < 3; round++) {
+			for (int k = 0; k < 3; k++)
+				put_wait(md, eq, 0, ulen[k], PTL_ACK_REQ, 1, PT_DATA, 0x55, 0, U(k + 1), k,
+					 0, (int64_t)ulen[k], PTL_OVERFLOW_LIST, "put to the unexpected list");
+			barrierf("uh%d.queued", round);
+			barrierf("uh%d.appended", round);
+			fill(src, 50, 7 + round);
+			put_wait(md, eq, 0, 50, PTL_ACK_REQ, 1, PT_DATA, 0x55, 0, U(9), 9, 0, 50,
+				 round == 1 ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST, "put after the append");
+			barrierf("uh%d.sent", round);
+			barrierf("uh%d.done", round);
+		}
+	}
+	fini_ni();
+}
+
 /* --------------------------------------------------------- counters -- */
 
 struct inc_arg { ptl_handle_ct_t ct; int delay_ms; };
@@ -5203,6 +5298,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
+	{ "uhrlength", c_uhrlength },
 };
 
 int main(int argc, char **argv)

@@ -150,6 +150,7 @@ run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2
 run_case managelocal managelocal 2 2
+run_case uhrlength uhrlength 2 2
 run_case overflow overflow 2 2
 run_case flowctl flowctl 2 2
 run_case fc_eqfull fc_eqfull 2 2
