@@ -19,6 +19,8 @@
 #             message: the size is marked failed)
 #   spin_nocc  spin with SPIN_PTL_CC=0: reliable, without the congestion
 #             window (only the 1024-message send window)
+#   spin_e1k, spin_e100k  spin with 1,000 / 100,000 entries on each rank's
+#             portal (netpipe_ptl --entries: the others match nothing)
 #   udp       bench/netpipe --transport udp: 1472-byte datagrams,
 #             sendmmsg/recvmmsg, blocking receives
 #   udp_gso   the same sent with UDP GSO (UDP_SEGMENT)
@@ -244,6 +246,8 @@ run_transport() {	# run_transport LABEL REP
 	spin_norel)	cmd=(bench/netpipe_ptl); RANK_ENV=(SPIN_PTL_RELIABLE=0) ;;
 	spin_nocc)	cmd=(bench/netpipe_ptl); RANK_ENV=(SPIN_PTL_CC=0) ;;
 	spin_md_host)	cmd=(bench/netpipe_ptl --md-host) ;;
+	spin_e1k)	cmd=(bench/netpipe_ptl --entries 1000) ;;
+	spin_e100k)	cmd=(bench/netpipe_ptl --entries 100000) ;;
 	udp)		cmd=(bench/netpipe --transport udp) ;;
 	udp_gso)	cmd=(bench/netpipe --transport udp --gso) ;;
 	udp_gro)	cmd=(bench/netpipe --transport udp --gro) ;;

@@ -20,27 +20,36 @@
 
 #define NP_BITS 0x4e5050ull	/* "NPP" */
 
-enum { O_MDHOST = O_TR_BASE, O_PT };
+enum { O_MDHOST = O_TR_BASE, O_PT, O_ENTRIES };
 
 static const struct option tr_opts[] = {
 	{ "md-host", no_argument, 0, O_MDHOST },
 	{ "pt", required_argument, 0, O_PT },
+	{ "entries", required_argument, 0, O_ENTRIES },
 	{ 0 },
 };
 
 static const char usage[] =
 "usage: netpipe_ptl [options]   (SPIN_IFACE, SPIN_HOSTFILE, SPIN_RANK set)\n"
 "  --md-host      the send buffer (MD) in the host window too (default: malloc)\n"
-"  --pt N         portal table index (5)\n";
+"  --pt N         portal table index (5)\n"
+"  --entries N    N entries on the portal: N - 1 that match nothing (exact,\n"
+"                 other match bits, appended first), then the measured one (1)\n";
 
 static int opt_md_host;
 static ptl_pt_index_t opt_pt = 5;
+static long opt_entries = 1;
 
 static void tr_opt(int c, const char *a)
 {
 	switch (c) {
 	case O_MDHOST: opt_md_host = 1; break;
 	case O_PT: opt_pt = (ptl_pt_index_t)atoi(a); break;
+	case O_ENTRIES:
+		opt_entries = atol(a);
+		if (opt_entries < 1)
+			np_die("--entries %s: 1 or more", a);
+		break;
 	}
 }
 
@@ -105,6 +114,19 @@ static int ptl_buffers(void *p, size_t max, void **sbuf, void **rbuf)
 	md.start = rb;
 	ptl_check(PtlMDBind(c->ni, &md, &c->md_r), "PtlMDBind (entry buffer, for echoes)");
 	c->md_r_up = 1;
+	/* entries that match nothing, ahead of the measured one */
+	for (long i = 1; i < opt_entries; i++) {
+		ptl_me_t x = me;
+		ptl_handle_me_t h;
+
+		x.start = NULL;
+		x.length = 0;
+		x.ct_handle = PTL_CT_NONE;
+		x.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
+		x.match_bits = NP_BITS + (uint64_t)i;
+		ptl_check(PtlMEAppend(c->ni, c->pt, &x, PTL_PRIORITY_LIST, NULL, &h),
+			  "PtlMEAppend (--entries)");
+	}
 	me.start = rb;
 	me.length = max;
 	me.ct_handle = c->ct_me;

@@ -69,6 +69,8 @@ struct spin_rt {
 	struct spin_pt *ptm;		/* spin_pt, mapped on first use (me.c) */
 	size_t ptm_len;
 	uint32_t me_hint[2];		/* where the next free-slot search starts */
+	bool me_full0;			/* no free slot above SPIN_MAX_HPU at the last
+					 * search (me_slot) */
 	void *host;
 	size_t host_len;
 

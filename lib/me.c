@@ -451,6 +451,8 @@ static int me_delist(struct spin_rt *rt, uint32_t idx)
 	 * slots below the hint stay in use as far as it knows */
 	if (idx < rt->me_hint[idx < SPIN_MAX_HPU])
 		rt->me_hint[idx < SPIN_MAX_HPU] = idx;
+	if (idx >= SPIN_MAX_HPU)
+		rt->me_full0 = false;
 	if (err)
 		return spin_seterr(SPIN_EFAIL, "match entry %u: cannot update spin_mx: %s", idx,
 				   strerror(-err));
@@ -532,10 +534,24 @@ static int me_enlist(struct spin_rt *rt, uint32_t idx)
 static int me_slot(struct spin_rt *rt, bool hpu)
 {
 	uint32_t ranges[2][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { 0, SPIN_MAX_HPU } };
+	bool skipped = false;
 
-	for (int r = hpu ? 1 : 0; r < 2; r++) {
+	/* an entry without handlers looks above SPIN_MAX_HPU, then below it;
+	 * when the range above was full at its last search (and this process
+	 * freed nothing there since), below it first and the range above
+	 * last: else each of the last SPIN_MAX_HPU appends of a full table
+	 * would walk the whole range above (24 s for the last 4096) */
+	for (int k = hpu ? 1 : 0; k < 3; k++) {
+		int r = k == 2 ? 0 : k;
 		uint32_t lo = ranges[r][0], hi = ranges[r][1], n = hi - lo;
 		uint32_t *hint = &rt->me_hint[r];
+
+		if (k == 0 && rt->me_full0) {
+			skipped = true;
+			continue;
+		}
+		if (k == 2 && !skipped)
+			break;
 
 		if (*hint < lo || *hint >= hi)
 			*hint = lo;
@@ -547,8 +563,12 @@ static int me_slot(struct spin_rt *rt, bool hpu)
 			if (rt->me[i].link && me_delist(rt, i))
 				continue;
 			*hint = i + 1 < hi ? i + 1 : lo;
+			if (r == 0)
+				rt->me_full0 = false;
 			return i;
 		}
+		if (r == 0)
+			rt->me_full0 = true;
 	}
 	return -1;
 }

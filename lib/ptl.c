@@ -109,7 +109,16 @@ static struct ptl_ni *ni_enter_h(ptl_handle_ni_t h, int *rc)
 struct ptl_eq *ptl_eq_get(struct ptl_ni *ni, ptl_handle_eq_t h) { OBJ_GET(eq, eq, PTL_N_EQ, PTL_H_EQ); }
 struct ptl_ct *ptl_ct_get(struct ptl_ni *ni, ptl_handle_ct_t h) { OBJ_GET(ct, ct, PTL_N_CT, PTL_H_CT); }
 struct ptl_mdr *ptl_md_get(struct ptl_ni *ni, ptl_handle_md_t h) { OBJ_GET(md, md, PTL_N_MD, PTL_H_MD); }
-struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h) { OBJ_GET(me, me, PTL_N_ME, PTL_H_ME); }
+struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h)
+{
+	uint32_t i = ptl_hidx(h);
+	struct ptl_mer *m;
+
+	if (!ni || ptl_htype(h) != PTL_H_ME || i >= ni->me_n)
+		return NULL;
+	m = ptl_me_at(ni, i);
+	return m->used && m->gen == ptl_hgen(h) ? m : NULL;
+}
 static struct ptl_handler *hd_get(struct ptl_ni *ni, ptl_handle_handler_t h) { OBJ_GET(hd, hd, PTL_N_HANDLER, PTL_H_HANDLER); }
 
 static struct ptl_hpu *hpu_get(struct ptl_ni *ni, ptl_handle_hpu_mem_t h)
@@ -124,7 +133,8 @@ static struct ptl_hpu *hpu_get(struct ptl_ni *ni, ptl_handle_hpu_mem_t h)
 
 ptl_handle_me_t ptl_me_handle(struct ptl_ni *ni, const struct ptl_mer *m)
 {
-	return ptl_mkh(PTL_H_ME, (uint32_t)(m - ni->me), m->gen);
+	(void)ni;
+	return ptl_mkh(PTL_H_ME, m->idx, m->gen);
 }
 
 int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b)
@@ -370,8 +380,6 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		ni->ct[i].gen = 1;
 	for (int i = 0; i < PTL_N_MD; i++)
 		ni->md[i].gen = 1;
-	for (int i = 0; i < PTL_N_ME; i++)
-		ni->me[i].gen = 1;
 	for (int i = 0; i < PTL_N_HANDLER; i++)
 		ni->hd[i].gen = 1;
 	default_limits(&ni->limits);
@@ -605,8 +613,8 @@ static void view_close(struct ptl_ni *ni, int view)
 		    (t->kind == TRIG_ME_APPEND && t->me_view == view))
 			trig_drop(ni, t);
 	}
-	for (int i = 0; i < PTL_N_ME; i++) {
-		struct ptl_mer *m = &ni->me[i];
+	for (uint32_t i = 0; i < ni->me_n; i++) {
+		struct ptl_mer *m = ptl_me_at(ni, i);
 
 		if (!m->used || ptl_pt_view(m->pt) != view)
 			continue;
@@ -654,11 +662,14 @@ static void ni_destroy(struct ptl_ni *ni)
 	if (ni->thr_on)
 		pthread_join(ni->thr, NULL);
 	/* unlink what this process linked; the runtime stays attached */
-	for (int i = 0; i < PTL_N_ME; i++) {
-		if (ni->me[i].used && ni->me[i].rt >= 0)
-			spin_me_unlink(ni->rt, ni->me[i].rt);
-		ptl_buf_put(&ni->me[i].buf);
+	for (uint32_t i = 0; i < ni->me_n; i++) {
+		struct ptl_mer *m = ptl_me_at(ni, i);
+
+		if (m->used && m->rt >= 0)
+			spin_me_unlink(ni->rt, m->rt);
+		ptl_buf_put(&m->buf);
 	}
+	ptl_me_table_fini(ni);
 	for (int i = 0; i < PTL_N_MD; i++)
 		ptl_buf_put(&ni->md[i].buf);
 	for (int i = 0; i < PTL_N_TRIG; i++)
@@ -995,6 +1006,33 @@ int PtlEQFree(ptl_handle_eq_t eqh)
 	return PTL_OK;
 }
 
+/*
+ * Flow control (PTL_PT_FLOWCTRL): a resource of portal pt ran out (its
+ * event queue is down to its last slot, or the unexpected list is full).
+ * The portal is disabled: the runtime refuses every later message with
+ * PTL_NI_PT_DISABLED until PtlPTEnable, and PTL_EVENT_PT_DISABLED goes to
+ * its queue (into the slot kept for it).  Events of messages the runtime
+ * took before wait for room (on_event's back-pressure) instead of being
+ * dropped.
+ */
+void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt)
+{
+	struct ptl_ptr *p = pt < SPIN_MAX_PT ? &ni->pt[pt] : NULL;
+	ptl_event_t ev = { .type = PTL_EVENT_PT_DISABLED, .ni_fail_type = PTL_NI_PT_DISABLED };
+
+	if (!p || !p->used || !(p->options & PTL_PT_FLOWCTRL) || !p->enabled)
+		return;
+	p->enabled = false;	/* before posting: ptl_eq_post comes back here */
+	if (spin_pt_enable(ni->rt, pt, false)) {
+		ni->drops++;
+		return;
+	}
+	ni->fc_disabled++;
+	ev.pt_index = ptl_pt_user(pt);
+	ev.uid = geteuid();
+	ptl_eq_post(ni, p->eq, &ev);
+}
+
 void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
 {
 	struct ptl_eq *q;
@@ -1013,6 +1051,13 @@ void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev)
 
 		(void)!write(ni->ship_efd, &one, sizeof(one));
 	}
+	/* one slot left: the flow-controlled portals that post here stop
+	 * taking messages, and it takes their PTL_EVENT_PT_DISABLED */
+	if (q->count + 1 >= q->cap)
+		for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
+			if (ni->pt[p].used && ni->pt[p].eq == eqh && ni->pt[p].enabled &&
+			    (ni->pt[p].options & PTL_PT_FLOWCTRL))
+				ptl_pt_flowctl(ni, p);
 }
 
 static int eq_pop(struct ptl_eq *q, ptl_event_t *ev)
@@ -1285,24 +1330,28 @@ static struct ptl_mer *ct_sole_entry(struct ptl_ni *ni, ptl_handle_ct_t cth)
 		return NULL;
 	/* the entries have not changed since the last look */
 	if (c->sole_gen == ni->me_gen + 1) {
-		one = c->sole >= 0 ? &ni->me[c->sole] : NULL;
+		one = c->sole >= 0 ? ptl_me_at(ni, (uint32_t)c->sole) : NULL;
 		goto trig;
 	}
 	c->sole_gen = ni->me_gen + 1;
 	c->sole = -1;
-	for (int i = 0; i < PTL_N_ME; i++) {
-		struct ptl_mer *m = &ni->me[i];
+	/* the linked entries counting on this counter's index (ptl_mx_link):
+	 * exactly one, and it counts on this very counter.  (A reserved
+	 * triggered append is not linked yet: it counts once it is.) */
+	if (ni->mx_ct_n[ptl_hidx(cth)] == 1) {
+		struct ptl_mer *m = ptl_me_at(ni, ni->mx_ct_x[ptl_hidx(cth)]);
 		unsigned int o = m->me.options;
 
-		if (!m->used || m->me.ct_handle != cth || !(o & PTL_ME_EVENT_CT_COMM))
-			continue;
-		if (one || !m->window || m->rt < 0 || m->list != PTL_PRIORITY_LIST ||
+		if (!m->used || m->me.ct_handle != cth || !m->window || m->rt < 0 ||
+		    m->list != PTL_PRIORITY_LIST ||
 		    (!(o & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE)) &&
 		     ni->pt[m->pt].eq != PTL_EQ_NONE))
 			return NULL;
 		one = m;
+	} else if (ni->mx_ct_n[ptl_hidx(cth)] > 1) {
+		return NULL;
 	}
-	c->sole = one ? (int)(one - ni->me) : -1;
+	c->sole = one ? (int)one->idx : -1;
 trig:
 	if (one && ni->n_trig > 0)
 		for (int i = 0; i < PTL_N_TRIG; i++)
@@ -1717,11 +1766,10 @@ int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 		return PTL_ARG_INVALID;
 	}
 	p = ptl_pt_rt(view, p);
-	for (int i = 0; i < PTL_N_ME; i++)
-		if (ni->me[i].used && ni->me[i].pt == p && ni->me[i].rt >= 0) {
-			ptl_unlock(ni);
-			return PTL_PT_IN_USE;
-		}
+	if (ni->mx_pt_n[p]) {	/* entries linked on it */
+		ptl_unlock(ni);
+		return PTL_PT_IN_USE;
+	}
 	spin_pt_free(ni->rt, p);
 	unex_clear(ni, p);
 	ni->pt[p].used = false;
@@ -2038,8 +2086,8 @@ int PtlSpinHandlerUnload(ptl_handle_handler_t hh)
 		rc = PTL_ARG_INVALID;
 	} else {
 		rc = PTL_OK;
-		for (int i = 0; i < PTL_N_ME; i++)
-			if (ni->me[i].used && ni->me[i].me.handlers == hh)
+		for (uint32_t i = 0; i < ni->me_n; i++)
+			if (ptl_me_at(ni, i)->used && ptl_me_at(ni, i)->me.handlers == hh)
 				rc = PTL_IN_USE;
 		if (rc == PTL_OK) {
 			spin_handler_unload(ni->rt, h->name);
@@ -2170,7 +2218,7 @@ int PtlMEWriteHPU(ptl_handle_me_t meh, ptl_size_t off, const void *buf, ptl_size
 		 PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_OVER_DISABLE |			\
 		 PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_CT_COMM |	\
 		 PTL_ME_EVENT_CT_OVERFLOW | PTL_ME_EVENT_CT_BYTES | PTL_ME_IS_ACCESSIBLE |	\
-		 PTL_ME_AUTH_USE_JID)
+		 PTL_ME_AUTH_USE_JID | PTL_ME_LOCAL_INC_UH_RLENGTH)
 
 #define LE_OPTS (PTL_IOVEC | PTL_LE_OP_PUT | PTL_LE_OP_GET | PTL_LE_USE_ONCE | PTL_LE_ACK_DISABLE |	\
 		 PTL_LE_UNEXPECTED_HDR_DISABLE | PTL_LE_IS_ACCESSIBLE |				\
@@ -2310,13 +2358,14 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 		ptl_progress(ni);
 	if (slot >= 0) {
 		i = (uint32_t)slot;
+		m = ptl_me_at(ni, i);
 	} else {
-		for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
-			;
-		if (i == PTL_N_ME)
-			return PTL_NO_SPACE;
+		m = ptl_me_alloc(ni);
+		if (!m)
+			return ptl_seterr(PTL_NO_SPACE, "PtlMEAppend: the entry table is full (%d entries, max_entries) or out of memory",
+					  PTL_N_ME);
+		i = m->idx;
 	}
-	m = &ni->me[i];
 	memset((char *)m + offsetof(struct ptl_mer, window), 0,
 	       sizeof(*m) - offsetof(struct ptl_mer, window));
 	if (slot >= 0)
@@ -2340,13 +2389,28 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 		struct ptl_unex *u;
 
 		while ((u = unex_find(ni, pt, me, m->match_rank))) {
+			uint64_t rlen = u->ev.rlength;
+
 			unex_deliver(ni, pt, me, user_ptr, u);
+			/* a locally managed entry with LOCAL_INC_UH_RLENGTH
+			 * moves past what each header asked for, and is used
+			 * up (never linked) once less than min_free is left */
+			if ((me->options & (PTL_ME_MANAGE_LOCAL | PTL_ME_LOCAL_INC_UH_RLENGTH)) ==
+			    (PTL_ME_MANAGE_LOCAL | PTL_ME_LOCAL_INC_UH_RLENGTH)) {
+				m->local_off = rlen < m->buf.len - m->local_off ?
+					       m->local_off + rlen : m->buf.len;
+				if (m->buf.len - m->local_off < me->min_free) {
+					post_auto_unlink(ni, pt, me, user_ptr, list);
+					ptl_buf_put(&m->buf);
+					ptl_me_release(ni, m);
+					return PTL_OK;
+				}
+			}
 			if (me->options & PTL_ME_USE_ONCE) {
 				/* consumed: never linked, but used up */
 				post_auto_unlink(ni, pt, me, user_ptr, list);
 				ptl_buf_put(&m->buf);
-				m->used = false;
-				m->gen = ptl_next_gen(m->gen);
+				ptl_me_release(ni, m);
 				return PTL_OK;
 			}
 		}
@@ -2395,12 +2459,16 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 		rc = ptl_seterr(idx == -SPIN_ENOSPC ? PTL_LIST_TOO_LONG : PTL_FAIL, "PtlMEAppend: %s",
 				spin_errmsg());
 		ptl_buf_put(&m->buf);
-		m->used = false;
-		m->gen = ptl_next_gen(m->gen);
+		ptl_me_release(ni, m);
 		return rc;
 	}
 	m->rt = idx;
 	ni->me_by_rt[idx] = (int)i;
+	if (ptl_mx_link(ni, m) < 0) {
+		spin_me_unlink(ni->rt, idx);
+		me_free(ni, m);
+		return ptl_seterr(PTL_NO_SPACE, "PtlMEAppend: out of memory for the match index");
+	}
 	if (!(me->options & PTL_ME_EVENT_LINK_DISABLE)) {
 		ptl_event_t ev = { .type = PTL_EVENT_LINK, .user_ptr = user_ptr, .pt_index = upt,
 				   .ni_fail_type = PTL_NI_OK, .ptl_list = list };
@@ -2450,22 +2518,20 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 		struct ptl_trig t = { .kind = TRIG_ME_APPEND, .threshold = threshold, .me = *me,
 				      .me_buf = b, .me_list = list, .user_ptr = user_ptr,
 				      .pt = upt, .me_view = (uint8_t)view };
-		uint32_t i;
+		struct ptl_mer *m = ptl_me_alloc(ni);
 
-		for (i = 0; i < PTL_N_ME && ni->me[i].used; i++)
-			;
-		if (i == PTL_N_ME) {
+		if (!m) {
 			rc = PTL_NO_SPACE;
 			goto out;
 		}
-		ni->me[i].used = true;	/* reserved: rt -1, never matched */
-		ni->me[i].rt = -1;
-		ni->me[i].pt = pt;
-		ni->me[i].buf = (struct ptl_buf){ 0 };
-		t.meh = ptl_me_handle(ni, &ni->me[i]);
+		m->used = true;	/* reserved: rt -1, never matched */
+		m->rt = -1;
+		m->pt = pt;
+		m->buf = (struct ptl_buf){ 0 };
+		t.meh = ptl_me_handle(ni, m);
 		rc = trig_add(ni, &t, trig_ct);
 		if (rc != PTL_OK) {
-			ni->me[i].used = false;
+			ptl_me_release(ni, m);
 			goto out;
 		}
 		b.iov = NULL;	/* the trigger's now */
@@ -2493,12 +2559,10 @@ static void trig_me_append(struct ptl_ni *ni, struct ptl_trig *t)
 
 	if (!m || m->rt >= 0 || me_validate(ni, pt, &t->me, &t->me_buf, &hd, &hpu, &rank) != PTL_OK ||
 	    me_link(ni, pt, t->pt, &t->me, &t->me_buf, t->me_list, t->user_ptr, &meh,
-		    (int)(m - ni->me), hd, hpu, rank) != PTL_OK) {
+		    (int)m->idx, hd, hpu, rank) != PTL_OK) {
 		ni->drops++;
-		if (m && m->rt < 0 && m->used && !m->buf.len && !m->buf.iov) {
-			m->used = false;
-			m->gen = ptl_next_gen(m->gen);
-		}
+		if (m && m->rt < 0 && m->used && !m->buf.len && !m->buf.iov)
+			ptl_me_release(ni, m);
 	}
 	ni->me_gen++;
 	ptl_buf_put(&t->me_buf);
@@ -2557,15 +2621,21 @@ int PtlTriggeredLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t 
 					     trig_ct, threshold, true);
 }
 
+/* ptl_target_done: a linked priority entry takes unexpected header arg */
+static bool late_ok(struct ptl_ni *ni, struct ptl_mer *p, void *arg)
+{
+	return p->used && p->rt >= 0 && !(p->me.options & PTL_ME_UNEXPECTED_HDR_DISABLE) &&
+	       unex_matches(ni, arg, &p->me, p->match_rank);
+}
+
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
 {
 	ni->me_gen++;
 	ptl_buf_put(&m->buf);
-	if (m->rt >= 0 && ni->me_by_rt[m->rt] == (int)(m - ni->me))
+	if (m->rt >= 0 && ni->me_by_rt[m->rt] == (int)m->idx)
 		ni->me_by_rt[m->rt] = -1;
+	ptl_me_release(ni, m);
 	m->rt = -1;
-	m->used = false;
-	m->gen = ptl_next_gen(m->gen);
 }
 
 int PtlLEUnlink(ptl_handle_le_t leh)
@@ -2774,14 +2844,8 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 
 		/* a priority entry that matches it now was appended after the
 		 * message matched the overflow entry */
-		for (int i = 0; i < PTL_N_ME; i++) {
-			struct ptl_mer *p = &ni->me[i];
-
-			if (p->used && p->pt == m->pt && p->list == PTL_PRIORITY_LIST && p->rt >= 0 &&
-			    !(p->me.options & PTL_ME_UNEXPECTED_HDR_DISABLE) &&
-			    unex_matches(ni, &u, &p->me, p->match_rank) && (!late || p->seq < late->seq))
-				late = p;
-		}
+		late = ptl_mx_find(ni, m->pt, PTL_PRIORITY_LIST, ev->match_bits, rank, pid, late_ok,
+				   &u);
 		if (late) {
 			unex_deliver(ni, m->pt, &late->me, late->user_ptr, &u);
 			if (late->me.options & PTL_ME_USE_ONCE)
@@ -2791,8 +2855,15 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 		for (int i = 0; i < PTL_N_UNEX; i++)
 			if (!ni->unex[i].used) {
 				ni->unex[i] = u;
+				/* the last free header (max_unexpected_headers):
+				 * a flow-controlled portal stops taking messages */
+				while (++i < PTL_N_UNEX && ni->unex[i].used)
+					;
+				if (i == PTL_N_UNEX)
+					ptl_pt_flowctl(ni, m->pt);
 				return;
 			}
 		ni->drops++;	/* unexpected list full */
+		ptl_pt_flowctl(ni, m->pt);
 	}
 }

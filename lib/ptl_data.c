@@ -590,50 +590,57 @@ static struct ptl_mer *me_of_pkt(struct ptl_ni *ni, const struct spin_hdr *h)
 	uint32_t idx = ntohl(h->job_key);
 	int i;
 
-	if (idx >= SPIN_MAX_ME || (i = ni->me_by_rt[idx]) < 0 || !ni->me[i].used)
+	if (idx >= SPIN_MAX_ME || (i = ni->me_by_rt[idx]) < 0 || !ptl_me_at(ni, (uint32_t)i)->used)
 		return NULL;
-	return &ni->me[i];
+	return ptl_me_at(ni, (uint32_t)i);
+}
+
+struct rematch {
+	unsigned int need;	/* PTL_ME_OP_* the message needs */
+	uint64_t roff, len;
+};
+
+/* me_rematch: an entry still linked and active that takes the message */
+static bool rematch_ok(struct ptl_ni *ni, struct ptl_mer *m, void *arg)
+{
+	const struct rematch *q = arg;
+	unsigned int o = m->me.options, ops = o & (PTL_ME_OP_PUT | PTL_ME_OP_GET);
+	uint64_t off = (o & PTL_ME_MANAGE_LOCAL) ? m->local_off : q->roff;
+
+	if (!m->used || m->rt < 0 ||
+	    __atomic_load_n(&ni->rt->me[m->rt].state, __ATOMIC_ACQUIRE) != SPIN_ME_ACTIVE)
+		return false;
+	if (!ops)
+		ops = PTL_ME_OP_PUT;
+	if ((ops & q->need) != q->need)
+		return false;
+	return !(o & PTL_ME_NO_TRUNCATE) || (off <= m->buf.len && q->len <= m->buf.len - off);
 }
 
 /*
  * The runtime matched an entry this process has unlinked since (use-once,
  * min_free or PtlMEUnlink while the packet was on its way): match again
- * among the entries still linked, in Portals order, claiming a use-once
- * one in the runtime's table as the runtime would.
+ * among the entries still linked, in Portals order (the match index,
+ * ptl_mx_find: no scan of the table), claiming a use-once one in the
+ * runtime's table as the runtime would.
  */
 static struct ptl_mer *me_rematch(struct ptl_ni *ni, const struct spin_hdr *h)
 {
 	uint32_t pt = ntohs(h->pt_index), rank = ntohl(h->src_rank), pid = ntohl(h->src_pid);
-	uint64_t bits = be64toh(h->match_bits), roff = be64toh(h->remote_off);
-	uint64_t len = ntohl(h->msg_len);
-	unsigned int need = h->op == SPIN_OP_GET ? PTL_ME_OP_GET :
-			    h->op == SPIN_OP_FETCH ? PTL_ME_OP_GET | PTL_ME_OP_PUT : PTL_ME_OP_PUT;
+	uint64_t bits = be64toh(h->match_bits);
+	struct rematch q = {
+		.need = h->op == SPIN_OP_GET ? PTL_ME_OP_GET :
+			h->op == SPIN_OP_FETCH ? PTL_ME_OP_GET | PTL_ME_OP_PUT : PTL_ME_OP_PUT,
+		.roff = be64toh(h->remote_off), .len = ntohl(h->msg_len),
+	};
 
 	for (int attempt = 0; attempt < 4; attempt++) {
-		struct ptl_mer *best = NULL;
+		struct ptl_mer *best;
 		uint32_t st = SPIN_ME_ACTIVE;
 
-		for (int i = 0; i < PTL_N_ME; i++) {
-			struct ptl_mer *m = &ni->me[i];
-			unsigned int o = m->me.options, ops = o & (PTL_ME_OP_PUT | PTL_ME_OP_GET);
-			uint64_t off = (o & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
-
-			if (!m->used || m->pt != pt || m->rt < 0 ||
-			    __atomic_load_n(&ni->rt->me[m->rt].state, __ATOMIC_ACQUIRE) != SPIN_ME_ACTIVE)
-				continue;
-			if (!ops)
-				ops = PTL_ME_OP_PUT;
-			if ((ops & need) != need || ((m->me.match_bits ^ bits) & ~m->me.ignore_bits))
-				continue;
-			if ((m->match_rank != SPIN_RANK_ANY && m->match_rank != rank) ||
-			    (!(ni->options & PTL_NI_LOGICAL) && m->me.match_id.phys.pid != PTL_PID_ANY &&
-			     m->me.match_id.phys.pid != pid))
-				continue;
-			if ((o & PTL_ME_NO_TRUNCATE) && (off > m->buf.len || len > m->buf.len - off))
-				continue;
-			if (!best || m->list < best->list || (m->list == best->list && m->seq < best->seq))
-				best = m;
-		}
+		best = ptl_mx_find(ni, pt, PTL_PRIORITY_LIST, bits, rank, pid, rematch_ok, &q);
+		if (!best)
+			best = ptl_mx_find(ni, pt, PTL_OVERFLOW_LIST, bits, rank, pid, rematch_ok, &q);
 		if (!best)
 			return NULL;
 		if (!(best->me.options & PTL_ME_USE_ONCE) ||
@@ -1092,10 +1099,11 @@ static struct ptl_mer *me_of_ev(struct ptl_ni *ni, const struct spin_event *e)
 {
 	int i;
 
-	if (e->me >= SPIN_MAX_ME || (i = ni->me_by_rt[e->me]) < 0 || !ni->me[i].used ||
-	    e->user_ptr != ptl_me_handle(ni, &ni->me[i]))
+	if (e->me >= SPIN_MAX_ME || (i = ni->me_by_rt[e->me]) < 0 ||
+	    !ptl_me_at(ni, (uint32_t)i)->used ||
+	    e->user_ptr != ptl_me_handle(ni, ptl_me_at(ni, (uint32_t)i)))
 		return NULL;
-	return &ni->me[i];
+	return ptl_me_at(ni, (uint32_t)i);
 }
 
 static int on_event(void *ctx, const struct spin_event *e)

@@ -35,11 +35,16 @@ enum ptl_htype {
 #define PTL_N_EQ	64
 #define PTL_N_CT	1024
 #define PTL_N_MD	1024
-/* The library's own entry table: its receive path still scans it
- * linearly (me_rematch, ptl_target_done), so it stays small; the runtime
- * takes SPIN_MAX_ME (docs/design.md, "Matching"). */
-#define PTL_N_ME	512
+/* The library's own entry table (lib/ptl_me.c): as many entries as the
+ * runtime holds, in chunks allocated as they are needed, found by index
+ * (handles, the runtime's index) and by match key (ptl_mx_find), never by
+ * a scan of the table on the per-message path. */
+#define PTL_N_ME	SPIN_MAX_ME
+#define PTL_ME_CHUNK	1024	/* entries per chunk */
+#define PTL_MX_BUCKETS	(1u << 16)	/* hash buckets of exact entries */
 _Static_assert(PTL_N_ME <= SPIN_MAX_ME, "the runtime holds every library entry");
+_Static_assert(PTL_N_ME % PTL_ME_CHUNK == 0 && PTL_N_ME <= (1 << 20), "handles hold 20 bits of index");
+#define PTL_N_WALLOC	1024	/* host window allocations (PtlSpinHostAlloc) */
 #define PTL_N_HANDLER	SPIN_MAX_HANDLERS
 #define PTL_N_HPU	256
 #define PTL_N_TRIG	1024
@@ -122,6 +127,12 @@ struct ptl_mdr {
 struct ptl_mer {
 	bool used;
 	uint8_t gen;
+	/* kept across uses of the slot (ptl_me.c) */
+	uint32_t idx;		/* its index in the table (handles) */
+	uint32_t free1;		/* free: the next free slot + 1, 0: none */
+	bool mx_on, mx_wild;	/* in the match index: a wildcard list, or hashed */
+	uint32_t mx_pid;	/* the pid it matches (SPIN_PID_ANY) */
+	uint32_t mx_next1, mx_prev1;	/* its bucket or wildcard list + 1, in seq order */
 	bool window;		/* deposited by the XDP runtime */
 	ptl_list_t list;
 	uint32_t pt;		/* the runtime's portal index (ptl_pt_rt) */
@@ -382,11 +393,24 @@ struct ptl_ni {
 	uint64_t seq;
 	uint64_t next_tick_ms;
 	int64_t drops;		/* dropped locally (bad packets, lost events) */
+	uint64_t fc_disabled;	/* portals disabled by the library's flow control */
 
 	struct ptl_eq eq[PTL_N_EQ];
 	struct ptl_ct ct[PTL_N_CT];
 	struct ptl_mdr md[PTL_N_MD];
-	struct ptl_mer me[PTL_N_ME];
+	/* entries (ptl_me.c): chunks of PTL_ME_CHUNK, me_n slots made */
+	struct ptl_mer *me_chunk[PTL_N_ME / PTL_ME_CHUNK];
+	uint32_t me_n;
+	uint32_t me_free1;	/* free slots, lowest first + 1, 0: none */
+	/* the match index of linked entries (ptl_mx_*): exact entries hashed
+	 * on their key, wildcard ones (ignore bits) in a list per portal and
+	 * list, each in append order; heads and tails are index + 1 */
+	struct ptl_mx_list { uint32_t head1, tail1; } *mx_bucket;	/* PTL_MX_BUCKETS, or NULL */
+	struct ptl_mx_list mx_wild[SPIN_MAX_PT][2];
+	uint32_t mx_pt_n[SPIN_MAX_PT];	/* entries linked per portal */
+	/* per counter index: linked entries counting on it (CT_COMM), and
+	 * the xor of their indexes (the one, when there is one) */
+	uint32_t mx_ct_n[PTL_N_CT], mx_ct_x[PTL_N_CT];
 	int me_by_rt[SPIN_MAX_ME];	/* runtime index -> library index, -1 */
 	struct ptl_ptr pt[SPIN_MAX_PT];
 	struct ptl_unex unex[PTL_N_UNEX];
@@ -398,7 +422,7 @@ struct ptl_ni {
 	struct ptl_rx rx[PTL_N_RX];
 	int n_rx;		/* of them in use */
 	/* host window allocations: page ranges [off, off + len) */
-	struct { uint64_t off, len; } walloc[PTL_N_ME * 2];
+	struct { uint64_t off, len; } walloc[PTL_N_WALLOC];
 	int n_walloc;
 	/* reliable delivery (ptl_rel.c) */
 	bool reliable;		/* $SPIN_PTL_RELIABLE, default 1 */
@@ -472,7 +496,31 @@ struct ptl_ct *ptl_ct_get(struct ptl_ni *ni, ptl_handle_ct_t h);
 struct ptl_mdr *ptl_md_get(struct ptl_ni *ni, ptl_handle_md_t h);
 struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h);
 ptl_handle_me_t ptl_me_handle(struct ptl_ni *ni, const struct ptl_mer *m);
+
+/* ptl_me.c: the entry table and its match index (lock held) */
+static inline struct ptl_mer *ptl_me_at(struct ptl_ni *ni, uint32_t i)
+{
+	return &ni->me_chunk[i / PTL_ME_CHUNK][i % PTL_ME_CHUNK];
+}
+/* A free slot (used false, gen kept), or NULL when the table is full or
+ * out of memory. */
+struct ptl_mer *ptl_me_alloc(struct ptl_ni *ni);
+/* The slot is free again (used false, a new generation). */
+void ptl_me_release(struct ptl_ni *ni, struct ptl_mer *m);
+void ptl_me_table_fini(struct ptl_ni *ni);
+/* Entry m (linked to the runtime: rt >= 0) enters / leaves the index. */
+int ptl_mx_link(struct ptl_ni *ni, struct ptl_mer *m);
+void ptl_mx_unlink(struct ptl_ni *ni, struct ptl_mer *m);
+/* The oldest linked entry of portal pt (the runtime's index) and list that
+ * matches bits from (rank, pid) (pid ignored on a logical NI) and that
+ * ok(ni, m, arg) takes, or NULL.  Exact entries cost a hash lookup per
+ * source kind; wildcard entries a step each while older than the best. */
+struct ptl_mer *ptl_mx_find(struct ptl_ni *ni, uint32_t pt, ptl_list_t list, uint64_t bits,
+			    uint32_t rank, uint32_t pid,
+			    bool (*ok)(struct ptl_ni *, struct ptl_mer *, void *), void *arg);
 void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev);
+/* Flow control: disable flow-controlled portal pt, PTL_EVENT_PT_DISABLED. */
+void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt);
 /* Count on a counter: bytes when byte counting, else one operation. */
 void ptl_ct_count(struct ptl_ni *ni, ptl_handle_ct_t cth, bool ok, bool bytes, uint64_t n);
 void ptl_ct_changed(struct ptl_ni *ni, uint32_t ct);

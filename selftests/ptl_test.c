@@ -1327,6 +1327,229 @@ static void c_flowctl(void)
 	fini_ni();
 }
 
+/*
+ * Flow control on resource exhaustion (PTL_PT_FLOWCTRL): a full event
+ * queue (fc_eqfull) and a full unexpected list (fc_unex,
+ * max_unexpected_headers) disable the portal instead of dropping events:
+ * PTL_EVENT_PT_DISABLED in the queue's last slot, every later put acked
+ * with PTL_NI_PT_DISABLED, no PTL_EQ_DROPPED; PtlPTEnable takes puts again.
+ * Round 0: a host-window entry (the runtime acks a put before the library
+ * sees its event, so more puts may get in before the library disables the
+ * portal: their events wait for room, none is lost; the portal is
+ * disabled once the library has seen the events); round 1: an
+ * ordinary-memory entry (exactly the queue's size less one are taken).
+ */
+#define FC_EQ 8
+static void fc_run(bool unex)
+{
+	int cap = unex ? lim.max_unexpected_headers + 64 : FC_EQ;
+	int maxput = unex ? lim.max_unexpected_headers + 16 : 3 * FC_EQ;
+	char ctx[128];
+
+	for (int round = 0; round < 2; round++) {
+		int n_ok = 0;
+
+		if (unex && round == 0)
+			continue;	/* the window entry's extra puts: see above */
+		if (R == 1) {
+			ptl_handle_eq_t eq = eq_new((ptl_size_t)cap);
+			uint8_t *b = kbuf(round ? K_MAL : K_WIN, 4096);
+			ptl_handle_me_t me;
+			ptl_event_t ev;
+			int nput = 0, ndis = 0, rc;
+
+			pt_new(PTL_PT_FLOWCTRL, eq, PT_DATA);
+			me = me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 1, 0,
+				    PTL_CT_NONE, unex ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST, U(0x71));
+			barrierf("fc%d.ready", round);
+			barrierf("fc%d.sent", round);
+			get_file("fc.nok", &n_ok, sizeof(n_ok));
+			snprintf(ctx, sizeof(ctx), "%s, %s entry: %d puts taken",
+				 unex ? "unexpected list full" : "event queue full", kname[!!round], n_ok);
+			while ((rc = eq_next(eq, &ev, 300)) != PTL_EQ_EMPTY) {
+				CHK(rc == PTL_OK, "%s: no event dropped", ctx);
+				if (ev.type == PTL_EVENT_PUT) {
+					CHK_EQ(ev.hdr_data, (uint64_t)nput, ctx);
+					nput++;
+				} else if (CHK(ev.type == PTL_EVENT_PT_DISABLED, "%s: event %s", ctx,
+					       ev_name(ev.type))) {
+					CHK_EQ(ev.pt_index, PT_DATA, ctx);
+					CHK_EQ(ev.ni_fail_type, PTL_NI_PT_DISABLED, ctx);
+					CHK(nput >= (unex ? lim.max_unexpected_headers : FC_EQ - 1),
+					    "%s: PT_DISABLED after %d puts", ctx, nput);
+					ndis++;
+				}
+			}
+			CHK_EQ(nput, n_ok, ctx);
+			CHK_EQ(ndis, 1, "one PT_DISABLED event");
+			barrierf("fc%d.drained", round);
+			barrierf("fc%d.refused", round);
+			if (round == 1)	/* acked after the library's check: exact */
+				CHK_EQ(n_ok, unex ? lim.max_unexpected_headers : FC_EQ - 1, ctx);
+			RC(PtlMEUnlink(me), PTL_OK);
+			/* (the headers stay on the unexpected list: not searched) */
+			me_add(PT_DATA, b, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
+			       PTL_ME_UNEXPECTED_HDR_DISABLE, 1, 0, PTL_CT_NONE, PTL_PRIORITY_LIST,
+			       U(0x72));
+			RC(PtlPTEnable(ni, PT_DATA), PTL_OK);
+			barrierf("fc%d.enabled", round);
+			barrierf("fc%d.sent2", round);
+			if (want_ev(eq, &ev, T_EV_MS, "put after PtlPTEnable"))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_PT | F_UPTR | F_FAIL, .type = PTL_EVENT_PUT,
+				      .pt = PT_DATA, .uptr = U(0x72));
+			barrierf("fc%d.done", round);
+			fini_ni();	/* the next round from scratch (unexpected list, portal) */
+			init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		} else if (R == 0) {
+			ptl_handle_eq_t eq = eq_new(64);
+			uint8_t *src = kbuf(K_MAL, 4096);
+			ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+			int k, ndis = 0;
+
+			barrierf("fc%d.ready", round);
+			for (k = 0; k < maxput && ndis < 3 && !failed; k++) {
+				int w[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+				ptl_event_t evs[2];
+
+				RC(PtlPut(md, 0, 64, PTL_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, U(k + 1),
+					  (uint64_t)n_ok), PTL_OK);
+				if (!collect(eq, T_EV_MS, 2, w, evs, "flow control put"))
+					break;
+				if (evs[1].ni_fail_type == PTL_NI_OK && !ndis)
+					n_ok++;
+				else
+					CHK(evs[1].ni_fail_type == PTL_NI_PT_DISABLED && ++ndis,
+					    "put %d after the portal was disabled: %s", k,
+					    fail_name(evs[1].ni_fail_type));
+			}
+			if (round == 1)
+				CHK(ndis == 3, "puts acked PT_DISABLED after %d taken", n_ok);
+			put_file("fc.nok", &n_ok, sizeof(n_ok));
+			barrierf("fc%d.sent", round);
+			barrierf("fc%d.drained", round);
+			/* the library has seen every event: the portal is off */
+			put_wait(md, eq, 0, 64, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(0x98), 98,
+				 PTL_NI_PT_DISABLED, 0, 0, "put to the flow-controlled portal");
+			barrierf("fc%d.refused", round);
+			barrierf("fc%d.enabled", round);
+			put_wait(md, eq, 0, 64, PTL_ACK_REQ, 1, PT_DATA, 1, 0, U(0x99), 99, 0, 64,
+				 PTL_PRIORITY_LIST, "put after PtlPTEnable");
+			barrierf("fc%d.sent2", round);
+			barrierf("fc%d.done", round);
+			fini_ni();
+			init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		}
+	}
+	fini_ni();
+}
+
+static void c_fc_eqfull(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	fc_run(false);
+}
+
+static void c_fc_unex(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	fc_run(true);
+}
+
+/*
+ * uhrlength: PTL_ME_LOCAL_INC_UH_RLENGTH (Portals 4.2/4.3).  Three puts
+ * (100, 200, 300 bytes) wait on the unexpected list; a locally managed
+ * priority entry appended with the option takes them and starts at local
+ * offset 600, so the next put lands there (round 0); with min_free 500 the
+ * entry is used up at its append (AUTO_UNLINK, AUTO_FREE; the next put
+ * goes to the overflow list, round 1); without the option it starts at 0
+ * (round 2).
+ */
+static void c_uhrlength(void)
+{
+	static const size_t ulen[3] = { 100, 200, 300 };
+	char ctx[96];
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *ov = kbuf(K_MAL, 4096);
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ov, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0x55, 0, PTL_CT_NONE,
+		       PTL_OVERFLOW_LIST, U(0x0f));
+		for (int round = 0; round < 3; round++) {
+			uint8_t *b = kbuf(K_MAL, 1000);
+			ptl_me_t me = me_spec(b, 1000, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL |
+					      PTL_ME_EVENT_LINK_DISABLE |
+					      (round < 2 ? PTL_ME_LOCAL_INC_UH_RLENGTH : 0), 0x55, 0);
+			ptl_handle_me_t h;
+			ptl_event_t ev;
+
+			snprintf(ctx, sizeof(ctx), "LOCAL_INC_UH_RLENGTH round %d", round);
+			me.min_free = round == 1 ? 500 : 0;
+			barrierf("uh%d.queued", round);
+			for (int k = 0; k < 3; k++)	/* the puts on the overflow entry */
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_RLEN | F_UPTR | F_LIST,
+					      .type = PTL_EVENT_PUT, .rlen = ulen[k], .uptr = U(0x0f),
+					      .list = PTL_OVERFLOW_LIST);
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(0x70 + round), &h));
+			for (int k = 0; k < 3; k++)
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_RLEN | F_UPTR, .type = PTL_EVENT_PUT_OVERFLOW,
+					      .rlen = ulen[k], .uptr = U(0x70 + round));
+			if (round == 1) {
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR, .type = PTL_EVENT_AUTO_UNLINK,
+					      .uptr = U(0x71));
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR, .type = PTL_EVENT_AUTO_FREE,
+					      .uptr = U(0x71));
+				RC(PtlMEUnlink(h), PTL_ARG_INVALID);	/* never linked */
+			}
+			barrierf("uh%d.appended", round);
+			barrierf("uh%d.sent", round);
+			if (!want_ev(eq, &ev, T_EV_MS, ctx)) {
+			} else if (round == 1) {
+				ptl_me_t sme = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x55, 0);
+
+				CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_LIST | F_MLEN, .type = PTL_EVENT_PUT,
+				      .uptr = U(0x0f), .list = PTL_OVERFLOW_LIST, .mlen = 50);
+				/* that header off the unexpected list */
+				OK(PtlMESearch(ni, PT_DATA, &sme, PTL_SEARCH_DELETE, U(0x99)));
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_RLEN, .type = PTL_EVENT_PUT_OVERFLOW,
+					      .uptr = U(0x99), .rlen = 50);
+			} else {
+				CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR | F_ROFF | F_MLEN | F_START,
+				      .type = PTL_EVENT_PUT, .uptr = U(0x70 + round), .roff = round ? 0 : 600,
+				      .mlen = 50, .start = b + (round ? 0 : 600));
+				check_pat(ctx, b + (round ? 0 : 600), 50, 7 + round);
+				RC(PtlMEUnlink(h), PTL_OK);
+			}
+			barrierf("uh%d.done", round);
+		}
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		for (int round = 0; round < 3; round++) {
+			for (int k = 0; k < 3; k++)
+				put_wait(md, eq, 0, ulen[k], PTL_ACK_REQ, 1, PT_DATA, 0x55, 0, U(k + 1), k,
+					 0, (int64_t)ulen[k], PTL_OVERFLOW_LIST, "put to the unexpected list");
+			barrierf("uh%d.queued", round);
+			barrierf("uh%d.appended", round);
+			fill(src, 50, 7 + round);
+			put_wait(md, eq, 0, 50, PTL_ACK_REQ, 1, PT_DATA, 0x55, 0, U(9), 9, 0, 50,
+				 round == 1 ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST, "put after the append");
+			barrierf("uh%d.sent", round);
+			barrierf("uh%d.done", round);
+		}
+	}
+	fini_ni();
+}
+
 /* --------------------------------------------------------- counters -- */
 
 struct inc_arg { ptl_handle_ct_t ct; int delay_ms; };
@@ -5234,6 +5457,216 @@ static void c_ship_serve(void)
 	fini_ni();
 }
 
+/*
+ * matchorder: many entries appended, matched and unlinked in Portals order,
+ * through the whole stack (PtlMEAppend, the runtime's matching, the
+ * library's events), every match checked against a reference model in
+ * plain C that both ranks run.  Rank 1 appends $PTL_TEST_MO_N entries
+ * (default 3000) in random order: match bits from N/8 values (several
+ * entries per key), 2% with overlapping ignore bits, rank 0 or any,
+ * use-once or persistent, priority or overflow list, host-window or
+ * ordinary memory.  Rank 0 puts $PTL_TEST_MO_MSGS messages, one at a time,
+ * at bits taken from random entries (its ignored bits flipped), or random
+ * bits (nothing matches: PTL_NI_DROPPED); between rounds rank 1 unlinks a
+ * random eighth of the entries.  Each put's ack (list, failure) and the
+ * target's event (the entry's user_ptr, list) must be the model's; at the
+ * end every entry is unlinked, a put is dropped and the portal is free.
+ * selftests/test_ptl_match checks the library's match index the same way.
+ */
+struct mo_ent {
+	uint64_t bits, ign;
+	bool any_rank, once, overflow, win, alive;
+	ptl_handle_me_t h;
+};
+
+static uint64_t mo_rs;
+static uint64_t mo_rnd(void)
+{
+	mo_rs ^= mo_rs << 13;
+	mo_rs ^= mo_rs >> 7;
+	mo_rs ^= mo_rs << 17;
+	return mo_rs;
+}
+
+/* the first live entry that takes bits from rank 0: priority list first,
+ * append order within a list; -1: none */
+static long mo_model(const struct mo_ent *v, long n, uint64_t bits)
+{
+	for (int l = 0; l < 2; l++)
+		for (long i = 0; i < n; i++)
+			if (v[i].alive && v[i].overflow == l && !((v[i].bits ^ bits) & ~v[i].ign))
+				return i;	/* every entry takes rank 0: any, or 0 */
+	return -1;
+}
+
+#define MO_ROUNDS 4
+static void c_matchorder(void)
+{
+	static const uint64_t masks[] = { 0xf, 0xf0, 0xff, 0xf00f, 0x3c, 0x1 };
+	long n = getenv("PTL_TEST_MO_N") ? atol(getenv("PTL_TEST_MO_N")) : 3000;
+	long nmsg = getenv("PTL_TEST_MO_MSGS") ? atol(getenv("PTL_TEST_MO_MSGS")) : n;
+	struct mo_ent *v = calloc((size_t)n, sizeof(*v));
+	uint64_t *msg = calloc((size_t)nmsg, sizeof(*msg));
+	long *want = calloc((size_t)nmsg, sizeof(*want)), *order = calloc((size_t)n, sizeof(*order));
+	long matched = 0, onces = 0;
+	ptl_handle_eq_t eq;
+	char ctx[160];
+
+	if (!v || !msg || !want || !order || n < 16)
+		DIE("PTL_TEST_MO_N %ld: out of memory or too small", n);
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (lim.max_entries < n) {
+		FAIL("max_entries %d < %ld", lim.max_entries, n);
+		fini_ni();
+		return;
+	}
+	/* both ranks draw the same entries and messages */
+	mo_rs = 0x9e3779b97f4a7c15ull;
+	for (long i = 0; i < n; i++) {
+		v[i].bits = mo_rnd() % (uint64_t)(n / 8);
+		v[i].ign = mo_rnd() % 50 ? 0 : masks[mo_rnd() % 6];
+		v[i].any_rank = mo_rnd() % 2;
+		v[i].once = mo_rnd() % 3 == 0;
+		v[i].overflow = mo_rnd() % 10 == 0;
+		v[i].win = mo_rnd() % 2;
+		v[i].alive = true;
+	}
+	for (long j = 0; j < nmsg; j++) {
+		const struct mo_ent *e = &v[mo_rnd() % (uint64_t)n];
+
+		msg[j] = mo_rnd() % 8 == 0 ? mo_rnd() | 1ull << 63 : e->bits ^ (mo_rnd() & e->ign);
+	}
+	eq = eq_new((ptl_size_t)(nmsg < 64 ? 64 : nmsg + 16));
+	if (R == 1) {
+		uint8_t *wbuf = kbuf(K_WIN, 64), *mbuf = kbuf(K_MAL, 64);
+		uint64_t t0 = now_ms();
+
+		pt_new(0, eq, PT_DATA);
+		for (long i = 0; i < n; i++) {
+			struct mo_ent *e = &v[i];
+			ptl_me_t me;
+
+			memset(&me, 0, sizeof(me));
+			me.start = e->win ? wbuf : mbuf;
+			me.length = 64;
+			me.ct_handle = PTL_CT_NONE;
+			me.uid = PTL_UID_ANY;
+			me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
+				     PTL_ME_EVENT_UNLINK_DISABLE | (e->once ? PTL_ME_USE_ONCE : 0);
+			me.match_id = e->any_rank ? any_proc() : rank_proc(0);
+			me.match_bits = e->bits;
+			me.ignore_bits = e->ign;
+			if (PtlMEAppend(ni, PT_DATA, &me, e->overflow ? PTL_OVERFLOW_LIST :
+					PTL_PRIORITY_LIST, U(i + 1), &e->h) != PTL_OK)
+				DIE("PtlMEAppend of entry %ld of %ld: %s", i, n, PtlSpinErrmsg());
+		}
+		LOG("%ld entries appended in %llu ms", n, (unsigned long long)(now_ms() - t0));
+	}
+	barrier("mo.ready");
+	for (int round = 0; round < MO_ROUNDS; round++) {
+		long lo = nmsg * round / MO_ROUNDS, hi = nmsg * (round + 1) / MO_ROUNDS;
+
+		/* the model, on both ranks */
+		for (long j = lo; j < hi; j++) {
+			want[j] = mo_model(v, n, msg[j]);
+			if (want[j] >= 0 && v[want[j]].once) {
+				v[want[j]].alive = false;
+				onces++;
+			}
+			matched += want[j] >= 0;
+		}
+		if (R == 0) {
+			uint8_t *src = kbuf(K_MAL, 8);
+			ptl_handle_md_t md = md_new(src, 8, 0, eq, PTL_CT_NONE);
+
+			for (long j = lo; j < hi && !failed; j++) {
+				int w[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+				ptl_event_t evs[2];
+
+				snprintf(ctx, sizeof(ctx), "message %ld (bits 0x%llx): entry %ld", j,
+					 (unsigned long long)msg[j], want[j]);
+				RC(PtlPut(md, 0, 8, PTL_ACK_REQ, rank_proc(1), PT_DATA, msg[j], 0, U(j + 1),
+					  (uint64_t)j), PTL_OK);
+				if (!collect(eq, T_EV_MS, 2, w, evs, ctx))
+					break;
+				if (want[j] < 0)
+					CHKEV(ctx, &evs[1], .m = F_TYPE | F_UPTR | F_FAIL, .type = PTL_EVENT_ACK,
+					      .uptr = U(j + 1), .fail = PTL_NI_DROPPED);
+				else
+					CHKEV(ctx, &evs[1], .m = ACK_M, .type = PTL_EVENT_ACK, .mlen = 8,
+					      .roff = 0, .uptr = U(j + 1),
+					      .list = v[want[j]].overflow ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST);
+			}
+			RC(PtlMDRelease(md), PTL_OK);
+			free(src);
+		} else {
+			long nev = 0;
+
+			for (long j = lo; j < hi; j++)
+				nev += want[j] >= 0;
+			for (long k = 0; k < nev && !failed; k++) {
+				ptl_event_t ev;
+				long j;
+
+				snprintf(ctx, sizeof(ctx), "round %d: event %ld of %ld", round, k, nev);
+				if (!want_ev(eq, &ev, T_EV_MS, ctx))
+					break;
+				j = (long)ev.hdr_data;
+				if (!CHK(ev.type == PTL_EVENT_PUT && j >= lo && j < hi && want[j] >= 0,
+					 "%s: a put of this round that matched", ctx)) {
+					dump_ev("got", &ev);
+					continue;
+				}
+				snprintf(ctx, sizeof(ctx), "message %ld (bits 0x%llx): entry %ld", j,
+					 (unsigned long long)msg[j], want[j]);
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MB | F_MLEN | F_UPTR | F_LIST | F_FAIL,
+				      .type = PTL_EVENT_PUT, .mb = msg[j], .mlen = 8, .uptr = U(want[j] + 1),
+				      .list = v[want[j]].overflow ? PTL_OVERFLOW_LIST : PTL_PRIORITY_LIST);
+			}
+		}
+		barrierf("mo.sent%d", round);
+		/* rank 1 unlinks a random eighth; the model follows */
+		for (long k = 0; k < n / 8; k++) {
+			struct mo_ent *e = &v[mo_rnd() % (uint64_t)n];
+
+			if (R == 1 && e->h != 0)
+				RC(PtlMEUnlink(e->h), e->alive ? PTL_OK : PTL_ARG_INVALID);
+			e->alive = false;
+			e->h = 0;
+		}
+		barrierf("mo.unlinked%d", round);
+		if (failed)
+			break;
+	}
+	if (R == 1) {
+		no_ev(eq, 50, "every put's event came, no other");
+		/* the rest, in random order */
+		for (long i = 0; i < n; i++)
+			order[i] = i;
+		for (long k = n; k > 1; k--) {
+			long j = (long)(mo_rnd() % (uint64_t)k), t = order[j];
+
+			order[j] = order[k - 1];
+			order[k - 1] = t;
+		}
+		for (long i = 0; i < n; i++) {
+			struct mo_ent *e = &v[order[i]];
+
+			if (e->h != 0)
+				RC(PtlMEUnlink(e->h), e->alive ? PTL_OK : PTL_ARG_INVALID);
+		}
+		RC(PtlPTFree(ni, PT_DATA), PTL_OK);	/* nothing linked on it */
+		LOG("%ld messages, %ld matched (%ld use-once entries consumed)", nmsg, matched, onces);
+		CHK(matched > nmsg / 2 && onces > 0, "most messages matched");
+	}
+	barrier("mo.done");
+	fini_ni();
+	free(v);
+	free(msg);
+	free(want);
+	free(order);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -5245,7 +5678,9 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
-	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve },
+	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
+	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
+	{ "uhrlength", c_uhrlength },
 };
 
 int main(int argc, char **argv)

@@ -51,7 +51,7 @@ start() {
 	# shellcheck disable=SC2086
 	nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$hosts" \
 		PTL_TEST_DIR="$dir" PTL_TEST_NPROCS="$n" PTL_TEST_TOP="$TOP" $renv "$@" \
-		timeout -k 2 30 "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
+		timeout -k 2 "${PTL_CASE_TIMEOUT:-30}" "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
 }
 
 # report NAME DIR NPROCS RC...: one line per case
@@ -190,8 +190,16 @@ run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2
 run_case managelocal managelocal 2 2
+run_case uhrlength uhrlength 2 2
 run_case overflow overflow 2 2
 run_case flowctl flowctl 2 2
+run_case fc_eqfull fc_eqfull 2 2
+PTL_CASE_TIMEOUT=120 run_case fc_unex fc_unex 2 2
+# Portals order against a reference model: 3,000 entries, every one put
+# to; 100,000 entries, 5,000 puts (PTL_CASE_TIMEOUT: the appends)
+run_case matchorder matchorder 2 2
+PTL_CASE_TIMEOUT=240 run_case matchorder_100k matchorder 2 2 spin PTL_TEST_MO_N=100000 \
+	PTL_TEST_MO_MSGS=5000
 run_case counters counters 2 2
 run_case ctwake ctwake 2 2 spin SPIN_PTL_SPIN_US=0
 run_case bundle bundle 2 2

@@ -228,6 +228,10 @@ typedef unsigned char ptl_search_op_t;
 #define PTL_ME_EVENT_CT_BYTES		(1u << 18)
 #define PTL_ME_IS_ACCESSIBLE		(1u << 19)
 #define PTL_ME_AUTH_USE_JID		(1u << 20)
+/* Portals 4.2/4.3: with PTL_ME_MANAGE_LOCAL, each unexpected header the
+ * entry takes at its append moves its local offset by the header's
+ * rlength (without it, by nothing) */
+#define PTL_ME_LOCAL_INC_UH_RLENGTH	(1u << 21)
 
 typedef struct {
 	void *start;			/* may be NULL when length is 0 */
