@@ -116,6 +116,30 @@ static void default_name(const char *path, char *out, size_t len)
 	out[n] = 0;
 }
 
+int spin_obj_abi_check(struct bpf_object *obj, const char *path, const char *what)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, SPIN_ABI_SECTION);
+	const void *v;
+	size_t sz = 0;
+	__u32 abi;
+
+	if (!m)
+		return spin_seterr(SPIN_EFAIL,
+				   "%s %s carries no spin ABI version (built before ABI %d): rebuild it "
+				   "against this spin's headers", what, path, SPIN_ABI_VERSION);
+	v = bpf_map__initial_value(m, &sz);
+	if (!v || sz < sizeof(abi))
+		return spin_seterr(SPIN_EFAIL, "%s %s: malformed %s section", what, path,
+				   SPIN_ABI_SECTION);
+	memcpy(&abi, v, sizeof(abi));
+	if (abi != SPIN_ABI_VERSION)
+		return spin_seterr(SPIN_EFAIL,
+				   "%s %s was built for spin ABI %u, this spin has ABI %d: rebuild it "
+				   "against this spin's headers", what, path, abi, SPIN_ABI_VERSION);
+	bpf_map__set_autocreate(m, false);
+	return 0;
+}
+
 int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 {
 	struct bpf_object *obj = NULL;
@@ -170,6 +194,9 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 				  path, SPIN_HANDLER_PROG);
 		goto out;
 	}
+	err = spin_obj_abi_check(obj, path, "handler object");
+	if (err)
+		goto out;
 	if (bpf_program__type(entry) != BPF_PROG_TYPE_XDP) {
 		err = spin_seterr(SPIN_EFAIL, "%s in %s is not an XDP program (SEC(\"xdp\"))",
 				  SPIN_HANDLER_PROG, path);
@@ -182,7 +209,7 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		const char *mn = bpf_map__name(map);
 
 		if (bpf_map__is_internal(map))
-			continue;	/* .rodata/.data/.bss: created normally */
+			continue;	/* .rodata/.data/.bss: created normally (not the ABI's) */
 		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
 		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
 			err = spin_seterr(SPIN_EFAIL,
