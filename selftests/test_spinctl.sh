@@ -311,7 +311,7 @@ t_bad_options() {
 	table_start
 	bad 2 "unknown attach option 'bogus'" attach veth2 bogus
 	bad 2 "'port' needs a value" attach veth2 port
-	bad 2 "unknown attach option" attach veth2 --port 1
+	bad 2 "unknown option '--port'" attach veth2 --port 1
 	bad 2 "'pages' needs a value" attach veth2 pages
 	bad 2 "missing IFACE" attach
 	bad 2 "unexpected argument" detach veth0 extra
@@ -353,6 +353,12 @@ t_bad_options() {
 	bad 2 "unknown get option 'ack'" get to 10.77.40.2 pt 0 len 1 ack
 	bad 2 "unknown option '-x'" -x status veth0
 	bad 2 "unknown option '--jsn'" --jsn status veth0
+	bad 2 "unknown option '-x'" status veth0 -x
+	bad 2 "unknown option '-x'" status -vx veth0
+	bad 2 "ambiguous option '--ver': --verbose, --version" --ver status veth0
+	bad 2 "ambiguous option '--ver'" status veth0 --ver
+	bad 2 "option '--json' takes no value" status veth0 --json=1
+	bad 2 "unknown object '-j'" -- -j status veth0
 	bad 2 "ambiguous object 'st': status, stats" st veth0
 	bad 2 "ambiguous object 'stat'" stat veth0
 	bad 2 "ambiguous object 's'" s veth0
@@ -364,6 +370,94 @@ t_bad_options() {
 	bad 2 "unknown object ''" '' veth0
 	bad 2 "unknown handler verb 'bogus'" handler bogus veth0
 	table_end
+}
+
+# Options anywhere (getopt_long), as bpftool and ip take them; an
+# unambiguous prefix of a long option is that option.
+t_options_anywhere() {
+	local out
+	out=$(A "$SPINCTL" status veth0 -j)
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ifname"]=="veth0" and d["rank"]==1, d'
+	out=$(A "$SPINCTL" stats --pret veth0)
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "drops" in d, d'
+	[ "$(echo "$out" | wc -l)" -gt 3 ] || fail "--pret is not --pretty"
+	A "$SPINCTL" pt list veth0 --json | python3 -c 'import json,sys; json.load(sys.stdin)'
+	A "$SPINCTL" status veth0 -V | grep -q '^spinctl .*ABI 1,' || fail "-V after the object"
+	A "$SPINCTL" status veth0 --help | grep -q '^Usage: spinctl' || fail "--help after the object"
+}
+
+# In JSON mode an error is {"error": "..."} on stdout (one document), and
+# the usual line on stderr; the exit code is the same.
+t_json_errors() {
+	local rc=0
+	A "$SPINCTL" -j status nosuch0 >"$LOG/je.out" 2>"$LOG/je.err" || rc=$?
+	[ $rc -eq 5 ] || fail "exit $rc, not 5"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d=={"error":"interface '"'"'nosuch0'"'"' not found"}, d' "$LOG/je.out"
+	[ "$(wc -l <"$LOG/je.err")" -eq 1 ] || fail "stderr not one line"
+	rc=0
+	A "$SPINCTL" me append veth0 --pretty >"$LOG/je.out" 2>/dev/null || rc=$?
+	[ $rc -eq 2 ] || fail "exit $rc, not 2"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert list(d)==["error"] and "missing" in d["error"], d' "$LOG/je.out"
+	rc=0
+	A "$SPINCTL" -j handler load veth0 "$LOG/nosuch.bpf.o" >"$LOG/je.out" 2>/dev/null || rc=$?
+	[ $rc -eq 8 ] || fail "exit $rc, not 8"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "nosuch.bpf.o" in d["error"], d' "$LOG/je.out"
+	# without -j, nothing on stdout
+	rc=0
+	A "$SPINCTL" status nosuch0 >"$LOG/je.out" 2>/dev/null || rc=$?
+	[ $rc -eq 5 ] && [ ! -s "$LOG/je.out" ] || fail "plain error: exit $rc, stdout $(cat "$LOG/je.out")"
+}
+
+# 64-bit values a JSON number cannot hold exactly (> 2^53) are strings of
+# their decimal digits; the others stay numbers.
+t_json_u64() {
+	local me
+	me=$(A "$SPINCTL" -j me append veth0 pt 0 bits 0xfffffffffffffffe ignore 0x20000000000001 |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["me"])')
+	A "$SPINCTL" -j me show veth0 "$me" | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+assert d["match_bits"]=="18446744073709551614", d["match_bits"]
+assert d["ignore_bits"]=="9007199254740993", d["ignore_bits"]
+assert isinstance(d["pt"], int)
+'
+	A "$SPINCTL" me unlink veth0 "$me"
+	# 2^53 itself is exact
+	me=$(A "$SPINCTL" -j me append veth0 pt 0 bits 0x20000000000000 |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["me"])')
+	A "$SPINCTL" -j me show veth0 "$me" | python3 -c '
+import json,sys; d=json.load(sys.stdin); assert d["match_bits"]==9007199254740992, d'
+	A "$SPINCTL" me unlink veth0 "$me"
+}
+
+# `status` without an interface: every runtime of the bpffs root, in every
+# namespace, entered through its /var/run/netns name (or a process in it);
+# pins of a namespace that is gone are listed as such.
+t_status_all() {
+	local ino
+	nsx "$NSB" env SPIN_BPFFS="$TB" "$SPINCTL" attach veth1 generic rank 2 >/dev/null
+	ino=$(stat -L -c %i "/var/run/netns/$NSB")
+	mkdir -p "$TB/spin/ns1/veth9"	# no namespace has inode 1
+	env SPIN_BPFFS="$TB" "$SPINCTL" status >"$LOG/sa.out"
+	cat "$LOG/sa.out"
+	grep -qE "^$NSA +veth0 +native +[0-9]+ +1 +10.77.40.1 +7717  $TB/spin/ns$(ino_a)/veth0\$" "$LOG/sa.out" || fail "A's runtime"
+	grep -qE "^$NSB +veth1 +generic +[0-9]+ +2 +10.77.40.2 +7717 " "$LOG/sa.out" || fail "B's runtime"
+	grep -qE "^ns1 +veth9 +namespace gone" "$LOG/sa.out" || fail "stale pins"
+	# from inside a namespace too, and as JSON
+	nsx "$NSB" env SPIN_BPFFS="$TB" "$SPINCTL" -j status | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+byname={(r["netns"],r["ifname"]):r for r in d}
+a=byname[(sys.argv[1],"veth0")]; b=byname[(sys.argv[2],"veth1")]
+assert a["attached"] and a["rank"]==1 and a["mode"]=="native", a
+assert b["attached"] and b["rank"]==2 and b["netns_inode"]==int(sys.argv[3]), b
+assert not byname[("ns1","veth9")]["attached"]
+assert len(d)==3, d
+' "$NSA" "$NSB" "$ino"
+	rmdir "$TB/spin/ns1/veth9" "$TB/spin/ns1"
+	nsx "$NSB" env SPIN_BPFFS="$TB" "$SPINCTL" detach veth1
+	# nothing attached anywhere
+	env SPIN_BPFFS="$B/empty" "$SPINCTL" status | grep -q '^no spin runtimes' || fail "empty root"
 }
 
 # Interface names the kernel would not take (and that would name other
@@ -643,6 +737,10 @@ run_test detach_keeps_going t_detach_keeps_going
 run_test rendezvous t_rendezvous
 run_test owner t_owner
 run_test good_input t_good_input
+run_test options_anywhere t_options_anywhere
+run_test json_errors t_json_errors
+run_test json_u64 t_json_u64
+run_test status_all t_status_all
 run_test bad_names t_bad_names	# last: its final rows break the old code's pins
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -6,13 +6,18 @@
  *   spinctl [-j|-p] [-v] OBJECT VERB [ARGS]
  *
  * Objects and verbs may be abbreviated to a prefix that names only one of
- * them (an exact name always wins); an ambiguous prefix is an error.  The
- * exit code is the SPIN_E* value of the error (2 for usage errors).
+ * them (an exact name always wins); an ambiguous prefix is an error.
+ * Options may come anywhere (getopt_long; "--" ends them).  The exit code
+ * is the SPIN_E* value of the error (2 for usage errors); in JSON mode an
+ * error is also {"error": "..."} on stdout.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <signal.h>
@@ -20,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +42,35 @@ static const char *cur_obj = "";
 
 /* ------------------------------------------------------------- errors -- */
 
+static int jdepth;
+static void jstr_raw(const char *s);
+
+/* In JSON mode an error is also a document of its own on stdout, as
+ * bpftool does: {"error": "..."} (not inside a document already begun). */
+static void jerror(const char *msg)
+{
+	if (!json || jdepth)
+		return;
+	fputs(pretty ? "{\n  \"error\": " : "{\"error\":", stdout);
+	jstr_raw(msg);
+	fputs(pretty ? "\n}\n" : "}\n", stdout);
+	fflush(stdout);
+}
+
+/* An error line "spinctl: ..." on stderr (and the JSON error). */
+__attribute__((format(printf, 1, 2)))
+static void errf(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "spinctl: %s\n", msg);
+	jerror(msg);
+}
+
 static int fail(int rc)
 {
 	const char *log;
@@ -42,6 +78,7 @@ static int fail(int rc)
 	if (rc < 0)
 		rc = -rc;
 	fprintf(stderr, "spinctl: %s\n", spin_errmsg());
+	jerror(spin_errmsg());
 	if (rc == SPIN_EVERIFIER) {
 		log = spin_verifier_log();
 		while (log && *log) {
@@ -73,12 +110,12 @@ static int usage_err(const char *fmt, ...)
 		fprintf(stderr, " (see 'spinctl %s help')\n", cur_obj);
 	else
 		fputs(" (see 'spinctl help')\n", stderr);
+	jerror(msg);
 	return SPIN_EUSAGE;
 }
 
 /* ---------------------------------------------------------------- JSON -- */
 
-static int jdepth;
 static bool jfirst[32] = { true };
 
 static void jindent(void)
@@ -152,10 +189,15 @@ static void jclose(char c)
 #define jarr(k)		jopen(k, '[')
 #define jarr_end()	jclose(']')
 
+/* A 64-bit value: a number, or a string of its decimal digits when a JSON
+ * number (an IEEE double in most parsers) cannot hold it exactly (> 2^53). */
 static void ju64(const char *key, uint64_t v)
 {
 	jkey(key);
-	printf("%" PRIu64, v);
+	if (v > (1ULL << 53))
+		printf("\"%" PRIu64 "\"", v);
+	else
+		printf("%" PRIu64, v);
 }
 
 static void jstr(const char *key, const char *s)
@@ -397,13 +439,13 @@ static int read_file(const char *what, const char *path, uint8_t **buf, size_t c
 	size_t n;
 
 	if (!f) {
-		fprintf(stderr, "spinctl: %s %s: %s\n", what, path, strerror(errno));
+		errf("%s %s: %s", what, path, strerror(errno));
 		return errno == ENOENT ? SPIN_ENOENT : SPIN_EFAIL;
 	}
 	*buf = malloc(cap + 1);
 	if (!*buf) {
 		fclose(f);
-		fprintf(stderr, "spinctl: out of memory\n");
+		errf("out of memory");
 		return SPIN_EFAIL;
 	}
 	n = fread(*buf, 1, cap + 1, f);
@@ -632,13 +674,211 @@ static int cmd_detach(int argc, char **argv)
 	return 0;
 }
 
+/* A network namespace pins were made in: how to enter it, what to call it. */
+struct ns_ref {
+	unsigned long ino;	/* 0: the initial namespace */
+	char path[64];		/* a path to open for setns, "" if none found */
+	char name[64];		/* ip netns name, "pid N", "init" */
+};
+
+/* Find the namespace with inode ino: /var/run/netns first (its name), then
+ * any process in it; the initial namespace is pid 1's. */
+static void ns_find(unsigned long ino, struct ns_ref *r)
+{
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+
+	memset(r, 0, sizeof(*r));
+	r->ino = ino;
+	if (!ino) {
+		snprintf(r->path, sizeof(r->path), "/proc/1/ns/net");
+		snprintf(r->name, sizeof(r->name), "init");
+		return;
+	}
+	snprintf(r->name, sizeof(r->name), "ns%lu", ino);
+	if ((d = opendir("/var/run/netns"))) {
+		while ((de = readdir(d))) {
+			char p[sizeof(r->path)];
+
+			if (de->d_name[0] == '.' ||
+			    snprintf(p, sizeof(p), "/var/run/netns/%s", de->d_name) >= (int)sizeof(p))
+				continue;
+			if (!stat(p, &sb) && sb.st_ino == ino) {
+				memcpy(r->path, p, sizeof(p));
+				snprintf(r->name, sizeof(r->name), "%.63s", de->d_name);
+				break;
+			}
+		}
+		closedir(d);
+		if (r->path[0])
+			return;
+	}
+	if ((d = opendir("/proc"))) {
+		while ((de = readdir(d))) {
+			char p[sizeof(r->path)];
+
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			snprintf(p, sizeof(p), "/proc/%.20s/ns/net", de->d_name);
+			if (!stat(p, &sb) && sb.st_ino == ino) {
+				memcpy(r->path, p, sizeof(p));
+				snprintf(r->name, sizeof(r->name), "pid %.20s", de->d_name);
+				break;
+			}
+		}
+		closedir(d);
+	}
+}
+
+static bool all_digits(const char *p)
+{
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/* One runtime of status_all: enter its namespace, read its status. */
+static int status_one(const struct ns_ref *ns, const char *ifname, int self_fd, bool *header)
+{
+	struct spin_status st;
+	struct spin_rt *rt;
+	const char *why = NULL;
+	char ip[INET_ADDRSTRLEN];
+	int fd, err = 0;
+
+	if (strlen(ifname) >= IF_NAMESIZE)
+		return 0;	/* not an interface's directory */
+	if (!ns->path[0]) {
+		why = "namespace gone: stale pins, remove the directory";
+	} else if ((fd = open(ns->path, O_RDONLY | O_CLOEXEC)) < 0 || setns(fd, CLONE_NEWNET)) {
+		why = "cannot enter its namespace (need root)";
+		if (fd >= 0)
+			close(fd);
+	} else {
+		close(fd);
+		err = spin_open(ifname, &rt);
+		if (!err) {
+			err = spin_get_status(rt, &st);
+			spin_close(rt);
+		}
+		if (setns(self_fd, CLONE_NEWNET)) {
+			errf("cannot return to spinctl's own network namespace: %s", strerror(errno));
+			exit(SPIN_EFAIL);
+		}
+		if (err)
+			why = spin_errmsg();
+	}
+	if (json) {
+		jobj(NULL);
+		jstr("netns", ns->name);
+		ju64("netns_inode", ns->ino);
+		if (why) {
+			jstr("ifname", ifname);
+			jbool("attached", false);
+			jstr("error", why);
+		} else {
+			jstr("ifname", st.ifname);
+			ju64("ifindex", st.ifindex);
+			jstr("mode", st.generic ? "generic" : "native");
+			jbool("attached", st.prog_id != 0);
+			ju64("prog_id", st.prog_id);
+			ju64("rank", st.cfg.my_rank);
+			jstr("ip", ipstr(st.cfg.my_ip, ip));
+			ju64("port", ntohs(st.cfg.port));
+			jstr("pin_dir", st.pin_dir);
+		}
+		jobj_end();
+		return 0;
+	}
+	if (!*header) {
+		printf("%-20s %-15s %-8s %8s %6s %-15s %5s  %s\n", "NETNS", "IFACE", "MODE", "PROG_ID",
+		       "RANK", "IP", "PORT", "PINS");
+		*header = true;
+	}
+	if (why) {
+		printf("%-20s %-15s %s\n", ns->name, ifname, why);
+		return 0;
+	}
+	printf("%-20s %-15s %-8s ", ns->name, st.ifname, st.generic ? "generic" : "native");
+	if (st.prog_id)
+		printf("%8u ", st.prog_id);
+	else
+		printf("%8s ", "STALE");
+	printf("%6u %-15s %5u  %s\n", st.cfg.my_rank, ipstr(st.cfg.my_ip, ip), ntohs(st.cfg.port),
+	       st.pin_dir);
+	return 0;
+}
+
+/* Every runtime on the host, in every network namespace: the pin root's
+ * directories (<root>/spin/IFACE for the initial namespace,
+ * <root>/spin/ns<inode>/IFACE for the others). */
+static int status_all(void)
+{
+	const char *root = getenv("SPIN_BPFFS");
+	char top[PATH_MAX];
+	struct dirent *de, *de2;
+	bool header = false;
+	int self_fd;
+	DIR *d, *d2;
+
+	if (!root || !*root)
+		root = "/sys/fs/bpf";
+	snprintf(top, sizeof(top), "%s/spin", root);
+	self_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self_fd < 0) {
+		errf("cannot open /proc/self/ns/net: %s", strerror(errno));
+		return SPIN_EFAIL;
+	}
+	d = opendir(top);
+	if (!d && errno != ENOENT) {
+		errf("cannot read %s: %s", top, strerror(errno));
+		close(self_fd);
+		return errno == EACCES ? SPIN_EPERM : SPIN_EFAIL;
+	}
+	if (json)
+		jarr(NULL);
+	while (d && (de = readdir(d))) {
+		struct ns_ref ns;
+		char sub[PATH_MAX];
+
+		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		if (strncmp(de->d_name, "ns", 2) || !all_digits(de->d_name + 2)) {
+			ns_find(0, &ns);
+			status_one(&ns, de->d_name, self_fd, &header);
+			continue;
+		}
+		ns_find(strtoul(de->d_name + 2, NULL, 10), &ns);
+		if (snprintf(sub, sizeof(sub), "%s/%.255s", top, de->d_name) >= (int)sizeof(sub) ||
+		    !(d2 = opendir(sub)))
+			continue;
+		while ((de2 = readdir(d2)))
+			if (de2->d_name[0] != '.' && (de2->d_type == DT_DIR || de2->d_type == DT_UNKNOWN))
+				status_one(&ns, de2->d_name, self_fd, &header);
+		closedir(d2);
+	}
+	if (d)
+		closedir(d);
+	close(self_fd);
+	if (json)
+		jarr_end();
+	else if (!header)
+		printf("no spin runtimes (no pins below %s)\n", top);
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct spin_status st;
 	struct spin_rt *rt;
 	int err;
 
-	NEED(1, "IFACE");
+	if (argc == 0)
+		return status_all();
 	if (argc > 1)
 		return usage_err("unexpected argument '%s'", argv[1]);
 	if ((err = open_rt(argv[0], &rt)))
@@ -1775,7 +2015,7 @@ static int cmd_events(int argc, char **argv)
 	}
 	spin_close(rt);
 	if (!err && st.want && st.seen < st.want && !stop) {
-		fprintf(stderr, "spinctl: %llu of %llu events before the timeout\n",
+		errf("%llu of %llu events before the timeout",
 			(unsigned long long)st.seen, (unsigned long long)st.want);
 		err = SPIN_ETIMEDOUT;
 	}
@@ -2172,7 +2412,7 @@ static int cmd_get(int argc, char **argv)
 		uint64_t t = now_ms();
 
 		if (t >= deadline) {
-			fprintf(stderr, "spinctl: get: no reply to message %u within %llu ms\n", id,
+			errf("get: no reply to message %u within %llu ms", id,
 				(unsigned long long)timeout);
 			err = SPIN_ETIMEDOUT;
 			goto out;
@@ -2232,8 +2472,9 @@ static const char help_detach[] =
 	"spinctl detach IFACE\n"
 	"    detach the runtime from IFACE and remove every pin (handlers too)\n";
 static const char help_status[] =
-	"spinctl status IFACE\n"
-	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen, wake\n";
+	"spinctl status [IFACE]\n"
+	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen, wake;\n"
+	"    without IFACE: every runtime on the host, in every network namespace\n";
 static const char help_handler[] =
 	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
 	"spinctl handler list IFACE\n"
@@ -2291,8 +2532,9 @@ static void usage(FILE *f)
 		"       spinctl OBJECT help\n"
 		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | job | events |\n"
 		"          send | get | recv | help\n"
-		"OPTIONS := -j (JSON) | -p (pretty JSON) | -v (verbose, repeat for libbpf debug) |\n"
-		"           -V/--version | -h/--help\n"
+		"OPTIONS := -j/--json | -p/--pretty (JSON; errors as {\"error\": ...}) |\n"
+		"           -v/--verbose (repeat for libbpf debug) | -V/--version | -h/--help\n"
+		"           anywhere on the line; -- ends them\n"
 		"Objects and verbs may be abbreviated to a prefix that names only one of them\n"
 		"(stat is ambiguous; statu = status, ha li = handler list, me a = me append).\n"
 		"Numbers are decimal (no leading zeros) or 0x hex.\n\n"
@@ -2410,11 +2652,12 @@ static int do_version(int argc, char **argv)
 		jobj(NULL);
 		jstr("version", SPINCTL_VERSION);
 		ju64("wire_version", SPIN_VERSION);
+		ju64("abi_version", SPIN_ABI_VERSION);
 		jstr("libbpf", libbpf_version_string());
 		jobj_end();
 	} else {
-		printf("spinctl %s (sPIN wire version %d, libbpf %s)\n", SPINCTL_VERSION, SPIN_VERSION,
-		       libbpf_version_string());
+		printf("spinctl %s (sPIN wire version %d, ABI %d, libbpf %s)\n", SPINCTL_VERSION,
+		       SPIN_VERSION, SPIN_ABI_VERSION, libbpf_version_string());
 	}
 	return 0;
 }
@@ -2429,57 +2672,110 @@ static const struct cmd objects[] = {
 	{ "version", do_version }, {}
 };
 
+static const struct option long_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "pretty", no_argument, NULL, 'p' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
+
+/* getopt_long took ARG for an unknown or ambiguous option. */
+static int bad_option(const char *arg, int opt)
+{
+	char cands[128] = "";
+	const char *name;
+	size_t n;
+	int hits = 0;
+
+	if (strncmp(arg, "--", 2))
+		return opt ? usage_err("unknown option '-%c'", opt) :
+			     usage_err("unknown option '%s'", arg);
+	name = arg + 2;
+	n = strcspn(name, "=");
+	for (const struct option *o = long_opts; o->name; o++) {
+		if (!strncmp(o->name, name, n)) {
+			snprintf(cands + strlen(cands), sizeof(cands) - strlen(cands), "%s--%s",
+				 hits++ ? ", " : "", o->name);
+		}
+	}
+	if (hits > 1)
+		return usage_err("ambiguous option '%s': %s", arg, cands);
+	if (hits == 1 && name[n] == '=')
+		return usage_err("option '--%.*s' takes no value", (int)n, name);
+	return usage_err("unknown option '%s'", arg);
+}
+
 int main(int argc, char **argv)
 {
+	bool want_version = false, want_help = false;
+	char **opts, **rest;
+	int nopt = 0, nrest = 0;
 	const struct cmd *c;
 	int i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+	/*
+	 * Options anywhere: they are taken out of the line first, the rest
+	 * keeps its order.  An argument of '-' and a digit is a value (a
+	 * malformed number, "port -1"), not an option; no option takes a
+	 * value; "--" ends the options.
+	 */
+	opts = calloc(argc + 1, sizeof(*opts));
+	rest = calloc(argc + 1, sizeof(*rest));
+	if (!opts || !rest) {
+		errf("out of memory");
+		return SPIN_EFAIL;
+	}
+	opts[nopt++] = argv[0];
+	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
 		if (!strcmp(a, "--")) {
-			i++;
+			while (++i < argc)
+				rest[nrest++] = argv[i];
 			break;
 		}
-		if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--pretty")) {
-			json = pretty = 1;
-		} else if (!strcmp(a, "--verbose")) {
-			verbose++;
-		} else if (!strcmp(a, "--version")) {
-			return do_version(0, NULL);
-		} else if (!strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (a[1] == '-') {
+		if (a[0] == '-' && a[1] && !isdigit((unsigned char)a[1]))
+			opts[nopt++] = argv[i];
+		else
+			rest[nrest++] = argv[i];
+	}
+	opterr = 0;	/* our own one-line messages */
+	for (;;) {
+		int o = getopt_long(nopt, opts, "+:jpvVh", long_opts, NULL);
+
+		if (o == -1)
+			break;
+		switch (o) {
+		case 'j': json = 1; break;
+		case 'p': json = pretty = 1; break;
+		case 'v': verbose++; break;
+		case 'V': want_version = true; break;
+		case 'h': want_help = true; break;
+		default:
 			cur_obj = "";
-			return usage_err("unknown option '%s'", a);
-		} else {
-			for (const char *p = a + 1; *p; p++) {
-				switch (*p) {
-				case 'j': json = 1; break;
-				case 'p': json = pretty = 1; break;
-				case 'v': verbose++; break;
-				case 'V': return do_version(0, NULL);
-				case 'h': usage(stdout); return 0;
-				default: return usage_err("unknown option '-%c'", *p);
-				}
-			}
+			return bad_option(opts[optind - 1], optopt);
 		}
 	}
+	if (want_help) {
+		usage(stdout);
+		return 0;
+	}
+	if (want_version)
+		return do_version(0, NULL);
 	spin_set_verbose(verbose);
-	if (i >= argc) {
+	if (nrest == 0) {
 		usage(stderr);
 		return SPIN_EUSAGE;
 	}
 	{
-		int err = match(objects, "object", argv[i], &c);
+		int err = match(objects, "object", rest[0], &c);
 
 		if (err)
 			return err;
 	}
 	cur_obj = c->name;
-	return c->fn(argc - i - 1, argv + i + 1);
+	return c->fn(nrest - 1, rest + 1);
 }
