@@ -198,7 +198,7 @@ install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc
 	install -m 644 man/spin-handler.7 $(DESTDIR)$(MANDIR)/man7/
 	install -m 644 man/libspin.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 tools/spinctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/spinctl
-	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 644 docs/*.md tools/spin.lua $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/spinctl $(DESTDIR)$(SPINLIBDIR)/spin_rt.bpf.o
@@ -209,7 +209,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BPFINCLUDEDIR)/spin/,$(BPF_HDRS)) $(DESTDIR)$(BPFINCLUDEDIR)/vmlinux.h
 	rm -f $(DESTDIR)$(MANDIR)/man8/spinctl.8 $(DESTDIR)$(MANDIR)/man7/spin-handler.7 \
 		$(DESTDIR)$(MANDIR)/man3/libspin.3 $(DESTDIR)$(BASHCOMPDIR)/spinctl
-	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(wildcard docs/*.md)))
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(wildcard docs/*.md)) spin.lua)
 	-rmdir $(DESTDIR)$(BPFINCLUDEDIR)/spin $(DESTDIR)$(BPFINCLUDEDIR) $(DESTDIR)$(SPINLIBDIR) \
 		$(DESTDIR)$(INCLUDEDIR)/spin $(DESTDIR)$(DOCDIR) 2>/dev/null
 

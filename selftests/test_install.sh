@@ -95,7 +95,8 @@ t_layout() {
 		usr/include/spin/wire.h "${LIBDIR#/}/spin/include/spin/handler.h" \
 		"${LIBDIR#/}/spin/include/spin/maps.bpf.h" "${LIBDIR#/}/spin/include/vmlinux.h" \
 		usr/share/man/man8/spinctl.8 usr/share/man/man7/spin-handler.7 \
-		usr/share/man/man3/libspin.3 usr/share/bash-completion/completions/spinctl; do
+		usr/share/man/man3/libspin.3 usr/share/bash-completion/completions/spinctl \
+		usr/share/doc/spin/spin.lua usr/share/doc/spin/spinctl.md; do
 		[ -f "$ROOT/$f" ] || fail "missing /$f"
 	done
 	[ "$(readlink "$ROOT$LIBDIR/libspin.so")" = libspin.so.1 ] || fail "libspin.so is not a link to libspin.so.1"

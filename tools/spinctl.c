@@ -954,6 +954,38 @@ static int handler_load(int argc, char **argv)
 	return 0;
 }
 
+static int handler_check(int argc, char **argv)
+{
+	struct spin_check_result r;
+	int err;
+
+	NEED(1, "FILE");
+	if (argc > 1)
+		return usage_err("unexpected argument '%s'", argv[1]);
+	err = spin_handler_check(argv[0], &r);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		jstr("file", argv[0]);
+		jstr("verdict", "accepted");
+		ju64("abi", r.abi);
+		ju64("verified_insns", r.verified_insns);
+		ju64("xlated_insns", r.xlated_insns);
+		ju64("jited_bytes", r.jited_bytes);
+		ju64("maps", r.maps);
+		jstr("verifier_stats", r.stats);
+		jobj_end();
+	} else {
+		printf("%s: accepted by the verifier (spin ABI %u)\n", argv[0], r.abi);
+		printf("\t%u insns verified, %u xlated, %u bytes jited, %u maps (temporary)\n",
+		       r.verified_insns, r.xlated_insns, r.jited_bytes, r.maps);
+		if (r.stats[0])
+			printf("\tverifier: %s\n", r.stats);
+	}
+	return 0;
+}
+
 static int handler_list(int argc, char **argv)
 {
 	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
@@ -1793,28 +1825,178 @@ static const struct {
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
 
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void prom_label(const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			printf("\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*v);
+	}
+}
+
+static void prom_head(const char *name, const char *type, const char *help)
+{
+	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{iface="IF"[,key="val"]} v */
+static void prom_line(const char *name, const char *iface, const char *key, const char *val,
+		      const char *key2, const char *val2, uint64_t v)
+{
+	printf("%s{iface=\"", name);
+	prom_label(iface);
+	if (key) {
+		printf("\",%s=\"", key);
+		prom_label(val);
+	}
+	if (key2) {
+		printf("\",%s=\"", key2);
+		prom_label(val2);
+	}
+	printf("\"} %" PRIu64 "\n", v);
+}
+
+struct prog_stat {
+	char name[64];		/* handler name, or "spin_rx" */
+	const char *kind;	/* "runtime" or "handler" */
+	struct bpf_prog_info info;
+	bool ok;
+};
+
+static void prog_stat(uint32_t id, struct prog_stat *p)
+{
+	__u32 len = sizeof(p->info);
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	memset(&p->info, 0, sizeof(p->info));
+	p->ok = fd >= 0 && !bpf_obj_get_info_by_fd(fd, &p->info, &len);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The runtime's counters, its drops, handler calls, and the run counts,
+ * run time and instruction counts of its programs, in the Prometheus text
+ * format (for node_exporter's textfile collector: write to a temporary
+ * file and rename it into the collector's directory). */
+static int stats_prom(struct spin_rt *rt, const char *iface, const struct spin_stats *s)
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS];
+	struct prog_stat ps[SPIN_MAX_HANDLERS + 1];
+	struct spin_status st;
+	int n, np = 0, err, enabled = -1;
+	char name[96];
+	FILE *f;
+
+	err = spin_get_status(rt, &st);
+	if (err)
+		return err;
+	n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS);
+	if (n < 0)
+		return n;
+	if (st.prog_id) {
+		snprintf(ps[np].name, sizeof(ps[np].name), "spin_rx");
+		ps[np].kind = "runtime";
+		prog_stat(st.prog_id, &ps[np++]);
+	}
+	for (int i = 0; i < n && i < SPIN_MAX_HANDLERS; i++) {
+		memcpy(ps[np].name, hi[i].name, sizeof(ps[np].name));
+		ps[np].name[sizeof(ps[np].name) - 1] = 0;
+		ps[np].kind = "handler";
+		prog_stat(hi[i].prog_id, &ps[np++]);
+	}
+	if ((f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r"))) {
+		if (fscanf(f, "%d", &enabled) != 1)
+			enabled = -1;
+		fclose(f);
+	}
+
+	prom_head("spin_up", "gauge", "1 if the spin runtime is attached to the interface, 0 for stale pins.");
+	prom_line("spin_up", iface, "mode", st.generic ? "generic" : "native", NULL, NULL,
+		  st.prog_id != 0);
+	for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+		snprintf(name, sizeof(name), "spin_%s_total", stat_fields[i].name);
+		printf("# HELP %s spin runtime counter %s (spinctl stats, docs/spinctl.md).\n"
+		       "# TYPE %s counter\n", name, stat_fields[i].name, name);
+		prom_line(name, iface, NULL, NULL, NULL, NULL,
+			  *(uint64_t *)((char *)s + stat_fields[i].off));
+	}
+	prom_head("spin_handler_calls_total", "counter", "Handler invocations by phase.");
+	for (int h = 0; h < SPIN_H_MAX; h++)
+		prom_line("spin_handler_calls_total", iface, "phase", hslot_names[h], NULL, NULL,
+			  s->handler_calls[h]);
+	prom_head("spin_drops_total", "counter", "Packets dropped by the runtime, by reason.");
+	for (int d = 0; d < SPIN_DROP_MAX; d++)
+		prom_line("spin_drops_total", iface, "reason", spin_drop_name(d), NULL, NULL,
+			  s->drops[d]);
+	prom_head("spin_bpf_stats_enabled", "gauge",
+		  "kernel.bpf_stats_enabled: run counts and run time are only counted while it is 1 (or a BPF_ENABLE_STATS file descriptor is held).");
+	printf("spin_bpf_stats_enabled %d\n", enabled < 0 ? 0 : enabled);
+	/* Only the program the kernel runs is counted: handlers are tail calls
+	 * of spin_rx, their runs are spin_handler_calls_total and their time
+	 * is part of spin_rx's. */
+	prom_head("spin_prog_runs_total", "counter", "Runs of the runtime's XDP program, handlers included (bpf_prog_info.run_cnt).");
+	for (int i = 0; i < np; i++)
+		if (ps[i].ok && !strcmp(ps[i].kind, "runtime"))
+			prom_line("spin_prog_runs_total", iface, "kind", ps[i].kind, "prog", ps[i].name,
+				  ps[i].info.run_cnt);
+	prom_head("spin_prog_run_seconds_total", "counter", "Time spent in the runtime's XDP program, handlers included (bpf_prog_info.run_time_ns).");
+	for (int i = 0; i < np; i++) {
+		if (!ps[i].ok || strcmp(ps[i].kind, "runtime"))
+			continue;
+		printf("spin_prog_run_seconds_total{iface=\"");
+		prom_label(iface);
+		printf("\",kind=\"%s\",prog=\"", ps[i].kind);
+		prom_label(ps[i].name);
+		printf("\"} %" PRIu64 ".%09" PRIu64 "\n", (uint64_t)ps[i].info.run_time_ns / 1000000000,
+		       (uint64_t)ps[i].info.run_time_ns % 1000000000);
+	}
+	prom_head("spin_prog_verified_insns", "gauge", "Instructions the verifier processed when the program was loaded.");
+	for (int i = 0; i < np; i++)
+		if (ps[i].ok)
+			prom_line("spin_prog_verified_insns", iface, "kind", ps[i].kind, "prog",
+				  ps[i].name, ps[i].info.verified_insns);
+	prom_head("spin_prog_xlated_insns", "gauge", "Instructions of the program after the verifier's rewrites.");
+	for (int i = 0; i < np; i++)
+		if (ps[i].ok)
+			prom_line("spin_prog_xlated_insns", iface, "kind", ps[i].kind, "prog",
+				  ps[i].name, ps[i].info.xlated_prog_len / 8);
+	return 0;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
 	struct spin_stats s;
 	struct spin_rt *rt;
-	bool reset = false;
+	bool reset = false, prom = false;
 	int err;
 
 	NEED(1, "IFACE");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "reset"))
 			reset = true;
+		else if (!strcmp(argv[i], "prom"))
+			prom = true;
 		else
 			return usage_err("unknown stats option '%s'", argv[i]);
 	}
+	if (prom && json)
+		return usage_err("'prom' and JSON (-j/-p) exclude each other");
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
 	err = spin_stats_read(rt, &s);
+	if (!err && prom)
+		err = stats_prom(rt, argv[0], &s);
 	if (!err && reset)
 		err = spin_stats_reset(rt);
 	spin_close(rt);
 	if (err)
 		return fail(err);
+	if (prom)
+		return 0;
 	if (json) {
 		jobj(NULL);
 		for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
@@ -2478,7 +2660,10 @@ static const char help_status[] =
 static const char help_handler[] =
 	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
 	"spinctl handler list IFACE\n"
-	"spinctl handler unload IFACE NAME\n";
+	"spinctl handler unload IFACE NAME\n"
+	"spinctl handler check FILE\n"
+	"    verify FILE offline (its own temporary maps, nothing attached): the\n"
+	"    verifier's verdict and instruction counts\n";
 static const char help_pt[] =
 	"spinctl pt alloc IFACE INDEX [flowctrl]\n"
 	"spinctl pt free|enable|disable IFACE INDEX\n"
@@ -2503,8 +2688,10 @@ static const char help_job[] =
 	"    (SPIN_RANK/SIZE, PMI_RANK/SIZE, OMPI_COMM_WORLD_RANK/SIZE) and the hostfile\n"
 	"    FILE (default $SPIN_HOSTFILE); '*' marks this process\n";
 static const char help_stats[] =
-	"spinctl stats IFACE [reset]\n"
-	"    counters summed over CPUs; drop reasons by name (all of them with -v)\n";
+	"spinctl stats IFACE [reset] [prom]\n"
+	"    counters summed over CPUs; drop reasons by name (all of them with -v);\n"
+	"    prom: Prometheus text format with the programs' run counts, run time\n"
+	"    (kernel.bpf_stats_enabled) and instruction counts\n";
 static const char help_events[] =
 	"spinctl events IFACE [count N] [timeout-ms N] [serve-puts] [skip-old]\n"
 	"    follow completion events, one line (or JSON object) each; skip-old first\n"
@@ -2547,7 +2734,8 @@ static void usage(FILE *f)
 }
 
 static const struct cmd handler_cmds[] = {
-	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload }, {}
+	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload },
+	{ "check", handler_check }, {}
 };
 static const struct cmd pt_cmds[] = {
 	{ "list", pt_list }, { "alloc", pt_alloc }, { "free", pt_free }, { "enable", pt_enable },
