@@ -5,13 +5,31 @@
 #   make test       run the whole test suite (root)
 #   make demo       ping-pong demo on veth pairs in namespaces (root)
 #   make bench      benchmarks (root), results in bench/results/
-#   make install    PREFIX=/usr/local
+#   make install    PREFIX=/usr/local DESTDIR= LIBDIR=$(PREFIX)/lib (see README, "Install")
+#   make uninstall  the same variables
 #   V=1             show full commands; CLANG=clang-19 to pick a compiler
 
 CLANG	?= clang
 CC	?= gcc
 BPFTOOL	?= bpftool
 PREFIX	?= /usr/local
+# Install directories (LIBDIR=$(PREFIX)/lib/x86_64-linux-gnu for multiarch).
+# The runtime object's directory is compiled into libspin: changing PREFIX or
+# LIBDIR rebuilds what embeds it (lib/paths.stamp).
+BINDIR	?= $(PREFIX)/sbin
+LIBDIR	?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR	?= $(PREFIX)/share
+MANDIR	?= $(DATADIR)/man
+DOCDIR	?= $(DATADIR)/doc/spin
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SPINLIBDIR := $(LIBDIR)/spin
+BPFINCLUDEDIR := $(SPINLIBDIR)/include
+VERSION	:= 0.1
+# libspin.so.$(SOVER): bumped when the C API or ABI changes incompatibly
+SOVER	:= 1
 ARCH	:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 
 ifeq ($(V),1)
@@ -29,12 +47,18 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(INCLUDES) \
 	-Wall -Wno-unused-function -Wno-unused-variable
 CFLAGS	?= -g -O2
 CFLAGS	+= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-	-Iinclude -D_GNU_SOURCE -DSPIN_LIBDIR='"$(PREFIX)/lib/spin"'
+	-Iinclude -D_GNU_SOURCE -DSPIN_LIBDIR='"$(SPINLIBDIR)"'
 LDLIBS	:= -lbpf -lelf -lz -lpthread
 
 LIB_SRCS := $(wildcard lib/*.c)
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 LIBSPIN  := lib/libspin.a
+LIBSPIN_SO := lib/libspin.so.$(SOVER)
+# Headers of the host API (installed in INCLUDEDIR/spin), of the handler
+# API (installed with the runtime internals they include in BPFINCLUDEDIR,
+# a self-contained tree for clang -target bpf), and the internals
+PUB_HDRS := spin.h wire.h auth.h xsk.h ptl_types.h portals4.h portals4_spin.h
+BPF_HDRS := handler.h wire.h auth.h ptl_types.h softfloat.h maps.bpf.h rt_common.bpf.h
 
 # Every *.bpf.c in these directories becomes a .bpf.o
 BPF_SRCS := $(wildcard bpf/*.bpf.c selftests/progs/*.bpf.c bench/*.bpf.c)
@@ -52,7 +76,7 @@ TOOLS      := tools/spinctl
 HOST_SRCS  := $(filter-out %.bpf.c,$(wildcard samples/*/*.c bench/*.c selftests/*.c))
 HOST_BINS  := $(HOST_SRCS:.c=)
 
-all: $(LIBSPIN) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
+all: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
 
 vmlinux/$(ARCH)/vmlinux.h:
 	$(call msg,GEN,$@)
@@ -77,6 +101,24 @@ lib/%.o: lib/%.c $(HDRS) $(wildcard lib/*.h)
 $(LIBSPIN): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# The install paths compiled into libspin (SPIN_LIBDIR): rewritten only when
+# they change, so that 'make install PREFIX=/usr' rebuilds what embeds them.
+lib/paths.stamp: FORCE
+	$(Q)echo '$(SPINLIBDIR)' | cmp -s - $@ || echo '$(SPINLIBDIR)' > $@
+lib/rt.o: lib/paths.stamp
+
+# The shared library exports exactly the functions the public headers
+# declare (lib/gen-map.sh): everything else stays hidden.
+lib/libspin.map: lib/gen-map.sh $(addprefix include/spin/,$(PUB_HDRS))
+	$(call msg,GEN,$@)
+	$(Q)CC="$(CC)" lib/gen-map.sh $(SOVER) $(addprefix include/spin/,$(PUB_HDRS)) > $@.tmp && mv $@.tmp $@
+
+$(LIBSPIN_SO): $(LIB_OBJS) lib/libspin.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libspin.so.$(SOVER) -Wl,--version-script=lib/libspin.map \
+		-Wl,--no-undefined $(LDFLAGS) $(LIB_OBJS) $(LDLIBS) -o $@
+	$(Q)ln -sf libspin.so.$(SOVER) lib/libspin.so
 
 tools/%: tools/%.c $(LIBSPIN) $(HDRS)
 	$(call msg,CC,$@)
@@ -110,21 +152,74 @@ demo: all
 bench: all
 	$(Q)bench/run.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/spin \
-		$(DESTDIR)$(PREFIX)/include/spin $(DESTDIR)$(PREFIX)/lib
-	install -m 755 tools/spinctl $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 bpf/spin_rt.bpf.o $(DESTDIR)$(PREFIX)/lib/spin/
-	install -m 644 $(LIBSPIN) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/spin/*.h $(DESTDIR)$(PREFIX)/include/spin/
-	install -m 644 vmlinux/$(ARCH)/vmlinux.h $(DESTDIR)$(PREFIX)/include/spin/vmlinux.h
+# spin.pc with paths relative to ${prefix} where they are below it
+define SPIN_PC
+prefix=$(PREFIX)
+exec_prefix=$${prefix}
+libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+runtimedir=$${libdir}/spin
+bpfincludedir=$${libdir}/spin/include
+sbindir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(BINDIR))
+abi=$(shell sed -n 's/^\#define SPIN_ABI_VERSION[[:space:]]*//p' include/spin/wire.h)
+
+Name: spin
+Description: sPIN (streaming Processing in the Network) on Linux XDP: libspin and Portals 4
+Version: $(VERSION)
+Requires.private: libbpf
+Libs: -L$${libdir} -lspin
+Libs.private: -lelf -lz -lpthread
+Cflags: -I$${includedir}
+endef
+export SPIN_PC
+
+lib/spin.pc: lib/paths.stamp Makefile include/spin/wire.h
+	$(call msg,GEN,$@)
+	$(Q)echo "$$SPIN_PC" > $@
+
+INSTALL_DIRS = $(BINDIR) $(LIBDIR) $(PKGCONFIGDIR) $(SPINLIBDIR) $(BPFINCLUDEDIR)/spin \
+	$(INCLUDEDIR)/spin $(MANDIR)/man8 $(MANDIR)/man7 $(MANDIR)/man3 $(BASHCOMPDIR) \
+	$(UNITDIR) $(DOCDIR)
+
+install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc
+	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
+	install -m 755 tools/spinctl $(DESTDIR)$(BINDIR)/
+	install -m 644 bpf/spin_rt.bpf.o $(DESTDIR)$(SPINLIBDIR)/
+	install -m 644 $(LIBSPIN) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIBSPIN_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libspin.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libspin.so
+	ln -sf libspin.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libportals.so
+	install -m 644 lib/spin.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 644 $(addprefix include/spin/,$(PUB_HDRS)) $(DESTDIR)$(INCLUDEDIR)/spin/
+	install -m 644 include/portals4.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(addprefix include/spin/,$(BPF_HDRS)) $(DESTDIR)$(BPFINCLUDEDIR)/spin/
+	install -m 644 vmlinux/$(ARCH)/vmlinux.h $(DESTDIR)$(BPFINCLUDEDIR)/
+	install -m 644 man/spinctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 man/spin-handler.7 $(DESTDIR)$(MANDIR)/man7/
+	install -m 644 man/libspin.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 tools/spinctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/spinctl
+	install -m 644 docs/*.md tools/spin.lua $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/spinctl $(DESTDIR)$(SPINLIBDIR)/spin_rt.bpf.o
+	rm -f $(DESTDIR)$(LIBDIR)/libspin.a $(DESTDIR)$(LIBDIR)/libspin.so.$(SOVER) \
+		$(DESTDIR)$(LIBDIR)/libspin.so $(DESTDIR)$(LIBDIR)/libportals.so \
+		$(DESTDIR)$(PKGCONFIGDIR)/spin.pc $(DESTDIR)$(INCLUDEDIR)/portals4.h
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/spin/,$(PUB_HDRS))
+	rm -f $(addprefix $(DESTDIR)$(BPFINCLUDEDIR)/spin/,$(BPF_HDRS)) $(DESTDIR)$(BPFINCLUDEDIR)/vmlinux.h
+	rm -f $(DESTDIR)$(MANDIR)/man8/spinctl.8 $(DESTDIR)$(MANDIR)/man7/spin-handler.7 \
+		$(DESTDIR)$(MANDIR)/man3/libspin.3 $(DESTDIR)$(BASHCOMPDIR)/spinctl
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(wildcard docs/*.md)) spin.lua)
+	-rmdir $(DESTDIR)$(BPFINCLUDEDIR)/spin $(DESTDIR)$(BPFINCLUDEDIR) $(DESTDIR)$(SPINLIBDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/spin $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	$(Q)rm -f lib/*.o $(LIBSPIN) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
+	$(Q)rm -f lib/*.o $(LIBSPIN) $(LIBSPIN_SO) lib/libspin.so lib/libspin.map lib/spin.pc lib/paths.stamp $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
 	$(Q)rm -f $(DEPFILES)
 
 DEPFILES := $(wildcard lib/*.d tools/*.d bpf/*.d bench/*.d selftests/*.d selftests/progs/*.d samples/*/*.d)
 -include $(DEPFILES)
 
-.PHONY: all deps test demo bench install clean
+FORCE:
+.PHONY: all deps test demo bench install uninstall clean FORCE
 .DELETE_ON_ERROR:

@@ -116,6 +116,143 @@ static void default_name(const char *path, char *out, size_t len)
 	out[n] = 0;
 }
 
+int spin_obj_abi_check(struct bpf_object *obj, const char *path, const char *what)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(obj, SPIN_ABI_SECTION);
+	const void *v;
+	size_t sz = 0;
+	__u32 abi;
+
+	if (!m)
+		return spin_seterr(SPIN_EFAIL,
+				   "%s %s carries no spin ABI version (built before ABI %d): rebuild it "
+				   "against this spin's headers", what, path, SPIN_ABI_VERSION);
+	v = bpf_map__initial_value(m, &sz);
+	if (!v || sz < sizeof(abi))
+		return spin_seterr(SPIN_EFAIL, "%s %s: malformed %s section", what, path,
+				   SPIN_ABI_SECTION);
+	memcpy(&abi, v, sizeof(abi));
+	if (abi != SPIN_ABI_VERSION)
+		return spin_seterr(SPIN_EFAIL,
+				   "%s %s was built for spin ABI %u, this spin has ABI %d: rebuild it "
+				   "against this spin's headers", what, path, abi, SPIN_ABI_VERSION);
+	bpf_map__set_autocreate(m, false);
+	return 0;
+}
+
+/* Open a handler object for spin_handler_check: only its entry program
+ * is loaded, every map is its own (made at load, never pinned). */
+static int check_open(const char *path, struct bpf_object **obj, struct bpf_program **entry)
+{
+	struct bpf_program *prog;
+	int err;
+
+	*obj = bpf_object__open_file(path, NULL);
+	if (!*obj)
+		return spin_seterr(SPIN_EFAIL, "cannot open handler object %s: %s", path,
+				   *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
+	*entry = bpf_object__find_program_by_name(*obj, SPIN_HANDLER_PROG);
+	if (!*entry)
+		return spin_seterr(SPIN_ENOENT, "no SPIN_HANDLERS(...) line in %s (no program %s)",
+				   path, SPIN_HANDLER_PROG);
+	if (bpf_program__type(*entry) != BPF_PROG_TYPE_XDP)
+		return spin_seterr(SPIN_EFAIL, "%s in %s is not an XDP program (SEC(\"xdp\"))",
+				   SPIN_HANDLER_PROG, path);
+	err = spin_obj_abi_check(*obj, path, "handler object");
+	if (err)
+		return err;
+	bpf_object__for_each_program(prog, *obj)
+		if (prog != *entry)
+			bpf_program__set_autoload(prog, false);
+	return 0;
+}
+
+int spin_handler_check(const char *path, struct spin_check_result *out)
+{
+	struct bpf_object *obj = NULL;
+	struct bpf_program *entry;
+	struct bpf_prog_info info;
+	struct bpf_map *map;
+	__u32 len = sizeof(info);
+	char *log = NULL, *line;
+	int err;
+
+	spin_libbpf_reset();
+	spin_vlog_clear();
+	if (!path || !out)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_check: no object path");
+	memset(out, 0, sizeof(*out));
+	err = spin_check_priv();
+	if (err)
+		return err;
+	if (access(path, R_OK))
+		return spin_seterr(errno == ENOENT ? SPIN_ENOENT : SPIN_EPERM,
+				   "handler object %s: %s", path, strerror(errno));
+	log = malloc(SPIN_LOG_BUF_SIZE);
+	if (!log)
+		return spin_seterr(SPIN_EFAIL, "out of memory");
+	err = check_open(path, &obj, &entry);
+	if (err)
+		goto out;
+	out->abi = SPIN_ABI_VERSION;
+	bpf_object__for_each_map(map, obj)
+		if (!bpf_map__is_internal(map))
+			out->maps++;
+	/* the verifier's statistics only: a full log of a program this size
+	 * would not fit */
+	log[0] = 0;
+	bpf_program__set_log_buf(entry, log, SPIN_LOG_BUF_SIZE);
+	bpf_program__set_log_level(entry, 4);
+	if (bpf_object__load(obj)) {
+		int e = errno;
+
+		/* again with the verifier's log, for the lines that matter */
+		bpf_object__close(obj);
+		obj = NULL;
+		spin_libbpf_reset();
+		err = check_open(path, &obj, &entry);
+		if (err)
+			goto out;
+		log[0] = 0;
+		bpf_program__set_log_buf(entry, log, SPIN_LOG_BUF_SIZE);
+		bpf_program__set_log_level(entry, 1);
+		if (!bpf_object__load(obj)) {
+			err = spin_seterr(SPIN_EFAIL, "handler object %s: loaded only on the second try",
+					  path);
+		} else if (log[0]) {
+			err = spin_seterr(SPIN_EVERIFIER, "verifier rejected handler object %s: %s", path,
+					  spin_vlog_set(log));
+		} else {
+			err = spin_seterr(e == EPERM ? SPIN_EPERM : SPIN_EFAIL,
+					  "cannot load handler object %s: %s", path,
+					  *spin_libbpf_last() ? spin_libbpf_last() : strerror(e));
+		}
+		goto out;
+	}
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(entry), &info, &len)) {
+		err = spin_seterr(SPIN_EFAIL, "cannot read the program info of %s: %s", path,
+				  strerror(errno));
+		goto out;
+	}
+	out->verified_insns = info.verified_insns;
+	out->xlated_insns = info.xlated_prog_len / 8;
+	out->jited_bytes = info.jited_prog_len;
+	line = strstr(log, "processed ");
+	if (line) {
+		size_t n = strcspn(line, "\n");
+
+		if (n >= sizeof(out->stats))
+			n = sizeof(out->stats) - 1;
+		memcpy(out->stats, line, n);
+	}
+	err = 0;
+out:
+	bpf_object__close(obj);
+	free(log);
+	return err;
+}
+
 /* Whether map name mn is in the NULL-terminated list (NULL list: any). */
 static bool map_allowed(const char *const *allow, const char *mn)
 {
@@ -183,6 +320,9 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 				  path, SPIN_HANDLER_PROG);
 		goto out;
 	}
+	err = spin_obj_abi_check(obj, path, "handler object");
+	if (err)
+		goto out;
 	if (bpf_program__type(entry) != BPF_PROG_TYPE_XDP) {
 		err = spin_seterr(SPIN_EFAIL, "%s in %s is not an XDP program (SEC(\"xdp\"))",
 				  SPIN_HANDLER_PROG, path);
@@ -195,7 +335,7 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 		const char *mn = bpf_map__name(map);
 
 		if (bpf_map__is_internal(map))
-			continue;	/* .rodata/.data/.bss: created normally */
+			continue;	/* .rodata/.data/.bss: created normally (not the ABI's) */
 		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
 		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
 			err = spin_seterr(SPIN_EFAIL,

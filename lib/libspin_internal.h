@@ -176,6 +176,10 @@ bool spin_owner_alive(uint32_t pid, uint32_t start);
 /* ---- handler.c ---- */
 /* Slot of a loaded handler (spin_handlers index), or a negative error. */
 int spin_handler_slot(struct spin_rt *rt, const char *name);
+/* Refuse an opened object (what: "runtime object", "handler object") built
+ * for another SPIN_ABI_VERSION; its ABI map is then not created. */
+struct bpf_object;
+int spin_obj_abi_check(struct bpf_object *obj, const char *path, const char *what);
 
 /* ---- reasm.c ---- */
 /*

@@ -462,6 +462,9 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		err = spin_seterr(SPIN_EFAIL, "runtime object %s has no program 'spin_rx'", obj_path);
 		goto out;
 	}
+	err = spin_obj_abi_check(s.obj, obj_path, "runtime object");
+	if (err)
+		goto out;
 	for (int i = 0; i < SPIN_M_MAX; i++) {
 		if (!bpf_object__find_map_by_name(s.obj, spin_map_names[i])) {
 			err = spin_seterr(SPIN_EFAIL, "runtime object %s has no map '%s'", obj_path,

@@ -44,6 +44,7 @@ run_suite unit selftests/test_unit
 run_suite softfloat selftests/test_softfloat
 run_suite veth selftests/test_veth.sh
 run_suite spinctl selftests/test_spinctl.sh
+run_suite install selftests/test_install.sh
 run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
 run_suite ptl_buf selftests/test_ptl_buf

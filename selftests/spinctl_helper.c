@@ -12,6 +12,9 @@
  *   spinctl_helper rendezvous DIR       publishing never follows a link
  *                                       planted in DIR, a FIFO is not read
  *   spinctl_helper owner IFACE          owner liveness: pid + start time
+ *   spinctl_helper bpf-stats            hold BPF_ENABLE_STATS (run counts and
+ *                                       run time of every program) until
+ *                                       stdin closes; prints "on" when held
  *
  * Only the public API (include/spin/spin.h) is used, so the same file also
  * builds against older libspin versions; spin_owner_alive() (libspin
@@ -362,6 +365,22 @@ static int owner(const char *ifname)
 	return bad;
 }
 
+static int bpf_stats(void)
+{
+	char c;
+	int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+
+	if (fd < 0) {
+		printf("BPF_ENABLE_STATS: %s\n", strerror(errno));
+		return 2;
+	}
+	printf("on\n");
+	while (read(0, &c, 1) > 0)
+		;
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -375,7 +394,9 @@ int main(int argc, char **argv)
 		return rendezvous(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "owner"))
 		return owner(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "bpf-stats"))
+		return bpf_stats();
 	fprintf(stderr, "usage: spinctl_helper me-huge IFACE | xdp-link IFACE PIN | tcx-count IFACE |\n"
-		"       rendezvous DIR | owner IFACE\n");
+		"       rendezvous DIR | owner IFACE | bpf-stats\n");
 	return 2;
 }

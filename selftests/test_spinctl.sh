@@ -311,7 +311,7 @@ t_bad_options() {
 	table_start
 	bad 2 "unknown attach option 'bogus'" attach veth2 bogus
 	bad 2 "'port' needs a value" attach veth2 port
-	bad 2 "unknown attach option" attach veth2 --port 1
+	bad 2 "unknown option '--port'" attach veth2 --port 1
 	bad 2 "'pages' needs a value" attach veth2 pages
 	bad 2 "missing IFACE" attach
 	bad 2 "unexpected argument" detach veth0 extra
@@ -353,6 +353,12 @@ t_bad_options() {
 	bad 2 "unknown get option 'ack'" get to 10.77.40.2 pt 0 len 1 ack
 	bad 2 "unknown option '-x'" -x status veth0
 	bad 2 "unknown option '--jsn'" --jsn status veth0
+	bad 2 "unknown option '-x'" status veth0 -x
+	bad 2 "unknown option '-x'" status -vx veth0
+	bad 2 "ambiguous option '--ver': --verbose, --version" --ver status veth0
+	bad 2 "ambiguous option '--ver'" status veth0 --ver
+	bad 2 "option '--json' takes no value" status veth0 --json=1
+	bad 2 "unknown object '-j'" -- -j status veth0
 	bad 2 "ambiguous object 'st': status, stats" st veth0
 	bad 2 "ambiguous object 'stat'" stat veth0
 	bad 2 "ambiguous object 's'" s veth0
@@ -364,6 +370,259 @@ t_bad_options() {
 	bad 2 "unknown object ''" '' veth0
 	bad 2 "unknown handler verb 'bogus'" handler bogus veth0
 	table_end
+}
+
+# Options anywhere (getopt_long), as bpftool and ip take them; an
+# unambiguous prefix of a long option is that option.
+t_options_anywhere() {
+	local out
+	out=$(A "$SPINCTL" status veth0 -j)
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ifname"]=="veth0" and d["rank"]==1, d'
+	out=$(A "$SPINCTL" stats --pret veth0)
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "drops" in d, d'
+	[ "$(echo "$out" | wc -l)" -gt 3 ] || fail "--pret is not --pretty"
+	A "$SPINCTL" pt list veth0 --json | python3 -c 'import json,sys; json.load(sys.stdin)'
+	A "$SPINCTL" status veth0 -V | grep -q '^spinctl .*ABI 1,' || fail "-V after the object"
+	A "$SPINCTL" status veth0 --help | grep -q '^Usage: spinctl' || fail "--help after the object"
+}
+
+# In JSON mode an error is {"error": "..."} on stdout (one document), and
+# the usual line on stderr; the exit code is the same.
+t_json_errors() {
+	local rc=0
+	A "$SPINCTL" -j status nosuch0 >"$LOG/je.out" 2>"$LOG/je.err" || rc=$?
+	[ $rc -eq 5 ] || fail "exit $rc, not 5"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d=={"error":"interface '"'"'nosuch0'"'"' not found"}, d' "$LOG/je.out"
+	[ "$(wc -l <"$LOG/je.err")" -eq 1 ] || fail "stderr not one line"
+	rc=0
+	A "$SPINCTL" me append veth0 --pretty >"$LOG/je.out" 2>/dev/null || rc=$?
+	[ $rc -eq 2 ] || fail "exit $rc, not 2"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert list(d)==["error"] and "missing" in d["error"], d' "$LOG/je.out"
+	rc=0
+	A "$SPINCTL" -j handler load veth0 "$LOG/nosuch.bpf.o" >"$LOG/je.out" 2>/dev/null || rc=$?
+	[ $rc -eq 8 ] || fail "exit $rc, not 8"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "nosuch.bpf.o" in d["error"], d' "$LOG/je.out"
+	# without -j, nothing on stdout
+	rc=0
+	A "$SPINCTL" status nosuch0 >"$LOG/je.out" 2>/dev/null || rc=$?
+	[ $rc -eq 5 ] && [ ! -s "$LOG/je.out" ] || fail "plain error: exit $rc, stdout $(cat "$LOG/je.out")"
+}
+
+# 64-bit values a JSON number cannot hold exactly (> 2^53) are strings of
+# their decimal digits; the others stay numbers.
+t_json_u64() {
+	local me
+	me=$(A "$SPINCTL" -j me append veth0 pt 0 bits 0xfffffffffffffffe ignore 0x20000000000001 |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["me"])')
+	A "$SPINCTL" -j me show veth0 "$me" | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+assert d["match_bits"]=="18446744073709551614", d["match_bits"]
+assert d["ignore_bits"]=="9007199254740993", d["ignore_bits"]
+assert isinstance(d["pt"], int)
+'
+	A "$SPINCTL" me unlink veth0 "$me"
+	# 2^53 itself is exact
+	me=$(A "$SPINCTL" -j me append veth0 pt 0 bits 0x20000000000000 |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["me"])')
+	A "$SPINCTL" -j me show veth0 "$me" | python3 -c '
+import json,sys; d=json.load(sys.stdin); assert d["match_bits"]==9007199254740992, d'
+	A "$SPINCTL" me unlink veth0 "$me"
+}
+
+# `status` without an interface: every runtime of the bpffs root, in every
+# namespace, entered through its /var/run/netns name (or a process in it);
+# pins of a namespace that is gone are listed as such.
+t_status_all() {
+	local ino
+	nsx "$NSB" env SPIN_BPFFS="$TB" "$SPINCTL" attach veth1 generic rank 2 >/dev/null
+	ino=$(stat -L -c %i "/var/run/netns/$NSB")
+	mkdir -p "$TB/spin/ns1/veth9"	# no namespace has inode 1
+	env SPIN_BPFFS="$TB" "$SPINCTL" status >"$LOG/sa.out"
+	cat "$LOG/sa.out"
+	grep -qE "^$NSA +veth0 +native +[0-9]+ +1 +10.77.40.1 +7717  $TB/spin/ns$(ino_a)/veth0\$" "$LOG/sa.out" || fail "A's runtime"
+	grep -qE "^$NSB +veth1 +generic +[0-9]+ +2 +10.77.40.2 +7717 " "$LOG/sa.out" || fail "B's runtime"
+	grep -qE "^ns1 +veth9 +namespace gone" "$LOG/sa.out" || fail "stale pins"
+	# from inside a namespace too, and as JSON
+	nsx "$NSB" env SPIN_BPFFS="$TB" "$SPINCTL" -j status | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+byname={(r["netns"],r["ifname"]):r for r in d}
+a=byname[(sys.argv[1],"veth0")]; b=byname[(sys.argv[2],"veth1")]
+assert a["attached"] and a["rank"]==1 and a["mode"]=="native", a
+assert b["attached"] and b["rank"]==2 and b["netns_inode"]==int(sys.argv[3]), b
+assert not byname[("ns1","veth9")]["attached"]
+assert len(d)==3, d
+' "$NSA" "$NSB" "$ino"
+	rmdir "$TB/spin/ns1/veth9" "$TB/spin/ns1"
+	nsx "$NSB" env SPIN_BPFFS="$TB" "$SPINCTL" detach veth1
+	# nothing attached anywhere
+	env SPIN_BPFFS="$B/empty" "$SPINCTL" status | grep -q '^no spin runtimes' || fail "empty root"
+}
+
+# A Prometheus text exposition on stdin: every sample after its metric's
+# HELP and TYPE lines, names and labels well-formed, no series twice.
+prom_check() {
+	python3 -c '
+import re,sys
+typed=set(); helped=set(); seen=set(); n=0
+sample=re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\n]|\\[\\\"n])*\")(,[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\n]|\\[\\\"n])*\")*\})? (-?[0-9.e+]+)$")
+for line in sys.stdin:
+    line=line.rstrip("\n")
+    if line.startswith("# HELP "):
+        helped.add(line.split()[2]); continue
+    if line.startswith("# TYPE "):
+        f=line.split(); assert f[3] in ("counter","gauge"), line; typed.add(f[2]); continue
+    m=sample.match(line)
+    assert m, "bad line: " + line
+    name=m.group(1)
+    assert name in typed and name in helped, "no HELP/TYPE before " + line
+    series=line.rsplit(" ",1)[0]
+    assert series not in seen, "twice: " + series
+    seen.add(series); n+=1
+assert n > 40, n
+'
+}
+
+three_headers() {
+	A "$SPINCTL" stats veth2 prom |
+		grep -qE '^spin_handler_calls_total\{iface="veth2",phase="header"\} [3-9]$'
+}
+
+# stats in the Prometheus text format: the counters, drops by reason,
+# handler calls, and run counts/run time of the runtime's and the
+# handlers' programs while BPF_ENABLE_STATS is held, instruction counts.
+t_stats_prom() {
+	local out
+	A "$SPINCTL" attach veth2 open >/dev/null
+	A "$SPINCTL" handler load veth2 samples/pingpong/pingpong_stream.bpf.o name pp >/dev/null
+	A "$SPINCTL" pt alloc veth2 0
+	A "$SPINCTL" me append veth2 pt 0 bits 1 handler pp len 64k >/dev/null
+	A "$SPINCTL" stats veth2 prom >"$LOG/p0"
+	prom_check <"$LOG/p0" || { cat "$LOG/p0"; fail "not the text format"; }
+	grep -qx 'spin_up{iface="veth2",mode="native"} 1' "$LOG/p0" || fail "spin_up"
+	grep -qx 'spin_rx_packets_total{iface="veth2"} 0' "$LOG/p0" || fail "rx_packets not 0"
+	grep -qx 'spin_drops_total{iface="veth2",reason="no_match"} 0' "$LOG/p0" || fail "drops"
+	grep -qE '^spin_prog_verified_insns\{iface="veth2",kind="handler",prog="pp"\} [1-9][0-9]*$' "$LOG/p0" || fail "handler insns"
+	grep -qE '^spin_prog_verified_insns\{iface="veth2",kind="runtime",prog="spin_rx"\} [1-9][0-9]*$' "$LOG/p0" || fail "runtime insns"
+	# run counts while the statistics are on
+	coproc STATS { "$HELPER" bpf-stats; }
+	read -r -t 10 out <&"${STATS[0]}" || true
+	[ "$out" = on ] || fail "bpf-stats: $out"
+	nsx "$NSB" ethtool -K veth3 tx off >/dev/null 2>&1	# checksums in software
+	for i in 1 2 3; do
+		nsx "$NSB" "$SPINCTL" send from 10.77.41.2 to 10.77.41.1 pt 0 bits 1 len 100 rank 1
+	done
+	spin_wait_until 10 three_headers || { A "$SPINCTL" stats veth2; fail "3 header calls not counted"; }
+	A "$SPINCTL" stats veth2 prom >"$LOG/p1"
+	exec {STATS[1]}>&-
+	wait "$STATS_PID" || true
+	prom_check <"$LOG/p1" || fail "not the text format"
+	grep -E 'handler|runs|seconds|rx_packets' "$LOG/p1" | grep -v '^#'
+	# handlers are tail calls: counted by phase, their time in spin_rx's
+	grep -qE '^spin_prog_runs_total\{iface="veth2",kind="runtime",prog="spin_rx"\} ([3-9]|[1-9][0-9]+)$' "$LOG/p1" || fail "runtime runs"
+	grep -qE '^spin_prog_run_seconds_total\{iface="veth2",kind="runtime",prog="spin_rx"\} 0\.0*[1-9][0-9]*$' "$LOG/p1" || fail "runtime run time"
+	! grep -q '^spin_prog_run.*kind="handler"' "$LOG/p1" || fail "handler run counts that bpf_stats does not count"
+	grep -qE '^spin_rx_packets_total\{iface="veth2"\} [3-9]$' "$LOG/p1" || fail "rx_packets"
+	# prom with JSON is refused
+	rc=0
+	A "$SPINCTL" -j stats veth2 prom >/dev/null 2>&1 || rc=$?
+	[ $rc -eq 2 ] || fail "-j prom: exit $rc"
+}
+
+# handler check: verify a handler object offline, with its own temporary
+# maps, in a namespace without a runtime and a bpffs root where nothing
+# may appear; the verdict and instruction counts, the verifier's lines on
+# a rejection, a refusal for another ABI and for a non-handler.
+t_handler_check() {
+	local root=$LOG/check-root rc=0 j
+	mkdir -m 755 "$root"
+	C() { nsx "$NSB" env SPIN_BPFFS="$root" "$SPINCTL" "$@"; }
+	C handler check samples/pingpong/pingpong_stream.bpf.o >"$LOG/hc.out"
+	cat "$LOG/hc.out"
+	grep -qx 'samples/pingpong/pingpong_stream.bpf.o: accepted by the verifier (spin ABI 1)' "$LOG/hc.out" || fail "verdict"
+	grep -qE '^	[1-9][0-9]* insns verified, [1-9][0-9]* xlated' "$LOG/hc.out" || fail "counts"
+	grep -qE '^	verifier: processed [1-9][0-9]* insns \(limit' "$LOG/hc.out" || fail "verifier stats"
+	j=$(C -j handler check samples/pingpong/pingpong_stream.bpf.o)
+	echo "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="accepted" and d["verified_insns"]>0 and d["xlated_insns"]>0 and d["abi"]==1, d'
+	# the same count as when it is loaded into a runtime
+	A "$SPINCTL" handler load veth0 samples/pingpong/pingpong_stream.bpf.o name ppc >/dev/null
+	A "$SPINCTL" stats veth0 prom | grep -qx "spin_prog_verified_insns{iface=\"veth0\",kind=\"handler\",prog=\"ppc\"} $(echo "$j" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["verified_insns"])')" || fail "check and load count differently"
+	A "$SPINCTL" handler unload veth0 ppc
+	# a rejection: the verifier's lines, exit 7
+	C handler check selftests/progs/bad_handler.bpf.o >"$LOG/hc.out" 2>"$LOG/hc.err" || rc=$?
+	cat "$LOG/hc.err"
+	[ $rc -eq 7 ] || fail "bad handler: exit $rc, not 7"
+	head -1 "$LOG/hc.err" | grep -q '^spinctl: verifier rejected handler object selftests/progs/bad_handler.bpf.o: ' || fail "message"
+	grep -q '^    processed [0-9]* insns' "$LOG/hc.err" || fail "no verifier lines"
+	[ ! -s "$LOG/hc.out" ] || fail "output on stdout"
+	# another ABI (exit 1), not a handler (exit 8), no file (8)
+	mkdir -p "$LOG/abi2" && cp -r include "$LOG/abi2/"
+	sed -i 's/^#define SPIN_ABI_VERSION\t.*/#define SPIN_ABI_VERSION\t7/' "$LOG/abi2/include/spin/wire.h"
+	clang -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -I"$LOG/abi2/include" -Ivmlinux/x86 \
+		-c samples/pingpong/pingpong.bpf.c -o "$LOG/abi2.bpf.o"
+	table_start
+	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7, this spin has ABI 1: rebuild it" handler check "$LOG/abi2.bpf.o"
+	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7" handler load veth0 "$LOG/abi2.bpf.o"
+	bad 8 "no SPIN_HANDLERS" handler check bpf/spin_rt.bpf.o
+	bad 8 "nosuch.bpf.o" handler check "$LOG/nosuch.bpf.o"
+	bad 2 "missing FILE" handler check
+	bad 2 "unexpected argument" handler check a b
+	table_end
+	# nothing was pinned or attached
+	[ -z "$(find "$root" -mindepth 1)" ] || fail "made $(find "$root" -mindepth 1)"
+	! ip -n "$NSB" link show | grep -q prog/xdp || fail "attached"
+}
+
+# The Wireshark dissector (tools/spin.lua) on a capture of real spin
+# traffic: a put cut into 3 packets, a get and its reply, a get nacked with
+# no_match, and a frame on the port too short to be sPIN.
+t_dissector() {
+	command -v tshark >/dev/null && command -v tcpdump >/dev/null ||
+		{ echo "no tshark/tcpdump (./run deps installs them)"; exit 77; }
+	local cap=$LOG/spin.pcap pid out
+	# generic: the frames the runtime sends back (XDP_TX) reach veth3
+	# through its queue (in native mode on this kernel they did not)
+	A "$SPINCTL" attach veth2 generic open >/dev/null
+	A "$SPINCTL" pt alloc veth2 0
+	A "$SPINCTL" me append veth2 pt 0 bits 0x8000000000000001 op put,get len 64k >/dev/null
+	A "$SPINCTL" peer add veth2 7 10.77.41.2 mac "$(ip -n "$NSB" -o link show veth3 |
+		sed -n 's|.*link/ether \([^ ]*\).*|\1|p')"
+	# checksums in software; GRO gives veth3 the NAPI that frames the
+	# runtime sends back with XDP_TX need
+	nsx "$NSB" ethtool -K veth3 gro on tx off >/dev/null 2>&1
+	# nsenter execs tcpdump: $! is tcpdump's pid
+	nsenter --net="/var/run/netns/$NSB" -- timeout 60 tcpdump -i veth3 -n -U -w "$cap" \
+		udp port 7717 2>"$LOG/tcpdump.err" &
+	pid=$!
+	spin_wait_until 10 grep -q 'listening on' "$LOG/tcpdump.err" || fail "tcpdump did not start"
+	nsx "$NSB" "$SPINCTL" send from 10.77.41.2 to 10.77.41.1 pt 0 bits 0x8000000000000001 len 3000 seg 1376 rank 7 msg-id 4242
+	nsx "$NSB" "$SPINCTL" get from 10.77.41.2 to 10.77.41.1 pt 0 bits 0x8000000000000001 len 100 rank 7 msg-id 4243 >/dev/null
+	nsx "$NSB" "$SPINCTL" get from 10.77.41.2 to 10.77.41.1 pt 5 len 100 rank 7 msg-id 4244 >/dev/null 2>&1 || true
+	echo hello | nsx "$NSB" timeout 2 socat - UDP4-DATAGRAM:10.77.41.1:7717 2>/dev/null ||
+		nsx "$NSB" python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"hello", ("10.77.41.1", 7717))'
+	spin_wait_until 10 sh -c "[ \$(tcpdump -r '$cap' 2>/dev/null | wc -l) -ge 8 ]" ||
+		echo "fewer than 8 frames captured"
+	kill -TERM "$pid"; wait "$pid" || true
+	tshark -X lua_script:tools/spin.lua -r "$cap" -Y spin -T fields -E separator=' ' \
+		-e spin.op -e spin.msg_id -e spin.msg_len -e spin.pkt_off -e spin.payload_len \
+		-e spin.src_rank -e spin.match_bits -e spin.fail >"$LOG/fields" 2>"$LOG/tshark.err" ||
+		{ cat "$LOG/tshark.err"; fail "tshark"; }
+	cat "$LOG/fields"
+	# op id len off payload rank bits [fail]
+	out=$(sed 's/ *$//' "$LOG/fields")
+	grep -qx '1 4242 3000 0 1376 7 0x8000000000000001' <<<"$out" || fail "put packet 0"
+	grep -qx '1 4242 3000 1376 1376 7 0x8000000000000001' <<<"$out" || fail "put packet 1"
+	grep -qx '1 4242 3000 2752 248 7 0x8000000000000001' <<<"$out" || fail "put packet 2"
+	grep -qx '2 4243 100 0 0 7 0x8000000000000001' <<<"$out" || fail "get"
+	grep -qx '4 4243 100 0 100 0 0x8000000000000001 0' <<<"$out" || fail "reply"
+	grep -qx '4 4244 0 0 0 0 0x0000000000000000 5' <<<"$out" || fail "nack no_match"
+	# the summary line, and the short frame flagged as malformed
+	tshark -X lua_script:tools/spin.lua -r "$cap" -Y 'spin.op == 4 && spin.fail == 5' 2>/dev/null |
+		grep -q 'REPLY rank 0 pt 5 .* id 4244 .* fail no_match' || fail "info column"
+	tshark -X lua_script:tools/spin.lua -r "$cap" -Y spin -V 2>/dev/null |
+		grep -q 'Shorter than the 96-byte sPIN header' || fail "short frame not flagged"
 }
 
 # Interface names the kernel would not take (and that would name other
@@ -643,6 +902,13 @@ run_test detach_keeps_going t_detach_keeps_going
 run_test rendezvous t_rendezvous
 run_test owner t_owner
 run_test good_input t_good_input
+run_test options_anywhere t_options_anywhere
+run_test json_errors t_json_errors
+run_test json_u64 t_json_u64
+run_test status_all t_status_all
+run_test stats_prom t_stats_prom
+run_test handler_check t_handler_check
+run_test dissector t_dissector
 run_test bad_names t_bad_names	# last: its final rows break the old code's pins
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -6,13 +6,18 @@
  *   spinctl [-j|-p] [-v] OBJECT VERB [ARGS]
  *
  * Objects and verbs may be abbreviated to a prefix that names only one of
- * them (an exact name always wins); an ambiguous prefix is an error.  The
- * exit code is the SPIN_E* value of the error (2 for usage errors).
+ * them (an exact name always wins); an ambiguous prefix is an error.
+ * Options may come anywhere (getopt_long; "--" ends them).  The exit code
+ * is the SPIN_E* value of the error (2 for usage errors); in JSON mode an
+ * error is also {"error": "..."} on stdout.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <endian.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <net/if.h>
 #include <signal.h>
@@ -20,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +43,35 @@ static const char *cur_obj = "";
 
 /* ------------------------------------------------------------- errors -- */
 
+static int jdepth;
+static void jstr_raw(const char *s);
+
+/* In JSON mode an error is also a document of its own on stdout, as
+ * bpftool does: {"error": "..."} (not inside a document already begun). */
+static void jerror(const char *msg)
+{
+	if (!json || jdepth)
+		return;
+	fputs(pretty ? "{\n  \"error\": " : "{\"error\":", stdout);
+	jstr_raw(msg);
+	fputs(pretty ? "\n}\n" : "}\n", stdout);
+	fflush(stdout);
+}
+
+/* An error line "spinctl: ..." on stderr (and the JSON error). */
+__attribute__((format(printf, 1, 2)))
+static void errf(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "spinctl: %s\n", msg);
+	jerror(msg);
+}
+
 static int fail(int rc)
 {
 	const char *log;
@@ -43,6 +79,7 @@ static int fail(int rc)
 	if (rc < 0)
 		rc = -rc;
 	fprintf(stderr, "spinctl: %s\n", spin_errmsg());
+	jerror(spin_errmsg());
 	if (rc == SPIN_EVERIFIER) {
 		log = spin_verifier_log();
 		while (log && *log) {
@@ -74,12 +111,12 @@ static int usage_err(const char *fmt, ...)
 		fprintf(stderr, " (see 'spinctl %s help')\n", cur_obj);
 	else
 		fputs(" (see 'spinctl help')\n", stderr);
+	jerror(msg);
 	return SPIN_EUSAGE;
 }
 
 /* ---------------------------------------------------------------- JSON -- */
 
-static int jdepth;
 static bool jfirst[32] = { true };
 
 static void jindent(void)
@@ -153,10 +190,15 @@ static void jclose(char c)
 #define jarr(k)		jopen(k, '[')
 #define jarr_end()	jclose(']')
 
+/* A 64-bit value: a number, or a string of its decimal digits when a JSON
+ * number (an IEEE double in most parsers) cannot hold it exactly (> 2^53). */
 static void ju64(const char *key, uint64_t v)
 {
 	jkey(key);
-	printf("%" PRIu64, v);
+	if (v > (1ULL << 53))
+		printf("\"%" PRIu64 "\"", v);
+	else
+		printf("%" PRIu64, v);
 }
 
 static void jstr(const char *key, const char *s)
@@ -398,13 +440,13 @@ static int read_file(const char *what, const char *path, uint8_t **buf, size_t c
 	size_t n;
 
 	if (!f) {
-		fprintf(stderr, "spinctl: %s %s: %s\n", what, path, strerror(errno));
+		errf("%s %s: %s", what, path, strerror(errno));
 		return errno == ENOENT ? SPIN_ENOENT : SPIN_EFAIL;
 	}
 	*buf = malloc(cap + 1);
 	if (!*buf) {
 		fclose(f);
-		fprintf(stderr, "spinctl: out of memory\n");
+		errf("out of memory");
 		return SPIN_EFAIL;
 	}
 	n = fread(*buf, 1, cap + 1, f);
@@ -633,13 +675,211 @@ static int cmd_detach(int argc, char **argv)
 	return 0;
 }
 
+/* A network namespace pins were made in: how to enter it, what to call it. */
+struct ns_ref {
+	unsigned long ino;	/* 0: the initial namespace */
+	char path[64];		/* a path to open for setns, "" if none found */
+	char name[64];		/* ip netns name, "pid N", "init" */
+};
+
+/* Find the namespace with inode ino: /var/run/netns first (its name), then
+ * any process in it; the initial namespace is pid 1's. */
+static void ns_find(unsigned long ino, struct ns_ref *r)
+{
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+
+	memset(r, 0, sizeof(*r));
+	r->ino = ino;
+	if (!ino) {
+		snprintf(r->path, sizeof(r->path), "/proc/1/ns/net");
+		snprintf(r->name, sizeof(r->name), "init");
+		return;
+	}
+	snprintf(r->name, sizeof(r->name), "ns%lu", ino);
+	if ((d = opendir("/var/run/netns"))) {
+		while ((de = readdir(d))) {
+			char p[sizeof(r->path)];
+
+			if (de->d_name[0] == '.' ||
+			    snprintf(p, sizeof(p), "/var/run/netns/%s", de->d_name) >= (int)sizeof(p))
+				continue;
+			if (!stat(p, &sb) && sb.st_ino == ino) {
+				memcpy(r->path, p, sizeof(p));
+				snprintf(r->name, sizeof(r->name), "%.63s", de->d_name);
+				break;
+			}
+		}
+		closedir(d);
+		if (r->path[0])
+			return;
+	}
+	if ((d = opendir("/proc"))) {
+		while ((de = readdir(d))) {
+			char p[sizeof(r->path)];
+
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			snprintf(p, sizeof(p), "/proc/%.20s/ns/net", de->d_name);
+			if (!stat(p, &sb) && sb.st_ino == ino) {
+				memcpy(r->path, p, sizeof(p));
+				snprintf(r->name, sizeof(r->name), "pid %.20s", de->d_name);
+				break;
+			}
+		}
+		closedir(d);
+	}
+}
+
+static bool all_digits(const char *p)
+{
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/* One runtime of status_all: enter its namespace, read its status. */
+static int status_one(const struct ns_ref *ns, const char *ifname, int self_fd, bool *header)
+{
+	struct spin_status st;
+	struct spin_rt *rt;
+	const char *why = NULL;
+	char ip[INET_ADDRSTRLEN];
+	int fd, err = 0;
+
+	if (strlen(ifname) >= IF_NAMESIZE)
+		return 0;	/* not an interface's directory */
+	if (!ns->path[0]) {
+		why = "namespace gone: stale pins, remove the directory";
+	} else if ((fd = open(ns->path, O_RDONLY | O_CLOEXEC)) < 0 || setns(fd, CLONE_NEWNET)) {
+		why = "cannot enter its namespace (need root)";
+		if (fd >= 0)
+			close(fd);
+	} else {
+		close(fd);
+		err = spin_open(ifname, &rt);
+		if (!err) {
+			err = spin_get_status(rt, &st);
+			spin_close(rt);
+		}
+		if (setns(self_fd, CLONE_NEWNET)) {
+			errf("cannot return to spinctl's own network namespace: %s", strerror(errno));
+			exit(SPIN_EFAIL);
+		}
+		if (err)
+			why = spin_errmsg();
+	}
+	if (json) {
+		jobj(NULL);
+		jstr("netns", ns->name);
+		ju64("netns_inode", ns->ino);
+		if (why) {
+			jstr("ifname", ifname);
+			jbool("attached", false);
+			jstr("error", why);
+		} else {
+			jstr("ifname", st.ifname);
+			ju64("ifindex", st.ifindex);
+			jstr("mode", st.generic ? "generic" : "native");
+			jbool("attached", st.prog_id != 0);
+			ju64("prog_id", st.prog_id);
+			ju64("rank", st.cfg.my_rank);
+			jstr("ip", ipstr(st.cfg.my_ip, ip));
+			ju64("port", ntohs(st.cfg.port));
+			jstr("pin_dir", st.pin_dir);
+		}
+		jobj_end();
+		return 0;
+	}
+	if (!*header) {
+		printf("%-20s %-15s %-8s %8s %6s %-15s %5s  %s\n", "NETNS", "IFACE", "MODE", "PROG_ID",
+		       "RANK", "IP", "PORT", "PINS");
+		*header = true;
+	}
+	if (why) {
+		printf("%-20s %-15s %s\n", ns->name, ifname, why);
+		return 0;
+	}
+	printf("%-20s %-15s %-8s ", ns->name, st.ifname, st.generic ? "generic" : "native");
+	if (st.prog_id)
+		printf("%8u ", st.prog_id);
+	else
+		printf("%8s ", "STALE");
+	printf("%6u %-15s %5u  %s\n", st.cfg.my_rank, ipstr(st.cfg.my_ip, ip), ntohs(st.cfg.port),
+	       st.pin_dir);
+	return 0;
+}
+
+/* Every runtime on the host, in every network namespace: the pin root's
+ * directories (<root>/spin/IFACE for the initial namespace,
+ * <root>/spin/ns<inode>/IFACE for the others). */
+static int status_all(void)
+{
+	const char *root = getenv("SPIN_BPFFS");
+	char top[PATH_MAX];
+	struct dirent *de, *de2;
+	bool header = false;
+	int self_fd;
+	DIR *d, *d2;
+
+	if (!root || !*root)
+		root = "/sys/fs/bpf";
+	snprintf(top, sizeof(top), "%s/spin", root);
+	self_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self_fd < 0) {
+		errf("cannot open /proc/self/ns/net: %s", strerror(errno));
+		return SPIN_EFAIL;
+	}
+	d = opendir(top);
+	if (!d && errno != ENOENT) {
+		errf("cannot read %s: %s", top, strerror(errno));
+		close(self_fd);
+		return errno == EACCES ? SPIN_EPERM : SPIN_EFAIL;
+	}
+	if (json)
+		jarr(NULL);
+	while (d && (de = readdir(d))) {
+		struct ns_ref ns;
+		char sub[PATH_MAX];
+
+		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		if (strncmp(de->d_name, "ns", 2) || !all_digits(de->d_name + 2)) {
+			ns_find(0, &ns);
+			status_one(&ns, de->d_name, self_fd, &header);
+			continue;
+		}
+		ns_find(strtoul(de->d_name + 2, NULL, 10), &ns);
+		if (snprintf(sub, sizeof(sub), "%s/%.255s", top, de->d_name) >= (int)sizeof(sub) ||
+		    !(d2 = opendir(sub)))
+			continue;
+		while ((de2 = readdir(d2)))
+			if (de2->d_name[0] != '.' && (de2->d_type == DT_DIR || de2->d_type == DT_UNKNOWN))
+				status_one(&ns, de2->d_name, self_fd, &header);
+		closedir(d2);
+	}
+	if (d)
+		closedir(d);
+	close(self_fd);
+	if (json)
+		jarr_end();
+	else if (!header)
+		printf("no spin runtimes (no pins below %s)\n", top);
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct spin_status st;
 	struct spin_rt *rt;
 	int err;
 
-	NEED(1, "IFACE");
+	if (argc == 0)
+		return status_all();
 	if (argc > 1)
 		return usage_err("unexpected argument '%s'", argv[1]);
 	if ((err = open_rt(argv[0], &rt)))
@@ -864,6 +1104,38 @@ static int handler_ship(int argc, char **argv, int op)
 static int handler_push(int argc, char **argv) { return handler_ship(argc, argv, 0); }
 static int handler_unship(int argc, char **argv) { return handler_ship(argc, argv, 1); }
 static int handler_query(int argc, char **argv) { return handler_ship(argc, argv, 2); }
+
+static int handler_check(int argc, char **argv)
+{
+	struct spin_check_result r;
+	int err;
+
+	NEED(1, "FILE");
+	if (argc > 1)
+		return usage_err("unexpected argument '%s'", argv[1]);
+	err = spin_handler_check(argv[0], &r);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		jstr("file", argv[0]);
+		jstr("verdict", "accepted");
+		ju64("abi", r.abi);
+		ju64("verified_insns", r.verified_insns);
+		ju64("xlated_insns", r.xlated_insns);
+		ju64("jited_bytes", r.jited_bytes);
+		ju64("maps", r.maps);
+		jstr("verifier_stats", r.stats);
+		jobj_end();
+	} else {
+		printf("%s: accepted by the verifier (spin ABI %u)\n", argv[0], r.abi);
+		printf("\t%u insns verified, %u xlated, %u bytes jited, %u maps (temporary)\n",
+		       r.verified_insns, r.xlated_insns, r.jited_bytes, r.maps);
+		if (r.stats[0])
+			printf("\tverifier: %s\n", r.stats);
+	}
+	return 0;
+}
 
 static int handler_list(int argc, char **argv)
 {
@@ -1704,28 +1976,178 @@ static const struct {
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
 
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void prom_label(const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			printf("\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*v);
+	}
+}
+
+static void prom_head(const char *name, const char *type, const char *help)
+{
+	printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{iface="IF"[,key="val"]} v */
+static void prom_line(const char *name, const char *iface, const char *key, const char *val,
+		      const char *key2, const char *val2, uint64_t v)
+{
+	printf("%s{iface=\"", name);
+	prom_label(iface);
+	if (key) {
+		printf("\",%s=\"", key);
+		prom_label(val);
+	}
+	if (key2) {
+		printf("\",%s=\"", key2);
+		prom_label(val2);
+	}
+	printf("\"} %" PRIu64 "\n", v);
+}
+
+struct prog_stat {
+	char name[64];		/* handler name, or "spin_rx" */
+	const char *kind;	/* "runtime" or "handler" */
+	struct bpf_prog_info info;
+	bool ok;
+};
+
+static void prog_stat(uint32_t id, struct prog_stat *p)
+{
+	__u32 len = sizeof(p->info);
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	memset(&p->info, 0, sizeof(p->info));
+	p->ok = fd >= 0 && !bpf_obj_get_info_by_fd(fd, &p->info, &len);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The runtime's counters, its drops, handler calls, and the run counts,
+ * run time and instruction counts of its programs, in the Prometheus text
+ * format (for node_exporter's textfile collector: write to a temporary
+ * file and rename it into the collector's directory). */
+static int stats_prom(struct spin_rt *rt, const char *iface, const struct spin_stats *s)
+{
+	struct spin_handler_info hi[SPIN_MAX_HANDLERS];
+	struct prog_stat ps[SPIN_MAX_HANDLERS + 1];
+	struct spin_status st;
+	int n, np = 0, err, enabled = -1;
+	char name[96];
+	FILE *f;
+
+	err = spin_get_status(rt, &st);
+	if (err)
+		return err;
+	n = spin_handler_list(rt, hi, SPIN_MAX_HANDLERS);
+	if (n < 0)
+		return n;
+	if (st.prog_id) {
+		snprintf(ps[np].name, sizeof(ps[np].name), "spin_rx");
+		ps[np].kind = "runtime";
+		prog_stat(st.prog_id, &ps[np++]);
+	}
+	for (int i = 0; i < n && i < SPIN_MAX_HANDLERS; i++) {
+		memcpy(ps[np].name, hi[i].name, sizeof(ps[np].name));
+		ps[np].name[sizeof(ps[np].name) - 1] = 0;
+		ps[np].kind = "handler";
+		prog_stat(hi[i].prog_id, &ps[np++]);
+	}
+	if ((f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r"))) {
+		if (fscanf(f, "%d", &enabled) != 1)
+			enabled = -1;
+		fclose(f);
+	}
+
+	prom_head("spin_up", "gauge", "1 if the spin runtime is attached to the interface, 0 for stale pins.");
+	prom_line("spin_up", iface, "mode", st.generic ? "generic" : "native", NULL, NULL,
+		  st.prog_id != 0);
+	for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++) {
+		snprintf(name, sizeof(name), "spin_%s_total", stat_fields[i].name);
+		printf("# HELP %s spin runtime counter %s (spinctl stats, docs/spinctl.md).\n"
+		       "# TYPE %s counter\n", name, stat_fields[i].name, name);
+		prom_line(name, iface, NULL, NULL, NULL, NULL,
+			  *(uint64_t *)((char *)s + stat_fields[i].off));
+	}
+	prom_head("spin_handler_calls_total", "counter", "Handler invocations by phase.");
+	for (int h = 0; h < SPIN_H_MAX; h++)
+		prom_line("spin_handler_calls_total", iface, "phase", hslot_names[h], NULL, NULL,
+			  s->handler_calls[h]);
+	prom_head("spin_drops_total", "counter", "Packets dropped by the runtime, by reason.");
+	for (int d = 0; d < SPIN_DROP_MAX; d++)
+		prom_line("spin_drops_total", iface, "reason", spin_drop_name(d), NULL, NULL,
+			  s->drops[d]);
+	prom_head("spin_bpf_stats_enabled", "gauge",
+		  "kernel.bpf_stats_enabled: run counts and run time are only counted while it is 1 (or a BPF_ENABLE_STATS file descriptor is held).");
+	printf("spin_bpf_stats_enabled %d\n", enabled < 0 ? 0 : enabled);
+	/* Only the program the kernel runs is counted: handlers are tail calls
+	 * of spin_rx, their runs are spin_handler_calls_total and their time
+	 * is part of spin_rx's. */
+	prom_head("spin_prog_runs_total", "counter", "Runs of the runtime's XDP program, handlers included (bpf_prog_info.run_cnt).");
+	for (int i = 0; i < np; i++)
+		if (ps[i].ok && !strcmp(ps[i].kind, "runtime"))
+			prom_line("spin_prog_runs_total", iface, "kind", ps[i].kind, "prog", ps[i].name,
+				  ps[i].info.run_cnt);
+	prom_head("spin_prog_run_seconds_total", "counter", "Time spent in the runtime's XDP program, handlers included (bpf_prog_info.run_time_ns).");
+	for (int i = 0; i < np; i++) {
+		if (!ps[i].ok || strcmp(ps[i].kind, "runtime"))
+			continue;
+		printf("spin_prog_run_seconds_total{iface=\"");
+		prom_label(iface);
+		printf("\",kind=\"%s\",prog=\"", ps[i].kind);
+		prom_label(ps[i].name);
+		printf("\"} %" PRIu64 ".%09" PRIu64 "\n", (uint64_t)ps[i].info.run_time_ns / 1000000000,
+		       (uint64_t)ps[i].info.run_time_ns % 1000000000);
+	}
+	prom_head("spin_prog_verified_insns", "gauge", "Instructions the verifier processed when the program was loaded.");
+	for (int i = 0; i < np; i++)
+		if (ps[i].ok)
+			prom_line("spin_prog_verified_insns", iface, "kind", ps[i].kind, "prog",
+				  ps[i].name, ps[i].info.verified_insns);
+	prom_head("spin_prog_xlated_insns", "gauge", "Instructions of the program after the verifier's rewrites.");
+	for (int i = 0; i < np; i++)
+		if (ps[i].ok)
+			prom_line("spin_prog_xlated_insns", iface, "kind", ps[i].kind, "prog",
+				  ps[i].name, ps[i].info.xlated_prog_len / 8);
+	return 0;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
 	struct spin_stats s;
 	struct spin_rt *rt;
-	bool reset = false;
+	bool reset = false, prom = false;
 	int err;
 
 	NEED(1, "IFACE");
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "reset"))
 			reset = true;
+		else if (!strcmp(argv[i], "prom"))
+			prom = true;
 		else
 			return usage_err("unknown stats option '%s'", argv[i]);
 	}
+	if (prom && json)
+		return usage_err("'prom' and JSON (-j/-p) exclude each other");
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
 	err = spin_stats_read(rt, &s);
+	if (!err && prom)
+		err = stats_prom(rt, argv[0], &s);
 	if (!err && reset)
 		err = spin_stats_reset(rt);
 	spin_close(rt);
 	if (err)
 		return fail(err);
+	if (prom)
+		return 0;
 	if (json) {
 		jobj(NULL);
 		for (size_t i = 0; i < sizeof(stat_fields) / sizeof(stat_fields[0]); i++)
@@ -1926,7 +2348,7 @@ static int cmd_events(int argc, char **argv)
 	}
 	spin_close(rt);
 	if (!err && st.want && st.seen < st.want && !stop) {
-		fprintf(stderr, "spinctl: %llu of %llu events before the timeout\n",
+		errf("%llu of %llu events before the timeout",
 			(unsigned long long)st.seen, (unsigned long long)st.want);
 		err = SPIN_ETIMEDOUT;
 	}
@@ -2323,7 +2745,7 @@ static int cmd_get(int argc, char **argv)
 		uint64_t t = now_ms();
 
 		if (t >= deadline) {
-			fprintf(stderr, "spinctl: get: no reply to message %u within %llu ms\n", id,
+			errf("get: no reply to message %u within %llu ms", id,
 				(unsigned long long)timeout);
 			err = SPIN_ETIMEDOUT;
 			goto out;
@@ -2383,8 +2805,9 @@ static const char help_detach[] =
 	"spinctl detach IFACE\n"
 	"    detach the runtime from IFACE and remove every pin (handlers too)\n";
 static const char help_status[] =
-	"spinctl status IFACE\n"
-	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen, wake\n";
+	"spinctl status [IFACE]\n"
+	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen, wake;\n"
+	"    without IFACE: every runtime on the host, in every network namespace\n";
 static const char help_handler[] =
 	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
 	"spinctl handler list IFACE\n"
@@ -2393,7 +2816,10 @@ static const char help_handler[] =
 	"spinctl handler unship|query IFACE rank R[,R...] entry ID\n"
 	"    push: ship FILE to the ranks' Portals processes (they need $SPIN_SHIP_ALLOW),\n"
 	"    installed on this rank's entry ID; it stays after spinctl exits\n"
-	"    (docs/shipping.md); needs the job ($SPIN_HOSTFILE, $SPIN_RANK)\n";
+	"    (docs/shipping.md); needs the job ($SPIN_HOSTFILE, $SPIN_RANK)\n"
+	"spinctl handler check FILE\n"
+	"    verify FILE offline (its own temporary maps, nothing attached): the\n"
+	"    verifier's verdict and instruction counts\n";
 static const char help_pt[] =
 	"spinctl pt alloc IFACE INDEX [flowctrl]\n"
 	"spinctl pt free|enable|disable IFACE INDEX\n"
@@ -2418,8 +2844,10 @@ static const char help_job[] =
 	"    (SPIN_RANK/SIZE, PMI_RANK/SIZE, OMPI_COMM_WORLD_RANK/SIZE) and the hostfile\n"
 	"    FILE (default $SPIN_HOSTFILE); '*' marks this process\n";
 static const char help_stats[] =
-	"spinctl stats IFACE [reset]\n"
-	"    counters summed over CPUs; drop reasons by name (all of them with -v)\n";
+	"spinctl stats IFACE [reset] [prom]\n"
+	"    counters summed over CPUs; drop reasons by name (all of them with -v);\n"
+	"    prom: Prometheus text format with the programs' run counts, run time\n"
+	"    (kernel.bpf_stats_enabled) and instruction counts\n";
 static const char help_events[] =
 	"spinctl events IFACE [count N] [timeout-ms N] [serve-puts] [skip-old]\n"
 	"    follow completion events, one line (or JSON object) each; skip-old first\n"
@@ -2447,8 +2875,9 @@ static void usage(FILE *f)
 		"       spinctl OBJECT help\n"
 		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | job | events |\n"
 		"          send | get | recv | help\n"
-		"OPTIONS := -j (JSON) | -p (pretty JSON) | -v (verbose, repeat for libbpf debug) |\n"
-		"           -V/--version | -h/--help\n"
+		"OPTIONS := -j/--json | -p/--pretty (JSON; errors as {\"error\": ...}) |\n"
+		"           -v/--verbose (repeat for libbpf debug) | -V/--version | -h/--help\n"
+		"           anywhere on the line; -- ends them\n"
 		"Objects and verbs may be abbreviated to a prefix that names only one of them\n"
 		"(stat is ambiguous; statu = status, ha li = handler list, me a = me append).\n"
 		"Numbers are decimal (no leading zeros) or 0x hex.\n\n"
@@ -2462,7 +2891,8 @@ static void usage(FILE *f)
 
 static const struct cmd handler_cmds[] = {
 	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload },
-	{ "push", handler_push }, { "unship", handler_unship }, { "query", handler_query }, {}
+	{ "push", handler_push }, { "unship", handler_unship }, { "query", handler_query },
+	{ "check", handler_check }, {}
 };
 static const struct cmd pt_cmds[] = {
 	{ "list", pt_list }, { "alloc", pt_alloc }, { "free", pt_free }, { "enable", pt_enable },
@@ -2567,11 +2997,12 @@ static int do_version(int argc, char **argv)
 		jobj(NULL);
 		jstr("version", SPINCTL_VERSION);
 		ju64("wire_version", SPIN_VERSION);
+		ju64("abi_version", SPIN_ABI_VERSION);
 		jstr("libbpf", libbpf_version_string());
 		jobj_end();
 	} else {
-		printf("spinctl %s (sPIN wire version %d, libbpf %s)\n", SPINCTL_VERSION, SPIN_VERSION,
-		       libbpf_version_string());
+		printf("spinctl %s (sPIN wire version %d, ABI %d, libbpf %s)\n", SPINCTL_VERSION,
+		       SPIN_VERSION, SPIN_ABI_VERSION, libbpf_version_string());
 	}
 	return 0;
 }
@@ -2586,57 +3017,110 @@ static const struct cmd objects[] = {
 	{ "version", do_version }, {}
 };
 
+static const struct option long_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "pretty", no_argument, NULL, 'p' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
+
+/* getopt_long took ARG for an unknown or ambiguous option. */
+static int bad_option(const char *arg, int opt)
+{
+	char cands[128] = "";
+	const char *name;
+	size_t n;
+	int hits = 0;
+
+	if (strncmp(arg, "--", 2))
+		return opt ? usage_err("unknown option '-%c'", opt) :
+			     usage_err("unknown option '%s'", arg);
+	name = arg + 2;
+	n = strcspn(name, "=");
+	for (const struct option *o = long_opts; o->name; o++) {
+		if (!strncmp(o->name, name, n)) {
+			snprintf(cands + strlen(cands), sizeof(cands) - strlen(cands), "%s--%s",
+				 hits++ ? ", " : "", o->name);
+		}
+	}
+	if (hits > 1)
+		return usage_err("ambiguous option '%s': %s", arg, cands);
+	if (hits == 1 && name[n] == '=')
+		return usage_err("option '--%.*s' takes no value", (int)n, name);
+	return usage_err("unknown option '%s'", arg);
+}
+
 int main(int argc, char **argv)
 {
+	bool want_version = false, want_help = false;
+	char **opts, **rest;
+	int nopt = 0, nrest = 0;
 	const struct cmd *c;
 	int i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+	/*
+	 * Options anywhere: they are taken out of the line first, the rest
+	 * keeps its order.  An argument of '-' and a digit is a value (a
+	 * malformed number, "port -1"), not an option; no option takes a
+	 * value; "--" ends the options.
+	 */
+	opts = calloc(argc + 1, sizeof(*opts));
+	rest = calloc(argc + 1, sizeof(*rest));
+	if (!opts || !rest) {
+		errf("out of memory");
+		return SPIN_EFAIL;
+	}
+	opts[nopt++] = argv[0];
+	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
 		if (!strcmp(a, "--")) {
-			i++;
+			while (++i < argc)
+				rest[nrest++] = argv[i];
 			break;
 		}
-		if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--pretty")) {
-			json = pretty = 1;
-		} else if (!strcmp(a, "--verbose")) {
-			verbose++;
-		} else if (!strcmp(a, "--version")) {
-			return do_version(0, NULL);
-		} else if (!strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (a[1] == '-') {
+		if (a[0] == '-' && a[1] && !isdigit((unsigned char)a[1]))
+			opts[nopt++] = argv[i];
+		else
+			rest[nrest++] = argv[i];
+	}
+	opterr = 0;	/* our own one-line messages */
+	for (;;) {
+		int o = getopt_long(nopt, opts, "+:jpvVh", long_opts, NULL);
+
+		if (o == -1)
+			break;
+		switch (o) {
+		case 'j': json = 1; break;
+		case 'p': json = pretty = 1; break;
+		case 'v': verbose++; break;
+		case 'V': want_version = true; break;
+		case 'h': want_help = true; break;
+		default:
 			cur_obj = "";
-			return usage_err("unknown option '%s'", a);
-		} else {
-			for (const char *p = a + 1; *p; p++) {
-				switch (*p) {
-				case 'j': json = 1; break;
-				case 'p': json = pretty = 1; break;
-				case 'v': verbose++; break;
-				case 'V': return do_version(0, NULL);
-				case 'h': usage(stdout); return 0;
-				default: return usage_err("unknown option '-%c'", *p);
-				}
-			}
+			return bad_option(opts[optind - 1], optopt);
 		}
 	}
+	if (want_help) {
+		usage(stdout);
+		return 0;
+	}
+	if (want_version)
+		return do_version(0, NULL);
 	spin_set_verbose(verbose);
-	if (i >= argc) {
+	if (nrest == 0) {
 		usage(stderr);
 		return SPIN_EUSAGE;
 	}
 	{
-		int err = match(objects, "object", argv[i], &c);
+		int err = match(objects, "object", rest[0], &c);
 
 		if (err)
 			return err;
 	}
 	cur_obj = c->name;
-	return c->fn(argc - i - 1, argv + i + 1);
+	return c->fn(nrest - 1, rest + 1);
 }

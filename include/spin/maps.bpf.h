@@ -11,6 +11,11 @@
 #include <spin/wire.h>
 #include <spin/auth.h>
 
+/* The ABI this object was built for (wire.h): libspin reads it from the
+ * object file before loading and refuses another one.  Never referenced by
+ * code; libspin does not create its map. */
+const volatile __u32 spin_abi_version SEC(SPIN_ABI_SECTION) = SPIN_ABI_VERSION;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

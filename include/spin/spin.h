@@ -131,6 +131,22 @@ struct spin_handler_info {
 /* Fill up to `max`; returns the number of handlers. */
 int spin_handler_list(struct spin_rt *rt, struct spin_handler_info *out, int max);
 
+/* Verify a handler object offline: its maps are created from the object's
+ * own definitions (temporary, nothing pinned), its entry program loaded
+ * and closed again, nothing attached; no runtime needed.  0 when the
+ * verifier accepts it (out filled), -SPIN_EVERIFIER with
+ * spin_verifier_log() when it rejects it, another -SPIN_E* when the
+ * object is no handler or built for another ABI. */
+struct spin_check_result {
+	uint32_t abi;			/* the object's SPIN_ABI_VERSION */
+	uint32_t verified_insns;	/* instructions the verifier processed */
+	uint32_t xlated_insns;		/* instructions after its rewrites */
+	uint32_t jited_bytes;		/* native code, 0 without the JIT */
+	uint32_t maps;			/* maps the object declares */
+	char stats[256];		/* the verifier's statistics line */
+};
+int spin_handler_check(const char *path, struct spin_check_result *out);
+
 /* -------------------------------------------------- portal table / ME -- */
 
 int spin_pt_alloc(struct spin_rt *rt, uint32_t pt_index);

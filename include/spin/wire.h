@@ -16,6 +16,15 @@
 #endif
 
 #define SPIN_VERSION		1
+/*
+ * The ABI between the runtime object, handler objects and libspin: the
+ * layout of the runtime's maps, spin_ctx, spin_cfg and the handler entry
+ * protocol (spin/handler.h).  Bumped whenever any of them changes; the
+ * runtime and every handler object carry it (spin_abi_version, maps.bpf.h)
+ * and libspin refuses an object built for another one.
+ */
+#define SPIN_ABI_VERSION	1
+#define SPIN_ABI_SECTION	".rodata.spin_abi"
 #define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
 
 /* ---------------------------------------------------------------- wire -- */
