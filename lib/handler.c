@@ -253,24 +253,12 @@ out:
 	return err;
 }
 
-/* Whether map name mn is in the NULL-terminated list (NULL list: any). */
-static bool map_allowed(const char *const *allow, const char *mn)
-{
-	if (!allow)
-		return true;
-	for (; *allow; allow++)
-		if (!strcmp(*allow, mn))
-			return true;
-	return false;
-}
-
 /*
  * Load a handler object from a file (path) or from memory (buf, len; path
- * then only names it in messages), against the runtime's maps; with
- * maps_allowed (NULL-terminated names) the object may declare only those.
+ * then only names it in messages), against the runtime's maps.
  */
 static int handler_load(struct spin_rt *rt, const char *path, const void *buf, size_t len,
-			const char *name, const char *const *maps_allowed)
+			const char *name)
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
@@ -340,12 +328,6 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
 			err = spin_seterr(SPIN_EFAIL,
 					  "handler object %s declares map %s that is not a spin runtime map",
-					  path, mn);
-			goto out;
-		}
-		if (!map_allowed(maps_allowed, mn)) {
-			err = spin_seterr(SPIN_EPERM,
-					  "handler object %s uses runtime map %s, which shipped code may not use",
 					  path, mn);
 			goto out;
 		}
@@ -441,11 +423,10 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		return spin_seterr(SPIN_EUSAGE,
 				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
 				   name);
-	return handler_load(rt, path, NULL, 0, name, NULL);
+	return handler_load(rt, path, NULL, 0, name);
 }
 
-int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name,
-			  const char *const *maps_allowed)
+int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name)
 {
 	if (!rt || !buf || !len || !name)
 		return spin_seterr(SPIN_EUSAGE, "spin_handler_load_mem: no runtime, object or name");
@@ -453,7 +434,7 @@ int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const
 		return spin_seterr(SPIN_EUSAGE,
 				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
 				   name);
-	return handler_load(rt, name, buf, len, name, maps_allowed);
+	return handler_load(rt, name, buf, len, name);
 }
 
 static int me_refs(struct spin_rt *rt, int slot, int *first)

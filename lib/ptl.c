@@ -2030,10 +2030,9 @@ int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler
 }
 
 /* A handler object from memory (a shipped one, ptl_ship.c): as
- * PtlSpinHandlerLoad; maps as spin_handler_load_mem; *insns: the
- * instructions the kernel holds. */
+ * PtlSpinHandlerLoad; *insns: the instructions the kernel holds. */
 int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
-			 const char *const *maps, ptl_handle_handler_t *out, uint32_t *insns)
+			 ptl_handle_handler_t *out, uint32_t *insns)
 {
 	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
 	struct ptl_ni *ni;
@@ -2049,10 +2048,10 @@ int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
 		if (h->used)
 			continue;
 		snprintf(h->name, sizeof(h->name), "ptl%u_%u_%u", (unsigned)getpid(), i, h->gen);
-		err = spin_handler_load_mem(ni->rt, buf, len, h->name, maps);
+		err = spin_handler_load_mem(ni->rt, buf, len, h->name);
 		if (err < 0) {	/* else the slot */
 			rc = ptl_seterr(err == -SPIN_EVERIFIER || err == -SPIN_EUSAGE ||
-					err == -SPIN_ENOENT || err == -SPIN_EPERM ? PTL_ARG_INVALID :
+					err == -SPIN_ENOENT ? PTL_ARG_INVALID :
 					PTL_FAIL, "%s%s%s", spin_errmsg(),
 					err == -SPIN_EVERIFIER ? "\n" : "",
 					err == -SPIN_EVERIFIER ? spin_verifier_log() : "");

@@ -602,7 +602,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		for (pi = 0; pi < SHIP_N_PROG && S->prog[pi].used; pi++)
 			;
 		P = &S->prog[pi];
-		rc = ptl_handler_load_mem(S->nih, obj, obj_len, NULL, &P->h, &P->insns);
+		rc = ptl_handler_load_mem(S->nih, obj, obj_len, &P->h, &P->insns);
 		if (rc != PTL_OK) {
 			const char *m = PtlSpinErrmsg();
 
@@ -621,9 +621,14 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 					verifier_reason(r->reason, sizeof(r->reason), m);
 				}
 			} else {
-				r->status = strstr(m, "may not use") ? SPIN_SHIP_E_DENIED :
+				r->status = strstr(m, "not a spin runtime map") ? SPIN_SHIP_E_DENIED :
 					    strstr(m, "slots") ? SPIN_SHIP_E_LIMIT : SPIN_SHIP_E_MALFORMED;
-				snprintf(r->reason, sizeof(r->reason), "cannot load the object (%d): %s", rc, m);
+				if (strstr(m, "declares map "))
+					snprintf(r->reason, sizeof(r->reason),
+						 "the object %s (shipped code may use the runtime's maps and its own .data/.bss)",
+						 strstr(m, "declares map "));
+				else
+					snprintf(r->reason, sizeof(r->reason), "cannot load the object: %s", m);
 				for (char *c = r->reason; *c; c++)
 					if (*c == '\n')
 						*c = ' ';

@@ -5356,6 +5356,14 @@ static void c_ship_fail(void)
 			    SPIN_SHIP_E_VERIFIER, "verifier");
 		ship_expect("helper", PtlSpinHandlerShip(ni, probe, lp, &t, 1, 1, 8, 0, &r), &r,
 			    SPIN_SHIP_E_DENIED, "helper 113");
+		{
+			size_t lo;
+			uint8_t *own = ship_obj("ship_ownmap.bpf.o", &lo);
+
+			ship_expect("own map", PtlSpinHandlerShip(ni, own, lo, &t, 1, 1, 8, 0, &r), &r,
+				    SPIN_SHIP_E_DENIED, "not a spin runtime map");
+			free(own);
+		}
 		ship_expect("instructions", PtlSpinHandlerShip(ni, big, lg, &t, 1, 1, 8, 0, &r), &r,
 			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_INSNS");
 		ship_expect("host memory", PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 1 << 30, &r), &r,

@@ -113,11 +113,8 @@ void spin_set_verbose(int level);
  * rejection returns -SPIN_EVERIFIER and spin_verifier_log() holds the
  * relevant lines. */
 int spin_handler_load(struct spin_rt *rt, const char *path, const char *name);
-/* The same from len bytes at buf (a shipped object, docs/shipping.md);
- * maps_allowed (NULL-terminated names, or NULL: any runtime map) are the
- * runtime maps it may declare; another one: -SPIN_EPERM. */
-int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name,
-			  const char *const *maps_allowed);
+/* The same from len bytes at buf (a shipped object, docs/shipping.md). */
+int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name);
 int spin_handler_unload(struct spin_rt *rt, const char *name);
 const char *spin_verifier_log(void);
 
