@@ -1024,10 +1024,10 @@ void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt)
 		return;
 	p->enabled = false;	/* before posting: ptl_eq_post comes back here */
 	if (spin_pt_enable(ni->rt, pt, false)) {
+		p->enabled = true;	/* as it is in the runtime */
 		ni->drops++;
 		return;
 	}
-	ni->fc_disabled++;
 	ev.pt_index = ptl_pt_user(pt);
 	ev.uid = geteuid();
 	ptl_eq_post(ni, p->eq, &ev);

@@ -393,7 +393,6 @@ struct ptl_ni {
 	uint64_t seq;
 	uint64_t next_tick_ms;
 	int64_t drops;		/* dropped locally (bad packets, lost events) */
-	uint64_t fc_disabled;	/* portals disabled by the library's flow control */
 
 	struct ptl_eq eq[PTL_N_EQ];
 	struct ptl_ct ct[PTL_N_CT];

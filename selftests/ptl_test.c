@@ -1477,6 +1477,7 @@ static void c_uhrlength(void)
 		pt_new(0, eq, PT_DATA);
 		me_add(PT_DATA, ov, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0x55, 0, PTL_CT_NONE,
 		       PTL_OVERFLOW_LIST, U(0x0f));
+		barrier("uh.ready");
 		for (int round = 0; round < 3; round++) {
 			uint8_t *b = kbuf(K_MAL, 1000);
 			ptl_me_t me = me_spec(b, 1000, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL |
@@ -1534,6 +1535,7 @@ static void c_uhrlength(void)
 		uint8_t *src = kbuf(K_MAL, 4096);
 		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
 
+		barrier("uh.ready");
 		for (int round = 0; round < 3; round++) {
 			for (int k = 0; k < 3; k++)
 				put_wait(md, eq, 0, ulen[k], PTL_ACK_REQ, 1, PT_DATA, 0x55, 0, U(k + 1), k,
