@@ -98,7 +98,7 @@ samples/pingpong/pingpong_store.bpf.o: samples/pingpong/pingpong.bpf.c $(HDRS)
 
 lib/%.o: lib/%.c $(HDRS) $(wildcard lib/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(DEPS) -fPIC -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPS) -fPIC -c $< -o $@
 
 $(LIBSPIN): $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -125,7 +125,7 @@ $(LIBSPIN_SO): $(LIB_OBJS) lib/libspin.map
 
 tools/%: tools/%.c $(LIBSPIN) $(HDRS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(DEPS) $< $(LIBSPIN) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPS) $(LDFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
 
 samples/%.bpf.o: samples/%.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)

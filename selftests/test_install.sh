@@ -285,6 +285,40 @@ t_systemd_unit() {
 	rm -rf "$PFX/etc"
 }
 
+# The Debian packages: dpkg-buildpackage in a clean copy of the tree (the
+# files git knows and the new ones it does not ignore), lintian with no
+# error or warning, and what each package holds; unpacked (not installed
+# on this machine), the packaged spinctl looks for its runtime where
+# libspin1 puts it.
+t_debian() {
+	command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null &&
+		command -v lintian >/dev/null ||
+		{ echo "no dpkg-buildpackage/debhelper/lintian (./run deps installs them)"; exit 77; }
+	local d=$LOG/deb/spin-0.1 ma=$MA f
+	mkdir -p "$d"
+	(cd "$TOP" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$d")
+	(cd "$d" && dpkg-buildpackage -us -uc -b) >"$LOG/deb.log" 2>&1 || { tail -30 "$LOG/deb.log"; fail "dpkg-buildpackage"; }
+	ls "$LOG/deb"
+	for f in spin-tools libspin1 libspin-dev; do
+		ls "$LOG/deb/${f}_0.1_"*.deb >/dev/null || fail "no $f .deb"
+	done
+	lintian --fail-on error,warning "$LOG/deb/"*.changes >"$LOG/lintian.out" 2>&1 ||
+		{ cat "$LOG/lintian.out"; fail "lintian"; }
+	cat "$LOG/lintian.out"
+	dpkg-deb -c "$LOG/deb/libspin1_0.1_"*.deb | grep -q "./usr/lib/$ma/libspin.so.1$" || fail "libspin1: library"
+	dpkg-deb -c "$LOG/deb/libspin1_0.1_"*.deb | grep -q "./usr/lib/$ma/spin/spin_rt.bpf.o$" || fail "libspin1: runtime"
+	dpkg-deb -c "$LOG/deb/libspin-dev_0.1_"*.deb | grep -q "./usr/include/portals4.h$" || fail "dev: portals4.h"
+	dpkg-deb -c "$LOG/deb/libspin-dev_0.1_"*.deb | grep -q "./usr/lib/$ma/spin/include/spin/handler.h$" || fail "dev: handler.h"
+	dpkg-deb -c "$LOG/deb/libspin-dev_0.1_"*.deb | grep -q "./usr/lib/$ma/libportals.so -> libspin.so.1$" || fail "dev: libportals.so"
+	dpkg-deb -c "$LOG/deb/spin-tools_0.1_"*.deb | grep -q "./lib/systemd/system/spin@.service$" || fail "tools: unit"
+	dpkg-deb -c "$LOG/deb/spin-tools_0.1_"*.deb | grep -q "./usr/sbin/spinctl$" || fail "tools: spinctl"
+	mkdir "$LOG/deb/root"
+	for f in "$LOG/deb/"*.deb; do dpkg-deb -x "$f" "$LOG/deb/root"; done
+	grep -q "ExecStart=/usr/sbin/spinctl batch /etc/spin/%i.conf" "$LOG/deb/root/lib/systemd/system/spin@.service" || fail "unit paths"
+	grep -qa "/usr/lib/$ma/spin" "$LOG/deb/root/usr/sbin/spinctl" || fail "spinctl does not look in /usr/lib/$ma/spin"
+	dpkg-deb -f "$LOG/deb/spin-tools_0.1_"*.deb Depends | grep -q 'libspin1 (= 0.1)' || fail "spin-tools Depends"
+}
+
 # make uninstall removes every file it installed.
 t_uninstall() {
 	make -s -C "$SRC" uninstall PREFIX=/usr LIBDIR="$LIBDIR" DESTDIR="$ROOT"
@@ -304,6 +338,7 @@ run_test portals_program t_portals_program
 run_test handler_and_spinctl t_handler_and_spinctl
 run_test abi t_abi
 run_test systemd_unit t_systemd_unit
+run_test debian t_debian
 run_test uninstall t_uninstall	# last: removes the installs
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]
