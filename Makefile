@@ -24,6 +24,8 @@ MANDIR	?= $(DATADIR)/man
 DOCDIR	?= $(DATADIR)/doc/spin
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 UNITDIR	?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+SPINCONFDIR := $(SYSCONFDIR)/spin
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SPINLIBDIR := $(LIBDIR)/spin
 BPFINCLUDEDIR := $(SPINLIBDIR)/include
@@ -96,7 +98,7 @@ samples/pingpong/pingpong_store.bpf.o: samples/pingpong/pingpong.bpf.c $(HDRS)
 
 lib/%.o: lib/%.c $(HDRS) $(wildcard lib/*.h)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(DEPS) -fPIC -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPS) -fPIC -c $< -o $@
 
 $(LIBSPIN): $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -105,7 +107,8 @@ $(LIBSPIN): $(LIB_OBJS)
 # The install paths compiled into libspin (SPIN_LIBDIR): rewritten only when
 # they change, so that 'make install PREFIX=/usr' rebuilds what embeds them.
 lib/paths.stamp: FORCE
-	$(Q)echo '$(SPINLIBDIR)' | cmp -s - $@ || echo '$(SPINLIBDIR)' > $@
+	$(Q)echo '$(SPINLIBDIR) $(BINDIR) $(SPINCONFDIR)' | cmp -s - $@ || \
+		echo '$(SPINLIBDIR) $(BINDIR) $(SPINCONFDIR)' > $@
 lib/rt.o: lib/paths.stamp
 
 # The shared library exports exactly the functions the public headers
@@ -122,7 +125,7 @@ $(LIBSPIN_SO): $(LIB_OBJS) lib/libspin.map
 
 tools/%: tools/%.c $(LIBSPIN) $(HDRS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(DEPS) $< $(LIBSPIN) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPS) $(LDFLAGS) $< $(LIBSPIN) $(LDLIBS) -o $@
 
 samples/%.bpf.o: samples/%.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
@@ -173,6 +176,15 @@ Cflags: -I$${includedir}
 endef
 export SPIN_PC
 
+# spin@.service and the example configuration, with the install paths
+SUBST = sed -e 's|@SBINDIR@|$(BINDIR)|g' -e 's|@SPINCONFDIR@|$(SPINCONFDIR)|g'
+tools/spin@.service: tools/spin@.service.in lib/paths.stamp
+	$(call msg,GEN,$@)
+	$(Q)$(SUBST) $< > $@
+tools/spin.conf: tools/spin.conf.example lib/paths.stamp
+	$(call msg,GEN,$@)
+	$(Q)$(SUBST) $< > $@
+
 lib/spin.pc: lib/paths.stamp Makefile include/spin/wire.h
 	$(call msg,GEN,$@)
 	$(Q)echo "$$SPIN_PC" > $@
@@ -181,7 +193,8 @@ INSTALL_DIRS = $(BINDIR) $(LIBDIR) $(PKGCONFIGDIR) $(SPINLIBDIR) $(BPFINCLUDEDIR
 	$(INCLUDEDIR)/spin $(MANDIR)/man8 $(MANDIR)/man7 $(MANDIR)/man3 $(BASHCOMPDIR) \
 	$(UNITDIR) $(DOCDIR)
 
-install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc
+install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc tools/spin@.service \
+		tools/spin.conf
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 tools/spinctl $(DESTDIR)$(BINDIR)/
 	install -m 644 bpf/spin_rt.bpf.o $(DESTDIR)$(SPINLIBDIR)/
@@ -199,6 +212,8 @@ install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc
 	install -m 644 man/libspin.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 tools/spinctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/spinctl
 	install -m 644 docs/*.md tools/spin.lua $(DESTDIR)$(DOCDIR)/
+	install -m 644 tools/spin.conf $(DESTDIR)$(DOCDIR)/spin.conf.example
+	install -m 644 tools/spin@.service $(DESTDIR)$(UNITDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/spinctl $(DESTDIR)$(SPINLIBDIR)/spin_rt.bpf.o
@@ -209,12 +224,13 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BPFINCLUDEDIR)/spin/,$(BPF_HDRS)) $(DESTDIR)$(BPFINCLUDEDIR)/vmlinux.h
 	rm -f $(DESTDIR)$(MANDIR)/man8/spinctl.8 $(DESTDIR)$(MANDIR)/man7/spin-handler.7 \
 		$(DESTDIR)$(MANDIR)/man3/libspin.3 $(DESTDIR)$(BASHCOMPDIR)/spinctl
-	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(wildcard docs/*.md)) spin.lua)
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(wildcard docs/*.md)) spin.lua \
+		spin.conf.example) $(DESTDIR)$(UNITDIR)/spin@.service
 	-rmdir $(DESTDIR)$(BPFINCLUDEDIR)/spin $(DESTDIR)$(BPFINCLUDEDIR) $(DESTDIR)$(SPINLIBDIR) \
 		$(DESTDIR)$(INCLUDEDIR)/spin $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	$(Q)rm -f lib/*.o $(LIBSPIN) $(LIBSPIN_SO) lib/libspin.so lib/libspin.map lib/spin.pc lib/paths.stamp $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
+	$(Q)rm -f lib/*.o $(LIBSPIN) $(LIBSPIN_SO) lib/libspin.so lib/libspin.map lib/spin.pc lib/paths.stamp tools/spin@.service tools/spin.conf $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
 	$(Q)rm -f $(DEPFILES)
 
 DEPFILES := $(wildcard lib/*.d tools/*.d bpf/*.d bench/*.d selftests/*.d selftests/progs/*.d samples/*/*.d)

@@ -13,7 +13,12 @@ trap 'rm -rf "$tmp"' EXIT
 for h in "$@"; do
 	echo "#include <${h#include/}>"
 done > "$tmp/pub.c"
-${CC:-gcc} -Iinclude -D_GNU_SOURCE -fsyntax-only -aux-info "$tmp/pub.aux" "$tmp/pub.c"
+# -aux-info is GCC's: with CC=clang, gcc lists the prototypes
+${CC:-gcc} -Iinclude -D_GNU_SOURCE -fsyntax-only -aux-info "$tmp/pub.aux" "$tmp/pub.c" 2>/dev/null ||
+	gcc -Iinclude -D_GNU_SOURCE -fsyntax-only -aux-info "$tmp/pub.aux" "$tmp/pub.c" || {
+	echo "gen-map.sh: the version script needs gcc (-aux-info)" >&2
+	exit 1
+}
 pat=$(printf '%s\n' "$@" | sed 's/[.]/[.]/g' | paste -sd'|')
 syms=$(grep -E "^/\* ($pat):[0-9]+:" "$tmp/pub.aux" | grep -v ' static ' |
 	sed -E 's/^[^*]*\*\/ //; s/ \(.*//; s/.*[ *]//' | sort -u)

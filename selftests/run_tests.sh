@@ -45,6 +45,7 @@ run_suite softfloat selftests/test_softfloat
 run_suite veth selftests/test_veth.sh
 run_suite spinctl selftests/test_spinctl.sh
 run_suite install selftests/test_install.sh
+run_suite ktap selftests/test_ktap.sh
 run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
 run_suite ptl_buf selftests/test_ptl_buf

@@ -96,7 +96,8 @@ t_layout() {
 		"${LIBDIR#/}/spin/include/spin/maps.bpf.h" "${LIBDIR#/}/spin/include/vmlinux.h" \
 		usr/share/man/man8/spinctl.8 usr/share/man/man7/spin-handler.7 \
 		usr/share/man/man3/libspin.3 usr/share/bash-completion/completions/spinctl \
-		usr/share/doc/spin/spin.lua usr/share/doc/spin/spinctl.md; do
+		usr/share/doc/spin/spin.lua usr/share/doc/spin/spinctl.md usr/lib/systemd/system/spin@.service \
+		usr/share/doc/spin/spin.conf.example; do
 		[ -f "$ROOT/$f" ] || fail "missing /$f"
 	done
 	[ "$(readlink "$ROOT$LIBDIR/libspin.so")" = libspin.so.1 ] || fail "libspin.so is not a link to libspin.so.1"
@@ -235,6 +236,89 @@ t_abi() {
 	! ip -n "$NSA" link show veth0 | grep -q prog/xdp || fail "something attached"
 }
 
+# The installed spin@.service: systemd-analyze verifies it, and its
+# ExecStart/ExecStop command lines (as systemd would run them for
+# spin@veth0: %i replaced) attach the configuration of PREFIX/etc/spin/
+# veth0.conf in a namespace and detach it; a configuration whose last line
+# fails leaves nothing attached.
+t_systemd_unit() {
+	local unit=$PFX/lib/systemd/system/spin@.service start stop conf=$PFX/etc/spin/veth0.conf rc=0
+	[ -f "$unit" ] || fail "no $unit"
+	cat "$unit"
+	if command -v systemd-analyze >/dev/null; then
+		mkdir "$LOG/units"
+		cp "$unit" "$LOG/units/"
+		ln -s spin@.service "$LOG/units/spin@veth0.service"
+		systemd-analyze verify --man=no "$LOG/units/spin@veth0.service" || fail "systemd-analyze verify"
+	fi
+	start=$(sed -n 's/^ExecStart=//p' "$unit" | sed 's/%i/veth0/g')
+	stop=$(sed -n 's/^ExecStop=//p' "$unit" | sed 's/%i/veth0/g')
+	[ "$start" = "$PFX/sbin/spinctl batch $PFX/etc/spin/veth0.conf" ] || fail "ExecStart $start"
+	[ "$stop" = "$PFX/sbin/spinctl detach veth0" ] || fail "ExecStop $stop"
+	grep -qx "ConditionPathExists=$PFX/etc/spin/%i.conf" "$unit" || fail "condition"
+	mkdir -p "$PFX/etc/spin"
+	cat >"$conf" <<-EOF
+	# as an administrator writes it (the installed example's form)
+	attach veth0 generic rank 4
+	handler load veth0 $LOG/pp-unit.bpf.o name pp
+	pt alloc veth0 0
+	me append veth0 pt 0 bits 1 handler pp len 64k
+	peer add veth0 5 10.77.45.2
+	EOF
+	clang -O2 -g -target bpf -mcpu=v3 -I"$PFX/lib/spin/include" \
+		-c "$TOP/samples/pingpong/pingpong.bpf.c" -o "$LOG/pp-unit.bpf.o"
+	nsx "$NSA" env -u SPIN_OBJ_DIR $start || fail "ExecStart"
+	nsx "$NSA" "$PFX/sbin/spinctl" -j status veth0 | grep -q '"mode":"generic".*"rank":4' || fail "not attached"
+	nsx "$NSA" "$PFX/sbin/spinctl" handler list veth0 | grep -q ' pp ' || fail "no handler"
+	nsx "$NSA" "$PFX/sbin/spinctl" -j me list veth0 | grep -q '"handler":"pp"' || fail "no entry"
+	nsx "$NSA" $stop || fail "ExecStop"
+	! ip -n "$NSA" link show veth0 | grep -q prog/xdp || fail "still attached"
+	[ ! -e "/sys/fs/bpf/spin/ns$(stat -L -c %i "/var/run/netns/$NSA")/veth0" ] || fail "pins left"
+	# a failing configuration: the unit fails, nothing stays attached
+	echo "me append veth0 pt 0 bits 2 handler nosuch" >>"$conf"
+	nsx "$NSA" env -u SPIN_OBJ_DIR $start || rc=$?
+	[ $rc -ne 0 ] || fail "ExecStart succeeded"
+	! ip -n "$NSA" link show veth0 | grep -q prog/xdp || fail "attached after a failed start"
+	[ ! -e "/sys/fs/bpf/spin/ns$(stat -L -c %i "/var/run/netns/$NSA")/veth0" ] || fail "pins left"
+	# the example configuration names the installed paths
+	grep -q "^peer load eth0 $PFX/etc/spin/hosts$" "$PFX/share/doc/spin/spin.conf.example" || fail "example"
+	rm -rf "$PFX/etc"
+}
+
+# The Debian packages: dpkg-buildpackage in a clean copy of the tree (the
+# files git knows and the new ones it does not ignore), lintian with no
+# error or warning, and what each package holds; unpacked (not installed
+# on this machine), the packaged spinctl looks for its runtime where
+# libspin1 puts it.
+t_debian() {
+	command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null &&
+		command -v lintian >/dev/null ||
+		{ echo "no dpkg-buildpackage/debhelper/lintian (./run deps installs them)"; exit 77; }
+	local d=$LOG/deb/spin-0.1 ma=$MA f
+	mkdir -p "$d"
+	(cd "$TOP" && git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$d")
+	(cd "$d" && dpkg-buildpackage -us -uc -b) >"$LOG/deb.log" 2>&1 || { tail -30 "$LOG/deb.log"; fail "dpkg-buildpackage"; }
+	ls "$LOG/deb"
+	for f in spin-tools libspin1 libspin-dev; do
+		ls "$LOG/deb/${f}_0.1_"*.deb >/dev/null || fail "no $f .deb"
+	done
+	lintian --fail-on error,warning "$LOG/deb/"*.changes >"$LOG/lintian.out" 2>&1 ||
+		{ cat "$LOG/lintian.out"; fail "lintian"; }
+	cat "$LOG/lintian.out"
+	dpkg-deb -c "$LOG/deb/libspin1_0.1_"*.deb | grep -q "./usr/lib/$ma/libspin.so.1$" || fail "libspin1: library"
+	dpkg-deb -c "$LOG/deb/libspin1_0.1_"*.deb | grep -q "./usr/lib/$ma/spin/spin_rt.bpf.o$" || fail "libspin1: runtime"
+	dpkg-deb -c "$LOG/deb/libspin-dev_0.1_"*.deb | grep -q "./usr/include/portals4.h$" || fail "dev: portals4.h"
+	dpkg-deb -c "$LOG/deb/libspin-dev_0.1_"*.deb | grep -q "./usr/lib/$ma/spin/include/spin/handler.h$" || fail "dev: handler.h"
+	dpkg-deb -c "$LOG/deb/libspin-dev_0.1_"*.deb | grep -q "./usr/lib/$ma/libportals.so -> libspin.so.1$" || fail "dev: libportals.so"
+	dpkg-deb -c "$LOG/deb/spin-tools_0.1_"*.deb | grep -q "./lib/systemd/system/spin@.service$" || fail "tools: unit"
+	dpkg-deb -c "$LOG/deb/spin-tools_0.1_"*.deb | grep -q "./usr/sbin/spinctl$" || fail "tools: spinctl"
+	mkdir "$LOG/deb/root"
+	for f in "$LOG/deb/"*.deb; do dpkg-deb -x "$f" "$LOG/deb/root"; done
+	grep -q "ExecStart=/usr/sbin/spinctl batch /etc/spin/%i.conf" "$LOG/deb/root/lib/systemd/system/spin@.service" || fail "unit paths"
+	grep -qa "/usr/lib/$ma/spin" "$LOG/deb/root/usr/sbin/spinctl" || fail "spinctl does not look in /usr/lib/$ma/spin"
+	dpkg-deb -f "$LOG/deb/spin-tools_0.1_"*.deb Depends | grep -q 'libspin1 (= 0.1)' || fail "spin-tools Depends"
+}
+
 # make uninstall removes every file it installed.
 t_uninstall() {
 	make -s -C "$SRC" uninstall PREFIX=/usr LIBDIR="$LIBDIR" DESTDIR="$ROOT"
@@ -253,6 +337,8 @@ run_test exports t_exports
 run_test portals_program t_portals_program
 run_test handler_and_spinctl t_handler_and_spinctl
 run_test abi t_abi
+run_test systemd_unit t_systemd_unit
+run_test debian t_debian
 run_test uninstall t_uninstall	# last: removes the installs
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -625,6 +625,61 @@ t_dissector() {
 		grep -q 'Shorter than the 96-byte sPIN header' || fail "short frame not flagged"
 }
 
+# spinctl batch: comments, blank lines, quoting, abbreviations, stdin;
+# the first failing line stops it with its exit code and detaches what
+# the batch attached; a runtime it did not attach is left as it is.
+t_batch() {
+	local rc=0 ino
+	ino=$(ino_a)
+	cat >"$LOG/b1" <<-EOF
+	# a runtime on veth2 with an entry and a peer
+	attach veth2 generic rank 3   # trailing comment
+
+	  pt alloc veth2 2
+	me app veth2 pt 2 bits "0x10" len '4k'
+	peer add veth2 9 10.77.41.2 mac 02:00:00:00:00:09
+	EOF
+	A "$SPINCTL" batch "$LOG/b1"
+	A "$SPINCTL" -j status veth2 | grep -q '"mode":"generic".*"rank":3' || fail "attach line"
+	A "$SPINCTL" -j pt list veth2 | grep -q '"pt":2' || fail "pt line"
+	A "$SPINCTL" -j me list veth2 | grep -q '"match_bits":16' || fail "me line"
+	A "$SPINCTL" -j peer list veth2 | grep -q '"rank":9' || fail "peer line"
+	# from stdin, with -j for every line
+	printf 'pt alloc veth2 3\nstatus veth2\n' | A "$SPINCTL" -j batch - >"$LOG/b.out"
+	grep -q '"ifname":"veth2"' "$LOG/b.out" || fail "status from stdin"
+	A "$SPINCTL" -j pt list veth2 | grep -q '"pt":3' || fail "stdin line"
+	A "$SPINCTL" detach veth2
+	# a failing line: its code, one line of its own and one of the batch's,
+	# and the runtime the batch attached is gone with everything on it
+	printf 'attach veth2\npt alloc veth2 1\nme append veth2 pt 1 bogus 1\npt alloc veth2 4\n' >"$LOG/b2"
+	A "$SPINCTL" batch "$LOG/b2" 2>"$LOG/b.err" || rc=$?
+	cat "$LOG/b.err"
+	[ $rc -eq 2 ] || fail "exit $rc, not 2"
+	grep -q "^spinctl: unknown me append option 'bogus'" "$LOG/b.err" || fail "the line's error"
+	grep -qx "spinctl: $LOG/b2:3: 'me' failed (exit 2); detached veth2 (attached by this batch)" "$LOG/b.err" || fail "batch line"
+	[ "$(wc -l <"$LOG/b.err")" -eq 2 ] || fail "not two lines"
+	[ ! -e "$TB/spin/ns$ino/veth2" ] || fail "pins left"
+	no_xdp veth2 || fail "still attached"
+	# a runtime attached before the batch stays, with what the batch did
+	A "$SPINCTL" attach veth2 >/dev/null
+	printf 'pt alloc veth2 5\npt alloc veth2 5\n' >"$LOG/b3"
+	rc=0
+	A "$SPINCTL" batch "$LOG/b3" 2>"$LOG/b.err" || rc=$?
+	cat "$LOG/b.err"
+	[ $rc -eq 9 ] || fail "exit $rc, not 9"
+	grep -qx "spinctl: $LOG/b3:2: 'pt' failed (exit 9)" "$LOG/b.err" || fail "batch line"
+	A "$SPINCTL" -j pt list veth2 | grep -q '"pt":5' || fail "line 1 undone"
+	A "$SPINCTL" detach veth2
+	printf '# nested\nbatch %s\n' "$LOG/b1" >"$LOG/b4"
+	printf 'status veth0 "unterminated\n' >"$LOG/b5"
+	table_start
+	bad 2 "b4:2: batch inside a batch" batch "$LOG/b4"
+	bad 2 "b5:1: unterminated \"" batch "$LOG/b5"
+	bad 8 "batch file .*nosuch: No such file" batch "$LOG/nosuch"
+	bad 2 "missing FILE" batch
+	table_end
+}
+
 # Interface names the kernel would not take (and that would name other
 # directories: '.', '..'), missing interfaces, bad IPv4 and MAC addresses,
 # names of things that do not exist.
@@ -909,6 +964,7 @@ run_test status_all t_status_all
 run_test stats_prom t_stats_prom
 run_test handler_check t_handler_check
 run_test dissector t_dissector
+run_test batch t_batch
 run_test bad_names t_bad_names	# last: its final rows break the old code's pins
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -2808,6 +2808,11 @@ static const char help_status[] =
 	"spinctl status [IFACE]\n"
 	"    ifindex, mode, prog id, rank, pid, ip, mac, port, pages, gen, wake;\n"
 	"    without IFACE: every runtime on the host, in every network namespace\n";
+static const char help_batch[] =
+	"spinctl batch FILE|-\n"
+	"    run FILE's commands (one per line as after 'spinctl', # comments, \"...\"\n"
+	"    and '...' quote) in order; stop at the first that fails, with its exit\n"
+	"    code, detaching the runtimes this batch attached\n";
 static const char help_handler[] =
 	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
 	"spinctl handler list IFACE\n"
@@ -2874,19 +2879,19 @@ static void usage(FILE *f)
 		"Usage: spinctl [OPTIONS] OBJECT VERB [ARGS]\n"
 		"       spinctl OBJECT help\n"
 		"OBJECT := attach | detach | status | stats | handler | pt | me | peer | job | events |\n"
-		"          send | get | recv | help\n"
+		"          send | get | recv | batch | help\n"
 		"OPTIONS := -j/--json | -p/--pretty (JSON; errors as {\"error\": ...}) |\n"
 		"           -v/--verbose (repeat for libbpf debug) | -V/--version | -h/--help\n"
 		"           anywhere on the line; -- ends them\n"
 		"Objects and verbs may be abbreviated to a prefix that names only one of them\n"
 		"(stat is ambiguous; statu = status, ha li = handler list, me a = me append).\n"
 		"Numbers are decimal (no leading zeros) or 0x hex.\n\n"
-		"%s%s%s%s%s%s%s%s%s%s%s%s%s\n"
+		"%s%s%s%s%s%s%s%s%s%s%s%s%s%s\n"
 		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object),\n"
 		"SPIN_HOSTFILE, SPIN_RANK, SPIN_SIZE (and the launcher's PMI_*, OMPI_COMM_WORLD_*).\n"
 		"Exit code: 0, 2 usage, or the SPIN_E* error (see docs/spinctl.md).\n",
 		help_attach, help_detach, help_status, help_stats, help_handler, help_pt, help_me,
-		help_peer, help_job, help_events, help_send, help_get, help_recv);
+		help_peer, help_job, help_events, help_send, help_get, help_recv, help_batch);
 }
 
 static const struct cmd handler_cmds[] = {
@@ -3007,15 +3012,172 @@ static int do_version(int argc, char **argv)
 	return 0;
 }
 
+static int do_batch(int argc, char **argv);
+
 /* Abbreviations: an exact name, or a prefix of only one of them. */
 static const struct cmd objects[] = {
 	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
 	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
 	{ "peer", do_peer }, { "job", do_job }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
-	{ "get", do_get },
+	{ "get", do_get }, { "batch", do_batch },
 	{ "help", do_help },
 	{ "version", do_version }, {}
 };
+
+/* ------------------------------------------------------------ batch -- */
+
+#define BATCH_LINE	4096
+#define BATCH_WORDS	128
+
+/* Split a line into words: blanks separate them, "..." and '...' quote
+ * (backslash escapes " and \ inside "..." and anything outside quotes), #
+ * at the start of a word starts a comment.  Returns the number of words,
+ * or -1 with *why set. */
+static int batch_split(char *line, char **w, int max, const char **why)
+{
+	char *in = line, *out = line;
+	int n = 0;
+
+	for (;;) {
+		while (*in == ' ' || *in == '\t' || *in == '\r' || *in == '\n')
+			in++;
+		if (!*in || *in == '#')
+			return n;
+		if (n == max) {
+			*why = "too many words";
+			return -1;
+		}
+		w[n++] = out;
+		while (*in && *in != ' ' && *in != '\t' && *in != '\r' && *in != '\n') {
+			if (*in == '\'') {
+				in++;
+				while (*in && *in != '\'')
+					*out++ = *in++;
+				if (!*in) {
+					*why = "unterminated '";
+					return -1;
+				}
+				in++;
+			} else if (*in == '"') {
+				in++;
+				while (*in && *in != '"') {
+					if (*in == '\\' && (in[1] == '"' || in[1] == '\\'))
+						in++;
+					*out++ = *in++;
+				}
+				if (!*in) {
+					*why = "unterminated \"";
+					return -1;
+				}
+				in++;
+			} else if (*in == '\\' && in[1]) {
+				in++;
+				*out++ = *in++;
+			} else {
+				*out++ = *in++;
+			}
+		}
+		/* out never passes in: the terminator takes the blank's
+		 * place (or the string's own) */
+		if (*in)
+			in++;
+		*out++ = 0;
+	}
+}
+
+static int batch_depth;
+
+/*
+ * spinctl batch FILE|-: one command per line, as after "spinctl" (the
+ * options of the batch command line apply to all), stopping at the first
+ * that fails with its exit code.  A batch that fails detaches the
+ * runtimes it attached itself (a later line failed: nothing it set up on
+ * them stays); what it changed on runtimes attached before stays.
+ */
+static int do_batch(int argc, char **argv)
+{
+	char line[BATCH_LINE + 2], *w[BATCH_WORDS];
+	char attached[16][IF_NAMESIZE];
+	const char *file, *why = NULL;
+	int nattached = 0, lineno = 0, err = 0, n = 0;
+	FILE *f;
+
+	if (argc >= 1 && !strcmp(argv[0], "help")) {
+		fputs(help_batch, stdout);
+		return 0;
+	}
+	NEED(1, "FILE");
+	if (argc > 1)
+		return usage_err("unexpected argument '%s'", argv[1]);
+	if (batch_depth)
+		return usage_err("batch inside a batch");
+	file = argv[0];
+	f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	if (!f) {
+		errf("batch file %s: %s", file, strerror(errno));
+		return errno == ENOENT ? SPIN_ENOENT : errno == EACCES ? SPIN_EPERM : SPIN_EFAIL;
+	}
+	batch_depth++;
+	while (fgets(line, sizeof(line), f)) {
+		const struct cmd *c = NULL;
+		bool own = true;	/* the batch's error, not a command's */
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			cur_obj = "batch";
+			err = usage_err("%s:%d: line longer than %d bytes", file, lineno, BATCH_LINE);
+		} else if ((n = batch_split(line, w, BATCH_WORDS, &why)) < 0) {
+			cur_obj = "batch";
+			err = usage_err("%s:%d: %s", file, lineno, why);
+		} else if (n == 0) {
+			continue;
+		} else {
+			cur_obj = "";
+			err = match(objects, "object", w[0], &c);
+			own = false;
+			if (!err && c->fn == do_batch) {
+				cur_obj = "batch";
+				err = usage_err("%s:%d: batch inside a batch", file, lineno);
+				own = true;
+			} else if (!err) {
+				cur_obj = c->name;
+				err = c->fn(n - 1, w + 1);
+			}
+		}
+		if (err) {
+			/* one line of the batch's: which line failed (unless the
+			 * batch said so itself), what it detached */
+			bool said = false;
+
+			if (!own) {
+				fprintf(stderr, "spinctl: %s:%d: '%s' failed (exit %d)", file, lineno,
+					w[0], err);
+				said = true;
+			}
+			for (int i = nattached - 1; i >= 0; i--) {
+				if (spin_detach(attached[i]))
+					continue;
+				if (!said)
+					fprintf(stderr, "spinctl: %s:%d: stopped", file, lineno);
+				fprintf(stderr, "; detached %s (attached by this batch)", attached[i]);
+				said = true;
+			}
+			if (said)
+				fputc('\n', stderr);
+			break;
+		}
+		if (c->fn == do_attach && n >= 2 && nattached < 16 && strlen(w[1]) < IF_NAMESIZE)
+			strcpy(attached[nattached++], w[1]);
+	}
+	if (!err && ferror(f)) {
+		errf("batch file %s: %s", file, strerror(errno));
+		err = SPIN_EIO;
+	}
+	if (f != stdin)
+		fclose(f);
+	batch_depth--;
+	return err;
+}
 
 static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
