@@ -2,10 +2,10 @@
 /*
  * bench/demuxcost.bpf.o - what the per-process frame channel of the
  * many-processes design (docs/design.md, "Many Portals processes per
- * interface") would cost per packet, for progrun's --fresh mode:
+ * interface") costs per packet, for progrun's --fresh mode:
  *
  *   xdp_parse  bounds-check the sPIN header, take the destination process
- *              slot from pt_index (slot = pt_index / SPIN_MAX_PT), look the
+ *              slot from pt_index (its high byte, SPIN_PT_SLOT: wire.h), look the
  *              slot up in an array, drop: the frame of the demux without
  *              the copy
  *   xdp_ring   the same, then copy the whole frame into that slot's BPF
@@ -14,7 +14,7 @@
  *              and drop it: what a process that does not own the frame's
  *              receive queue would be handed instead of an AF_XDP frame
  *
- *   bench/progrun --obj bench/demuxcost.bpf.o --prog xdp_ring --pt 64 \
+ *   bench/progrun --obj bench/demuxcost.bpf.o --prog xdp_ring --pt 256 \
  *                 --size 1376 --fresh 20000 --runs 5
  *
  * Nothing reads the rings, so a run of N calls needs N frames of room
@@ -73,7 +73,7 @@ static __always_inline struct demux_proc *demux_slot(struct xdp_md *xdp, __u32 *
 
 	if ((void *)(sh + 1) > end)
 		return NULL;
-	*slot = bpf_ntohs(sh->pt_index) / SPIN_MAX_PT;
+	*slot = SPIN_PT_SLOT(bpf_ntohs(sh->pt_index));
 	return bpf_map_lookup_elem(&demux_procs, slot);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# Per-packet cost of the per-process frame channel proposed for many
+# Per-packet cost of the per-process frame channel used for many
 # Portals processes per interface (docs/design.md, "Many Portals processes
 # per interface"): bench/demuxcost.bpf.o's xdp_ring (take the destination
 # process from pt_index, copy the frame into that process's BPF ring
@@ -34,7 +34,7 @@ rm -f "$CSV"
 for r in $(seq "$REPS"); do
 	for size in 64 1376; do
 		for p in xdp_parse xdp_ring; do
-			taskset -c "${CPU:-1}" bench/progrun --obj "$OBJ" --prog "$p" --pt 64 \
+			taskset -c "${CPU:-1}" bench/progrun --obj "$OBJ" --prog "$p" --pt 256 \
 				--size "$size" --fresh "$FRESH" --runs 3 --csv "$CSV" \
 				--label "$p" --quiet >/dev/null
 		done

@@ -3659,12 +3659,49 @@ static void c_mpkill(void)
 	init_ni(PTL_NI_LOGICAL, 100 + R);
 	mp_pid_is(100 + R);
 	barrier("k.init");
+	if (R == N - 2) {
+		/* another process on the last rank's interface (no job: the
+		 * lowest free slot) asks for the last rank's pid: refused */
+		char pid[16];
+		pid_t c;
+		int st = 0;
+
+		snprintf(pid, sizeof(pid), "%d", 100 + N - 1);
+		c = fork();
+		if (c == 0) {
+			unsetenv("SPIN_HOSTFILE");
+			setenv("PTL_TEST_NPROCS", "1", 1);
+			setenv("SPIN_RANK", "0", 1);
+			setenv("PTL_TEST_PID", pid, 1);
+			execl("/proc/self/exe", "ptl_test", "pidtaken", (char *)NULL);
+			_exit(127);
+		}
+		CHK(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		    "a second process asking for a live process's pid is refused (status 0x%x)", st);
+	}
+	barrier("k.checked");
 	if (R == N - 1) {
 		LOG("rank %d: SIGKILL", R);
 		kill(getpid(), SIGKILL);
 	}
 	mp_body();
 	fini_ni();
+}
+
+static void c_pidtaken(void)
+{
+	ptl_handle_ni_t h;
+	int rc;
+
+	OK(PtlInit());
+	rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL,
+		       (ptl_pid_t)atoi(getenv("PTL_TEST_PID") ? getenv("PTL_TEST_PID") : "0"), NULL,
+		       &lim, &h);
+	CHK(rc == PTL_PID_IN_USE && strstr(PtlSpinErrmsg(), "pid"),
+	    "PtlNIInit with a live process's pid: %s -- %s", rc_name(rc), PtlSpinErrmsg());
+	if (rc == PTL_OK)
+		PtlNIFini(h);
+	PtlFini();
 }
 
 static void c_mpkill2(void)
@@ -5027,7 +5064,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ctwake", c_ctwake }, { "bundle", c_bundle }, { "wakeus", c_wakeus }, { "wake", c_wake },
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
-	{ "bigmap", c_bigmap }, { "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 },
+	{ "bigmap", c_bigmap }, { "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
 
 int main(int argc, char **argv)
