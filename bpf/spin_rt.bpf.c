@@ -221,14 +221,55 @@ static __always_inline void spin_xsk_give(struct spin_cfg *cfg, __u32 q)
 		__sync_fetch_and_add(&cfg->xsk_sent, -1);
 }
 
-/* Hand the frame to the socket of its receive queue, within the credits:
- * XDP_REDIRECT, or -1 if there is no room (nothing taken), or the failed
+/* spin_xsk_redirect: the frame went into its process's ring, not to a
+ * socket (the program then drops it): not an XDP action */
+#define SPIN_XSK_RING	0x100
+
+/* Copy the frame into the ring of the process its pt_index names
+ * (SPIN_EV_FRAME): SPIN_XSK_RING, or -1 if the ring has no room or the
+ * slot no ring (docs/design.md, "Many Portals processes per interface").
+ * Out of line: the paths that call it use all of the stack there is. */
+static __noinline long spin_xsk_ring(struct xdp_md *xdp)
+{
+	struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+	__u32 len = xdp->data_end - xdp->data;
+	struct spin_frame_rec *r;
+	void *rb;
+
+	if ((void *)(sh + 1) > spin_xdp_end(xdp))
+		return -1;
+	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
+	if (!rb || len < 1 || len > SPIN_FRAME_REC_MAX ||
+	    bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE)
+		return -1;
+	r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
+	if (!r)
+		return -1;
+	r->kind = SPIN_EV_FRAME;
+	r->len = len;
+	if (bpf_xdp_load_bytes(xdp, 0, r->frame, len)) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return -1;
+	}
+	bpf_ringbuf_submit(r, 0);
+	return SPIN_XSK_RING;
+}
+
+/* Hand the frame to the socket of its process (the slot in its pt_index)
+ * if that socket is bound to the frame's receive queue, within the
+ * credits, else to the process's ring (spin_xsk_ring): XDP_REDIRECT or
+ * SPIN_XSK_RING, or -1 if there is no room (nothing taken), or the failed
  * redirect's action (its credit given back). */
 static __always_inline long spin_xsk_redirect(struct xdp_md *xdp, struct spin_cfg *cfg, __u64 flags)
 {
+	struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
 	__u32 q = xdp->rx_queue_index;
 	long act;
 
+	if ((void *)(sh + 1) > spin_xdp_end(xdp))
+		return XDP_DROP;
+	if (SPIN_PT_SLOT(bpf_ntohs(sh->pt_index)) != q)
+		return spin_xsk_ring(xdp);
 	if (!spin_xsk_take(cfg, q))
 		return -1;
 	act = bpf_redirect_map(&spin_xsks, q, flags);
@@ -250,6 +291,11 @@ static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st
 	sh->job_key = bpf_htonl(mi);
 	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 	act = spin_xsk_redirect(xdp, cfg, 0);
+	if (act == SPIN_XSK_RING) {	/* its process's ring has it */
+		if (st)
+			st->to_xsk++;
+		return XDP_DROP;
+	}
 	if (act < 0) {
 		/* its ring is full: "not now" to a reliable sender that asks
 		 * (the runtime's state stays: the next try comes here) */
@@ -551,7 +597,7 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 	    (o & (SPIN_ME_EVENT_COMM_DISABLE | SPIN_ME_EVENT_SUCCESS_DISABLE)) &&
 	    !(op == SPIN_OP_GET && mlength > SPIN_MAX_SEG))	/* no reply from host */
 		return 0;
-	if (spin_events_full())
+	if (spin_events_full(me->pt))
 		return 1 + SPIN_DROP_HOST_QUEUE_FULL;
 	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank))
 		return 1 + SPIN_DROP_EV_QUOTA;
@@ -615,6 +661,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 	__u32 status = m->status, k = m->me;
 	struct spin_me_ct *ct;
 	struct spin_event *e;
+	void *rb;
 	struct spin_me *me;
 
 	if (g->now < m->deadline)
@@ -643,7 +690,8 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 			spin_drop_count(g->st, SPIN_DROP_EV_QUOTA);
 			goto out;
 		}
-		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+		rb = spin_ring_of(me->pt);
+		e = rb ? bpf_ringbuf_reserve(rb, sizeof(*e), 0) : NULL;
 		if (e) {
 			__builtin_memset(e, 0, sizeof(*e));
 			e->kind = SPIN_EV_MSG_TIMEOUT;
@@ -869,6 +917,7 @@ static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt 
 					  const struct spin_hdr *sh)
 {
 	struct spin_event *e;
+	void *rb;
 	__u32 old = pt->flags, prev;
 	int won = 0;
 
@@ -885,7 +934,8 @@ static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt 
 		return;
 	if (st)
 		st->pt_disabled++;
-	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
+	e = rb ? bpf_ringbuf_reserve(rb, sizeof(*e), 0) : NULL;
 	if (!e) {
 		spin_drop_count(st, SPIN_DROP_EV_LOST);
 		return;
@@ -905,7 +955,10 @@ static __always_inline void spin_flowctrl(struct spin_stats *st, struct spin_pt 
 	e->owner_pid = pt->owner_pid;
 	e->flow_control = 1;
 	e->timestamp_ns = bpf_ktime_get_ns();
-	spin_rb_submit(e, spin_rb_flags());
+	/* submitted here, not by spin_rb_submit (one call level less: the
+	 * paths that reject are at the stack's limit); a rare event, woken
+	 * from the packet path */
+	bpf_ringbuf_submit(e, spin_rb_flags());
 	if (st)
 		st->events++;
 }
@@ -1018,6 +1071,11 @@ __noinline int spin_default(struct xdp_md *xdp)
 		sh->job_key = bpf_htonl(c->me);
 		((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 		act = spin_xsk_redirect(xdp, cfg, 0);
+		if (act == SPIN_XSK_RING) {	/* its process's ring has it */
+			if (st)
+				st->to_xsk++;
+			return XDP_DROP;
+		}
 		if (act < 0)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_XSK_FULL);
 		if (act != XDP_REDIRECT)
@@ -1087,12 +1145,15 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 				  struct spin_stats *st)
 {
 	struct spin_event *e;
+	void *rb;
 
 	if (!st)
 		return XDP_DROP;
 	if (spin_src_ev_over(bpf_ntohl(sh->src_rank)))
 		return spin_drop(st, SPIN_DROP_EV_QUOTA);
-	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	/* the ring of the process that sent the message (pt_index: wire.h) */
+	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
+	e = rb ? bpf_ringbuf_reserve(rb, sizeof(*e), 0) : NULL;
 	if (!e)
 		return spin_drop(st, SPIN_DROP_EV_LOST);
 	__builtin_memset(e, 0, sizeof(*e));
@@ -1225,6 +1286,11 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 			sh->auth_tag = bpf_cpu_to_be64(bpf_ktime_get_ns());
 			udp->check = 0;
 			act = spin_xsk_redirect(xdp, cfg, 0);
+			if (act == SPIN_XSK_RING) {	/* its process's ring has it */
+				if (st)
+					st->to_xsk++;
+				return XDP_DROP;
+			}
 			if (act == XDP_REDIRECT) {
 				st->to_xsk++;
 				return act;
@@ -1251,6 +1317,11 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 		sh->job_key = bpf_htonl(mi);
 		((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 		act = spin_xsk_redirect(xdp, cfg, 0);
+		if (act == SPIN_XSK_RING) {	/* its process's ring has it */
+			if (st)
+				st->to_xsk++;
+			return XDP_DROP;
+		}
 		if (act < 0)
 			return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_XSK_FULL);
 		if (act != XDP_REDIRECT)
@@ -1323,6 +1394,11 @@ static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *
 {
 	long act = spin_xsk_redirect(xdp, spin_cfg_get(), XDP_PASS);
 
+	if (act == SPIN_XSK_RING) {	/* its process's ring has it */
+		if (st)
+			st->to_xsk++;
+		return XDP_DROP;
+	}
 	if (act < 0)	/* the requester asks again */
 		return spin_drop(st, SPIN_DROP_XSK_FULL);
 	if (st) {
@@ -1403,6 +1479,11 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
 	spin_dd_note(rank, msg_id, SPIN_DD_XSK, 0, 0, mi);
 	act = spin_xsk_redirect(xdp, cfg, 0);
+	if (act == SPIN_XSK_RING) {	/* its process's ring has it */
+		if (st)
+			st->to_xsk++;
+		return XDP_DROP;
+	}
 	if (act < 0)	/* the entry stays claimed for its retransmission */
 		return spin_reject(xdp, st, cfg, NULL, SPIN_DROP_XSK_FULL);
 	if (act != XDP_REDIRECT) {

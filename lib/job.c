@@ -315,12 +315,12 @@ static int parse_host(const char *path, unsigned int ln, char *line, uint32_t id
 
 /*
  * Read every host of path into j->hosts (file order) and their line
- * numbers into lines[]; ranks and addresses are checked for duplicates.
+ * numbers into lines[]; ranks are checked for duplicates (an address may come again:
+ * another process there).
  */
 static int read_hostfile(const char *path, struct spin_job *j, unsigned int *lines)
 {
 	int *at;			/* rank -> index + 1 */
-	char ip[INET_ADDRSTRLEN];
 	unsigned int ln = 0;
 	size_t cap = 0;
 	char *line = NULL;
@@ -363,17 +363,9 @@ static int read_hostfile(const char *path, struct spin_job *j, unsigned int *lin
 					  path, ln, h->rank, lines[at[h->rank] - 1]);
 			break;
 		}
-		for (uint32_t i = 0; i < j->nhosts; i++) {
-			if (j->hosts[i].ip.s_addr == h->ip.s_addr && j->hosts[i].port == h->port) {
-				inet_ntop(AF_INET, &h->ip, ip, sizeof(ip));
-				err = spin_seterr(SPIN_EUSAGE, "%s:%u: %s is already rank %u on line %u "
-						  "(processes on one host need different port=)",
-						  path, ln, ip, j->hosts[i].rank, lines[i]);
-				break;
-			}
-		}
-		if (err)
-			break;
+		/* an address named again is another Portals process there: the
+		 * k-th rank at an address is its slot k (docs/design.md, "Many
+		 * Portals processes per interface"; spin_job_peers) */
 		at[h->rank] = (int)j->nhosts + 1;
 		lines[j->nhosts++] = ln;
 	}
@@ -535,8 +527,56 @@ int spin_job_load(struct spin_job *j, const char *hostfile)
 	return err;
 }
 
+/*
+ * The process slot of each of n ranks (docs/design.md, "Many Portals
+ * processes per interface"): rank r's is how many lower ranks share its
+ * address ips[r].  One pass with a hash of the addresses; -ENOMEM.
+ */
+int spin_slots_of(const uint32_t *ips, uint32_t n, uint16_t *out)
+{
+	uint32_t cap = 16, *key;
+	uint16_t *cnt;
+	bool *used;
+
+	while (cap < 2 * n)
+		cap <<= 1;
+	key = calloc(cap, sizeof(*key));
+	cnt = calloc(cap, sizeof(*cnt));
+	used = calloc(cap, sizeof(*used));
+	if (!key || !cnt || !used) {
+		free(key);
+		free(cnt);
+		free(used);
+		return -ENOMEM;
+	}
+	for (uint32_t r = 0; r < n; r++) {
+		uint32_t h = (ips[r] * 2654435761u) & (cap - 1);
+
+		while (used[h] && key[h] != ips[r])
+			h = (h + 1) & (cap - 1);
+		used[h] = true;
+		key[h] = ips[r];
+		out[r] = cnt[h]++;
+	}
+	free(key);
+	free(cnt);
+	free(used);
+	return 0;
+}
+
+uint32_t spin_job_slot(const struct spin_job *j, uint32_t rank)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < rank && i < j->nhosts; i++)
+		k += j->hosts[i].ip.s_addr == j->hosts[rank].ip.s_addr;
+	return k;
+}
+
 int spin_job_peers(struct spin_rt *rt, const struct spin_job *j)
 {
+	uint16_t *slots;
+	uint32_t *ips;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
 	char ip[INET_ADDRSTRLEN], msg[512];
 	int fd, err;
@@ -557,19 +597,39 @@ int spin_job_peers(struct spin_rt *rt, const struct spin_job *j)
 	}
 	if (fd >= 0)
 		close(fd);
+	/* ranks that share an address are processes there, by slot */
+	slots = calloc(j->nhosts, sizeof(*slots));
+	ips = calloc(j->nhosts, sizeof(*ips));
+	for (uint32_t i = 0; ips && i < j->nhosts; i++)
+		ips[i] = j->hosts[i].ip.s_addr;
+	if (!slots || !ips || spin_slots_of(ips, j->nhosts, slots)) {
+		free(slots);
+		free(ips);
+		return spin_seterr(SPIN_EFAIL, "out of memory");
+	}
+	free(ips);
 	for (uint32_t i = 0; i < j->nhosts; i++) {
 		const struct spin_job_host *h = &j->hosts[i];
-		struct spin_peer_spec p = { .rank = h->rank, .ip = h->ip, .port = h->port };
+		struct spin_peer_spec p = { .rank = h->rank, .ip = h->ip, .port = h->port,
+					    .slot = slots[i] };
 
+		if (slots[i] >= SPIN_MAX_PROCS) {
+			free(slots);
+			return spin_seterr(SPIN_EUSAGE, "rank %u (%s): more than %d ranks at one "
+					   "address (Portals processes per interface)", h->rank,
+					   inet_ntop(AF_INET, &h->ip, ip, sizeof(ip)), SPIN_MAX_PROCS);
+		}
 		if (h->has_mac)
 			memcpy(p.mac, h->mac, 6);
 		err = spin_peer_add(rt, &p);
 		if (err < 0) {
+			free(slots);
 			snprintf(msg, sizeof(msg), "%s", spin_errmsg());
 			return spin_seterr(-err, "rank %u (%s): %s", h->rank,
 					   inet_ntop(AF_INET, &h->ip, ip, sizeof(ip)), msg);
 		}
 	}
+	free(slots);
 	return (int)j->nhosts;
 }
 

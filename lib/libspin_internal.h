@@ -44,6 +44,8 @@ enum spin_map_id {
 	SPIN_M_WAKER,
 	SPIN_M_AUTH,
 	SPIN_M_MX,
+	SPIN_M_PROCS,
+	SPIN_M_RINGS,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];
@@ -74,7 +76,13 @@ struct spin_rt {
 	void *host;
 	size_t host_len;
 
-	/* events */
+	/* events: the ring of this process's slot (ring_fd, made by the
+	 * Portals layer for slots above 0), else spin_events */
+	int ring_fd;
+	/* SPIN_EV_FRAME records (frames for this process's AF_XDP path that
+	 * came in on another queue): handed to frame_fn */
+	void (*frame_fn)(void *ctx, const uint8_t *frame, uint32_t len);
+	void *frame_ctx;
 	struct ring_buffer *rb;
 	const unsigned long *rb_cons, *rb_prod;	/* read-only views of its positions */
 	spin_event_fn ev_fn;
@@ -120,6 +128,16 @@ int spin_xsk_send_pkts(struct spin_xsk *x, uint32_t dst_rank, const struct spin_
 		       uint16_t last_flags, bool post_only);
 void spin_unlock(struct spin_rt *rt);
 void spin_gen_bump(struct spin_rt *rt);
+/* xsk.c: queue a frame for spin_xsk_recv() as if the socket had received
+ * it (a frame of this process's ring, SPIN_EV_FRAME); and who this socket's
+ * process is (its sends' src_rank/src_pid; default spin_cfg.my_rank/my_pid) */
+int spin_xsk_lo_push(struct spin_xsk *x, const uint8_t *f, uint32_t len);
+void spin_xsk_set_ident(struct spin_xsk *x, uint32_t rank, uint32_t pid);
+/* job.c: the process slot of each of n ranks at addresses ips (how many
+ * lower ranks share the address; -ENOMEM), and of one rank of a job */
+int spin_slots_of(const uint32_t *ips, uint32_t n, uint16_t *out);
+struct spin_job;
+uint32_t spin_job_slot(const struct spin_job *j, uint32_t rank);
 /* The inode of this process's network namespace, 0 for the initial one. */
 int spin_netns_ino(unsigned long *ino);
 uint32_t spin_prog_id(int prog_fd);

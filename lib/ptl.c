@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sys/eventfd.h>
+#include <bpf/bpf.h>
 
 #include "ptl_atomic.h"
 #include "ptl_internal.h"
@@ -258,6 +259,135 @@ static void reclaim_stale(struct ptl_ni *ni)
 	}
 }
 
+uint32_t ptl_slot;
+
+/*
+ * Take this process's slot on the interface (docs/design.md, "Many Portals
+ * processes per interface"): `want` (its index among the job's ranks at
+ * its address), or with want < 0 the lowest free one.  A slot is free when
+ * no live process holds it (spin_procs: OS pid and start time), so the
+ * slot of a process that died, however it died, is free again.  The pid
+ * must be no other live process's on the interface: PTL_PID_ANY moves on
+ * to the next free one.  Puts the slot's ring in place: spin_events for
+ * slot 0, a new one for the others (the dead holder's goes with it).
+ */
+static int slot_take(struct ptl_ni *ni, int want, bool pid_any)
+{
+	int pfd = ni->rt->map_fd[SPIN_M_PROCS], rfd = ni->rt->map_fd[SPIN_M_RINGS];
+	struct spin_proc all[SPIN_MAX_PROCS], me;
+	bool busy[SPIN_MAX_PROCS];
+	int slot = -1, ring = -1, rc = PTL_OK;
+	uint32_t k;
+
+	if (spin_lock(ni->rt))
+		return ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+	for (k = 0; k < SPIN_MAX_PROCS; k++) {
+		if (bpf_map_lookup_elem(pfd, &k, &all[k]))
+			memset(&all[k], 0, sizeof(all[k]));
+		busy[k] = all[k].active && spin_owner_alive(all[k].owner_pid, all[k].owner_start);
+	}
+	if (want >= SPIN_MAX_PROCS) {
+		rc = ptl_seterr(PTL_PID_IN_USE, "PtlNIInit: rank %u is the %dth of the job at the "
+				"address of %s: at most %d Portals processes per interface",
+				ni->rank, want + 1, ni->ifname, SPIN_MAX_PROCS);
+		goto out;
+	}
+	if (want >= 0 && busy[want]) {
+		rc = ptl_seterr(PTL_PID_IN_USE, "PtlNIInit: slot %d of %s (rank %u's: its index among "
+				"the job's ranks at this address) is held by process %u (rank %u)",
+				want, ni->ifname, ni->rank, all[want].owner_pid, all[want].rank);
+		goto out;
+	}
+	for (k = 0; want < 0 && k < SPIN_MAX_PROCS; k++)
+		if (!busy[k]) {
+			slot = (int)k;
+			break;
+		}
+	if (want >= 0)
+		slot = want;
+	if (slot < 0) {
+		rc = ptl_seterr(PTL_PID_IN_USE, "PtlNIInit: %d Portals processes on %s already, "
+				"the most an interface takes", SPIN_MAX_PROCS, ni->ifname);
+		goto out;
+	}
+	/* a pid names one process on the interface */
+	for (int tries = 0;; tries++) {
+		bool taken = false;
+
+		for (k = 0; k < SPIN_MAX_PROCS; k++)
+			taken |= busy[k] && k != (uint32_t)slot && all[k].pid == ni->pid;
+		if (!taken)
+			break;
+		if (!pid_any || tries > SPIN_MAX_PROCS) {
+			rc = ptl_seterr(PTL_PID_IN_USE, "PtlNIInit: pid %u is another Portals process's "
+					"on %s (pass another pid, or PTL_PID_ANY)", ni->pid, ni->ifname);
+			goto out;
+		}
+		ni->pid = (ni->pid + 1) & 0xffff;
+	}
+	k = (uint32_t)slot;
+	if (slot > 0) {
+		ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring", 0, 0, SPIN_EVENTS_SIZE, NULL);
+		if (ring < 0 || bpf_map_update_elem(rfd, &k, &ring, 0)) {
+			rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot make the event ring of slot %d: %s",
+					slot, strerror(errno));
+			goto out;
+		}
+		ni->rt->ring_fd = ring;
+		ring = -1;
+	} else if (bpf_map_update_elem(rfd, &k, &ni->rt->map_fd[SPIN_M_EVENTS], 0)) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot put spin_events in spin_rings: %s",
+				strerror(errno));
+		goto out;
+	}
+	me = (struct spin_proc){ .active = 1, .rank = ni->rank, .pid = ni->pid, .queue = k,
+				 .owner_pid = (uint32_t)getpid(), .owner_start = spin_proc_start(0) };
+	if (bpf_map_update_elem(pfd, &k, &me, 0)) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot write spin_procs[%d]: %s", slot,
+				strerror(errno));
+		goto out;
+	}
+	__atomic_store_n(&ni->rt->cfg->proc_rank[k], ni->rank, __ATOMIC_RELEASE);
+	__atomic_store_n(&ni->rt->cfg->proc_pid[k], ni->pid, __ATOMIC_RELEASE);
+	ptl_slot = k;
+	ni->slot_held = true;
+out:
+	if (ring >= 0)
+		close(ring);
+	spin_unlock(ni->rt);
+	return rc;
+}
+
+/* Give the slot back (PtlNIFini, or a PtlNIInit that failed after it). */
+static void slot_release(struct ptl_ni *ni)
+{
+	struct spin_proc none = {}, cur;
+	uint32_t k = ptl_slot;
+
+	if (!ni->slot_held || spin_lock(ni->rt))
+		return;
+	if (!bpf_map_lookup_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &cur) &&
+	    cur.owner_pid == (uint32_t)getpid()) {
+		bpf_map_update_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &none, 0);
+		if (k) {
+			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_RINGS], &k);
+			/* an empty slot speaks as the node (spin_attach) */
+			__atomic_store_n(&ni->rt->cfg->proc_rank[k], ni->rt->cfg->my_rank, __ATOMIC_RELEASE);
+			__atomic_store_n(&ni->rt->cfg->proc_pid[k], ni->rt->cfg->my_pid, __ATOMIC_RELEASE);
+		}
+	}
+	spin_unlock(ni->rt);
+	ni->slot_held = false;
+}
+
+/* A frame from this process's ring (SPIN_EV_FRAME): where its socket's go. */
+static void ptl_frame_in(void *ctx, const uint8_t *f, uint32_t len)
+{
+	struct ptl_ni *ni = ctx;
+
+	spin_xsk_lo_push(ni->xsk, f, len);
+}
+
 static int map_from_job(struct ptl_ni *ni, const struct spin_job *j)
 {
 	size_t n = j->nhosts ? j->nhosts : 1;
@@ -453,26 +583,11 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 			  "with %s wake-ups (run 'spinctl detach %s' first)",
 			  getenv("SPIN_WAKE_DIRECT"), ni->ifname,
 			  ni->rt->cfg->flags & SPIN_CFG_F_WAKE_DEFER ? "deferred" : "direct", ni->ifname);
-	err = spin_xsk_open(ni->rt, &xo, &ni->xsk);
-	if (err) {
-		rc = ptl_seterr(err == -SPIN_EEXIST ? PTL_PID_IN_USE : PTL_FAIL,
-				"PtlNIInit: %s (one Portals process per interface)", spin_errmsg());
-		goto fail;
-	}
-	reclaim_stale(ni);
 	if (spin_get_status(ni->rt, &st)) {
 		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
 		goto fail;
 	}
 	ni->nid = ntohl(st.cfg.my_ip);
-	/* this process speaks for the node now */
-	__atomic_store_n(&ni->rt->cfg->my_rank, ni->rank, __ATOMIC_RELEASE);
-	__atomic_store_n(&ni->rt->cfg->my_pid, ni->pid, __ATOMIC_RELEASE);
-	ni->win = spin_host_mem(ni->rt, &ni->win_len);
-	if (!ni->win) {
-		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
-		goto fail;
-	}
 	if (!job.nhosts && job.size > 1 && getenv("SPIN_RENDEZVOUS")) {
 		struct in_addr me = { .s_addr = st.cfg.my_ip };
 
@@ -489,6 +604,38 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 				job.rank, job.size);
 		goto fail;
 	}
+	/* this process's slot on the interface: in a job, its index among
+	 * the ranks at its address (what its peers address it by) */
+	rc = slot_take(ni, job.nhosts && job.rank < job.nhosts ? (int)spin_job_slot(&job, job.rank) : -1,
+		       pid == PTL_PID_ANY);
+	if (rc != PTL_OK)
+		goto fail;
+	xo.queue = ptl_slot;
+	err = spin_xsk_open(ni->rt, &xo, &ni->xsk);
+	if (err && ptl_slot) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: process slot %u takes queue %u of %s: %s (a veth "
+				"needs numrxqueues and numtxqueues above %u; a NIC that many channels: "
+				"ethtool -L)", ptl_slot, ptl_slot, ni->ifname, spin_errmsg(), ptl_slot);
+		goto fail;
+	}
+	if (err) {
+		rc = ptl_seterr(err == -SPIN_EEXIST ? PTL_PID_IN_USE : PTL_FAIL,
+				"PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	spin_xsk_set_ident(ni->xsk, ni->rank, ni->pid);
+	reclaim_stale(ni);
+	/* slot 0 speaks for the node where the runtime has one identity
+	 * (spin_cfg; spinctl shows it) */
+	if (ptl_slot == 0) {
+		__atomic_store_n(&ni->rt->cfg->my_rank, ni->rank, __ATOMIC_RELEASE);
+		__atomic_store_n(&ni->rt->cfg->my_pid, ni->pid, __ATOMIC_RELEASE);
+	}
+	ni->win = spin_host_mem(ni->rt, &ni->win_len);
+	if (!ni->win) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
 	if (job.nhosts) {
 		err = spin_job_peers(ni->rt, &job);
 		if (err < 0) {
@@ -499,7 +646,10 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	if ((rc = map_from_job(ni, &job)) != PTL_OK)
 		goto fail;
 	spin_job_free(&job);
-	/* the event ring is opened on first use */
+	/* the event ring is opened on first use; its frames go where the
+	 * socket's would */
+	ni->rt->frame_fn = ptl_frame_in;
+	ni->rt->frame_ctx = ni;
 	spin_events_poll(ni->rt, NULL, NULL, 0);
 	if (pthread_create(&ni->thr, NULL, ptl_progress_thread, ni) == 0) {
 		ni->thr_on = true;
@@ -511,6 +661,8 @@ fail:
 	spin_job_free(&job);
 	if (ni->xsk)
 		spin_xsk_close(ni->xsk);
+	if (ni->rt)
+		slot_release(ni);
 	if (ni->rt)
 		spin_close(ni->rt);
 	free(ni->map);
@@ -689,6 +841,7 @@ static void ni_destroy(struct ptl_ni *ni)
 	for (int i = 0; i < PTL_N_HPU; i++)
 		free(ni->hpu[i]);
 	spin_xsk_close(ni->xsk);
+	slot_release(ni);
 	spin_close(ni->rt);
 	free(ni->map);
 	if (ni->poke_fd >= 0)
@@ -802,6 +955,8 @@ int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 	struct { bool valid; uint32_t nid; uint8_t mac[6]; } seen[16] = { 0 };
 	struct ptl_ni *ni;
 	ptl_process_t *m;
+	uint16_t *slots;
+	uint32_t *nids;
 	int rc;
 
 	if (!mapping || n == 0 || n > SPIN_MAX_PEERS)
@@ -819,8 +974,28 @@ int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 		return PTL_NO_SPACE;
 	}
 	memcpy(m, mapping, n * sizeof(*m));
+	/* ranks at one nid are processes there, by slot (lower ranks first) */
+	slots = calloc(n, sizeof(*slots));
+	nids = calloc(n, sizeof(*nids));
+	for (uint32_t r = 0; nids && r < n; r++)
+		nids[r] = m[r].phys.nid;
+	if (!slots || !nids || spin_slots_of(nids, (uint32_t)n, slots)) {
+		free(slots);
+		free(nids);
+		free(m);
+		ptl_unlock(ni);
+		return PTL_NO_SPACE;
+	}
+	free(nids);
 	for (uint32_t r = 0; r < n; r++) {
-		struct spin_peer_spec ps = { .rank = r, .pid = m[r].phys.pid };
+		struct spin_peer_spec ps = { .rank = r, .pid = m[r].phys.pid, .slot = slots[r] };
+
+		/* beyond the processes an interface takes: no peer (a send to
+		 * it is PTL_NI_UNDELIVERABLE) */
+		if (slots[r] >= SPIN_MAX_PROCS) {
+			spin_peer_del(ni->rt, r);
+			continue;
+		}
 		uint32_t h = m[r].phys.nid % 16;
 		struct spin_peer got;
 
@@ -831,6 +1006,7 @@ int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 			memcpy(ps.mac, seen[h].mac, 6);
 		if (spin_peer_add(ni->rt, &ps) || spin_peer_get(ni->rt, r, &got)) {
 			rc = ptl_seterr(PTL_ARG_INVALID, "PtlSetMap: rank %u: %s", r, spin_errmsg());
+			free(slots);
 			free(m);
 			ptl_unlock(ni);
 			return rc;
@@ -839,6 +1015,7 @@ int PtlSetMap(ptl_handle_ni_t nih, ptl_size_t n, const ptl_process_t *mapping)
 		seen[h].nid = m[r].phys.nid;
 		memcpy(seen[h].mac, got.mac, 6);
 	}
+	free(slots);
 	free(ni->map);
 	ni->map = m;
 	ni->map_size = n;
@@ -1931,10 +2108,63 @@ static bool in_window(struct ptl_ni *ni, const void *p, uint64_t len)
 	return b >= ni->win && b <= ni->win + ni->win_len && len <= (uint64_t)(ni->win + ni->win_len - b);
 }
 
+/* The part [lo, hi) of the host window this process allocates from. */
+static int win_part(struct ptl_ni *ni, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t share = (ni->win_len / 16) & ~(uint64_t)(SPIN_PAGE - 1);
+	int pfd = ni->rt->map_fd[SPIN_M_PROCS];
+	struct spin_proc pr;
+	uint32_t k;
+
+	if (spin_lock(ni->rt))
+		return ptl_seterr(PTL_FAIL, "PtlSpinHostAlloc: %s", spin_errmsg());
+	if (ptl_slot == 0) {
+		*lo = 0;
+		*hi = ni->win_len;
+		for (k = 1; k < SPIN_MAX_PROCS; k++)
+			if (!bpf_map_lookup_elem(pfd, &k, &pr) && pr.active &&
+			    spin_owner_alive(pr.owner_pid, pr.owner_start) && ni->win_len - k * share < *hi)
+				*hi = ni->win_len - k * share;
+		spin_unlock(ni->rt);
+		return PTL_OK;
+	}
+	*lo = ni->win_len - ptl_slot * share;
+	*hi = *lo + share;
+	k = 0;
+	if (!bpf_map_lookup_elem(pfd, &k, &pr) && pr.active &&
+	    spin_owner_alive(pr.owner_pid, pr.owner_start) && pr.win_hi > *lo) {
+		spin_unlock(ni->rt);
+		return ptl_seterr(PTL_NO_SPACE, "PtlSpinHostAlloc: the process in slot 0 of %s uses the "
+				  "part of the host window of slot %u (attach with more pages: "
+				  "SPIN_PTL_HOST_PAGES)", ni->ifname, ptl_slot);
+	}
+	spin_unlock(ni->rt);
+	return PTL_OK;
+}
+
+/* Slot 0 allocated up to end: record it (win_part of the others). */
+static int win_mark(struct ptl_ni *ni, uint64_t end)
+{
+	struct spin_proc pr;
+	uint32_t k = 0;
+	int err;
+
+	if ((err = spin_lock(ni->rt)))
+		return err;
+	if (!bpf_map_lookup_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &pr) && pr.win_hi < end) {
+		pr.win_hi = end;
+		if (bpf_map_update_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &pr, 0))
+			err = spin_seterr(spin_errno_code(errno), "cannot write spin_procs[0]: %s",
+					  strerror(errno));
+	}
+	spin_unlock(ni->rt);
+	return err;
+}
+
 int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
 {
 	struct ptl_ni *ni;
-	uint64_t need = (length + SPIN_PAGE - 1) & ~(uint64_t)(SPIN_PAGE - 1), cand = 0;
+	uint64_t need = (length + SPIN_PAGE - 1) & ~(uint64_t)(SPIN_PAGE - 1), cand = 0, lo = 0, hi = 0;
 	int rc;
 	bool moved;
 
@@ -1947,6 +2177,15 @@ int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
 		ptl_unlock(ni);
 		return PTL_NO_SPACE;
 	}
+	/* this process's part of the window: slot k > 0 has the k-th
+	 * sixteenth from the top, slot 0 the rest below the slots in use,
+	 * and records how far up it allocated (docs/design.md, "Many Portals
+	 * processes per interface") */
+	if ((rc = win_part(ni, &lo, &hi)) != PTL_OK) {
+		ptl_unlock(ni);
+		return rc;
+	}
+	cand = lo;
 	/* first fit among the (unsorted, few) allocations */
 	do {
 		moved = false;
@@ -1957,10 +2196,14 @@ int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
 				moved = true;
 			}
 	} while (moved);
-	if (need > ni->win_len || cand > ni->win_len - need) {
+	if (need > hi || cand > hi - need) {
 		rc = ptl_seterr(PTL_NO_SPACE,
-				"PtlSpinHostAlloc: no room for %llu bytes in the %zu-byte host window of %s",
-				(unsigned long long)length, ni->win_len, ni->ifname);
+				"PtlSpinHostAlloc: no room for %llu bytes in the %llu bytes of the %zu-byte "
+				"host window of %s that process slot %u has",
+				(unsigned long long)length, (unsigned long long)(hi - lo), ni->win_len,
+				ni->ifname, ptl_slot);
+	} else if (ptl_slot == 0 && win_mark(ni, cand + need)) {
+		rc = ptl_seterr(PTL_FAIL, "PtlSpinHostAlloc: %s", spin_errmsg());
 	} else {
 		ni->walloc[ni->n_walloc].off = cand;
 		ni->walloc[ni->n_walloc].len = need;

@@ -68,12 +68,19 @@ _Static_assert(PTL_N_ME % PTL_ME_CHUNK == 0 && PTL_N_ME <= (1 << 20), "handles h
 #define PTL_VIEW_MATCH	0
 #define PTL_VIEW_NOMATCH 1
 #define PTL_N_VIEW	2
-#define PTL_PT_HALF	(SPIN_MAX_PT / 2)
+#define PTL_PT_HALF	(SPIN_PT_PER_PROC / 2)
+/* This process's slot on its interface (docs/design.md, "Many Portals
+ * processes per interface"): its portals are the runtime's
+ * SPIN_PT_OF(slot, 0) and on.  Set once by PtlNIInit. */
+extern uint32_t ptl_slot;
 /* the runtime's portal index of a view's index p (p < PTL_PT_HALF) */
-static inline uint32_t ptl_pt_rt(int view, uint32_t p) { return (uint32_t)view * PTL_PT_HALF + p; }
+static inline uint32_t ptl_pt_rt(int view, uint32_t p)
+{
+	return SPIN_PT_OF(ptl_slot, (uint32_t)view * PTL_PT_HALF + p);
+}
 /* ... and back: the index the application knows, and its view */
 static inline uint32_t ptl_pt_user(uint32_t rt_pt) { return rt_pt % PTL_PT_HALF; }
-static inline int ptl_pt_view(uint32_t rt_pt) { return (int)(rt_pt / PTL_PT_HALF); }
+static inline int ptl_pt_view(uint32_t rt_pt) { return (int)((rt_pt & 0xff) / PTL_PT_HALF); }
 
 /* The memory of an MD or entry (lib/ptl_buf.c): contiguous, an iovec list
  * (PTL_IOVEC, a reference-counted copy), or the whole address space
@@ -433,6 +440,7 @@ struct ptl_ni {
 	bool in_progress;	/* inside ptl_progress (which may start operations) */
 	struct spin_event held;	/* a target event whose queue is full ... */
 	bool has_held;		/* ... waits here, the ring behind it unread */
+	bool slot_held;		/* this process holds its slot (ptl_slot) in spin_procs */
 	uint32_t *retx_list;	/* scratch: packets to send again */
 	/* per target rank: quiet messages since the last probe, the newest */
 	uint16_t quiet_n[SPIN_MAX_PEERS];

@@ -61,6 +61,8 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_WAKER]		= "spin_waker",
 	[SPIN_M_AUTH]		= "spin_auth",
 	[SPIN_M_MX]		= "spin_mx",
+	[SPIN_M_PROCS]		= "spin_procs",
+	[SPIN_M_RINGS]		= "spin_rings",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -426,6 +428,12 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	cfg.ifindex = s.ifindex;
 	cfg.my_rank = o->rank;
 	cfg.my_pid = o->pid;
+	/* every slot speaks as my_rank/my_pid until a process takes it (and
+	 * again after it left): an answer for an empty slot is the node's */
+	for (int k = 0; k < SPIN_MAX_PROCS; k++) {
+		cfg.proc_rank[k] = o->rank;
+		cfg.proc_pid[k] = o->pid;
+	}
 	cfg.my_ip = if_ipv4(ifname);
 	if (if_mac(ifname, cfg.my_mac))
 		spin_warn("cannot read the MAC address of '%s': %s", ifname, strerror(errno));
@@ -639,7 +647,7 @@ int spin_open(const char *ifname, struct spin_rt **out)
 		return spin_seterr(SPIN_EFAIL, "out of memory");
 	for (int i = 0; i < SPIN_M_MAX; i++)
 		rt->map_fd[i] = -1;
-	rt->prog_rx_fd = rt->dir_fd = -1;
+	rt->prog_rx_fd = rt->dir_fd = rt->ring_fd = -1;
 	pthread_mutex_init(&rt->mu, NULL);
 	snprintf(rt->ifname, sizeof(rt->ifname), "%s", ifname);
 	err = spin_pin_dir(ifname, rt->pin_dir, sizeof(rt->pin_dir));
@@ -738,6 +746,8 @@ void spin_close(struct spin_rt *rt)
 			close(rt->map_fd[i]);
 	if (rt->prog_rx_fd >= 0)
 		close(rt->prog_rx_fd);
+	if (rt->ring_fd >= 0)
+		close(rt->ring_fd);
 	if (rt->dir_fd >= 0)
 		close(rt->dir_fd);
 	pthread_mutex_destroy(&rt->mu);
@@ -1109,6 +1119,14 @@ static int rb_event(void *ctx, void *data, size_t size)
 	struct spin_rt *rt = ctx;
 	struct spin_event ev = {};
 
+	if (size >= 8 && ((const struct spin_frame_rec *)data)->kind == SPIN_EV_FRAME) {
+		const struct spin_frame_rec *fr = data;
+
+		if (fr->len <= size - 8 && fr->len <= SPIN_FRAME_REC_MAX && rt->frame_fn)
+			rt->frame_fn(rt->frame_ctx, fr->frame, fr->len);
+		rt->ev_count++;
+		return 0;
+	}
 	memcpy(&ev, data, size < sizeof(ev) ? size : sizeof(ev));
 	if (rt->serve_puts &&
 	    (ev.kind == SPIN_EV_PUT_FROM_HOST || ev.kind == SPIN_EV_GET_FROM_HOST))
@@ -1126,8 +1144,9 @@ static int rb_event(void *ctx, void *data, size_t size)
 static void rb_positions_map(struct spin_rt *rt)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	void *c = mmap(NULL, pg, PROT_READ, MAP_SHARED, rt->map_fd[SPIN_M_EVENTS], 0);
-	void *p = mmap(NULL, pg, PROT_READ, MAP_SHARED, rt->map_fd[SPIN_M_EVENTS], pg);
+	int fd = rt->ring_fd >= 0 ? rt->ring_fd : rt->map_fd[SPIN_M_EVENTS];
+	void *c = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, pg, PROT_READ, MAP_SHARED, fd, pg);
 
 	if (c == MAP_FAILED || p == MAP_FAILED) {
 		if (c != MAP_FAILED)
@@ -1158,7 +1177,8 @@ int spin_events_poll(struct spin_rt *rt, spin_event_fn fn, void *ctx, int timeou
 		return spin_seterr(SPIN_EUSAGE, "spin_events_poll: no runtime");
 	if (!rt->rb) {
 		spin_libbpf_reset();
-		rt->rb = ring_buffer__new(rt->map_fd[SPIN_M_EVENTS], rb_event, rt, NULL);
+		rt->rb = ring_buffer__new(rt->ring_fd >= 0 ? rt->ring_fd : rt->map_fd[SPIN_M_EVENTS],
+					  rb_event, rt, NULL);
 		if (!rt->rb)
 			return spin_seterr(SPIN_EFAIL, "cannot open the event ring spin_events: %s",
 					   *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
@@ -1370,6 +1390,10 @@ int spin_peer_add(struct spin_rt *rt, const struct spin_peer_spec *ps)
 	peer.ip = ps->ip.s_addr;
 	peer.port = ps->port ? htons(ps->port) : rt->cfg->port;
 	peer.pid = ps->pid;
+	if (ps->slot >= SPIN_MAX_PROCS)
+		return spin_seterr(SPIN_EUSAGE, "peer rank %u: process slot %u out of range (0..%d)",
+				   ps->rank, ps->slot, SPIN_MAX_PROCS - 1);
+	peer.slot = ps->slot;
 	peer.valid = 1;
 	k = ps->rank;
 	err = spin_lock(rt);

@@ -86,6 +86,8 @@ struct spin_xsk {
 	int fd;
 	int ifindex;
 	uint32_t queue;
+	bool has_ident;			/* rank/pid set (spin_xsk_set_ident) */
+	uint32_t my_rank, my_pid;
 	bool zc;
 	bool registered;
 	bool credits;		/* it set the runtime's receive credits (credits_start) */
@@ -257,7 +259,10 @@ static void credits_start(struct spin_xsk *x)
 {
 	struct spin_cfg *cfg = x->rt->cfg;
 
-	if (!cfg || x->nrx <= 2 * XSK_CREDIT_MARGIN)
+	/* one socket's credits (spin_cfg has one set): queue 0's, the first
+	 * Portals process's; the others' frames beyond their ring are lost
+	 * and sent again (docs/design.md, "Many Portals processes") */
+	if (!cfg || x->nrx <= 2 * XSK_CREDIT_MARGIN || x->queue != 0)
 		return;
 	__atomic_store_n(&cfg->xsk_room, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&cfg->xsk_queue, x->queue, __ATOMIC_RELAXED);
@@ -706,6 +711,20 @@ static struct lo_frame *lo_pop(struct spin_xsk *x)
 	return lf;
 }
 
+int spin_xsk_lo_push(struct spin_xsk *x, const uint8_t *f, uint32_t len)
+{
+	return x ? lo_push(x, f, len) : 0;
+}
+
+void spin_xsk_set_ident(struct spin_xsk *x, uint32_t rank, uint32_t pid)
+{
+	if (!x)
+		return;
+	x->my_rank = rank;
+	x->my_pid = pid;
+	x->has_ident = true;
+}
+
 /* Transmit a whole frame (the runtime's output for another host). */
 static int tx_raw(struct spin_xsk *x, const uint8_t *f, uint32_t len)
 {
@@ -891,15 +910,16 @@ static int xsk_send(struct spin_xsk *x, uint32_t dst_rank, const struct spin_msg
 	fa.dst_ip = peer.ip;
 	fa.sport = ntohs(cfg->port);
 	fa.dport = ntohs(peer.port ? peer.port : cfg->port);
-	/* to this process itself: through the runtime, not the wire (a peer
-	 * that names a pid names this process's, or none) */
-	self = fa.dst_ip == fa.src_ip && fa.dport == fa.sport &&
-	       (!peer.pid || peer.pid == __atomic_load_n(&cfg->my_pid, __ATOMIC_RELAXED));
+	/* to this process itself, or another on this interface: through the
+	 * runtime, not the wire (docs/design.md, "Sends to self") */
+	self = fa.dst_ip == fa.src_ip && fa.dport == fa.sport;
 
 	args.seg_size = seg;
 	args.op = args.op ? args.op : SPIN_OP_PUT;
-	args.src_rank = cfg->my_rank;
-	args.src_pid = cfg->my_pid;
+	args.src_rank = x->has_ident ? x->my_rank : cfg->my_rank;
+	args.src_pid = x->has_ident ? x->my_pid : cfg->my_pid;
+	/* the destination process rides in pt_index (wire.h, SPIN_MAX_PT) */
+	args.pt_index = (uint16_t)SPIN_PT_OF((uint32_t)peer.slot, args.pt_index & 0xffu);
 	args.dst_rank = dst_rank;
 	args.job_key = __atomic_load_n(&cfg->job_key, __ATOMIC_RELAXED);
 	args.auth = x->rt->auth;

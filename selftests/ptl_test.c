@@ -3176,8 +3176,9 @@ static void c_badargs(void)
 	RC(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, NULL),
 	   PTL_ARG_INVALID);
 	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &lim, &ni));
-	/* per NI kind: the halves of the runtime's portal table */
-	CHK_EQ(lim.max_pt_index, SPIN_MAX_PT / 2 - 1, "max_pt_index");
+	/* per NI kind: the halves of the process's part of the runtime's
+	 * portal table */
+	CHK_EQ(lim.max_pt_index, SPIN_PT_PER_PROC / 2 - 1, "max_pt_index");
 	/* no per-list cap: a list can take every entry of the NI */
 	CHK_EQ(lim.max_list_size, lim.max_entries, "max_list_size");
 	CHK_EQ(lim.max_msg_size, 1ull << 30, "max_msg_size: 1 GiB (SPIN_MAX_MSG)");
@@ -3734,6 +3735,206 @@ static void c_phys(void)
 		check_pat("all-to-all put", b[s], 3000, s * 16 + R);
 	}
 	barrier("ph.done");
+	fini_ni();
+}
+
+/* ------------------------------- many processes per interface -- */
+
+/*
+ * N ranks, several per interface (docs/design.md, "Many Portals processes
+ * per interface"): every rank puts 3000 bytes to every rank (itself too)
+ * on an entry with match bits 0x1000 | source, which every rank has, so a
+ * message that reached the wrong process of an address would land on that
+ * process's entry with the same bits and fail its byte and event checks
+ * (and its own would never come); every rank gets 2000 bytes from every
+ * rank and adds source + 1 to every rank's counter with PtlAtomic.  The
+ * receive buffers alternate between the host window and malloc()ed memory.
+ */
+#define MP_MAX 16
+static void mp_body(void)
+{
+	ptl_handle_eq_t eq, seq;
+	ptl_handle_md_t md, gmd, amd;
+	uint8_t *b[MP_MAX], *src, *g, *gdst;
+	uint64_t *ctr, *opnd;
+	int nput = 0, nget = 0, nato = 0, nsend = 0, nack = 0, nreply = 0;
+	uint64_t t0;
+	ptl_event_t ev;
+
+	if (N > MP_MAX)
+		DIE("mproc: at most %d ranks", MP_MAX);
+	eq = eq_new(512);
+	seq = eq_new(512);
+	pt_new(0, eq, PT_DATA);
+	for (int s = 0; s < N; s++) {
+		b[s] = kbuf((s + R) & 1 ? K_WIN : K_MAL, 3000);
+		me_add(PT_DATA, b[s], 3000, PTL_ME_OP_PUT, 0x1000 | s, 0, PTL_CT_NONE,
+		       PTL_PRIORITY_LIST, U(0x600 + s));
+	}
+	g = kbuf(R & 1 ? K_WIN : K_MAL, 2000);
+	fill(g, 2000, 0x77 + R);
+	me_add(PT_DATA, g, 2000, PTL_ME_OP_GET, 0x2000, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x2000));
+	ctr = kbuf(R & 1 ? K_MAL : K_WIN, 8);
+	*ctr = 0;
+	me_add(PT_DATA, ctr, 8, PTL_ME_OP_PUT, 0x3000, 0, PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x3000));
+	src = kbuf(K_MAL, (size_t)N * 3000);
+	gdst = kbuf(K_MAL, (size_t)N * 2000);
+	opnd = kbuf(K_MAL, 8);
+	*opnd = (uint64_t)R + 1;
+	md = md_new(src, (size_t)N * 3000, 0, seq, PTL_CT_NONE);
+	gmd = md_new(gdst, (size_t)N * 2000, 0, seq, PTL_CT_NONE);
+	amd = md_new(opnd, 8, 0, seq, PTL_CT_NONE);
+	for (int d = 0; d < N; d++)
+		fill(src + (size_t)d * 3000, 3000, R * 16 + d);
+	barrier("mp.ready");
+	for (int d = 0; d < N; d++) {
+		RC(PtlPut(md, (size_t)d * 3000, 3000, PTL_ACK_REQ, rank_proc(d), PT_DATA, 0x1000 | R, 0,
+			  U(d), (uint64_t)R << 8 | d), PTL_OK);
+		RC(PtlGet(gmd, (size_t)d * 2000, 2000, rank_proc(d), PT_DATA, 0x2000, 0, U(0x100 + d)),
+		   PTL_OK);
+		RC(PtlAtomic(amd, 0, 8, PTL_ACK_REQ, rank_proc(d), PT_DATA, 0x3000, 0, U(0x200 + d), 0,
+			     PTL_SUM, PTL_UINT64_T), PTL_OK);
+	}
+	/* both sides' events, each checked, until all came (or 30 s) */
+	t0 = now_ms();
+	while ((nput < N || nget < N || nato < N || nsend < 2 * N || nack < 2 * N || nreply < N) &&
+	       now_ms() - t0 < 30000) {
+		int got = 0;
+
+		if (eq_next(eq, &ev, 0) == PTL_OK) {
+			got = 1;
+			if (ev.ni_fail_type != PTL_NI_OK) {
+				FAIL("mproc: target event %s failed (%s)", ev_name(ev.type),
+				     fail_name(ev.ni_fail_type));
+			} else if (ev.type == PTL_EVENT_PUT) {
+				int s = (int)(ev.match_bits & 0xfff);
+				char ctx[64];
+
+				snprintf(ctx, sizeof(ctx), "mproc: put from rank %d", s);
+				nput++;
+				if (s >= N) {
+					FAIL("mproc: put with match bits 0x%llx", (unsigned long long)ev.match_bits);
+					continue;
+				}
+				CHKEV(ctx, &ev, .m = TGT_M, .type = PTL_EVENT_PUT, .ini = rank_proc(s),
+				      .pt = PT_DATA, .mb = 0x1000 | s, .rlen = 3000, .mlen = 3000,
+				      .hdr = (uint64_t)s << 8 | R, .uptr = U(0x600 + s), .start = b[s]);
+				check_pat(ctx, b[s], 3000, s * 16 + R);
+			} else if (ev.type == PTL_EVENT_GET) {
+				nget++;
+			} else if (ev.type == PTL_EVENT_ATOMIC) {
+				nato++;
+			} else {
+				dump_ev("mproc: unexpected target event", &ev);
+				failed = 1;
+			}
+		}
+		if (eq_next(seq, &ev, 0) == PTL_OK) {
+			got = 1;
+			if (ev.ni_fail_type != PTL_NI_OK)
+				FAIL("mproc: initiator event %s (user_ptr %p) failed (%s)", ev_name(ev.type),
+				     ev.user_ptr, fail_name(ev.ni_fail_type));
+			if (ev.type == PTL_EVENT_SEND)
+				nsend++;
+			else if (ev.type == PTL_EVENT_ACK)
+				nack++;
+			else if (ev.type == PTL_EVENT_REPLY)
+				nreply++;
+		}
+		if (!got)
+			msleep(1);
+	}
+	if (nput != N || nget != N || nato != N || nsend != 2 * N || nack != 2 * N || nreply != N)
+		FAIL("mproc: events: %d/%d puts, %d/%d gets, %d/%d atomics in; %d/%d sends, %d/%d acks, "
+		     "%d/%d replies", nput, N, nget, N, nato, N, nsend, 2 * N, nack, 2 * N, nreply, N);
+	for (int d = 0; d < N; d++) {
+		char ctx[64];
+
+		snprintf(ctx, sizeof(ctx), "mproc: get from rank %d", d);
+		check_pat(ctx, gdst + (size_t)d * 2000, 2000, 0x77 + d);
+	}
+	barrier("mp.done");	/* every rank's atomics are in */
+	CHK_EQ(*(volatile uint64_t *)ctr, (uint64_t)N * (N + 1) / 2, "mproc: the atomics' sum");
+	barrier("mp.fin");
+}
+
+static void c_mproc(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	mp_body();
+	fini_ni();
+}
+
+/*
+ * A process of an interface that has others is SIGKILLed and comes back:
+ * every rank takes pid 100 + rank; the last rank (its address's last
+ * slot) kills itself once all are up; a new process for it (mpkill2) takes
+ * the same slot and the same pid, which the dead one held, and all of them
+ * do mproc's all-to-all.
+ */
+static void mp_pid_is(ptl_pid_t want)
+{
+	ptl_process_t id;
+
+	RC(PtlGetPhysId(ni, &id), PTL_OK);
+	CHK_EQ(id.phys.pid, want, "PtlGetPhysId pid");
+}
+
+static void c_mpkill(void)
+{
+	init_ni(PTL_NI_LOGICAL, 100 + R);
+	mp_pid_is(100 + R);
+	barrier("k.init");
+	if (R == N - 2) {
+		/* another process on the last rank's interface (no job: the
+		 * lowest free slot) asks for the last rank's pid: refused */
+		char pid[16];
+		pid_t c;
+		int st = 0;
+
+		snprintf(pid, sizeof(pid), "%d", 100 + N - 1);
+		c = fork();
+		if (c == 0) {
+			unsetenv("SPIN_HOSTFILE");
+			setenv("PTL_TEST_NPROCS", "1", 1);
+			setenv("SPIN_RANK", "0", 1);
+			setenv("PTL_TEST_PID", pid, 1);
+			execl("/proc/self/exe", "ptl_test", "pidtaken", (char *)NULL);
+			_exit(127);
+		}
+		CHK(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		    "a second process asking for a live process's pid is refused (status 0x%x)", st);
+	}
+	barrier("k.checked");
+	if (R == N - 1) {
+		LOG("rank %d: SIGKILL", R);
+		kill(getpid(), SIGKILL);
+	}
+	mp_body();
+	fini_ni();
+}
+
+static void c_pidtaken(void)
+{
+	ptl_handle_ni_t h;
+	int rc;
+
+	OK(PtlInit());
+	rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL,
+		       (ptl_pid_t)atoi(getenv("PTL_TEST_PID") ? getenv("PTL_TEST_PID") : "0"), NULL,
+		       &lim, &h);
+	CHK(rc == PTL_PID_IN_USE && strstr(PtlSpinErrmsg(), "pid"),
+	    "PtlNIInit with a live process's pid: %s -- %s", rc_name(rc), PtlSpinErrmsg());
+	if (rc == PTL_OK)
+		PtlNIFini(h);
+	PtlFini();
+}
+
+static void c_mpkill2(void)
+{
+	init_ni(PTL_NI_LOGICAL, 100 + R);
+	mp_pid_is(100 + R);
+	mp_body();
 	fini_ni();
 }
 
@@ -5691,6 +5892,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
 	{ "uhrlength", c_uhrlength },
+	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
 
 int main(int argc, char **argv)

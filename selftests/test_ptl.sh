@@ -145,6 +145,82 @@ EOW
 	report "$name" "$dir" 4 $rc
 }
 
+# Many Portals processes per interface (docs/design.md): PER ranks in each
+# of NNS namespaces of their own (4 on a bridge, veths with 4 queues: the
+# process in slot S binds queue S), all-to-all puts, gets and atomics with
+# every byte and event checked (ptl_test mproc).  The hostfile names each
+# address PER times: the k-th rank at an address is its slot k.
+MP_UP=0
+mp_topo() {
+	[ "$MP_UP" = 1 ] && return 0
+	mkdir -p "$WORK/mp"
+	ptl_topo_up "$TAG-m" 4 "$WORK/mp" 4 >"$WORK/mp/topo.log" 2>&1 || return 1
+	MP_UP=1
+}
+# mp_hosts FILE NNS PER: the hostfile
+mp_hosts() {
+	local k
+	: >"$1"
+	for k in $(seq 0 $(($2 * $3 - 1))); do echo "10.78.1.$((k / $3 + 1))" >>"$1"; done
+}
+# run_mproc NAME NNS PER [VAR=VALUE...]
+run_mproc() {
+	local name=$1 nns=$2 per=$3 dir k n pids=() rcs=(); shift 3
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	if ! mp_topo; then
+		echo "FAIL ptl/$name (topology)"; sed 's/^/    /' "$WORK/mp/topo.log"; FAIL=$((FAIL + 1))
+		return
+	fi
+	n=$((nns * per))
+	mp_hosts "$dir/hosts" "$nns" "$per"
+	for k in $(seq 0 $((n - 1))); do
+		# shellcheck disable=SC2086
+		nsx "$(ptl_ns "$TAG-m" $((k / per)))" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$dir/hosts" \
+			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$n PTL_TEST_TOP="$TOP" "$@" \
+			timeout -k 2 60 "$BIN" mproc >>"$dir/out.$k" 2>&1 &
+		pids+=($!)
+	done
+	for k in "${!pids[@]}"; do
+		wait "${pids[$k]}"; rcs+=($?)
+	done
+	report "$name" "$dir" "$n" "${rcs[@]}"
+}
+run_mproc mproc_2x2 2 2
+run_mproc mproc_2x4 2 4
+
+# the last rank of the 2 x 2 (slot 1 of its address) SIGKILLs itself once
+# all are up (pid 100 + rank each); a new process takes its slot and its
+# pid, and all four do the all-to-all (ptl_test mpkill, mpkill2)
+run_mpkill() {
+	local name=mproc_kill dir k n=4 pids=() rcs=() last
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	if ! mp_topo; then
+		echo "FAIL ptl/$name (topology)"; FAIL=$((FAIL + 1)); return
+	fi
+	mp_hosts "$dir/hosts" 2 2
+	mp_start() {	# mp_start K CASE
+		nsx "$(ptl_ns "$TAG-m" $(($1 / 2)))" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$dir/hosts" \
+			SPIN_RANK="$1" PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$n PTL_TEST_TOP="$TOP" \
+			timeout -k 2 60 "$BIN" "$2" >>"$dir/out.$1" 2>&1 &
+	}
+	for k in 0 1 2 3; do
+		mp_start "$k" mpkill; pids+=($!)
+	done
+	wait "${pids[3]}"; last=$?
+	if [ "$last" -ne 137 ]; then
+		echo "killed rank 3 exit $last (want 137, SIGKILL)" >>"$dir/rcs"
+	fi
+	mp_start 3 mpkill2; pids[3]=$!
+	for k in "${!pids[@]}"; do
+		wait "${pids[$k]}"; rcs+=($?)
+	done
+	[ "$last" -eq 137 ] || rcs[3]=1
+	report "$name" "$dir" "$n" "${rcs[@]}"
+}
+run_mpkill
+
 run_case put put 2 2
 # shipped handlers (docs/shipping.md): rank 0 ships to ranks 0..3; rank 1
 # to rank 2, which removes it when rank 1's NI ends
@@ -326,6 +402,41 @@ run_case phys phys 4 4
 run_case launcher_ompi ring 2 2 ompi
 run_case launcher_pmi ring 3 3 pmi
 run_mpirun
+
+# Open MPI's mpirun starts 16 ranks, 4 in each of 4 namespaces (the
+# wrapper enters the namespace of OMPI_COMM_WORLD_RANK / 4), found through
+# the shared directory; all-to-all puts, gets and atomics (ptl_test mproc)
+run_mpirun_mproc() {
+	local name=mpirun_mproc dir rc k
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	if ! command -v mpirun >/dev/null; then
+		echo "mpirun not found (openmpi-bin: ./run deps installs it)" >"$dir/rcs"
+		report "$name" "$dir" 0 1
+		return
+	fi
+	if ! mp_topo; then
+		echo "FAIL ptl/$name (topology)"; FAIL=$((FAIL + 1)); return
+	fi
+	mkdir "$dir/rv"
+	cat >"$dir/wrap" <<EOW
+#!/bin/sh
+exec nsenter --net=/var/run/netns/$TAG-m-r\$((OMPI_COMM_WORLD_RANK / 4)) -- "\$@"
+EOW
+	chmod +x "$dir/wrap"
+	timeout -k 2 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 16 \
+		--output-filename "$dir/mpi" \
+		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
+		-x PTL_TEST_NPROCS=16 -x PTL_TEST_TOP="$TOP" \
+		"$dir/wrap" "$BIN" mproc >"$dir/out.0" 2>&1
+	rc=$?
+	for k in $(seq 0 15); do
+		cat "$dir"/mpi/1/rank.$k/std* >>"$dir/out.$k" 2>/dev/null
+	done
+	[ "$(ls "$dir/rv" | wc -l)" -eq 16 ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
+	report "$name" "$dir" 16 $rc
+}
+run_mpirun_mproc
 run_case spin_pingpong spin_pingpong 2 2
 run_case spin_hpu spin_hpu 2 2
 # a handler's device put answering a message to self (through the runtime twice)

@@ -265,9 +265,9 @@ t_bad_ranges() {
 	bad 2 "key: .* $R \(1\.\.4294967295\)" attach veth2 key 0
 	bad 2 "key: .* $R" attach veth2 key 0x100000000
 	bad 2 "timeout-ms: .* $R" attach veth2 timeout-ms 2147483648
-	bad 2 "INDEX: .* $R \(0\.\.63\)" pt alloc veth0 64
+	bad 2 "INDEX: .* $R \(0\.\.2047\)" pt alloc veth0 2048
 	bad 2 "INDEX: .* $R" pt alloc veth0 4294967296
-	bad 2 "pt: .* $R" me append veth0 pt 64
+	bad 2 "pt: .* $R" me append veth0 pt 2048
 	bad 2 "len: .* $R" me append veth0 pt 0 len 0xffffffffffffffff
 	bad 2 "len: .* $R" me append veth0 pt 0 len 18446744073709551615
 	bad 2 "len: .* $R" me append veth0 pt 0 len 0xfffffffffffff001

@@ -712,15 +712,19 @@ static __always_inline int __spin_default_completion(int d, bool f, void *s) { r
 static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spin_hdr *sh,
 					       const struct spin_cfg *cfg)
 {
+	/* the process the message is for (docs/design.md, "Many Portals
+	 * processes per interface"), and its own portal index */
+	__u32 slot = SPIN_PT_SLOT(bpf_ntohs(sh->pt_index)) & (SPIN_MAX_PROCS - 1);
+
 	h->type = sh->op;
 	h->length = bpf_ntohl(sh->msg_len);
-	h->target_id.rank = cfg ? cfg->my_rank : 0;
+	h->target_id.rank = !cfg ? 0 : slot ? cfg->proc_rank[slot] : cfg->my_rank;
 	h->source_id.rank = bpf_ntohl(sh->src_rank);
 	h->source_pid = bpf_ntohl(sh->src_pid);
 	h->match_bits = bpf_be64_to_cpu(sh->match_bits);
 	h->offset = bpf_be64_to_cpu(sh->remote_off);
 	h->hdr_data = bpf_be64_to_cpu(sh->hdr_data);
-	h->pt_index = bpf_ntohs(sh->pt_index);
+	h->pt_index = (bpf_ntohs(sh->pt_index) & 0xff);
 	h->msg_id = bpf_ntohl(sh->msg_id);
 	h->user_hdr.arg[0] = bpf_be64_to_cpu(sh->user_hdr[0]);
 	h->user_hdr.arg[1] = bpf_be64_to_cpu(sh->user_hdr[1]);

@@ -204,10 +204,44 @@ static __always_inline __u32 spin_src_quota(void)
 }
 
 /* SPIN_EVENTS_SIZE, SPIN_EVENTS_RESERVE, SPIN_SRC_EV_QUOTA: wire.h */
-struct {
+struct spin_ring_def {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, SPIN_EVENTS_SIZE);
-} spin_events SEC(".maps");
+};
+struct spin_ring_def spin_events SEC(".maps");
+
+/* Each Portals process's ring, by slot (docs/design.md, "Many Portals
+ * processes per interface"): its events, and the frames for its AF_XDP
+ * path that came in on another queue than its socket's.  Slot 0's is
+ * spin_events; a process puts its own in when it takes its slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SPIN_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct spin_ring_def);
+} spin_rings SEC(".maps") = {
+	.values = { [0] = &spin_events },
+};
+
+/* The Portals processes on this interface, by slot (wire.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SPIN_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct spin_proc);
+} spin_procs SEC(".maps");
+
+/* Keys of spin_rings in read-only memory: a lookup with one of them takes
+ * no stack, which the answering paths do not have to spare. */
+static const volatile __u32 spin_slot_keys[SPIN_MAX_PROCS] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+_Static_assert(SPIN_MAX_PROCS == 8, "spin_slot_keys lists every slot");
+
+/* The ring of the process that owns runtime portal pt, or NULL. */
+static __always_inline void *spin_ring_of(__u32 pt)
+{
+	return bpf_map_lookup_elem(&spin_rings,
+				   (const void *)&spin_slot_keys[SPIN_PT_SLOT(pt) & (SPIN_MAX_PROCS - 1)]);
+}
 
 /* AF_XDP sockets of processes, by receive queue (SPIN_ME_XSK entries). */
 struct {
@@ -540,6 +574,12 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 	struct spin_waker *w;
 	struct spin_src *src;
 
+	/* another process's ring than slot 0's (spin_events): the deferred
+	 * wake-ups and the sources' shares are spin_events' only */
+	if (SPIN_PT_SLOT(((struct spin_event *)e)->pt_index)) {
+		bpf_ringbuf_submit(e, flags == BPF_RB_NO_WAKEUP ? BPF_RB_NO_WAKEUP : 0);
+		return;
+	}
 	/* the event counts towards its source's share (spin_src_ev_over) */
 	src = bpf_map_lookup_elem(&spin_src, &rank);
 	if (src)
@@ -560,9 +600,11 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 }
 
 /* The event ring is nearly full: its reader fell behind (admission). */
-static __always_inline bool spin_events_full(void)
+static __always_inline bool spin_events_full(__u32 pt)
 {
-	return bpf_ringbuf_query(&spin_events, BPF_RB_AVAIL_DATA) >
+	void *rb = spin_ring_of(pt);
+
+	return !rb || bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >
 	       SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE;
 }
 

@@ -217,8 +217,15 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	const struct spin_hdr *sh = data + SPIN_HDR_OFF;
 	struct spin_event *e;
+	void *rb;
 
-	e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	/* slot 0's ring directly; another process's through spin_rings */
+	if (SPIN_PT_SLOT(c->pt)) {
+		rb = spin_ring_of(c->pt);
+		e = rb ? bpf_ringbuf_reserve(rb, sizeof(*e), 0) : NULL;
+	} else {
+		e = bpf_ringbuf_reserve(&spin_events, sizeof(*e), 0);
+	}
 	if (!e) {
 		spin_drop_count(st, SPIN_DROP_EV_LOST);
 		return;
@@ -278,6 +285,14 @@ static __always_inline int spin_frame_fit(struct xdp_md *xdp, struct spin_ctx *c
 }
 
 #ifdef SPIN_RT_PROG
+/* a + b in one's complement (the end-around carry) */
+static __always_inline __u32 spin_csum_add(__u32 a, __u32 b)
+{
+	__u32 t = a + b;
+
+	return t + (t < b);
+}
+
 /*
  * The one's-complement sum (16 bits, folded) of the frame's UDP datagram and
  * its pseudo-header: 0xffff when its checksum field is right (or, with the
@@ -290,9 +305,11 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
 	struct iphdr *ip = data + sizeof(struct ethhdr);
 	struct udphdr *udp = (void *)(ip + 1);
-	struct spin_ctx *c = spin_ctx_get();
-	__u32 ulen, padded;
-	__u64 sum;
+	/* the key in read-only memory and the running sum in the context,
+	 * not on the stack: this frame ends the deepest call chain
+	 * (spin_rx, spin_default, spin_sack) */
+	struct spin_ctx *c = bpf_map_lookup_elem(&spin_ctx, (const void *)&spin_slot_keys[0]);
+	__u32 ulen, padded, sum;
 	__s64 s;
 
 	if (!c || (void *)(udp + 1) > end)
@@ -303,7 +320,8 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 	ulen &= 2047;	/* (the verifier keeps this bound) */
 	if (ulen < sizeof(*udp))
 		return 0;
-	sum = (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + udp->len;
+	c->csum = spin_csum_add(spin_csum_add(ip->saddr, ip->daddr),
+				(__u32)bpf_htons(IPPROTO_UDP) + udp->len);
 	if (bpf_xdp_load_bytes(xdp, SPIN_HDR_OFF - sizeof(*udp), c->bounce, ulen))
 		return 0;
 	/* an odd tail is summed zero-padded */
@@ -324,13 +342,12 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 		s = bpf_csum_diff(NULL, 0, (__be32 *)(c->bounce + off), n, 0);
 		if (s < 0)
 			return 0;
-		sum += (__u32)s;
+		c->csum = spin_csum_add(c->csum, (__u32)s);
 	}
-	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = c->csum;
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u32)sum;
+	return sum;
 }
 #endif
 
@@ -449,8 +466,6 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	}
 	sh->version = SPIN_VERSION;
 	sh->seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
-	sh->src_rank = bpf_htonl(cfg->my_rank);
-	sh->src_pid = bpf_htonl(cfg->my_pid);
 	sh->job_key = bpf_htonl(cfg->job_key);
 	sh->msg_id = bpf_htonl(id);
 	sh->match_bits = bpf_cpu_to_be64(r->match_bits);
@@ -469,6 +484,14 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	}
 	/* an ACK's range ack (wire.h) rides in user_ptr */
 	sh->user_hdr[3] = r->kind == SPIN_PUT_ACK ? bpf_cpu_to_be64(r->user_ptr) : 0;
+	/* from the process of the portal the frame names (pt_index's high
+	 * byte: wire.h), to the target's process (spin_peer.slot); each
+	 * statement reads what it needs again: the callers of this have no
+	 * registers or stack to spare for it (docs/design.md, "Many Portals
+	 * processes per interface") */
+	sh->src_rank = bpf_htonl(cfg->proc_rank[*(__u8 *)&sh->pt_index & (SPIN_MAX_PROCS - 1)]);
+	sh->src_pid = bpf_htonl(cfg->proc_pid[*(__u8 *)&sh->pt_index & (SPIN_MAX_PROCS - 1)]);
+	*(__u8 *)&sh->pt_index = (__u8)peer->slot;
 	/* the job's tag over all of the above (wire.h, "Authenticator") */
 	sh->auth_tag = spin_auth_frame_tag(sh);
 	/* answers carry a checksum (the receiving runtime checks it); a

@@ -207,6 +207,8 @@ struct spin_peer_spec {
 	uint16_t port;		/* 0: same as ours */
 	const char *ifname;	/* NULL: the runtime's interface */
 	uint32_t pid;
+	uint16_t slot;		/* its Portals process's slot at its address
+				 * (docs/design.md, "Many Portals processes") */
 };
 int spin_peer_add(struct spin_rt *rt, const struct spin_peer_spec *p);
 /* A MAC address: six groups of one or two hex digits separated by ':'

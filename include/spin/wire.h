@@ -263,7 +263,18 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 
 /* ------------------------------------------------------------ limits -- */
 
-#define SPIN_MAX_PT		64	/* portal table entries */
+/* Portal table entries: 64 per Portals process on the interface (its
+ * slot, 0..SPIN_MAX_PROCS-1), the runtime's index slot << 8 | portal (the
+ * indexes 64..255 of a slot are never allocated).  The wire's pt_index
+ * carries the runtime's index, so the destination process rides in the
+ * authenticated header, in its own byte, which the runtime rewrites with
+ * one store (docs/design.md, "Many Portals processes per interface"). */
+#define SPIN_MAX_PROCS		8	/* Portals processes per interface */
+#define SPIN_PT_PER_PROC	64	/* portals of one process */
+#define SPIN_PT_SLOT_SHIFT	8
+#define SPIN_MAX_PT		(SPIN_MAX_PROCS << SPIN_PT_SLOT_SHIFT)
+#define SPIN_PT_SLOT(pt)	((pt) >> SPIN_PT_SLOT_SHIFT)
+#define SPIN_PT_OF(slot, p)	((slot) << SPIN_PT_SLOT_SHIFT | (p))
 /* Match entries of an interface, on any portal and list (no per-portal
  * cap): spin_me slots, matched through spin_mx and the portals' wildcard
  * lists (docs/design.md, "Matching").  Slots below SPIN_MAX_HPU have
@@ -486,6 +497,14 @@ struct spin_cfg {
 				 * (host, under its lock): append order within
 				 * a list, and an entry's incarnation (spin_msg
 				 * .me_seq: a reused slot never repeats it) */
+	/* The rank and pid of the Portals process in each slot (slot 0's
+	 * are my_rank/my_pid again), written by the process when it
+	 * takes the slot (spin_procs has who holds it): what the runtime
+	 * sends for that process's entries carries them.  Here, not in
+	 * spin_procs, because the paths that answer have no stack left
+	 * for a map key. */
+	__u32	proc_rank[SPIN_MAX_PROCS];
+	__u32	proc_pid[SPIN_MAX_PROCS];
 };
 
 /* The job's auth key (spin_auth, one element; not mmap-able, not in
@@ -637,7 +656,22 @@ struct spin_peer {
 	__u32	pid;
 	__u32	src_ip;		/* our address on the egress interface */
 	__u8	src_mac[6];	/* ... and our MAC there */
-	__u16	pad;
+	__u16	slot;		/* its Portals process's slot at its address:
+				 * the high bits of pt_index sent to it */
+};
+
+/* A Portals process on this interface (spin_procs, by slot): who the
+ * runtime speaks for when it answers or puts for that process's entries.
+ * Slot 0's rank and pid are also spin_cfg.my_rank/my_pid. */
+struct spin_proc {
+	__u32	active;		/* 1 while a process holds the slot */
+	__u32	rank;
+	__u32	pid;		/* Portals pid */
+	__u32	queue;		/* the receive queue its AF_XDP socket is bound to */
+	__u32	owner_pid;	/* OS pid and start time (spin_owner_alive) */
+	__u32	owner_start;
+	__u64	win_hi;		/* end of the host window it allocated from
+				 * (slot 0, which allocates from the bottom) */
 };
 
 /* Per-message state of multi-packet messages (spin_msgs, hash). */
@@ -817,7 +851,7 @@ struct spin_ctx {
 	__u32	drop_reason;	/* 1 + enum spin_drop, or 0 */
 	__u32	msg_dropped;	/* header handler dropped the message */
 	__u32	seq;		/* per-CPU sequence of device message ids */
-	__u32	pad2;
+	__u32	csum;		/* spin_udp_sum's running sum (one's complement) */
 	__u64	put_addr;	/* address of the first device put's bytes
 				 * (later puts must send the same bytes) */
 	__u64	data_addr;	/* address of the frame (for put from device) */
@@ -872,6 +906,9 @@ enum spin_event_kind {
 	SPIN_EV_GET_FROM_HOST,	/* a reply longer than one packet: the owning
 				 * process sends it (put.kind SPIN_PUT_REPLY) */
 	SPIN_EV_PT_DISABLED,	/* flow control disabled a portal table entry */
+	SPIN_EV_FRAME,		/* a frame for the process's AF_XDP path that
+				 * arrived on another queue than its socket's
+				 * (struct spin_frame_rec) */
 };
 enum spin_fail {
 	SPIN_FAIL_OK = 0,
@@ -1001,6 +1038,16 @@ struct spin_ship_reply {
 	char	reason[SPIN_SHIP_REASON];	/* NUL-terminated */
 };
 _Static_assert(sizeof(struct spin_ship_reply) <= SPIN_MAX_SEG, "a ship reply is one packet");
+
+/* A frame handed to a process through its ring (SPIN_EV_FRAME): what its
+ * AF_XDP socket would have received.  Answers may be 192 bytes longer
+ * than a full packet (SACKs), hence the room. */
+#define SPIN_FRAME_REC_MAX	2040
+struct spin_frame_rec {
+	__u32	kind;		/* SPIN_EV_FRAME */
+	__u32	len;		/* bytes of frame[] used */
+	__u8	frame[SPIN_FRAME_REC_MAX];
+};
 
 /* Names of pinned objects below the interface's bpffs directory. */
 #define SPIN_PIN_ROOT		"/sys/fs/bpf/spin"

@@ -4,18 +4,21 @@
 # <tag>-br.  Source after selftests/lib/netns.sh; everything made here is
 # registered with spin_ns_add, so spin_ns_cleanup removes it.
 #
-#   ptl_topo_up TAG N DIR   build it; writes DIR/hosts2 .. DIR/hostsN
+#   ptl_topo_up TAG N DIR [Q]  build it; writes DIR/hosts2 .. DIR/hostsN;
+#                           Q: queues of each veth (default 1; a Portals
+#                           process in slot S needs queue S)
 #   ptl_ns TAG K            the namespace of rank K
 
 ptl_ns() { echo "$1-r$2"; }
 
 ptl_topo_up() {
-	local tag=$1 n=$2 dir=$3 k ns br=$1-br
+	local tag=$1 n=$2 dir=$3 q=${4:-1} k ns br=$1-br
 	spin_ns_bridge "$br" || return 1
 	for k in $(seq 0 $((n - 1))); do
 		ns=$(ptl_ns "$tag" "$k")
 		spin_ns_add "$ns" || return 1
-		ip link add veth0 netns "$ns" type veth peer name "p$k" netns "$br" || return 1
+		ip link add veth0 netns "$ns" numtxqueues "$q" numrxqueues "$q" type veth \
+			peer name "p$k" netns "$br" numtxqueues "$q" numrxqueues "$q" || return 1
 		ip -n "$ns" addr add "10.78.1.$((k + 1))/24" dev veth0
 		ip -n "$ns" link set veth0 up
 		ip -n "$br" link set "p$k" master br0
