@@ -44,6 +44,7 @@ enum spin_map_id {
 	SPIN_M_WAKER,
 	SPIN_M_AUTH,
 	SPIN_M_MX,
+	SPIN_M_PUTQ,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];

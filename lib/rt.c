@@ -61,6 +61,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_WAKER]		= "spin_waker",
 	[SPIN_M_AUTH]		= "spin_auth",
 	[SPIN_M_MX]		= "spin_mx",
+	[SPIN_M_PUTQ]		= "spin_putq",
 };
 
 /* ------------------------------------------------------------ checks -- */

@@ -970,6 +970,7 @@ static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
 	ju64("success", m->ct_success);
 	ju64("failure", m->ct_failure);
 	ju64("bytes", m->bytes);
+	ju64("handler_puts", m->ct_puts);
 }
 
 static int me_append(int argc, char **argv)
@@ -1271,8 +1272,9 @@ static int me_show(int argc, char **argv)
 	printf("\twindow %llu+%llu  handler host memory %llu+%llu\n",
 	       (unsigned long long)m.host_off, (unsigned long long)m.host_len,
 	       (unsigned long long)m.hhost_off, (unsigned long long)m.hhost_len);
-	printf("\tsuccess %llu  failure %llu  bytes %llu\n", (unsigned long long)m.ct_success,
-	       (unsigned long long)m.ct_failure, (unsigned long long)m.bytes);
+	printf("\tsuccess %llu  failure %llu  bytes %llu  handler puts %llu\n",
+	       (unsigned long long)m.ct_success, (unsigned long long)m.ct_failure,
+	       (unsigned long long)m.bytes, (unsigned long long)m.ct_puts);
 	printf("\thandler memory (%u bytes in use, showing %zu):\n", m.hpu_len, n);
 	hexdump(hpu, n, "\t");
 	return 0;

@@ -55,13 +55,13 @@ typedef enum {
 
 /*
  * The `ct` argument of the put calls: a counting event to count the put's
- * completion on.  PTL_LOCAL_ME_CT names the counting event of the match
- * entry whose handler makes the put (the paper's handlers pass it).  spin
- * records the value in the put request; handler puts do not count on any
- * counter yet (see "Puts" in docs/design.md).
+ * completion on.  PTL_LOCAL_ME_CT names the match entry whose handler
+ * makes the put (the paper's handlers pass it): spin counts the put on the
+ * entry's ct_puts when it is sent (docs/handlers.md, "Messages from
+ * handlers"); other values count nothing.
  */
 typedef unsigned int ptl_req_ct_t;
-#define PTL_LOCAL_ME_CT		((ptl_req_ct_t)0xffffffff)
+#define PTL_LOCAL_ME_CT		((ptl_req_ct_t)SPIN_CT_LOCAL_ME)
 
 /* Datatype of PtlHandlerDMAFetchAdd* (the Portals atomic datatypes,
  * PTL_INT8_T ... PTL_DOUBLE, spin/ptl_types.h); PTL_INT is C's int, as
@@ -294,23 +294,79 @@ static __always_inline ptl_process_t __spin_proc_rank(__u64 r)
 #define __spin_proc(t) _Generic((t), ptl_process_t: __spin_proc_id, default: __spin_proc_rank)(t)
 
 /*
- * The next put slot.  One put of any kind per invocation; further puts
- * (fan-out, up to SPIN_MAX_PUTS) only from the device and only after a put
- * from the device: they send the same bytes to other targets.
+ * spin extension: the user header words (ptl_header_t.user_hdr at the
+ * target) of the next put this invocation makes; a put without it sends
+ * zeros.
  */
-static __always_inline struct spin_put_req *__spin_put_slot(struct spin_ctx *c, __u32 kind)
+static __always_inline void spin_put_user_hdr(const ptl_user_header_t *uh)
 {
-	struct spin_stats *st;
-	__u32 n = c->n_puts;
+	struct spin_ctx *c = spin_ctx_get();
 
-	if (n == 0 || (n < SPIN_MAX_PUTS && kind == SPIN_PUT_DEVICE &&
-		       c->put[0].kind == SPIN_PUT_DEVICE)) {
-		c->n_puts = n + 1;
-		return &c->put[n & (SPIN_MAX_PUTS - 1)];
+	if (!c || !uh)
+		return;
+	c->uh_next[0] = uh->arg[0];
+	c->uh_next[1] = uh->arg[1];
+	c->uh_next[2] = uh->arg[2];
+	c->uh_next[3] = uh->arg[3];
+	c->uh_set = 1;
+}
+
+/* The user header words of this put: the ones spin_put_user_hdr() set, or 0. */
+static __always_inline void __spin_put_uh(struct spin_ctx *c, __u64 *uh)
+{
+	if (c->uh_set) {
+		uh[0] = c->uh_next[0];
+		uh[1] = c->uh_next[1];
+		uh[2] = c->uh_next[2];
+		uh[3] = c->uh_next[3];
+		c->uh_set = 0;
+	} else {
+		uh[0] = uh[1] = uh[2] = uh[3] = 0;
 	}
-	st = spin_stats_get();
-	spin_drop_count(st, SPIN_DROP_PUT_OVERFLOW);
-	return NULL;
+}
+
+static __always_inline int __spin_put_fail(struct spin_ctx *c, __u32 why)
+{
+	spin_drop_count(spin_stats_get(), why);
+	c->uh_set = 0;
+	return -1;
+}
+
+/*
+ * The queue entry of put n (1 .. SPIN_MAX_PUTS - 1) of this invocation, at
+ * ticket putq_t0 + n - 1 of the CPU's ring (wire.h, struct spin_putq_ent);
+ * its ticket is cleared until __spin_putq_commit.  NULL: put_overflow.
+ */
+static __always_inline struct spin_putq_ent *__spin_putq_slot(struct spin_ctx *c)
+{
+	struct spin_putq_ent *e;
+	__u32 n = c->n_puts, k;
+
+	if (n >= SPIN_MAX_PUTS)
+		return NULL;
+	if (n == 1)
+		c->putq_t0 = c->putq_head;
+	k = (__u32)(c->putq_t0 + n - 1) & (SPIN_PUTQ_SIZE - 1);
+	e = bpf_map_lookup_elem(&spin_putq, &k);
+	if (e)
+		e->ticket = 0;
+	return e;
+}
+
+static __always_inline int __spin_putq_commit(struct spin_ctx *c, struct spin_putq_ent *e)
+{
+	__u64 t = c->putq_t0 + c->n_puts - 1;
+
+	e->me = c->me;
+	e->pad = 0;
+	__spin_put_uh(c, e->user_hdr);
+	/* the entry before its ticket (a compiler barrier: x86-64 keeps
+	 * stores in order; BPF has no fence) */
+	asm volatile("" ::: "memory");
+	e->ticket = SPIN_PUTQ_TICKET(bpf_get_smp_processor_id(), t);
+	c->putq_head = t + 1;
+	c->n_puts++;
+	return 0;
 }
 
 static __always_inline void __spin_put_tail(struct spin_put_req *r, ptl_size_t len,
@@ -327,8 +383,20 @@ static __always_inline void __spin_put_tail(struct spin_put_req *r, ptl_size_t l
 	r->remote_off = roff;
 	r->user_ptr = (__u64)(unsigned long)user_ptr;
 	r->hdr_data = hdr_data;
+	r->ack_msg_id = 0;
+	r->ack_fail = 0;
+	r->ack_mlength = 0;
+	r->ack_list = 0;
+	r->pad = 0;
 }
 
+/*
+ * A put of len bytes at `local` (packet, handler memory, stack).  Put 0
+ * becomes the frame (from the packet in place when it is the packet's own
+ * payload); a later put of the same bytes as put 0 from the packet is sent
+ * from the frame as well (a fan-out, no copy); any other one is copied now
+ * into its queue entry.
+ */
 static __always_inline int __spin_put_device(const void *local, ptl_size_t len, ptl_req_ct_t ct,
 					     ptl_ack_req_t ack, ptl_process_t target,
 					     ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
@@ -340,31 +408,30 @@ static __always_inline int __spin_put_device(const void *local, ptl_size_t len, 
 
 	if (!c)
 		return -1;
-	if (len > SPIN_MAX_SEG) {
-		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
-		return -1;
-	}
+	if (!local || len > SPIN_MAX_SEG)
+		return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
 	a = __spin_addr(c, local);
 	if (c->n_puts) {
-		/* fan-out: the same bytes again, to another target */
+		struct spin_putq_ent *e = __spin_putq_slot(c);
 		struct spin_put_req *r0 = &c->put[0];
 
-		if (a != c->put_addr || len != r0->len) {
-			spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
-			return -1;
+		if (!e)
+			return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
+		__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+		e->r.kind = SPIN_PUT_DEVICE;
+		e->r.src_off = 0;
+		if (r0->kind == SPIN_PUT_DEVICE && r0->src == SPIN_SRC_PACKET &&
+		    a == c->put_addr && len == r0->len) {
+			/* the bytes put 0 sends from the frame */
+			e->r.src = SPIN_SRC_PACKET;
+		} else {
+			e->r.src = SPIN_SRC_SCRATCH;
+			if (len && bpf_probe_read_kernel(e->data, len, local))
+				return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
 		}
-		r = __spin_put_slot(c, SPIN_PUT_DEVICE);
-		if (!r)
-			return -1;
-		__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-		r->kind = SPIN_PUT_DEVICE;
-		r->src = r0->src;
-		r->src_off = r0->src_off;
-		return 0;
+		return __spin_putq_commit(c, e);
 	}
-	r = __spin_put_slot(c, SPIN_PUT_DEVICE);
-	if (!r)
-		return -1;
+	r = &c->put[0];
 	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
 	r->kind = SPIN_PUT_DEVICE;
 	c->put_addr = a;
@@ -372,18 +439,25 @@ static __always_inline int __spin_put_device(const void *local, ptl_size_t len, 
 		/* from the packet itself: no copy, the runtime sends in place */
 		r->src = SPIN_SRC_PACKET;
 		r->src_off = a - c->data_addr;
-		return 0;
+	} else {
+		r->src = SPIN_SRC_SCRATCH;
+		r->src_off = 0;
+		if (len && bpf_probe_read_kernel(c->scratch, len, local)) {
+			r->kind = 0;
+			return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+		}
 	}
-	r->src = SPIN_SRC_SCRATCH;
-	r->src_off = 0;
-	if (len && bpf_probe_read_kernel(c->scratch, len, local)) {
-		r->kind = 0;
-		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
-		return -1;
-	}
+	__spin_put_uh(c, c->put0_uh);
+	c->n_puts = 1;
 	return 0;
 }
 
+/*
+ * A put of len bytes of the entry's host memory at `offset`.  Put 0 is
+ * built by the runtime from the host window; a later one up to a packet
+ * long is copied into its queue entry now; a longer one goes to the owning
+ * process (SPIN_EV_PUT_FROM_HOST), as a long put 0 does.
+ */
 static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
 					   ptl_ack_req_t ack, ptl_process_t target,
 					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
@@ -397,17 +471,34 @@ static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, pt
 		return -1;
 	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
 	if (off < 0) {
-		spin_drop_count(spin_stats_get(), SPIN_DROP_HOST_OOB);
 		c->fail = 1;
-		return -1;
+		return __spin_put_fail(c, SPIN_DROP_HOST_OOB);
 	}
-	r = __spin_put_slot(c, SPIN_PUT_HOST);
-	if (!r)
-		return -1;
+	if (c->n_puts) {
+		struct spin_putq_ent *e = __spin_putq_slot(c);
+
+		if (!e)
+			return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
+		__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+		e->r.kind = SPIN_PUT_HOST;
+		if (len > SPIN_MAX_SEG) {
+			e->r.src = SPIN_SRC_HOST;
+			e->r.src_off = off;
+		} else {
+			e->r.src = SPIN_SRC_SCRATCH;
+			e->r.src_off = 0;
+			if (spin_host_to_ptr(e->data, off, len, c->bounce))
+				return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+		}
+		return __spin_putq_commit(c, e);
+	}
+	r = &c->put[0];
 	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
 	r->kind = SPIN_PUT_HOST;
 	r->src = SPIN_SRC_HOST;
 	r->src_off = off;
+	__spin_put_uh(c, c->put0_uh);
+	c->n_puts = 1;
 	return 0;
 }
 

@@ -56,6 +56,16 @@ struct {
 	__type(value, struct spin_me_ct);
 } spin_me_ct SEC(".maps");
 
+/* Queued puts 1.. of handler invocations (wire.h, struct spin_putq_ent):
+ * a ring per CPU, indexed by ticket % SPIN_PUTQ_SIZE; spin_tc reads the
+ * sending CPU's element. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SPIN_PUTQ_SIZE);
+	__type(key, __u32);
+	__type(value, struct spin_putq_ent);
+} spin_putq SEC(".maps");
+
 /* Exact match entries by (portal, list, match bits, source): the FIFO of
  * entries with that key (wire.h, struct spin_mx).  Elements are allocated
  * as keys appear (no preallocation): memory follows the distinct keys in

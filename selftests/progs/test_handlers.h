@@ -20,6 +20,8 @@
 #define T_PUT_FAN	0x4000	/* fan_n device puts of the packet to fan_rank[] */
 #define T_PUT_FAN_OTHER	0x8000	/* ... then one of other bytes (refused) */
 
+#define TEST_FAN_MAX	66	/* SPIN_MAX_PUTS + 1 puts, and one of other bytes */
+
 struct test_state {
 	__u64 mode;
 	__u64 hdr_calls;
@@ -43,8 +45,8 @@ struct test_state {
 	__u32 pay_count[256];
 	/* T_PUT_FAN */
 	__u32 fan_n;
-	__u32 fan_rank[10];
-	__s32 fan_rc[10];
+	__u32 fan_rank[TEST_FAN_MAX];
+	__s32 fan_rc[TEST_FAN_MAX];
 };
 
 /* dma_handler.bpf.c: reads from the entry's host memory at off[0..2] into
@@ -89,6 +91,35 @@ struct hapi_state {
 	__u32 n;
 	__u32 pad;
 	struct hapi_op ops[HAPI_MAX_OPS];
+};
+
+/* puts_handler.bpf.c: the header handler makes puts op[0..n) in order
+ * and records each call's return value in rc[].  Put i has match bits
+ * PUTS_MB + i, remote offset 16 * i, header data PUTS_HDR + i and user
+ * header words (i, 0x1111 * i, ~i, the message id). */
+#define PUTS_MAX	66
+#define PUTS_DEV	1	/* PtlHandlerPutFromDevice(&buf[off], len, ...) */
+#define PUTS_HOST	2	/* PtlHandlerPutFromHost(off, len, ...) */
+#define PUTS_NULL	3	/* PtlHandlerPutFromDevice(NULL, len, ...) */
+#define PUTS_PKT	4	/* PtlHandlerPutFromDevice(packet payload, its length, ...) */
+#define PUTS_MB		0x2000
+#define PUTS_HDR	3000
+#define PUTS_BUF	1024
+
+struct puts_op {
+	__u16 kind;
+	__u16 len;
+	__u16 off;
+	__u16 ct;		/* 1: PTL_LOCAL_ME_CT, 0: 0 */
+	__u32 rank;
+};
+
+struct puts_state {
+	__u32 n;
+	__u32 calls;
+	__s32 rc[PUTS_MAX];
+	struct puts_op op[PUTS_MAX];
+	__u8 buf[PUTS_BUF];
 };
 
 /* loop_words.bpf.c: sums of the payload's 8-byte words */
