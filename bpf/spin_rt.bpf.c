@@ -799,6 +799,7 @@ static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *
 	c->dropped = 0;
 	c->n_puts = 0;
 	c->uh_set = 0;
+	c->ms_ready = 0;
 	c->fail = 0;
 	c->drop_reason = 0;
 	c->msg_dropped = 0;

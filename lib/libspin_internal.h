@@ -45,6 +45,9 @@ enum spin_map_id {
 	SPIN_M_AUTH,
 	SPIN_M_MX,
 	SPIN_M_PUTQ,
+	SPIN_M_SCRATCH,
+	SPIN_M_MSTATE,
+	SPIN_M_MSTATE_PC,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];

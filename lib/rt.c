@@ -62,6 +62,9 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_AUTH]		= "spin_auth",
 	[SPIN_M_MX]		= "spin_mx",
 	[SPIN_M_PUTQ]		= "spin_putq",
+	[SPIN_M_SCRATCH]	= "spin_hscratch",
+	[SPIN_M_MSTATE]		= "spin_mstate",
+	[SPIN_M_MSTATE_PC]	= "spin_mstate_pc",
 };
 
 /* ------------------------------------------------------------ checks -- */

@@ -2372,6 +2372,127 @@ static void many_puts(void)
 	base_peers(2, 4);
 }
 
+/*
+ * Room to compute (issue 16): spin_scratch() gives a handler 16 KiB it
+ * fills and copies to host memory; spin_msg_state() keeps the fields of
+ * two messages whose packets interleave apart, where the same fields in
+ * handler memory (the control) are overwritten by the other message.
+ */
+static int room_setup(struct spin_me *me, uint64_t bits, const struct room_state *init)
+{
+	struct spin_me_spec s = spec(0, bits, 32768);
+	char path[1024];
+	int idx;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/room_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "room"), "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return -1;
+	}
+	s.handler = "room";
+	s.hpu_init = init;
+	s.hpu_init_len = sizeof(*init);
+	idx = me_add(&s);
+	if (idx >= 0)
+		spin_me_get(rt, idx, me);
+	return idx;
+}
+
+static void room_scratch(void)
+{
+	struct room_state init = { .mode = ROOM_SCRATCH, .seed = 0x5eed1234abcdull }, t;
+	struct spin_msg_args a = margs(0, 0, 0x49);
+	uint8_t msg[64];
+	struct spin_me me;
+	int idx, rc, bad = 0;
+
+	reset();
+	idx = room_setup(&me, 0x49, &init);
+	if (idx < 0)
+		return;
+	fill(msg, sizeof(msg), 5);
+	memset(host + me.host_off, 0, SPIN_SCRATCH_SIZE);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.errors, 0, "no DMA failed");
+	for (int i = 0; i < SPIN_SCRATCH_SIZE / 8; i++) {
+		uint64_t w;
+
+		memcpy(&w, host + me.host_off + i * 8, 8);
+		bad += w != room_word(i, init.seed);
+	}
+	ASSERT_EQ(bad, 0, "16 KiB of scratch written and copied to host memory");
+}
+
+static void room_msg_state(void)
+{
+	struct room_state init = { .mode = ROOM_MSG }, t;
+	struct spin_msg_args a = margs(0, 0, 0x4a), b = a;
+	static uint8_t ma[4 * SPIN_MAX_SEG], mb[3 * SPIN_MAX_SEG - 100];
+	struct room_rec ra, rb, ca, cb;
+	struct spin_me me;
+	struct fr f;
+	int idx;
+
+	reset();
+	idx = room_setup(&me, 0x4a, &init);
+	if (idx < 0)
+		return;
+	fill(ma, sizeof(ma), 6);
+	fill(mb, sizeof(mb), 7);
+	memset(host + me.host_off, 0, 32768);
+	a.msg_id = next_id++;
+	a.user_hdr[0] = 1;
+	a.seg_size = SPIN_MAX_SEG;
+	b.msg_id = next_id++;
+	b.user_hdr[0] = 2;
+	b.seg_size = SPIN_MAX_SEG;
+	/* A's header, B's header, then the rest alternating: both messages
+	 * are in flight from B's header on */
+	for (int k = 0; k < 4; k++) {
+		mkpkt(&f, &a, sizeof(ma), k * SPIN_MAX_SEG, SPIN_MAX_SEG, ma);
+		run(&f, NULL);
+		if (k < 3) {
+			uint32_t off = k * SPIN_MAX_SEG, l = sizeof(mb) - off < SPIN_MAX_SEG ?
+				       sizeof(mb) - off : SPIN_MAX_SEG;
+
+			mkpkt(&f, &b, sizeof(mb), off, l, mb);
+			run(&f, NULL);
+		}
+	}
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.calls, 2, "two header handler calls");
+	ASSERT_EQ(t.errors, 0, "spin_msg_state never NULL");
+	memcpy(&ra, host + me.host_off + ROOM_REC_OFF + 1 * 64, sizeof(ra));
+	memcpy(&rb, host + me.host_off + ROOM_REC_OFF + 2 * 64, sizeof(rb));
+	memcpy(&ca, host + me.host_off + ROOM_CTL_OFF + 1 * 64, sizeof(ca));
+	memcpy(&cb, host + me.host_off + ROOM_CTL_OFF + 2 * 64, sizeof(cb));
+	ASSERT_EQ(ra.len, sizeof(ma), "A's state: its length");
+	ASSERT_EQ(ra.id, a.msg_id, "A's state: its id");
+	ASSERT_EQ(ra.tag, 1, "A's state: its tag");
+	ASSERT_EQ(ra.bytes, sizeof(ma), "A's state: its bytes");
+	ASSERT_EQ(ra.pkts, 4, "A's state: its packets");
+	ASSERT_EQ(rb.len, sizeof(mb), "B's state: its length");
+	ASSERT_EQ(rb.id, b.msg_id, "B's state: its id");
+	ASSERT_EQ(rb.tag, 2, "B's state: its tag");
+	ASSERT_EQ(rb.bytes, sizeof(mb), "B's state: its bytes");
+	ASSERT_EQ(rb.pkts, 3, "B's state: its packets");
+	/* the control: handler memory holds B's fields when A completes */
+	ASSERT_EQ(ca.id, b.msg_id, "handler memory: A's completion sees B's id (the race)");
+	ASSERT_EQ(cb.id, b.msg_id, "handler memory: B's completion sees B's id");
+	/* both states were freed with their messages; a single-packet
+	 * message gets a zeroed one */
+	a.msg_id = next_id++;
+	a.user_hdr[0] = 3;
+	memset(host + me.host_off + ROOM_REC_OFF + 3 * 64, 0xff, 64);
+	run_msg(&a, ma, 100, SPIN_MAX_SEG, NULL, &idx);
+	memcpy(&ra, host + me.host_off + ROOM_REC_OFF + 3 * 64, sizeof(ra));
+	ASSERT_EQ(ra.id, a.msg_id, "single packet: its id");
+	ASSERT_EQ(ra.bytes, 100, "single packet: its bytes (zeroed state)");
+	ASSERT_EQ(ra.pkts, 1, "single packet: one packet");
+}
+
 /* Packets of the same messages on two CPUs at once: the header handler runs
  * once and first, the completion once and last, for every message. */
 #define CC_MSGS 200
@@ -5182,6 +5303,8 @@ int main(int argc, char **argv)
 	RUN_TEST(puts_unknown_peer_and_overflow);
 	RUN_TEST(fanout);
 	RUN_TEST(many_puts);
+	RUN_TEST(room_scratch);
+	RUN_TEST(room_msg_state);
 	RUN_TEST(acks);
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);

@@ -187,6 +187,64 @@ static __always_inline ptl_size_t spin_msg_offset(void)
 	return me ? c->start - me->host_off : 0;
 }
 
+/*
+ * spin extension: SPIN_SCRATCH_SIZE (16 KiB) bytes of scratch memory, for
+ * buffers too big for the 512-byte stack (a RAID block, an accumulate
+ * buffer).  Use it like a stack buffer: it belongs to the invocation that
+ * asked (one per CPU; a handler program does not nest on a CPU), its
+ * contents are undefined when the invocation starts (not zeroed: that
+ * would cost every packet) and gone when it ends.  Every call of one
+ * invocation returns the same memory.  NULL only if the runtime's map is
+ * missing; the verifier knows the pointer is to 16 KiB.
+ */
+static __always_inline void *spin_scratch(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&spin_hscratch, &k);
+}
+
+/*
+ * spin extension: SPIN_MSG_STATE_SIZE (256) bytes that belong to the
+ * message being handled, from its header handler to its completion
+ * handler, zeroed when the message's first handler call asks for them:
+ * per-message fields (a ping's source, a RAID block's length and flags)
+ * that handler memory, shared by the messages in flight on all CPUs,
+ * cannot hold.  Packets of one message on several CPUs see the same
+ * bytes (use atomics for fields they all update).  The state goes with
+ * the message (completion, timeout).  NULL when the table of message
+ * states is full (SPIN_MAX_MSGS messages in flight).
+ */
+static __always_inline void *spin_msg_state(void)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_mstate_mem *m;
+	__u32 k = 0;
+
+	if (!c)
+		return NULL;
+	m = bpf_map_lookup_elem(&spin_mstate_pc, &k);
+	if (!c->multi) {
+		/* a single-packet message: this invocation is all of it */
+		if (m && !c->ms_ready) {
+			__builtin_memset(m, 0, sizeof(*m));
+			c->ms_ready = 1;
+		}
+		return m;
+	}
+	{
+		struct spin_mstate_mem *s = bpf_map_lookup_elem(&spin_mstate, &c->key);
+
+		if (s || !m)
+			return s;
+		/* the message's first call: insert zeros (another CPU may win;
+		 * then its element is the one) */
+		__builtin_memset(m, 0, sizeof(*m));
+		bpf_map_update_elem(&spin_mstate, &c->key, m, BPF_NOEXIST);
+		return bpf_map_lookup_elem(&spin_mstate, &c->key);
+	}
+}
+
 /* Launder a pointer of any kind into a plain address (needs CAP_BPF +
  * CAP_PERFMON, which loading XDP programs implies). */
 static __always_inline __u64 __spin_addr(struct spin_ctx *c, const void *p)

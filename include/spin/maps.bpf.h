@@ -128,6 +128,36 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_msgs SEC(".maps");
 
+/* Handler scratch memory (spin_scratch() in spin/handler.h): one per CPU,
+ * private to the invocation running there (XDP does not nest on a CPU). */
+struct spin_scratch_mem { __u8 b[SPIN_SCRATCH_SIZE]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_scratch_mem);
+} spin_hscratch SEC(".maps");
+
+/* Per-message handler state (spin_msg_state() in spin/handler.h): of a
+ * multi-packet message, an element keyed like spin_msgs, made by the first
+ * call of the message's handlers and deleted with the message's state
+ * (spin_msg_free); of a single-packet message, the per-CPU element of
+ * spin_mstate_pc, zeroed for the invocation (which is the whole message). */
+struct spin_mstate_mem { __u64 w[SPIN_MSG_STATE_SIZE / 8]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_MAX_MSGS);
+	__type(key, struct spin_msg_key);
+	__type(value, struct spin_mstate_mem);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} spin_mstate SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_mstate_mem);
+} spin_mstate_pc SEC(".maps");
+
 /* Packet bitmap chunks of messages beyond their first 4096 packets (wire.h,
  * struct spin_msg_chunk): inserted by the packet that creates the message
  * state, deleted with it (spin_msg_free). */

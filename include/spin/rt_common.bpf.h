@@ -137,6 +137,8 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 
 	if (m && m->nchunks)
 		spin_chunks_free(key, m->nchunks);
+	/* its handlers' per-message state (if they made one) */
+	bpf_map_delete_elem(&spin_mstate, key);
 	if (bpf_map_delete_elem(&spin_msgs, key))
 		return;
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);

@@ -291,6 +291,8 @@ _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 	       "a SPIN_MAX_MSG message in full-size packets fits the packet limit");
 #define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
 #define SPIN_PAGE		4096	/* host window allocation unit */
+#define SPIN_SCRATCH_SIZE	16384	/* spin_scratch(): per-CPU handler scratch */
+#define SPIN_MSG_STATE_SIZE	256	/* spin_msg_state(): per-message handler state */
 #define SPIN_HOST_CHUNK		16384	/* spin_host map element (4 pages) */
 #define SPIN_DEF_HOST_PAGES	4096	/* default host window: 16 MiB */
 #define SPIN_MAX_DMA		SPIN_PAGE /* bytes per DMA call */
@@ -799,7 +801,8 @@ struct spin_ctx {
 	__u32	drop_reason;	/* 1 + enum spin_drop, or 0 */
 	__u32	msg_dropped;	/* header handler dropped the message */
 	__u32	seq;		/* per-CPU sequence of device message ids */
-	__u32	pad2;
+	__u32	ms_ready;	/* spin_msg_state(): a single-packet message's
+				 * per-CPU region is zeroed for this invocation */
 	__u64	put_addr;	/* address of the first device put's bytes
 				 * (later puts must send the same bytes) */
 	__u64	data_addr;	/* address of the frame (for put from device) */

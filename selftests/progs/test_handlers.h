@@ -122,6 +122,34 @@ struct puts_state {
 	__u8 buf[PUTS_BUF];
 };
 
+/* room_handler.bpf.c: scratch memory and per-message state.
+ * ROOM_SCRATCH: the payload handler fills all of spin_scratch() with
+ * room_word(i, seed) and copies it to host memory 0..16 KiB in four DMAs.
+ * ROOM_MSG: the header handler records (length, msg id, user_hdr[0]) in
+ * spin_msg_state() and in handler memory (shared, the control); payload
+ * handlers add their bytes and packets to the per-message state; the
+ * completion handler writes both records to host memory at
+ * ROOM_REC_OFF + tag * 64 (per message) and ROOM_CTL_OFF + tag * 64
+ * (handler memory). */
+#define ROOM_SCRATCH	1
+#define ROOM_MSG	2
+#define ROOM_REC_OFF	16384
+#define ROOM_CTL_OFF	(16384 + 1024)
+#define room_word(i, seed)	((__u64)(i) * 0x9e3779b97f4a7c15ull ^ (seed))
+
+struct room_state {
+	__u64 mode;
+	__u64 seed;
+	__u64 calls;
+	__u64 errors;
+	/* ROOM_MSG: the header handler's fields, shared by all messages */
+	__u64 len, id, tag;
+};
+
+struct room_rec {
+	__u64 len, id, tag, bytes, pkts, pad[3];
+};
+
 /* loop_words.bpf.c: sums of the payload's 8-byte words */
 struct words_state {
 	__u64 sum;		/* as integers */
