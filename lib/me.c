@@ -449,8 +449,12 @@ static int me_delist(struct spin_rt *rt, uint32_t idx)
 	m->link = 0;
 	/* the next search starts at the lowest slot this process freed: the
 	 * slots below the hint stay in use as far as it knows */
-	if (idx < rt->me_hint[idx < SPIN_MAX_HPU])
-		rt->me_hint[idx < SPIN_MAX_HPU] = idx;
+	{
+		int r = idx < SPIN_MAX_HPU_BIG ? 2 : idx < SPIN_MAX_HPU;
+
+		if (idx < rt->me_hint[r])
+			rt->me_hint[r] = idx;
+	}
 	if (err)
 		return spin_seterr(SPIN_EFAIL, "match entry %u: cannot update spin_mx: %s", idx,
 				   strerror(-err));
@@ -529,11 +533,15 @@ static int me_enlist(struct spin_rt *rt, uint32_t idx)
  * last slot it took, or the lowest one it freed since (so a slot is
  * reused soon), and filling the table costs O(1) per entry.
  */
-static int me_slot(struct spin_rt *rt, bool hpu)
+static int me_slot(struct spin_rt *rt, bool hpu, bool big)
 {
-	uint32_t ranges[2][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { 0, SPIN_MAX_HPU } };
+	/* entries with 4 KiB of handler memory look above the slots of big
+	 * handler memory first, so those stay free for the entries that need
+	 * them */
+	uint32_t ranges[3][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { SPIN_MAX_HPU_BIG, SPIN_MAX_HPU },
+				  { 0, SPIN_MAX_HPU_BIG } };
 
-	for (int r = hpu ? 1 : 0; r < 2; r++) {
+	for (int r = big ? 2 : hpu ? 1 : 0; r < (big ? 3 : hpu ? 3 : 2); r++) {
 		uint32_t lo = ranges[r][0], hi = ranges[r][1], n = hi - lo;
 		uint32_t *hint = &rt->me_hint[r];
 
@@ -561,16 +569,21 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	struct spin_me *m;
 	uint32_t handler = 0, opts;
 	int err, idx = -1, n = 0;
+	bool big;
 
 	if (!rt || !s)
 		return spin_seterr(SPIN_EUSAGE, "spin_me_append: no runtime or spec");
+	big = s->hpu_size > SPIN_HPU_SIZE;
 	if ((err = pt_check(s->pt_index)))
 		return err;
 	if (s->list != SPIN_LIST_PRIORITY && s->list != SPIN_LIST_OVERFLOW)
 		return spin_seterr(SPIN_EUSAGE, "bad list %d (priority or overflow)", s->list);
-	if (s->hpu_init_len > SPIN_HPU_SIZE)
-		return spin_seterr(SPIN_EUSAGE, "handler memory initializer of %zu bytes is larger than %d",
-				   s->hpu_init_len, SPIN_HPU_SIZE);
+	if (s->hpu_size > SPIN_HPU_BIG_SIZE)
+		return spin_seterr(SPIN_EUSAGE, "handler memory of %zu bytes is larger than %d",
+				   s->hpu_size, SPIN_HPU_BIG_SIZE);
+	if (s->hpu_init_len > (s->hpu_size > SPIN_HPU_SIZE ? s->hpu_size : SPIN_HPU_SIZE))
+		return spin_seterr(SPIN_EUSAGE, "handler memory initializer of %zu bytes is larger than the entry's %zu bytes of handler memory: set hpu_size (spinctl: hpu-size N)",
+				   s->hpu_init_len, s->hpu_size > SPIN_HPU_SIZE ? s->hpu_size : SPIN_HPU_SIZE);
 	if (s->hpu_init_len && !s->hpu_init)
 		return spin_seterr(SPIN_EUSAGE, "handler memory initializer missing");
 	if ((s->options & SPIN_ME_XSK) && s->handler)
@@ -599,7 +612,13 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 				  s->pt_index, rt->ifname, rt->ifname, s->pt_index);
 		goto out;
 	}
-	idx = me_slot(rt, handler || s->hpu_init_len);
+	idx = me_slot(rt, handler || s->hpu_init_len || s->hpu_size, big);
+	if (idx < 0 && big) {
+		err = spin_seterr(SPIN_ENOSPC,
+				  "'%s' has all %d match entries with big handler memory in use: unlink one",
+				  rt->ifname, SPIN_MAX_HPU_BIG);
+		goto out;
+	}
 	if (idx < 0) {
 		err = spin_seterr(SPIN_ENOSPC,
 				  handler || s->hpu_init_len ?
@@ -639,11 +658,17 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->user_ptr = s->user_ptr;
 	m->owner_pid = getpid();
 	m->hpu_len = s->hpu_init_len;
+	m->hpu_size = big ? s->hpu_size : SPIN_HPU_SIZE;
 	m->wake_count = 0;
 	m->wake_at = 0;
 	m->pt = s->pt_index;
 	me_counters_reset(rt, idx);
-	if (idx < SPIN_MAX_HPU) {
+	if (big) {
+		memset(rt->hpu_big + (size_t)idx * SPIN_HPU_BIG_SIZE, 0, SPIN_HPU_BIG_SIZE);
+		if (s->hpu_init_len)
+			memcpy(rt->hpu_big + (size_t)idx * SPIN_HPU_BIG_SIZE, s->hpu_init,
+			       s->hpu_init_len);
+	} else if (idx < SPIN_MAX_HPU) {
 		memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
 		if (s->hpu_init_len)
 			memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
@@ -778,6 +803,13 @@ int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_read: no runtime or buffer");
 	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
 		return err;
+	if (me_index < SPIN_MAX_HPU_BIG && rt->me[me_index].hpu_size > SPIN_HPU_SIZE) {
+		if (len > rt->me[me_index].hpu_size)
+			return spin_seterr(SPIN_EUSAGE, "handler memory is %u bytes, not %zu",
+					   rt->me[me_index].hpu_size, len);
+		memcpy(buf, rt->hpu_big + (size_t)me_index * SPIN_HPU_BIG_SIZE, len);
+		return 0;
+	}
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
 				   SPIN_HPU_SIZE, len);
@@ -793,6 +825,13 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_write: no runtime or buffer");
 	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
 		return err;
+	if (me_index < SPIN_MAX_HPU_BIG && rt->me[me_index].hpu_size > SPIN_HPU_SIZE) {
+		if (len > rt->me[me_index].hpu_size)
+			return spin_seterr(SPIN_EUSAGE, "handler memory is %u bytes, not %zu",
+					   rt->me[me_index].hpu_size, len);
+		memcpy(rt->hpu_big + (size_t)me_index * SPIN_HPU_BIG_SIZE, buf, len);
+		return 0;
+	}
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
 				   SPIN_HPU_SIZE, len);

@@ -2493,6 +2493,68 @@ static void room_msg_state(void)
 	ASSERT_EQ(ra.pkts, 1, "single packet: one packet");
 }
 
+/*
+ * 64 KiB of handler memory: an entry appended with hpu_size 65536 and a
+ * 64 KiB initializer, a handler built with SPIN_HANDLER_MEM 65536 that
+ * reads and writes all of it; the same handler on an entry without big
+ * handler memory is refused at run time (handler_error), and more than
+ * 64 KiB at append time.
+ */
+static void big_handler_memory(void)
+{
+	struct spin_me_spec s = spec(0, 0x4b, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x4b);
+	static struct big_state init, t;
+	uint64_t sum = 0;
+	uint8_t msg[300];
+	char path[1024];
+	int idx, idx2, rc, bad = 0;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/big_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "big"), "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	for (int i = 0; i < BIG_WORDS; i++) {
+		init.w[i] = 0x1000000ull * i + 7;
+		sum += init.w[i];
+	}
+	s.handler = "big";
+	s.hpu_size = 65537;
+	ASSERT_EQ(spin_me_append(rt, &s), -SPIN_EUSAGE, "more than 64 KiB refused");
+	s.hpu_size = 65536;
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	ASSERT_TRUE(idx < SPIN_MAX_HPU_BIG, "a slot with big handler memory");
+	fill(msg, sizeof(msg), 8);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_OK(spin_hpu_read(rt, idx, &t, sizeof(t)), "read 64 KiB of handler memory");
+	ASSERT_EQ(t.calls, 1, "handler ran");
+	ASSERT_EQ(t.sum, sum, "the handler read all of the 64 KiB initializer");
+	for (int i = 0; i < BIG_WORDS; i++)
+		bad += t.w[i] != (uint64_t)i * 3 + sizeof(msg);
+	ASSERT_EQ(bad, 0, "the handler wrote all of it");
+	ASSERT_EQ(spin_hpu_read(rt, idx, &t, sizeof(t) + 1), -SPIN_EUSAGE, "no more than 64 KiB");
+	spin_me_unlink(rt, idx);
+
+	/* the same handler on an entry with 4 KiB: its packets are dropped */
+	s.hpu_size = 0;
+	s.hpu_init = NULL;
+	s.hpu_init_len = 0;
+	idx2 = me_add(&s);
+	if (idx2 < 0)
+		return;
+	spin_stats_reset(rt);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_EQ(drops(SPIN_DROP_HANDLER_ERROR), 1, "handler_error without big handler memory");
+}
+
 /* Packets of the same messages on two CPUs at once: the header handler runs
  * once and first, the completion once and last, for every message. */
 #define CC_MSGS 200
@@ -5305,6 +5367,7 @@ int main(int argc, char **argv)
 	RUN_TEST(many_puts);
 	RUN_TEST(room_scratch);
 	RUN_TEST(room_msg_state);
+	RUN_TEST(big_handler_memory);
 	RUN_TEST(acks);
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);

@@ -967,6 +967,7 @@ static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
 	ju64("user_ptr", m->user_ptr);
 	ju64("owner_pid", m->owner_pid);
 	ju64("hpu_len", m->hpu_len);
+	ju64("hpu_size", m->hpu_size);
 	ju64("success", m->ct_success);
 	ju64("failure", m->ct_failure);
 	ju64("bytes", m->bytes);
@@ -1078,8 +1079,12 @@ static int me_append(int argc, char **argv)
 		} else if (!strcmp(a, "state-file")) {
 			free(state);
 			state = NULL;
-			if ((err = read_file("state file", OPTARG(a), &state, SPIN_HPU_SIZE, &slen)))
+			if ((err = read_file("state file", OPTARG(a), &state, SPIN_HPU_BIG_SIZE, &slen)))
 				goto out;
+		} else if (!strcmp(a, "hpu-size")) {
+			if ((err = parse_size("hpu-size", OPTARG(a), 0, SPIN_HPU_BIG_SIZE, &v)))
+				goto out;
+			s.hpu_size = v;
 		} else if (!strcmp(a, "user-ptr")) {
 			if ((err = parse_u64("user-ptr", OPTARG(a), &v)))
 				goto out;
@@ -2249,7 +2254,8 @@ static const char help_me[] =
 	"          [list priority|overflow] [op put|get|put,get] [use-once] [no-truncate]\n"
 	"          [no-events] [xsk]\n"
 	"          [handler NAME] [len N] [off N] [hhost-len N] [hhost-off N]\n"
-	"          [state HEX | state-file F] [user-ptr X]          prints the ME index\n"
+	"          [state HEX | state-file F] [hpu-size N] [user-ptr X]\n"
+	"                                                      prints the ME index\n"
 	"spinctl me list IFACE\n"
 	"spinctl me show IFACE INDEX [state-bytes N]\n"
 	"spinctl me unlink IFACE INDEX\n";

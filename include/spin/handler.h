@@ -36,6 +36,33 @@
 
 #define __handler static __always_inline
 
+/*
+ * Handler memory: SPIN_HPU_SIZE (4 KiB) per entry, or, for a handler built
+ * with `#define SPIN_HANDLER_MEM n` (up to SPIN_HPU_BIG_SIZE, 64 KiB)
+ * before this header, the entry's big handler memory: the entry must be
+ * appended with spin_me_spec.hpu_size >= n (`spinctl me append ...
+ * hpu-size n`), or its packets are dropped as handler_error.
+ */
+#ifndef SPIN_HANDLER_MEM
+#define SPIN_HANDLER_MEM	SPIN_HPU_SIZE
+#endif
+_Static_assert(SPIN_HANDLER_MEM <= SPIN_HPU_BIG_SIZE, "SPIN_HANDLER_MEM is at most 64 KiB");
+
+/* The entry's handler memory as this handler program was built for. */
+static __always_inline void *__spin_hpu(struct spin_ctx *c)
+{
+	__u32 k = c->me;
+
+	if (SPIN_HANDLER_MEM > SPIN_HPU_SIZE) {
+		struct spin_me *me = bpf_map_lookup_elem(&spin_me, &k);
+
+		if (!me || me->hpu_size < SPIN_HANDLER_MEM)
+			return NULL;
+		return bpf_map_lookup_elem(&spin_hpu_big, &k);
+	}
+	return bpf_map_lookup_elem(&spin_hpu, &k);
+}
+
 /* Handler return codes (sPIN paper, section 3). */
 typedef enum {
 	SUCCESS = 0,		/* payload/completion: done */
@@ -892,7 +919,6 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 	const struct spin_hdr *__spin_sh;				\
 	struct spin_msg *__spin_m = NULL;				\
 	void *__spin_state;						\
-	__u32 __spin_k;							\
 									\
 	if (!__spin_c)							\
 		return XDP_ABORTED;					\
@@ -902,8 +928,7 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 		goto __spin_out;					\
 	}								\
 	__spin_c->data_addr = __spin_addr(__spin_c, __spin_data);	\
-	__spin_k = __spin_c->me;					\
-	__spin_state = bpf_map_lookup_elem(&spin_hpu, &__spin_k);	\
+	__spin_state = __spin_hpu(__spin_c);				\
 	if (!__spin_state) {						\
 		__spin_c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;	\
 		goto __spin_out;					\

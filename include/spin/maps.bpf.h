@@ -89,6 +89,18 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_hpu SEC(".maps");
 
+/* Big handler memory (SPIN_HPU_BIG_SIZE) of the entries in slots below
+ * SPIN_MAX_HPU_BIG whose spin_me.hpu_size asks for more than SPIN_HPU_SIZE,
+ * for handlers compiled with SPIN_HANDLER_MEM > SPIN_HPU_SIZE. */
+struct spin_hpu_big_mem { __u8 b[SPIN_HPU_BIG_SIZE]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SPIN_MAX_HPU_BIG);
+	__type(key, __u32);
+	__type(value, struct spin_hpu_big_mem);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} spin_hpu_big SEC(".maps");
+
 /* Host memory window, mmap-ed by the owning processes as one contiguous
  * region of SPIN_HOST_CHUNK elements. */
 struct spin_host_chunk { __u8 b[SPIN_HOST_CHUNK]; };

@@ -290,6 +290,10 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 	       "a SPIN_MAX_MSG message in full-size packets fits the packet limit");
 #define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
+#define SPIN_HPU_BIG_SIZE	65536	/* ... of an entry with big handler memory
+					 * (spin_me_spec.hpu_size > SPIN_HPU_SIZE) */
+#define SPIN_MAX_HPU_BIG	64	/* entries with big handler memory: slots
+					 * 0 .. SPIN_MAX_HPU_BIG - 1 */
 #define SPIN_PAGE		4096	/* host window allocation unit */
 #define SPIN_SCRATCH_SIZE	16384	/* spin_scratch(): per-CPU handler scratch */
 #define SPIN_MSG_STATE_SIZE	256	/* spin_msg_state(): per-message handler state */
@@ -573,6 +577,9 @@ struct spin_me {
 	__u64	user_ptr;
 	__u32	owner_pid;	/* OS pid of the owning process (events) */
 	__u32	hpu_len;	/* bytes of handler memory in use */
+	__u32	hpu_size;	/* bytes of handler memory (SPIN_HPU_SIZE, or up to
+				 * SPIN_HPU_BIG_SIZE in spin_hpu_big) */
+	__u32	pad_hpu;
 	/* counters: kept per CPU in spin_me_ct by the runtime (no atomics
 	 * on the fast path); spin_me_get() fills these with the sums */
 	__u64	ct_success;

@@ -150,6 +150,16 @@ struct room_rec {
 	__u64 len, id, tag, bytes, pkts, pad[3];
 };
 
+/* big_handler.bpf.c (SPIN_HANDLER_MEM 64 KiB): the payload handler sums
+ * w[] as the host initialised it into sum, then sets w[i] = i * 3 + the
+ * packet's length, all of it. */
+#define BIG_WORDS	(65536 / 8 - 2)
+struct big_state {
+	__u64 calls;
+	__u64 sum;
+	__u64 w[BIG_WORDS];
+};
+
 /* loop_words.bpf.c: sums of the payload's 8-byte words */
 struct words_state {
 	__u64 sum;		/* as integers */
