@@ -1273,6 +1273,74 @@ reply:
  * destination memory, so the packet goes to the AF_XDP socket of the
  * receiving queue, or, without one, to the kernel (a UDP socket).
  */
+/*
+ * A REPLY to a handler's get (PtlHandlerGetToHost, spin_hgets): deposit its
+ * bytes into the asking entry's host memory (if that entry is still the
+ * one that asked), once per reply packet; the packet that completes the
+ * reply deletes the record and counts it on the entry (ct
+ * PTL_LOCAL_ME_CT).  A negative reply, one longer than asked or a gone
+ * entry ends the get without counting.  -1: not a reply to a handler get.
+ */
+static __noinline int spin_rx_hget(struct xdp_md *xdp, struct spin_stats *st)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	struct udphdr *udp = data + sizeof(struct ethhdr) + sizeof(struct iphdr);
+	struct spin_hdr *sh = (void *)(udp + 1);
+	struct spin_hget_key k;
+	struct spin_hget *g;
+	struct spin_ctx *c;
+	struct spin_me *me;
+	__u32 ulen, pay, msg_len, pkt_off, seg, idx;
+	__u64 bit;
+
+	if ((void *)(sh + 1) > end)
+		return -1;
+	k.rank = bpf_ntohl(sh->src_rank);
+	k.msg_id = bpf_ntohl(sh->msg_id);
+	g = bpf_map_lookup_elem(&spin_hgets, &k);
+	if (!g)
+		return -1;
+	ulen = bpf_ntohs(udp->len);
+	msg_len = bpf_ntohl(sh->msg_len);
+	pkt_off = bpf_ntohl(sh->pkt_off);
+	seg = bpf_ntohs(sh->seg_size);
+	me = bpf_map_lookup_elem(&spin_me, &g->me);
+	c = spin_ctx_get();
+	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end || !seg || !c)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	pay = ulen - 8 - sizeof(*sh);
+	if (st)
+		st->replies_received++;
+	if (sh->user_hdr[1] || msg_len > g->len || pkt_off > msg_len || pay > msg_len - pkt_off ||
+	    pkt_off / seg >= 64 || !me || me->seq != g->me_seq) {
+		/* refused, or not for this entry any more: the get ends */
+		bpf_map_delete_elem(&spin_hgets, &k);
+		return spin_drop(st, SPIN_DROP_HGET_FAILED);
+	}
+	idx = pkt_off / seg;
+	bit = 1ull << (idx & 63);
+	if (__sync_fetch_and_or(&g->seen, bit) & bit)
+		return XDP_DROP;	/* a duplicate */
+	if (pay && spin_frame_to_host(xdp, SPIN_PAY_OFF, g->host_off + pkt_off, pay, c->bounce)) {
+		bpf_map_delete_elem(&spin_hgets, &k);
+		return spin_drop(st, SPIN_DROP_HOST_OOB);
+	}
+	if (st)
+		st->deposited_bytes += pay;
+	if (__sync_fetch_and_add(&g->bytes, pay) + pay == msg_len) {
+		if (g->ct == SPIN_CT_LOCAL_ME) {
+			struct spin_me_ct *ct = bpf_map_lookup_elem(&spin_me_ct, &g->me);
+
+			if (ct)
+				ct->gets++;
+		}
+		bpf_map_delete_elem(&spin_hgets, &k);
+		if (st)
+			st->hgets_done++;
+	}
+	return XDP_DROP;
+}
+
 static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *st)
 {
 	long act = spin_xsk_redirect(xdp, spin_cfg_get(), XDP_PASS);
@@ -1471,6 +1539,17 @@ int spin_rx(struct xdp_md *xdp)
 	}
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
+	if (sh->op == SPIN_OP_REPLY) {
+		/* a reply to a handler's get is the runtime's (here: one call
+		 * level less than spin_rx_other) */
+		int act = spin_rx_hget(xdp, st);
+
+		if (act >= 0)
+			return act;
+		sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+		if ((void *)(sh + 1) > spin_xdp_end(xdp))
+			return spin_drop(st, SPIN_DROP_MALFORMED);
+	}
 	if (sh->op != SPIN_OP_PUT) {
 		int act = spin_rx_other(xdp, sh->op, st, cfg);
 
@@ -1777,6 +1856,21 @@ static __always_inline int spin_tc_to_host(const struct spin_putq_ent *e, __u32 
 	return 0;
 }
 
+/* A handler get is about to go out: record it for its reply (spin_rx_hget). */
+static __always_inline int spin_tc_hget(const struct spin_putq_ent *e, __u32 rank, __u32 id)
+{
+	struct spin_hget_key hk = { .rank = rank, .msg_id = id };
+	struct spin_hget hv = {
+		.host_off = e->r.src_off, .len = e->r.len, .me = e->me, .ct = e->r.ct,
+	};
+	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &e->me);
+
+	if (!me)
+		return -1;
+	hv.me_seq = me->seq;
+	return bpf_map_update_elem(&spin_hgets, &hk, &hv, BPF_ANY) ? -1 : 0;
+}
+
 #define SPIN_TC_SAME	0x1	/* pass: the puts of put 0's bytes (frame unchanged) */
 #define SPIN_TC_HAVE0	0x2	/* the frame holds put 0 */
 
@@ -1792,7 +1886,7 @@ static __always_inline int spin_tc_to_host(const struct spin_putq_ent *e, __u32 
 static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass,
 					__u32 id)
 {
-	__u32 k = (__u32)t & (SPIN_PUTQ_SIZE - 1), len, rank, same, ifindex;
+	__u32 k = (__u32)t & (SPIN_PUTQ_SIZE - 1), len, rank, same, ifindex, hget;
 	struct spin_stats *st = spin_stats_get();
 	struct spin_cfg *cfg = spin_cfg_get();
 	struct spin_putq_ent *e;
@@ -1812,8 +1906,9 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 		return -1;	/* put 0's bytes, but put 0 was not built */
 	if (bpf_skb_load_bytes(skb, 0, &h, sizeof(h)))
 		return -1;
-	len = e->r.len;
-	if (e->r.src == SPIN_SRC_HOST)
+	hget = e->r.kind == SPIN_PUT_HGET;
+	len = hget ? 0 : e->r.len;	/* a GET has no payload */
+	if (!hget && e->r.src == SPIN_SRC_HOST)
 		return spin_tc_to_host(e, bpf_ntohs(h.sh.pt_index), st);
 	if (len > SPIN_MAX_SEG)
 		return -1;
@@ -1855,15 +1950,15 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	h.udp.len = bpf_htons(8 + sizeof(h.sh) + len);
 	h.udp.check = 0;
 	h.sh.version = SPIN_VERSION;
-	h.sh.op = SPIN_OP_PUT;
-	h.sh.flags = bpf_htons(e->r.kind == SPIN_PUT_DEVICE ? SPIN_F_FROM_DEVICE : SPIN_F_FROM_HOST);
+	h.sh.op = hget ? SPIN_OP_GET : SPIN_OP_PUT;
+	h.sh.flags = bpf_htons(e->r.kind == SPIN_PUT_HOST ? SPIN_F_FROM_HOST : SPIN_F_FROM_DEVICE);
 	h.sh.seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
 	h.sh.src_rank = bpf_htonl(cfg->my_rank);
 	h.sh.src_pid = bpf_htonl(cfg->my_pid);
 	h.sh.job_key = bpf_htonl(cfg->job_key);
 	h.sh.msg_id = bpf_htonl(((cpu + 1) << 24) | (id & 0xffffff));
 	h.sh.match_bits = bpf_cpu_to_be64(e->r.match_bits);
-	h.sh.msg_len = bpf_htonl(len);
+	h.sh.msg_len = bpf_htonl(hget ? e->r.len : len);
 	h.sh.pkt_off = 0;
 	h.sh.remote_off = bpf_cpu_to_be64(e->r.remote_off);
 	h.sh.hdr_data = bpf_cpu_to_be64(e->r.hdr_data);
@@ -1874,15 +1969,18 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	h.sh.auth_tag = 0;
 	if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0) || spin_tc_sign(skb))
 		return -1;
+	if (hget && spin_tc_hget(e, rank, ((cpu + 1) << 24) | (id & 0xffffff)))
+		return -1;
 	ifindex = peer->ifindex ? peer->ifindex : skb->ifindex;
 	if (bpf_clone_redirect(skb, ifindex, 0))
 		return -1;
 	if (st) {
 		st->tx_device += e->r.kind == SPIN_PUT_DEVICE;
-		st->tx_host_inline += e->r.kind != SPIN_PUT_DEVICE;
+		st->tx_host_inline += e->r.kind == SPIN_PUT_HOST;
+		st->hgets_sent += hget;
 		st->fanout_copies++;
 	}
-	if (e->r.ct == SPIN_CT_LOCAL_ME)
+	if (!hget && e->r.ct == SPIN_CT_LOCAL_ME)
 		spin_me_ct_put(&e->me);
 	return 0;
 }

@@ -722,7 +722,7 @@ static int me_counters(struct spin_rt *rt, uint32_t idx, struct spin_me *out)
 	int ncpu = libbpf_num_possible_cpus();
 	struct spin_me_ct *v;
 
-	out->ct_success = out->ct_failure = out->bytes = out->ct_puts = 0;
+	out->ct_success = out->ct_failure = out->bytes = out->ct_puts = out->ct_gets = 0;
 	if (ncpu <= 0)
 		return spin_seterr(SPIN_EFAIL, "cannot count CPUs");
 	v = calloc(ncpu, sizeof(*v));
@@ -738,6 +738,7 @@ static int me_counters(struct spin_rt *rt, uint32_t idx, struct spin_me *out)
 		out->ct_failure += v[i].failure;
 		out->bytes += v[i].bytes;
 		out->ct_puts += v[i].puts;
+		out->ct_gets += v[i].gets;
 	}
 	free(v);
 	return 0;
@@ -789,7 +790,7 @@ int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
 	if (out->state == SPIN_ME_FREE && !out->owner_pid) {
 		/* a slot never used: no counters to read (listing every slot
 		 * of a large table stays cheap) */
-		out->ct_success = out->ct_failure = out->bytes = out->ct_puts = 0;
+		out->ct_success = out->ct_failure = out->bytes = out->ct_puts = out->ct_gets = 0;
 		return 0;
 	}
 	return me_counters(rt, me_index, out);

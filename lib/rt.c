@@ -66,6 +66,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_MSTATE]		= "spin_mstate",
 	[SPIN_M_MSTATE_PC]	= "spin_mstate_pc",
 	[SPIN_M_HPU_BIG]	= "spin_hpu_big",
+	[SPIN_M_HGETS]		= "spin_hgets",
 };
 
 /* ------------------------------------------------------------ checks -- */

@@ -2555,6 +2555,161 @@ static void big_handler_memory(void)
 	ASSERT_EQ(drops(SPIN_DROP_HANDLER_ERROR), 1, "handler_error without big handler memory");
 }
 
+/*
+ * PtlHandlerGetToHost: a handler asks rank 2 for 300 bytes and rank 3 for
+ * 2000 (two reply packets); the GETs go out on the wire with their fields;
+ * the replies (out of order, one packet twice) land in the entry's host
+ * memory at the offsets asked for and count on the entry; a reply with
+ * another id, or one after the get completed, changes nothing.
+ */
+static void get_to_host(void)
+{
+	struct spin_me_spec s = spec(0, 0x4c, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x4c);
+	static struct puts_state init, t;
+	static uint8_t r1[300], r2[2000], zero[2000];
+	uint32_t ids[2] = { 0, 0 };
+	struct spin_stats st;
+	struct spin_me me;
+	uint8_t msg[64];
+	char path[1024];
+	struct fr f, o;
+	int idx, sock, ifb, got = 0;
+
+	reset();
+	fill(msg, sizeof(msg), 64);
+	fill(r1, sizeof(r1), 65);
+	fill(r2, sizeof(r2), 66);
+	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
+	if (!ASSERT_OK(spin_handler_load(rt, path, "puts"), "verifier accepts the handler"))
+		return;
+	memset(&init, 0, sizeof(init));
+	init.n = 2;
+	init.op[0] = (struct puts_op){ .kind = PUTS_GET, .len = sizeof(r1), .off = 1000, .ct = 1, .rank = 2 };
+	init.op[1] = (struct puts_op){ .kind = PUTS_GET, .len = sizeof(r2), .off = 3000, .ct = 1, .rank = 3 };
+	s.handler = "puts";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0, 8192);
+
+	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	ifb = if_nametoindex(IFB);
+	if (sock < 0 || !ifb) {
+		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
+		t_failed_now = 1;
+		if (sock >= 0)
+			close(sock);
+		return;
+	}
+	{
+		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+					  .sll_ifindex = ifb };
+		struct ifreq ifr = { 0 };
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+		uint64_t t0;
+
+		bind(sock, (void *)&sl, sizeof(sl));
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
+		if (fd >= 0)
+			close(fd);
+		sl.sll_halen = 6;
+		memcpy(sl.sll_addr, f.b, 6);
+		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
+		t0 = t_now_ns();
+		while (got < 2 && t_now_ns() - t0 < WAIT_NS) {
+			struct sockaddr_ll from;
+			socklen_t fl = sizeof(from);
+			struct pollfd pf = { .fd = sock, .events = POLLIN };
+			const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+			uint64_t i;
+			int n;
+
+			poll(&pf, 1, 50);
+			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
+			if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING ||
+			    h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK)
+				continue;
+			i = be64toh(h->match_bits) - PUTS_MB;
+			if (!ASSERT_TRUE(i < 2, "a GET of the handler"))
+				continue;
+			got++;
+			ids[i] = ntohl(h->msg_id);
+			ASSERT_EQ(h->op, SPIN_OP_GET, "op GET");
+			ASSERT_EQ(n, SPIN_PAY_OFF, "no payload");
+			ASSERT_EQ(ntohl(h->msg_len), init.op[i].len, "length asked");
+			ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
+			ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
+			{
+				struct spin_peer p;
+
+				if (ASSERT_OK(spin_peer_get(rt, init.op[i].rank, &p), "peer")) {
+					ASSERT_MEM(o.b, p.mac, 6, "to the target's MAC");
+					ASSERT_EQ(((const struct iphdr *)(o.b + 14))->daddr, p.ip,
+						  "to the target's IP");
+				}
+			}
+		}
+	}
+	close(sock);
+	ASSERT_EQ(got, 2, "two GETs on the wire");
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.rc[0], 0, "get 0: 0");
+	ASSERT_EQ(t.rc[1], 0, "get 1: 0");
+	if (got != 2)
+		return;
+
+	/* a reply with another id: not the handler's, nothing deposited */
+	{
+		struct spin_msg_args r = margs(2, ids[0] + 100, PUTS_MB);
+
+		r.op = SPIN_OP_REPLY;
+		mkpkt(&f, &r, sizeof(r1), 0, sizeof(r1), r1);
+		run(&f, NULL);
+		ASSERT_MEM(host + me.host_off + 1000, zero, sizeof(r1), "other id: nothing deposited");
+	}
+	/* rank 2's reply: one packet */
+	{
+		struct spin_msg_args r = margs(2, ids[0], PUTS_MB);
+
+		r.op = SPIN_OP_REPLY;
+		mkpkt(&f, &r, sizeof(r1), 0, sizeof(r1), r1);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "reply consumed");
+		ASSERT_MEM(host + me.host_off + 1000, r1, sizeof(r1), "rank 2's reply at offset 1000");
+	}
+	/* rank 3's reply: two packets, the second first and twice */
+	{
+		struct spin_msg_args r = margs(3, ids[1], PUTS_MB + 1);
+
+		r.op = SPIN_OP_REPLY;
+		r.seg_size = SPIN_MAX_SEG;
+		mkpkt(&f, &r, sizeof(r2), SPIN_MAX_SEG, sizeof(r2) - SPIN_MAX_SEG, r2);
+		run(&f, NULL);
+		run(&f, NULL);
+		spin_me_get(rt, idx, &me);
+		ASSERT_EQ(me.ct_gets, 1, "one get complete so far");
+		mkpkt(&f, &r, sizeof(r2), 0, SPIN_MAX_SEG, r2);
+		run(&f, NULL);
+		ASSERT_MEM(host + me.host_off + 3000, r2, sizeof(r2), "rank 3's reply at offset 3000");
+		/* after completion: nothing */
+		memset(host + me.host_off + 3000, 0, 16);
+		run(&f, NULL);
+		ASSERT_MEM(host + me.host_off + 3000, zero, 16, "a reply after completion: nothing deposited");
+	}
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.ct_gets, 2, "both gets counted on the entry");
+	st = stats();
+	ASSERT_EQ(st.hgets_sent, 2, "hgets_sent");
+	ASSERT_EQ(st.hgets_done, 2, "hgets_done");
+}
+
 /* Packets of the same messages on two CPUs at once: the header handler runs
  * once and first, the completion once and last, for every message. */
 #define CC_MSGS 200
@@ -5368,6 +5523,7 @@ int main(int argc, char **argv)
 	RUN_TEST(room_scratch);
 	RUN_TEST(room_msg_state);
 	RUN_TEST(big_handler_memory);
+	RUN_TEST(get_to_host);
 	RUN_TEST(acks);
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);

@@ -972,6 +972,7 @@ static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
 	ju64("failure", m->ct_failure);
 	ju64("bytes", m->bytes);
 	ju64("handler_puts", m->ct_puts);
+	ju64("handler_gets", m->ct_gets);
 }
 
 static int me_append(int argc, char **argv)
@@ -1277,9 +1278,10 @@ static int me_show(int argc, char **argv)
 	printf("\twindow %llu+%llu  handler host memory %llu+%llu\n",
 	       (unsigned long long)m.host_off, (unsigned long long)m.host_len,
 	       (unsigned long long)m.hhost_off, (unsigned long long)m.hhost_len);
-	printf("\tsuccess %llu  failure %llu  bytes %llu  handler puts %llu\n",
+	printf("\tsuccess %llu  failure %llu  bytes %llu  handler puts %llu  handler gets %llu\n",
 	       (unsigned long long)m.ct_success, (unsigned long long)m.ct_failure,
-	       (unsigned long long)m.bytes, (unsigned long long)m.ct_puts);
+	       (unsigned long long)m.bytes, (unsigned long long)m.ct_puts,
+	       (unsigned long long)m.ct_gets);
 	printf("\thandler memory (%u bytes in use, showing %zu):\n", m.hpu_len, n);
 	hexdump(hpu, n, "\t");
 	return 0;
@@ -1555,7 +1557,7 @@ static const struct {
 	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
 	F(acks_received), F(replies_sent), F(replies_received), F(nacks_sent), F(pt_disabled),
 	F(fanout), F(fanout_copies), F(events_quiet), F(wakes_deferred), F(sacks_sent),
-	F(sacks_received),
+	F(sacks_received), F(hgets_sent), F(hgets_done),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };

@@ -587,6 +587,47 @@ static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, pt
 	return 0;
 }
 
+/*
+ * A get of len bytes (at most SPIN_HGET_MAX) from target's entry matching
+ * match_bits at remote_offset, whose reply the runtime deposits into this
+ * entry's host memory at `offset`.  The GET is queued like a put (it
+ * takes one of the SPIN_MAX_PUTS slots, and is never put 0: spin_tc sends
+ * it and records it in spin_hgets).
+ */
+static __always_inline int __spin_get_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
+					   ptl_ack_req_t ack, ptl_process_t target,
+					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
+					   ptl_hdr_data_t hdr_data)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_putq_ent *e;
+	__s64 off;
+
+	if (!c)
+		return -1;
+	if (!len || len > SPIN_HGET_MAX)
+		return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
+	if (off < 0) {
+		c->fail = 1;
+		return __spin_put_fail(c, SPIN_DROP_HOST_OOB);
+	}
+	if (!c->n_puts) {
+		/* put 0 stays empty (the frame is not a put): the GET goes
+		 * with the queued ones */
+		c->put[0].kind = SPIN_PUT_NONE;
+		c->n_puts = 1;
+	}
+	e = __spin_putq_slot(c);
+	if (!e)
+		return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
+	__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+	e->r.kind = SPIN_PUT_HGET;
+	e->r.src = SPIN_SRC_SCRATCH;
+	e->r.src_off = off;
+	return __spin_putq_commit(c, e);
+}
+
 /* ------------------------------------------------- handler calls -- */
 
 static __always_inline ptl_dma_h __spin_dma_handle(int rc)
@@ -855,6 +896,12 @@ static __always_inline int PtlHandlerDMAFetchAddNB(ptl_size_t offset, ptl_size_t
 
 #define PtlHandlerPutFromHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
 	__spin_put_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+
+/* The paper's get to host memory: a get of len bytes from target (entry
+ * matching mb, at remote offset roff) whose reply lands in this entry's
+ * host memory at `offset` (docs/handlers.md). */
+#define PtlHandlerGetToHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
+	__spin_get_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
 
 /* Atomic compare-and-swap on handler memory: true when *value was cmpval
  * and is now swapval. */

@@ -140,6 +140,15 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_msgs SEC(".maps");
 
+/* Handler gets in flight (wire.h, struct spin_hget): inserted by spin_tc
+ * when it sends the GET, deleted by the REPLY that completes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SPIN_HGETS);
+	__type(key, struct spin_hget_key);
+	__type(value, struct spin_hget);
+} spin_hgets SEC(".maps");
+
 /* Handler scratch memory (spin_scratch() in spin/handler.h): one per CPU,
  * private to the invocation running there (XDP does not nest on a CPU). */
 struct spin_scratch_mem { __u8 b[SPIN_SCRATCH_SIZE]; };

@@ -352,6 +352,7 @@ enum spin_hslot {
 	X(NO_PEER,	"no_peer",	"put to an unknown peer")		\
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
+	X(HGET_FAILED,	"hget_failed",	"reply to a handler get refused, too long, or its entry gone") \
 	X(HOST_QUEUE_FULL, "host_queue_full", "event ring nearly full: a message that would post an event refused") \
 	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
@@ -407,6 +408,8 @@ struct spin_stats {
 				 * item (SPIN_CFG_F_WAKE_DEFER) */
 	__u64	sacks_sent;	/* selective acks sent (target side) */
 	__u64	sacks_received;	/* selective acks handed to the AF_XDP socket */
+	__u64	hgets_sent;	/* handler gets sent (PtlHandlerGetToHost) */
+	__u64	hgets_done;	/* ... whose reply arrived whole */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -586,6 +589,8 @@ struct spin_me {
 	__u64	ct_failure;
 	__u64	bytes;
 	__u64	ct_puts;	/* puts its handlers sent with ct PTL_LOCAL_ME_CT */
+	__u64	ct_gets;	/* gets of its handlers, ct PTL_LOCAL_ME_CT, whose
+				 * reply arrived whole (PtlHandlerGetToHost) */
 	/* Threshold wake-ups (spin_me_wake_arm()), entries appended with
 	 * SPIN_ME_WAKE_COUNT: the runtime adds the units
 	 * of every successful put/get event it posts for the entry (1, or
@@ -616,6 +621,7 @@ struct spin_me_ct {
 	__u64	failure;
 	__u64	bytes;
 	__u64	puts;		/* handler puts sent with ct PTL_LOCAL_ME_CT */
+	__u64	gets;		/* handler gets whose reply arrived whole, ct PTL_LOCAL_ME_CT */
 };
 
 /* Peer (spin_peers, indexed by rank). */
@@ -758,6 +764,28 @@ enum spin_put_kind {
 	SPIN_PUT_ACK,		/* acknowledgement of a message with SPIN_F_ACK_REQ */
 	SPIN_PUT_REPLY,		/* reply to a get, from the host window */
 	SPIN_PUT_SACK,		/* selective ack (SPIN_OP_SACK), bitmap in scratch */
+	SPIN_PUT_HGET,		/* PtlHandlerGetToHost: a GET (queued, sent by spin_tc)
+				 * whose reply the runtime deposits (spin_hgets) */
+};
+
+/* A handler's get in flight (spin_hgets, an LRU hash: the oldest one whose
+ * reply never came makes room), keyed by the target's rank and the GET's
+ * message id: the REPLY carries both. */
+#define SPIN_HGETS		4096
+#define SPIN_HGET_MAX		(64 * SPIN_MAX_SEG)	/* a reply of at most 64 packets */
+struct spin_hget_key {
+	__u32	rank;
+	__u32	msg_id;
+};
+struct spin_hget {
+	__u64	host_off;	/* byte in spin_host where the reply's byte 0 goes */
+	__u64	me_seq;		/* the entry's seq when it asked (still the same
+				 * entry when the reply comes?) */
+	__u64	seen;		/* reply packets deposited (bit pkt_off / seg_size) */
+	__u32	bytes;		/* reply bytes deposited */
+	__u32	len;		/* bytes asked */
+	__u32	me;		/* the entry whose handler asked */
+	__u32	ct;		/* its ct (SPIN_CT_LOCAL_ME: count on the entry) */
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */

@@ -51,6 +51,10 @@ static long puts_one(__u64 i, void *ctx)
 		rc = PtlHandlerPutFromDevice(NULL, o->len, ct, PTL_NO_ACK_REQ, o->rank,
 					     PUTS_MB + i, 16 * i, NULL, PUTS_HDR + i);
 		break;
+	case PUTS_GET:
+		rc = PtlHandlerGetToHost(o->off, o->len, ct, PTL_NO_ACK_REQ, o->rank,
+					 PUTS_MB + i, 16 * i, NULL, PUTS_HDR + i);
+		break;
 	case PUTS_PKT:
 		/* the packet's own bytes, by address (a callback cannot hold
 		 * the packet pointer; the put reads any address) */

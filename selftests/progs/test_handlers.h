@@ -102,6 +102,7 @@ struct hapi_state {
 #define PUTS_HOST	2	/* PtlHandlerPutFromHost(off, len, ...) */
 #define PUTS_NULL	3	/* PtlHandlerPutFromDevice(NULL, len, ...) */
 #define PUTS_PKT	4	/* PtlHandlerPutFromDevice(packet payload, its length, ...) */
+#define PUTS_GET	5	/* PtlHandlerGetToHost(off, len, ...) */
 #define PUTS_MB		0x2000
 #define PUTS_HDR	3000
 #define PUTS_BUF	1024
