@@ -389,8 +389,6 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	__u16 csum;
 	int delta;
 
-	if (r->kind == SPIN_PUT_NONE)
-		return XDP_DROP;
 	if (r->kind == SPIN_PUT_HOST && len > SPIN_MAX_SEG)
 		goto to_host;
 	if (len > SPIN_MAX_SEG)
@@ -839,17 +837,19 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 	 * packet is caught by the per-source id window when it arrives) */
 	if (c->done && c->multi)
 		spin_msg_free(&c->key);
-	if (c->n_puts && !c->msg_dropped) {
+	if (c->n_puts && c->put[0].kind != SPIN_PUT_NONE && !c->msg_dropped) {
 		/* a reliable sender gets its ack when it retransmits: the
 		 * duplicate is answered from the window */
 		if (c->done && (fl & SPIN_F_ACK_REQ))
 			spin_drop_count(st, SPIN_DROP_ACK_LOST);
-		/* (put 0 is empty when a handler get came first: XDP_DROP) */
 		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
 		if (verdict != XDP_DROP && c->put[0].ct == SPIN_CT_LOCAL_ME)
 			spin_me_ct_put(&c->me);
 		if (c->n_puts > 1)
 			verdict = spin_fanout(xdp, c, cfg, st, verdict);
+	} else if (c->n_puts > 1 && !c->msg_dropped) {
+		/* put 0 is empty (a handler get came first): the queued ones */
+		verdict = spin_fanout(xdp, c, cfg, st, XDP_DROP);
 	} else if (c->done && me &&
 		   (((fl & SPIN_F_REL) && (c->multi || (fl & (SPIN_F_SACK_REQ | SPIN_F_ACK_REQ)))) ||
 		    ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {
