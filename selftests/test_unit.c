@@ -1969,6 +1969,22 @@ static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
 	return ok;
 }
 
+/* Load a handler object under name, first unloading one of that name a
+ * test before left (it failed before its own unload). */
+static int handler_fresh(const char *path, const char *name)
+{
+	spin_handler_unload(rt, name);
+	return spin_handler_load(rt, path, name);
+}
+
+/* A test's end: its entries unlinked, its handler unloaded, so that the
+ * tests after it see the runtime as the ones before them left it. */
+static void handler_done(const char *name)
+{
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, name), "handler unloaded");
+}
+
 static void fanout(void)
 {
 	struct spin_me_spec s = spec(0, 0x46, 4096);
@@ -2190,7 +2206,7 @@ static void many_puts(void)
 	reset();
 	fill(msg, sizeof(msg), 61);
 	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
-	if (!ASSERT_OK(spin_handler_load(rt, path, "puts"), "verifier accepts the handler")) {
+	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler")) {
 		T_MSG("%s", spin_verifier_log());
 		return;
 	}
@@ -2370,6 +2386,7 @@ static void many_puts(void)
 	for (int r = 2; r < FAN_N + 2; r++)
 		spin_peer_del(rt, r);
 	base_peers(2, 4);
+	handler_done("puts");
 }
 
 /*
@@ -2385,7 +2402,7 @@ static int room_setup(struct spin_me *me, uint64_t bits, const struct room_state
 	int idx;
 
 	snprintf(path, sizeof(path), "%s/selftests/progs/room_handler.bpf.o", objdir);
-	if (!ASSERT_OK(spin_handler_load(rt, path, "room"), "verifier accepts the handler")) {
+	if (!ASSERT_OK(handler_fresh(path, "room"), "verifier accepts the handler")) {
 		T_MSG("%s", spin_verifier_log());
 		return -1;
 	}
@@ -2423,6 +2440,7 @@ static void room_scratch(void)
 		bad += w != room_word(i, init.seed);
 	}
 	ASSERT_EQ(bad, 0, "16 KiB of scratch written and copied to host memory");
+	handler_done("room");
 }
 
 static void room_msg_state(void)
@@ -2491,6 +2509,7 @@ static void room_msg_state(void)
 	ASSERT_EQ(ra.id, a.msg_id, "single packet: its id");
 	ASSERT_EQ(ra.bytes, 100, "single packet: its bytes (zeroed state)");
 	ASSERT_EQ(ra.pkts, 1, "single packet: one packet");
+	handler_done("room");
 }
 
 /*
@@ -2512,7 +2531,7 @@ static void big_handler_memory(void)
 
 	reset();
 	snprintf(path, sizeof(path), "%s/selftests/progs/big_handler.bpf.o", objdir);
-	if (!ASSERT_OK(spin_handler_load(rt, path, "big"), "verifier accepts the handler")) {
+	if (!ASSERT_OK(handler_fresh(path, "big"), "verifier accepts the handler")) {
 		T_MSG("%s", spin_verifier_log());
 		return;
 	}
@@ -2553,6 +2572,7 @@ static void big_handler_memory(void)
 	a.msg_id = next_id++;
 	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	ASSERT_EQ(drops(SPIN_DROP_HANDLER_ERROR), 1, "handler_error without big handler memory");
+	handler_done("big");
 }
 
 /*
@@ -2581,7 +2601,7 @@ static void get_to_host(void)
 	fill(r1, sizeof(r1), 65);
 	fill(r2, sizeof(r2), 66);
 	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
-	if (!ASSERT_OK(spin_handler_load(rt, path, "puts"), "verifier accepts the handler"))
+	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler"))
 		return;
 	memset(&init, 0, sizeof(init));
 	init.n = 2;
@@ -2708,6 +2728,7 @@ static void get_to_host(void)
 	st = stats();
 	ASSERT_EQ(st.hgets_sent, 2, "hgets_sent");
 	ASSERT_EQ(st.hgets_done, 2, "hgets_done");
+	handler_done("puts");
 }
 
 /* Packets of the same messages on two CPUs at once: the header handler runs
