@@ -893,6 +893,8 @@ static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *
 	c->pay_rc = 0;
 	c->dropped = 0;
 	c->n_puts = 0;
+	c->uh_set = 0;
+	c->ms_ready = 0;
 	c->fail = 0;
 	c->drop_reason = 0;
 	c->msg_dropped = 0;
@@ -1390,6 +1392,74 @@ reply:
  * destination memory, so the packet goes to the AF_XDP socket of the
  * receiving queue, or, without one, to the kernel (a UDP socket).
  */
+/*
+ * A REPLY to a handler's get (PtlHandlerGetToHost, spin_hgets): deposit its
+ * bytes into the asking entry's host memory (if that entry is still the
+ * one that asked), once per reply packet; the packet that completes the
+ * reply deletes the record and counts it on the entry (ct
+ * PTL_LOCAL_ME_CT).  A negative reply, one longer than asked or a gone
+ * entry ends the get without counting.  -1: not a reply to a handler get.
+ */
+static __noinline int spin_rx_hget(struct xdp_md *xdp, struct spin_stats *st)
+{
+	void *data = spin_xdp_data(xdp), *end = spin_xdp_end(xdp);
+	struct udphdr *udp = data + sizeof(struct ethhdr) + sizeof(struct iphdr);
+	struct spin_hdr *sh = (void *)(udp + 1);
+	struct spin_hget_key k;
+	struct spin_hget *g;
+	struct spin_ctx *c;
+	struct spin_me *me;
+	__u32 ulen, pay, msg_len, pkt_off, seg, idx;
+	__u64 bit;
+
+	if ((void *)(sh + 1) > end)
+		return -1;
+	k.rank = bpf_ntohl(sh->src_rank);
+	k.msg_id = bpf_ntohl(sh->msg_id);
+	g = bpf_map_lookup_elem(&spin_hgets, &k);
+	if (!g)
+		return -1;
+	ulen = bpf_ntohs(udp->len);
+	msg_len = bpf_ntohl(sh->msg_len);
+	pkt_off = bpf_ntohl(sh->pkt_off);
+	seg = bpf_ntohs(sh->seg_size);
+	me = bpf_map_lookup_elem(&spin_me, &g->me);
+	c = spin_ctx_get();
+	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end || !seg || !c)
+		return spin_drop(st, SPIN_DROP_MALFORMED);
+	pay = ulen - 8 - sizeof(*sh);
+	if (st)
+		st->replies_received++;
+	if (sh->user_hdr[1] || msg_len > g->len || pkt_off > msg_len || pay > msg_len - pkt_off ||
+	    pkt_off / seg >= 64 || !me || me->seq != g->me_seq) {
+		/* refused, or not for this entry any more: the get ends */
+		bpf_map_delete_elem(&spin_hgets, &k);
+		return spin_drop(st, SPIN_DROP_HGET_FAILED);
+	}
+	idx = pkt_off / seg;
+	bit = 1ull << (idx & 63);
+	if (__sync_fetch_and_or(&g->seen, bit) & bit)
+		return XDP_DROP;	/* a duplicate */
+	if (pay && spin_frame_to_host(xdp, SPIN_PAY_OFF, g->host_off + pkt_off, pay, c->bounce)) {
+		bpf_map_delete_elem(&spin_hgets, &k);
+		return spin_drop(st, SPIN_DROP_HOST_OOB);
+	}
+	if (st)
+		st->deposited_bytes += pay;
+	if (__sync_fetch_and_add(&g->bytes, pay) + pay == msg_len) {
+		if (g->ct == SPIN_CT_LOCAL_ME) {
+			struct spin_me_ct *ct = bpf_map_lookup_elem(&spin_me_ct, &g->me);
+
+			if (ct)
+				ct->gets++;
+		}
+		bpf_map_delete_elem(&spin_hgets, &k);
+		if (st)
+			st->hgets_done++;
+	}
+	return XDP_DROP;
+}
+
 static __always_inline int spin_rx_reply(struct xdp_md *xdp, struct spin_stats *st)
 {
 	long act = spin_xsk_redirect(xdp, spin_cfg_get(), XDP_PASS);
@@ -1598,6 +1668,17 @@ int spin_rx(struct xdp_md *xdp)
 	}
 	if (sh->op == SPIN_OP_ACK)
 		return spin_rx_ack(xdp, sh, st);
+	if (sh->op == SPIN_OP_REPLY) {
+		/* a reply to a handler's get is the runtime's (here: one call
+		 * level less than spin_rx_other) */
+		int act = spin_rx_hget(xdp, st);
+
+		if (act >= 0)
+			return act;
+		sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
+		if ((void *)(sh + 1) > spin_xdp_end(xdp))
+			return spin_drop(st, SPIN_DROP_MALFORMED);
+	}
 	if (sh->op != SPIN_OP_PUT) {
 		int act = spin_rx_other(xdp, sh->op, st, cfg);
 
@@ -1857,17 +1938,6 @@ struct spin_l2l4 {
 	struct spin_hdr	sh;
 } __attribute__((packed));
 
-/* spin_tc's copy of the fan-out targets (the metadata goes with the frame's
- * first copy): per CPU, off the stack, which the headers and the tag's
- * rounds fill.  TC ingress does not nest on a CPU. */
-struct spin_tc_tgts { struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1]; };
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct spin_tc_tgts);
-} spin_tc_scratch SEC(".maps");
-
 /* A fan-out copy's own tag (wire.h, "Authenticator"), over the header just
  * stored: read in place, written with bpf_skb_store_bytes (the head may be
  * shared with the copy in flight).  0 without a key. */
@@ -1886,111 +1956,223 @@ static __always_inline int spin_tc_sign(struct __sk_buff *skb)
 	return bpf_skb_store_bytes(skb, SPIN_HDR_OFF + SPIN_AUTH_LEN, &tag, sizeof(tag), 0) ? -1 : 0;
 }
 
+/* A queued put from host longer than a packet: the owning process sends
+ * it (SPIN_EV_PUT_FROM_HOST, as spin_do_put's for put 0). */
+static __always_inline int spin_tc_to_host(const struct spin_putq_ent *e, __u32 pti,
+					   struct spin_stats *st)
+{
+	struct spin_event *ev = bpf_ringbuf_reserve(&spin_events, sizeof(*ev), 0);
+	__u32 k = e->me;
+	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &k);
+
+	if (!ev) {
+		spin_drop_count(st, SPIN_DROP_EV_LOST);
+		return -2;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->kind = SPIN_EV_PUT_FROM_HOST;
+	ev->pt_index = pti;
+	ev->me = e->me;
+	ev->owner_pid = me ? me->owner_pid : 0;
+	ev->user_ptr = me ? me->user_ptr : 0;
+	ev->timestamp_ns = bpf_ktime_get_ns();
+	ev->put = e->r;
+	spin_rb_submit(ev, spin_rb_flags());
+	if (st) {
+		st->events++;
+		st->tx_host_queued++;
+	}
+	return 0;
+}
+
+/* A handler get is about to go out: record it for its reply (spin_rx_hget). */
+static __always_inline int spin_tc_hget(const struct spin_putq_ent *e, __u32 rank, __u32 id)
+{
+	struct spin_hget_key hk = { .rank = rank, .msg_id = id };
+	struct spin_hget hv = {
+		.host_off = e->r.src_off, .len = e->r.len, .me = e->me, .ct = e->r.ct,
+	};
+	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &e->me);
+
+	if (!me)
+		return -1;
+	hv.me_seq = me->seq;
+	return bpf_map_update_elem(&spin_hgets, &hk, &hv, BPF_ANY) ? -1 : 0;
+}
+
+#define SPIN_TC_SAME	0x1	/* pass: the puts of put 0's bytes (frame unchanged) */
+#define SPIN_TC_HAVE0	0x2	/* the frame holds put 0 */
+
+/*
+ * Queued put t of CPU cpu's ring (wire.h, struct spin_putq_ent), message id
+ * sequence id: build it in the frame and send a clone of the frame.  The
+ * puts of put 0's own bytes go in a first pass (SPIN_TC_SAME: headers only,
+ * while the frame still holds them), the others in a second (new length
+ * and payload).  A BPF global function: checked once, whatever the loop
+ * around it.  Returns 0 (sent or for the host), 1 (not this pass), -1
+ * (put_failed), -2 (counted otherwise).
+ */
+static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass,
+					__u32 id)
+{
+	__u32 k = (__u32)t & (SPIN_PUTQ_SIZE - 1), len, rank, same, ifindex, hget;
+	struct spin_stats *st = spin_stats_get();
+	struct spin_cfg *cfg = spin_cfg_get();
+	struct spin_putq_ent *e;
+	struct spin_peer *peer;
+	struct spin_l2l4 h;
+	__be16 tot_len;
+
+	if (!skb || !cfg)
+		return -1;
+	e = bpf_map_lookup_percpu_elem(&spin_putq, &k, cpu);
+	if (!e || e->ticket != SPIN_PUTQ_TICKET(cpu, t))
+		return -1;	/* overwritten: SPIN_PUTQ_SIZE later puts came first */
+	same = e->r.src == SPIN_SRC_PACKET;
+	if (same != !!(pass & SPIN_TC_SAME))
+		return 1;
+	if (same && !(pass & SPIN_TC_HAVE0))
+		return -1;	/* put 0's bytes, but put 0 was not built */
+	if (bpf_skb_load_bytes(skb, 0, &h, sizeof(h)))
+		return -1;
+	hget = e->r.kind == SPIN_PUT_HGET;
+	len = hget ? 0 : e->r.len;	/* a GET has no payload */
+	if (!hget && e->r.src == SPIN_SRC_HOST)
+		return spin_tc_to_host(e, bpf_ntohs(h.sh.pt_index), st);
+	if (len > SPIN_MAX_SEG)
+		return -1;
+	rank = e->r.target_rank;
+	peer = bpf_map_lookup_elem(&spin_peers, &rank);
+	if (!peer || !peer->valid) {
+		spin_drop_count(st, SPIN_DROP_NO_PEER);
+		return -2;
+	}
+	if (!same) {
+		if (bpf_skb_change_tail(skb, SPIN_PAY_OFF + len, 0))
+			return -1;
+		if (len && bpf_skb_store_bytes(skb, SPIN_PAY_OFF, e->data, len, 0))
+			return -1;
+	}
+	tot_len = bpf_htons(20 + 8 + sizeof(h.sh) + len);
+	__builtin_memcpy(h.eth.h_dest, peer->mac, 6);
+	__builtin_memcpy(h.eth.h_source, peer->src_mac, 6);
+	h.eth.h_proto = bpf_htons(ETH_P_IP);
+	{
+		/* spin_ip_csum's sum, on the stack copy's fields */
+		__u32 sum, sa = peer->src_ip, da = peer->ip;
+		__u16 w0;
+
+		__builtin_memcpy(&w0, &h.ip, 2);
+		sum = w0 + tot_len + h.ip.id + h.ip.frag_off + bpf_htons((64 << 8) | IPPROTO_UDP) +
+		      (sa & 0xffff) + (sa >> 16) + (da & 0xffff) + (da >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		h.ip.check = ~sum;
+	}
+	h.ip.saddr = peer->src_ip;
+	h.ip.daddr = peer->ip;
+	h.ip.tot_len = tot_len;
+	h.ip.ttl = 64;
+	h.ip.protocol = IPPROTO_UDP;
+	h.udp.source = cfg->port;
+	h.udp.dest = peer->port;
+	h.udp.len = bpf_htons(8 + sizeof(h.sh) + len);
+	h.udp.check = 0;
+	h.sh.version = SPIN_VERSION;
+	h.sh.op = hget ? SPIN_OP_GET : SPIN_OP_PUT;
+	h.sh.flags = bpf_htons(e->r.kind == SPIN_PUT_HOST ? SPIN_F_FROM_HOST : SPIN_F_FROM_DEVICE);
+	h.sh.seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
+	h.sh.src_rank = bpf_htonl(cfg->my_rank);
+	h.sh.src_pid = bpf_htonl(cfg->my_pid);
+	h.sh.job_key = bpf_htonl(cfg->job_key);
+	h.sh.msg_id = bpf_htonl(((cpu + 1) << 24) | (id & 0xffffff));
+	h.sh.match_bits = bpf_cpu_to_be64(e->r.match_bits);
+	h.sh.msg_len = bpf_htonl(hget ? e->r.len : len);
+	h.sh.pkt_off = 0;
+	h.sh.remote_off = bpf_cpu_to_be64(e->r.remote_off);
+	h.sh.hdr_data = bpf_cpu_to_be64(e->r.hdr_data);
+	h.sh.user_hdr[0] = bpf_cpu_to_be64(e->user_hdr[0]);
+	h.sh.user_hdr[1] = bpf_cpu_to_be64(e->user_hdr[1]);
+	h.sh.user_hdr[2] = bpf_cpu_to_be64(e->user_hdr[2]);
+	h.sh.user_hdr[3] = bpf_cpu_to_be64(e->user_hdr[3]);
+	h.sh.auth_tag = 0;
+	if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0) || spin_tc_sign(skb))
+		return -1;
+	if (hget && spin_tc_hget(e, rank, ((cpu + 1) << 24) | (id & 0xffffff)))
+		return -1;
+	ifindex = peer->ifindex ? peer->ifindex : skb->ifindex;
+	if (bpf_clone_redirect(skb, ifindex, 0))
+		return -1;
+	if (st) {
+		st->tx_device += e->r.kind == SPIN_PUT_DEVICE;
+		st->tx_host_inline += e->r.kind == SPIN_PUT_HOST;
+		st->hgets_sent += hget;
+		st->fanout_copies++;
+	}
+	if (!hget && e->r.ct == SPIN_CT_LOCAL_ME)
+		spin_me_ct_put(&e->me);
+	return 0;
+}
+
+__noinline int spin_tc_put(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass, __u32 id)
+{
+	int rc = spin_tc_put1(skb, cpu, t, pass, id);
+
+	if (rc == -1)
+		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
+	return rc;
+}
+
 /*
  * spin_tc, at TC ingress (tcx) of the runtime's interface: the second half
  * of a fan-out (spin_fanout in rt_common.bpf.h).  A frame that the runtime
- * passed with fan-out metadata is put 0, built; it is sent to target 0 with
- * bpf_clone_redirect, then its headers are rewritten for each further
- * target in turn (bpf_skb_store_bytes unshares the head from the clone in
- * flight) and sent again; the last copy is the frame itself (bpf_redirect).
- * Every other frame goes on to the stack untouched.
+ * passed with fan-out metadata holds put 0, built: it is sent to put 0's
+ * egress with bpf_clone_redirect; then every queued put of the invocation
+ * is built in the frame in turn and a clone sent (bpf_skb_store_bytes and
+ * bpf_skb_change_tail unshare the head from the clones in flight), and the
+ * frame itself is dropped.  Every other frame goes on to the stack
+ * untouched.
  */
 SEC("tc")
 int spin_tc(struct __sk_buff *skb)
 {
 	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
 	const struct spin_fanout_meta *pm = meta;
-	struct spin_tc_tgts *tt;
-	struct spin_fanout_tgt *tgt;
-	__u32 zero = 0;
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
-	struct spin_l2l4 h;
-	struct iphdr ip0;
-	__u32 n, id0, ifindex0;
-	__be16 tot_len;
+	__u32 n, cpu, id0, ifindex0, have0, failed = 0;
+	__u64 t0;
 
-	if (meta + offsetof(struct spin_fanout_meta, tgt) > data || pm->magic != SPIN_FANOUT_MAGIC)
+	if ((void *)(pm + 1) > data || pm->magic != SPIN_FANOUT_MAGIC)
 		return TC_ACT_OK;
 	cfg = spin_cfg_get();
 	if (!cfg || pm->my_rank != cfg->my_rank)
 		return TC_ACT_OK;
 	st = spin_stats_get();
-	tt = bpf_map_lookup_elem(&spin_tc_scratch, &zero);
-	if (!tt)
-		return TC_ACT_OK;
-	tgt = tt->tgt;
 	n = pm->n;
+	cpu = pm->cpu;
+	t0 = pm->t0;
+	id0 = pm->id0;
 	ifindex0 = pm->ifindex0;
 	if (n > SPIN_MAX_PUTS - 1)
 		n = SPIN_MAX_PUTS - 1;
-	for (__u32 i = 0; i < SPIN_MAX_PUTS - 1; i++) {
-		const struct spin_fanout_tgt *t = &pm->tgt[i];
-
-		if (i >= n)
-			break;
-		if ((void *)(t + 1) > data) {
-			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
-			return TC_ACT_SHOT;
-		}
-		__builtin_memcpy(&tgt[i], t, sizeof(*t));
-	}
-	if (bpf_skb_load_bytes(skb, 0, &h, sizeof(h))) {
-		spin_drop_count(st, SPIN_DROP_PUT_FAILED);
-		return TC_ACT_SHOT;
-	}
-	id0 = bpf_ntohl(h.sh.msg_id);
-	tot_len = h.ip.tot_len;
-	__builtin_memcpy(&ip0, &h.ip, sizeof(ip0));
-
+	have0 = ifindex0 ? SPIN_TC_HAVE0 : 0;
 	/* put 0: the frame as it is */
-	if (n == 0)
-		return bpf_redirect(ifindex0, 0);
-	if (bpf_clone_redirect(skb, ifindex0, 0))
-		spin_drop_count(st, SPIN_DROP_PUT_FAILED);
-	else if (st)
-		st->fanout_copies++;
-
-	for (__u32 i = 0; i < SPIN_MAX_PUTS - 1; i++) {
-		struct spin_peer *peer;
-		__u32 rank, ifindex;
-
-		if (i >= n)
-			break;
-		rank = tgt[i].rank;
-		peer = bpf_map_lookup_elem(&spin_peers, &rank);
-		if (!peer || !peer->valid) {
-			spin_drop_count(st, SPIN_DROP_NO_PEER);
-			continue;
-		}
-		h.ip.check = spin_ip_csum(&ip0, tot_len, peer->src_ip, peer->ip);
-		__builtin_memcpy(h.eth.h_dest, peer->mac, 6);
-		__builtin_memcpy(h.eth.h_source, peer->src_mac, 6);
-		h.ip.saddr = peer->src_ip;
-		h.ip.daddr = peer->ip;
-		h.udp.dest = peer->port;
-		/* job_key stays put 0's (the runtime's) */
-		/* the ids after put 0's, in put 0's per-CPU id space */
-		h.sh.msg_id = bpf_htonl((id0 & 0xff000000u) | ((id0 + i + 1) & 0xffffffu));
-		h.sh.match_bits = bpf_cpu_to_be64(tgt[i].match_bits);
-		h.sh.remote_off = bpf_cpu_to_be64(tgt[i].remote_off);
-		h.sh.hdr_data = bpf_cpu_to_be64(tgt[i].hdr_data);
-		if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0) ||
-		    spin_tc_sign(skb)) {
-			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
-			return TC_ACT_SHOT;
-		}
-		ifindex = peer->ifindex ? peer->ifindex : skb->ifindex;
-		if (i + 1 < n && bpf_clone_redirect(skb, ifindex, 0)) {
-			spin_drop_count(st, SPIN_DROP_PUT_FAILED);
-			continue;
-		}
-		if (st) {
-			st->tx_device++;
+	if (ifindex0) {
+		if (bpf_clone_redirect(skb, ifindex0, 0))
+			failed++;
+		else if (st)
 			st->fanout_copies++;
-		}
-		if (i + 1 == n)
-			return bpf_redirect(ifindex, 0);
 	}
+	/* two passes over the queued puts; spin_tc_put counts its failures */
+	for (__u32 i = 0; i < 2 * (SPIN_MAX_PUTS - 1); i++) {
+		__u32 k = i < n ? i : i - n;
+
+		if (i >= 2 * n)
+			break;
+		spin_tc_put(skb, cpu, t0 + k, (i < n ? SPIN_TC_SAME : 0) | have0, id0 + k);
+	}
+	if (failed)
+		spin_drop_count(st, SPIN_DROP_PUT_FAILED);
 	return TC_ACT_SHOT;
 }

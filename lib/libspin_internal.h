@@ -46,6 +46,12 @@ enum spin_map_id {
 	SPIN_M_MX,
 	SPIN_M_PROCS,
 	SPIN_M_RINGS,
+	SPIN_M_PUTQ,
+	SPIN_M_SCRATCH,
+	SPIN_M_MSTATE,
+	SPIN_M_MSTATE_PC,
+	SPIN_M_HPU_BIG,
+	SPIN_M_HGETS,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];
@@ -68,9 +74,11 @@ struct spin_rt {
 	size_t me_mlen;
 	uint8_t *hpu;
 	size_t hpu_mlen;
+	uint8_t *hpu_big;		/* spin_hpu_big, mapped */
+	size_t hpu_big_mlen;
 	struct spin_pt *ptm;		/* spin_pt, mapped on first use (me.c) */
 	size_t ptm_len;
-	uint32_t me_hint[2];		/* where the next free-slot search starts */
+	uint32_t me_hint[3];		/* where the next free-slot search starts */
 	bool me_full0;			/* no free slot above SPIN_MAX_HPU at the last
 					 * search (me_slot) */
 	void *host;

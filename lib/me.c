@@ -449,8 +449,12 @@ static int me_delist(struct spin_rt *rt, uint32_t idx)
 	m->link = 0;
 	/* the next search starts at the lowest slot this process freed: the
 	 * slots below the hint stay in use as far as it knows */
-	if (idx < rt->me_hint[idx < SPIN_MAX_HPU])
-		rt->me_hint[idx < SPIN_MAX_HPU] = idx;
+	{
+		int r = idx < SPIN_MAX_HPU_BIG ? 2 : idx < SPIN_MAX_HPU;
+
+		if (idx < rt->me_hint[r])
+			rt->me_hint[r] = idx;
+	}
 	if (idx >= SPIN_MAX_HPU)
 		rt->me_full0 = false;
 	if (err)
@@ -531,32 +535,40 @@ static int me_enlist(struct spin_rt *rt, uint32_t idx)
  * last slot it took, or the lowest one it freed since (so a slot is
  * reused soon), and filling the table costs O(1) per entry.
  */
-static int me_slot(struct spin_rt *rt, bool hpu)
+static int me_slot(struct spin_rt *rt, bool hpu, bool big)
 {
-	uint32_t ranges[2][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { 0, SPIN_MAX_HPU } };
-	bool skipped = false;
+	/* entries with 4 KiB of handler memory look above the slots of big
+	 * handler memory first, so those stay free for the entries that need
+	 * them; an entry without handlers looks above SPIN_MAX_HPU, then in
+	 * the 4 KiB range.  When the range above was full at its last search
+	 * (and this process freed nothing there since), it looks there last:
+	 * else each of the last SPIN_MAX_HPU appends of a full table would walk
+	 * the whole range above (24 s for the last 4096) */
+	uint32_t ranges[3][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { SPIN_MAX_HPU_BIG, SPIN_MAX_HPU },
+				  { 0, SPIN_MAX_HPU_BIG } };
+	int order[2], n;
 
-	/* an entry without handlers looks above SPIN_MAX_HPU, then below it;
-	 * when the range above was full at its last search (and this process
-	 * freed nothing there since), below it first and the range above
-	 * last: else each of the last SPIN_MAX_HPU appends of a full table
-	 * would walk the whole range above (24 s for the last 4096) */
-	for (int k = hpu ? 1 : 0; k < 3; k++) {
-		int r = k == 2 ? 0 : k;
-		uint32_t lo = ranges[r][0], hi = ranges[r][1], n = hi - lo;
+	if (big) {
+		order[0] = 2;
+		n = 1;
+	} else if (hpu) {
+		order[0] = 1;
+		order[1] = 2;
+		n = 2;
+	} else {
+		order[0] = rt->me_full0 ? 1 : 0;
+		order[1] = rt->me_full0 ? 0 : 1;
+		n = 2;
+	}
+	for (int k = 0; k < n; k++) {
+		int r = order[k];
+		uint32_t lo = ranges[r][0], hi = ranges[r][1], len = hi - lo;
 		uint32_t *hint = &rt->me_hint[r];
-
-		if (k == 0 && rt->me_full0) {
-			skipped = true;
-			continue;
-		}
-		if (k == 2 && !skipped)
-			break;
 
 		if (*hint < lo || *hint >= hi)
 			*hint = lo;
-		for (uint32_t j = 0, h = *hint; j < n; j++) {
-			uint32_t i = lo + (h - lo + j) % n;
+		for (uint32_t j = 0, h = *hint; j < len; j++) {
+			uint32_t i = lo + (h - lo + j) % len;
 
 			if (me_state(rt, i) != SPIN_ME_FREE)
 				continue;
@@ -581,16 +593,21 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	struct spin_me *m;
 	uint32_t handler = 0, opts;
 	int err, idx = -1, n = 0;
+	bool big;
 
 	if (!rt || !s)
 		return spin_seterr(SPIN_EUSAGE, "spin_me_append: no runtime or spec");
+	big = s->hpu_size > SPIN_HPU_SIZE;
 	if ((err = pt_check(s->pt_index)))
 		return err;
 	if (s->list != SPIN_LIST_PRIORITY && s->list != SPIN_LIST_OVERFLOW)
 		return spin_seterr(SPIN_EUSAGE, "bad list %d (priority or overflow)", s->list);
-	if (s->hpu_init_len > SPIN_HPU_SIZE)
-		return spin_seterr(SPIN_EUSAGE, "handler memory initializer of %zu bytes is larger than %d",
-				   s->hpu_init_len, SPIN_HPU_SIZE);
+	if (s->hpu_size > SPIN_HPU_BIG_SIZE)
+		return spin_seterr(SPIN_EUSAGE, "handler memory of %zu bytes is larger than %d",
+				   s->hpu_size, SPIN_HPU_BIG_SIZE);
+	if (s->hpu_init_len > (s->hpu_size > SPIN_HPU_SIZE ? s->hpu_size : SPIN_HPU_SIZE))
+		return spin_seterr(SPIN_EUSAGE, "handler memory initializer of %zu bytes is larger than the entry's %zu bytes of handler memory: set hpu_size (spinctl: hpu-size N)",
+				   s->hpu_init_len, s->hpu_size > SPIN_HPU_SIZE ? s->hpu_size : SPIN_HPU_SIZE);
 	if (s->hpu_init_len && !s->hpu_init)
 		return spin_seterr(SPIN_EUSAGE, "handler memory initializer missing");
 	if ((s->options & SPIN_ME_XSK) && s->handler)
@@ -619,7 +636,13 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 				  s->pt_index, rt->ifname, rt->ifname, s->pt_index);
 		goto out;
 	}
-	idx = me_slot(rt, handler || s->hpu_init_len);
+	idx = me_slot(rt, handler || s->hpu_init_len || s->hpu_size, big);
+	if (idx < 0 && big) {
+		err = spin_seterr(SPIN_ENOSPC,
+				  "'%s' has all %d match entries with big handler memory in use: unlink one",
+				  rt->ifname, SPIN_MAX_HPU_BIG);
+		goto out;
+	}
 	if (idx < 0) {
 		err = spin_seterr(SPIN_ENOSPC,
 				  handler || s->hpu_init_len ?
@@ -659,11 +682,17 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->user_ptr = s->user_ptr;
 	m->owner_pid = getpid();
 	m->hpu_len = s->hpu_init_len;
+	m->hpu_size = big ? s->hpu_size : SPIN_HPU_SIZE;
 	m->wake_count = 0;
 	m->wake_at = 0;
 	m->pt = s->pt_index;
 	me_counters_reset(rt, idx);
-	if (idx < SPIN_MAX_HPU) {
+	if (big) {
+		memset(rt->hpu_big + (size_t)idx * SPIN_HPU_BIG_SIZE, 0, SPIN_HPU_BIG_SIZE);
+		if (s->hpu_init_len)
+			memcpy(rt->hpu_big + (size_t)idx * SPIN_HPU_BIG_SIZE, s->hpu_init,
+			       s->hpu_init_len);
+	} else if (idx < SPIN_MAX_HPU) {
 		memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
 		if (s->hpu_init_len)
 			memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
@@ -717,7 +746,7 @@ static int me_counters(struct spin_rt *rt, uint32_t idx, struct spin_me *out)
 	int ncpu = libbpf_num_possible_cpus();
 	struct spin_me_ct *v;
 
-	out->ct_success = out->ct_failure = out->bytes = 0;
+	out->ct_success = out->ct_failure = out->bytes = out->ct_puts = out->ct_gets = 0;
 	if (ncpu <= 0)
 		return spin_seterr(SPIN_EFAIL, "cannot count CPUs");
 	v = calloc(ncpu, sizeof(*v));
@@ -732,6 +761,8 @@ static int me_counters(struct spin_rt *rt, uint32_t idx, struct spin_me *out)
 		out->ct_success += v[i].success;
 		out->ct_failure += v[i].failure;
 		out->bytes += v[i].bytes;
+		out->ct_puts += v[i].puts;
+		out->ct_gets += v[i].gets;
 	}
 	free(v);
 	return 0;
@@ -783,7 +814,7 @@ int spin_me_get(struct spin_rt *rt, uint32_t me_index, struct spin_me *out)
 	if (out->state == SPIN_ME_FREE && !out->owner_pid) {
 		/* a slot never used: no counters to read (listing every slot
 		 * of a large table stays cheap) */
-		out->ct_success = out->ct_failure = out->bytes = 0;
+		out->ct_success = out->ct_failure = out->bytes = out->ct_puts = out->ct_gets = 0;
 		return 0;
 	}
 	return me_counters(rt, me_index, out);
@@ -797,6 +828,13 @@ int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_read: no runtime or buffer");
 	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
 		return err;
+	if (me_index < SPIN_MAX_HPU_BIG && rt->me[me_index].hpu_size > SPIN_HPU_SIZE) {
+		if (len > rt->me[me_index].hpu_size)
+			return spin_seterr(SPIN_EUSAGE, "handler memory is %u bytes, not %zu",
+					   rt->me[me_index].hpu_size, len);
+		memcpy(buf, rt->hpu_big + (size_t)me_index * SPIN_HPU_BIG_SIZE, len);
+		return 0;
+	}
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
 				   SPIN_HPU_SIZE, len);
@@ -812,6 +850,13 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_write: no runtime or buffer");
 	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
 		return err;
+	if (me_index < SPIN_MAX_HPU_BIG && rt->me[me_index].hpu_size > SPIN_HPU_SIZE) {
+		if (len > rt->me[me_index].hpu_size)
+			return spin_seterr(SPIN_EUSAGE, "handler memory is %u bytes, not %zu",
+					   rt->me[me_index].hpu_size, len);
+		memcpy(rt->hpu_big + (size_t)me_index * SPIN_HPU_BIG_SIZE, buf, len);
+		return 0;
+	}
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
 				   SPIN_HPU_SIZE, len);

@@ -63,6 +63,12 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_MX]		= "spin_mx",
 	[SPIN_M_PROCS]		= "spin_procs",
 	[SPIN_M_RINGS]		= "spin_rings",
+	[SPIN_M_PUTQ]		= "spin_putq",
+	[SPIN_M_SCRATCH]	= "spin_hscratch",
+	[SPIN_M_MSTATE]		= "spin_mstate",
+	[SPIN_M_MSTATE_PC]	= "spin_mstate_pc",
+	[SPIN_M_HPU_BIG]	= "spin_hpu_big",
+	[SPIN_M_HGETS]		= "spin_hgets",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -701,7 +707,8 @@ int spin_open(const char *ifname, struct spin_rt **out)
 	rt->cfg = map_mmap(rt->map_fd[SPIN_M_CFG], &rt->cfg_mlen);
 	rt->me = map_mmap(rt->map_fd[SPIN_M_ME], &rt->me_mlen);
 	rt->hpu = map_mmap(rt->map_fd[SPIN_M_HPU], &rt->hpu_mlen);
-	if (!rt->cfg || !rt->me || !rt->hpu) {
+	rt->hpu_big = map_mmap(rt->map_fd[SPIN_M_HPU_BIG], &rt->hpu_big_mlen);
+	if (!rt->cfg || !rt->me || !rt->hpu || !rt->hpu_big) {
 		err = spin_seterr(SPIN_EFAIL, "cannot mmap the maps of %s: %s", rt->pin_dir,
 				  strerror(errno));
 		goto fail;
@@ -737,6 +744,8 @@ void spin_close(struct spin_rt *rt)
 		munmap(rt->me, rt->me_mlen);
 	if (rt->hpu)
 		munmap(rt->hpu, rt->hpu_mlen);
+	if (rt->hpu_big)
+		munmap(rt->hpu_big, rt->hpu_big_mlen);
 	if (rt->ptm)
 		munmap(rt->ptm, rt->ptm_len);
 	if (rt->host)

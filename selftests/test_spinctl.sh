@@ -764,6 +764,27 @@ t_me_huge_len_cli() {
 	A "$SPINCTL" me unlink veth0 "$idx"
 }
 
+# 64 KiB of handler memory: refused without hpu-size, taken with it (a
+# slot below 64), shown; more than 64 KiB refused
+t_me_hpu_size() {
+	local idx rc f="$LOG/hpu64k"
+	head -c 65536 /dev/urandom >"$f"
+	rc=0
+	A "$SPINCTL" me append veth0 pt 0 bits 11 state-file "$f" 2>"$LOG/err" || rc=$?
+	cat "$LOG/err"
+	[ "$rc" -eq 2 ] || fail "64 KiB state without hpu-size: exit $rc, want 2"
+	grep -q "hpu-size" "$LOG/err" || fail "the error does not name hpu-size"
+	rc=0
+	A "$SPINCTL" me append veth0 pt 0 bits 11 hpu-size 65537 2>&1 || rc=$?
+	[ "$rc" -eq 2 ] || fail "hpu-size 65537: exit $rc, want 2"
+	idx=$(A "$SPINCTL" me append veth0 pt 0 bits 11 hpu-size 64k state-file "$f") ||
+		fail "append with hpu-size 64k"
+	[ "$idx" -lt 64 ] || fail "slot $idx, want one below 64"
+	A "$SPINCTL" -j me show veth0 "$idx" | grep -q '"hpu_len":65536,"hpu_size":65536' ||
+		fail "not shown: $(A "$SPINCTL" -j me show veth0 "$idx")"
+	A "$SPINCTL" me unlink veth0 "$idx"
+}
+
 # libspin: spin_me_append() with lengths near 2^64 (host and handler host
 # memory, first fit and at an offset) refuses them all
 t_me_huge_len_lib() {
@@ -951,6 +972,7 @@ run_test bad_ranges t_bad_ranges
 run_test bad_options t_bad_options
 run_test me_huge_len_cli t_me_huge_len_cli
 run_test me_huge_len_lib t_me_huge_len_lib
+run_test me_hpu_size t_me_hpu_size
 run_test pins_foreign_dir t_pins_foreign_dir
 run_test detach_no_follow t_detach_no_follow
 run_test detach_keeps_going t_detach_keeps_going

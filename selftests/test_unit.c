@@ -1918,6 +1918,8 @@ static void check_fan_frame(const uint8_t *b, int len, uint32_t rank, int i, con
 
 static int set_auth(const struct spin_auth *a);
 
+#define FAN_N 16	/* a store-and-forward broadcast to 16 ranks */
+
 /* Send frame f into IFA through IFB and count the fan-out copies that come
  * back out on IFB whose tag is key k's (every copy carries its own). */
 static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
@@ -1945,7 +1947,7 @@ static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
 	memcpy(sl.sll_addr, f->b, 6);
 	sendto(sock, f->b, f->len, 0, (void *)&sl, sizeof(sl));
 	t0 = t_now_ns();
-	while (*copies < 8 && t_now_ns() - t0 < WAIT_NS) {
+	while (*copies < FAN_N && t_now_ns() - t0 < WAIT_NS) {
 		struct sockaddr_ll from;
 		socklen_t fl = sizeof(from);
 		struct pollfd pf = { .fd = sock, .events = POLLIN };
@@ -1967,6 +1969,22 @@ static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
 	return ok;
 }
 
+/* Load a handler object under name, first unloading one of that name a
+ * test before left (it failed before its own unload). */
+static int handler_fresh(const char *path, const char *name)
+{
+	spin_handler_unload(rt, name);
+	return spin_handler_load(rt, path, name);
+}
+
+/* A test's end: its entries unlinked, its handler unloaded, so that the
+ * tests after it see the runtime as the ones before them left it. */
+static void handler_done(const char *name)
+{
+	reset();
+	ASSERT_OK(spin_handler_unload(rt, name), "handler unloaded");
+}
+
 static void fanout(void)
 {
 	struct spin_me_spec s = spec(0, 0x46, 4096);
@@ -1976,12 +1994,12 @@ static void fanout(void)
 	uint8_t msg[1000];
 	struct spin_stats st;
 	struct fr f, o;
-	uint32_t ids[8];
-	int idx, ml, sock, ifb, got = 0, seen[8] = { 0 };
+	uint32_t ids[FAN_N];
+	int idx, ml, sock, ifb, got = 0, seen[FAN_N] = { 0 };
 
 	reset();
 	fill(msg, sizeof(msg), 77);
-	if (fan_peers(7))
+	if (fan_peers(FAN_N - 1))
 		return;
 	s.handler = "test";
 	s.hpu_init = &init;
@@ -1990,59 +2008,64 @@ static void fanout(void)
 	if (idx < 0)
 		return;
 
-	/* 8 targets: rank 0 and 2..8 */
-	init.fan_n = 8;
+	/* 16 targets: rank 0 and 2..16 */
+	init.fan_n = FAN_N;
 	init.fan_rank[0] = 0;
-	for (int i = 1; i < 8; i++)
-		init.fan_rank[i] = i + 1;
+	for (int i = 1; i < TEST_FAN_MAX; i++)
+		init.fan_rank[i] = 2 + (i - 1) % (FAN_N - 1);
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	ASSERT_EQ(run(&f, &o), XDP_PASS, "8 puts: frame passed to the fan-out program");
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "16 puts: frame passed to the fan-out program");
 	ml = o.len - (SPIN_PAY_OFF + (int)sizeof(msg));
-	ASSERT_EQ(ml, 16 + 7 * 28, "metadata in front of the frame");
-	if (ml != 16 + 7 * 28)
+	ASSERT_EQ(ml, (int)sizeof(*m), "metadata in front of the frame");
+	if (ml != (int)sizeof(*m))
 		return;
 	m = (const void *)o.b;
 	ASSERT_EQ(m->magic, SPIN_FANOUT_MAGIC, "metadata magic");
 	ASSERT_EQ(m->my_rank, MY_RANK, "metadata rank");
 	/* target 0 leaves by the receiving interface (lo in a test run) */
 	ASSERT_EQ(m->ifindex0, 1, "target 0: the receiving interface");
-	ASSERT_EQ(m->n, 7, "7 further targets");
-	for (int i = 0; i < 7; i++) {
-		ASSERT_EQ(m->tgt[i].rank, i + 2, "target rank");
-		ASSERT_EQ(m->tgt[i].match_bits, 0x101 + i, "target match bits");
-		ASSERT_EQ(m->tgt[i].remote_off, 8 * (i + 1), "target remote offset");
-		ASSERT_EQ(m->tgt[i].hdr_data, 1001 + i, "target hdr_data");
-	}
+	ASSERT_EQ(m->n, FAN_N - 1, "15 queued puts");
 	check_fan_frame(o.b + ml, o.len - ml, 0, 0, msg, sizeof(msg));
 	st = stats();
 	ASSERT_EQ(st.fanout, 1, "fanout counted");
 	ASSERT_EQ(st.drops[SPIN_DROP_PUT_OVERFLOW] + st.drops[SPIN_DROP_PUT_FAILED], 0, "no put refused");
 
-	/* 9 puts: the ninth is put_overflow, 8 go out */
-	init.fan_n = 9;
-	init.fan_rank[8] = 0;
+	/* 65 puts: the 65th is put_overflow and returns -1, 64 are queued */
+	spin_stats_reset(rt);
+	init.fan_n = SPIN_MAX_PUTS + 1;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	ASSERT_EQ(run(&f, &o), XDP_PASS, "9 puts: fan-out");
-	ASSERT_EQ(drops(SPIN_DROP_PUT_OVERFLOW), 1, "ninth put counted as put_overflow");
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "65 puts: fan-out");
+	m = (const void *)o.b;
+	ASSERT_EQ(m->n, SPIN_MAX_PUTS - 1, "63 queued puts");
+	ASSERT_EQ(drops(SPIN_DROP_PUT_OVERFLOW), 1, "65th put counted as put_overflow");
+	{
+		struct test_state t;
 
-	/* a further put of other bytes is refused; the others go out */
+		if (ASSERT_OK(spin_hpu_read(rt, idx, &t, sizeof(t)), "read handler memory")) {
+			ASSERT_EQ(t.fan_rc[SPIN_MAX_PUTS - 1], 0, "64th put: 0");
+			ASSERT_EQ(t.fan_rc[SPIN_MAX_PUTS], -1, "65th put: -1 to the handler");
+		}
+	}
+
+	/* a put of other bytes after one of the packet: both go */
 	spin_stats_reset(rt);
 	init.mode = T_PUT_FAN | T_PUT_FAN_OTHER;
 	init.fan_n = 1;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	ASSERT_EQ(run(&f, &o), XDP_TX, "one put + one of other bytes: the first is sent");
-	ASSERT_EQ(drops(SPIN_DROP_PUT_FAILED), 1, "put of other bytes refused (put_failed)");
-	check_fan_frame(o.b, o.len, 0, 0, msg, sizeof(msg));
+	ASSERT_EQ(run(&f, &o), XDP_PASS, "one put + one of other bytes: fan-out");
+	ASSERT_EQ(drops(SPIN_DROP_PUT_FAILED), 0, "put of other bytes accepted");
+	m = (const void *)o.b;
+	ASSERT_EQ(m->n, 1, "one queued put");
 
 	/* on the wire: into IFA through its peer, out again once per target */
 	init.mode = T_PUT_FAN;
-	init.fan_n = 8;
+	init.fan_n = FAN_N;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	spin_stats_reset(rt);
 	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
@@ -2077,7 +2100,7 @@ static void fanout(void)
 		memcpy(sl.sll_addr, f.b, 6);
 		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
 		t0 = t_now_ns();
-		while (got < 8 && t_now_ns() - t0 < WAIT_NS) {
+		while (got < FAN_N && t_now_ns() - t0 < WAIT_NS) {
 			struct sockaddr_ll from;
 			socklen_t fl = sizeof(from);
 			struct pollfd pf = { .fd = sock, .events = POLLIN };
@@ -2093,7 +2116,8 @@ static void fanout(void)
 				/* the target from its port (fan_peers: 7000 + rank) */
 				uint32_t r = ntohs(u->dest) - 7000, i = r ? r - 1 : 0;
 
-				if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK || i >= 8)
+				if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK ||
+				    i >= FAN_N)
 					continue;
 				seen[i]++;
 				ids[i] = ntohl(h->msg_id);
@@ -2103,15 +2127,16 @@ static void fanout(void)
 		}
 	}
 	close(sock);
-	ASSERT_EQ(got, 8, "8 frames on the wire");
-	for (int i = 0; i < 8; i++)
+	ASSERT_EQ(got, FAN_N, "16 frames on the wire");
+	for (int i = 0; i < FAN_N; i++)
 		ASSERT_EQ(seen[i], 1, "one frame per target");
-	for (int i = 1; i < 8 && got == 8; i++)
+	for (int i = 1; i < FAN_N && got == FAN_N; i++)
 		ASSERT_EQ(ids[i], ids[0] + i, "message ids follow put 0's");
 	st = stats();
 	ASSERT_EQ(st.fanout, 1, "one fan-out");
-	ASSERT_EQ(st.fanout_copies, 8, "8 copies sent by spin_tc");
-	ASSERT_EQ(st.tx_device, 8, "8 device puts");
+	ASSERT_EQ(st.fanout_copies, FAN_N, "16 copies sent by spin_tc");
+	ASSERT_EQ(st.tx_device, FAN_N, "16 device puts");
+	ASSERT_EQ(st.drops[SPIN_DROP_PUT_FAILED], 0, "no put_failed");
 	/* with an auth key: every copy carries its own tag (spin_tc re-tags
 	 * each after rewriting its target's fields) */
 	{
@@ -2122,14 +2147,588 @@ static void fanout(void)
 			a.auth = k;
 			a.msg_id = next_id++;
 			mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-			ASSERT_EQ(fan_tagged(&f, &k, &copies), 8, "8 copies, each with a valid tag");
-			ASSERT_EQ(copies, 8, "8 copies on the wire");
+			ASSERT_EQ(fan_tagged(&f, &k, &copies), FAN_N, "16 copies, each with a valid tag");
+			ASSERT_EQ(copies, FAN_N, "16 copies on the wire");
 			set_auth(&off);
 		}
 	}
-	for (int r = 2; r < 9; r++)
+	for (int r = 2; r < FAN_N + 1; r++)
 		spin_peer_del(rt, r);
 	base_peers(2, 4);	/* as the other tests expect them */
+}
+
+/*
+ * Many puts from one invocation (issue 16): 64 puts, device and host mixed
+ * (put 0 from host, puts of handler memory, of host memory and of the
+ * packet itself), each with its own bytes, length, target (16 ranks),
+ * match bits, remote offset, header data, user header words and counter;
+ * a NULL source returns -1 without taking a slot and the 65th put returns
+ * -1 (put_overflow).  Every put is checked on the wire.
+ */
+#define MP_N		66	/* ops: 64 puts, one NULL, one too many */
+#define MP_NULL		10	/* the op with a NULL source */
+#define MP_MSG		200	/* the packet's payload */
+
+static void mp_op(int i, struct puts_op *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->rank = 2 + i % FAN_N;
+	o->ct = i & 1;
+	if (i == MP_NULL) {
+		o->kind = PUTS_NULL;
+		o->len = 8;
+	} else if (i % 8 == 2) {
+		o->kind = PUTS_PKT;
+		o->len = MP_MSG;
+	} else if (i % 3 == 0) {
+		o->kind = PUTS_HOST;
+		o->len = 1 + (i * 37) % 500;
+		o->off = (i * 101) % 7000;
+	} else {
+		o->kind = PUTS_DEV;
+		o->len = 1 + (i * 37) % 500;
+		o->off = (i * 53) % 512;
+	}
+}
+
+static void many_puts(void)
+{
+	struct spin_me_spec s = spec(0, 0x47, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x47);
+	static struct puts_state init, t;
+	uint8_t msg[MP_MSG];
+	int idx, sock, ifb, got = 0, seen[MP_N] = { 0 }, want = 0, want_ct = 0;
+	struct spin_stats st;
+	struct spin_me me;
+	char path[1024];
+	struct fr f, o;
+
+	reset();
+	fill(msg, sizeof(msg), 61);
+	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
+	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	if (fan_peers(FAN_N))
+		return;
+	memset(&init, 0, sizeof(init));
+	init.n = MP_N;
+	for (int i = 0; i < MP_N; i++)
+		mp_op(i, &init.op[i]);
+	fill(init.buf, sizeof(init.buf), 62);
+	s.handler = "puts";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	fill(host + me.host_off, 8192, 63);
+	for (int i = 0; i < MP_N - 1; i++)
+		if (i != MP_NULL) {
+			want++;
+			want_ct += init.op[i].ct;
+		}
+	ASSERT_EQ(want, SPIN_MAX_PUTS, "64 puts expected");
+
+	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	ifb = if_nametoindex(IFB);
+	if (sock < 0 || !ifb) {
+		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
+		t_failed_now = 1;
+		if (sock >= 0)
+			close(sock);
+		return;
+	}
+	{
+		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+					  .sll_ifindex = ifb };
+		struct ifreq ifr = { 0 };
+		int fd = socket(AF_INET, SOCK_DGRAM, 0), rcv = 1 << 20;
+		uint64_t t0;
+
+		setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+		bind(sock, (void *)&sl, sizeof(sl));
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
+		if (fd >= 0)
+			close(fd);
+		sl.sll_halen = 6;
+		memcpy(sl.sll_addr, f.b, 6);
+		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
+		t0 = t_now_ns();
+		while (got < want && t_now_ns() - t0 < WAIT_NS) {
+			struct sockaddr_ll from;
+			socklen_t fl = sizeof(from);
+			struct pollfd pf = { .fd = sock, .events = POLLIN };
+			const struct iphdr *ip = (const void *)(o.b + 14);
+			const struct udphdr *u = (const void *)(ip + 1);
+			const struct spin_hdr *h = (const void *)(u + 1);
+			const struct puts_op *op;
+			const uint8_t *src;
+			uint64_t i;
+			uint32_t sum = 0;
+			int n;
+
+			poll(&pf, 1, 50);
+			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
+			if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING || n < SPIN_PAY_OFF)
+				continue;
+			if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK)
+				continue;
+			i = be64toh(h->match_bits) - PUTS_MB;
+			if (i >= MP_N) {
+				T_MSG("a frame with match bits 0x%llx", (unsigned long long)be64toh(h->match_bits));
+				t_failed_now = 1;
+				continue;
+			}
+			got++;
+			seen[i]++;
+			op = &init.op[i];
+			src = op->kind == PUTS_HOST ? host + me.host_off + op->off :
+			      op->kind == PUTS_DEV ? init.buf + op->off : msg;
+			ASSERT_EQ(ntohs(u->dest), 7000 + op->rank, "target's port");
+			ASSERT_EQ(ip->daddr, htonl((10u << 24) | (77u << 16) | (9u << 8) | (100 + op->rank)),
+				  "target's IP");
+			for (int k = 0; k < 10; k++)
+				sum += ((const uint16_t *)ip)[k];
+			sum = (sum & 0xffff) + (sum >> 16);
+			sum = (sum & 0xffff) + (sum >> 16);
+			ASSERT_EQ(sum, 0xffff, "IPv4 checksum");
+			ASSERT_EQ(ntohs(ip->tot_len), n - 14, "IPv4 length");
+			ASSERT_EQ(ntohs(u->len), n - 14 - 20, "UDP length");
+			ASSERT_EQ(h->op, SPIN_OP_PUT, "op");
+			ASSERT_EQ(ntohs(h->flags), op->kind == PUTS_HOST ? SPIN_F_FROM_HOST : SPIN_F_FROM_DEVICE,
+				  "flags");
+			ASSERT_EQ(ntohl(h->msg_len), op->len, "message length");
+			ASSERT_EQ(n, SPIN_PAY_OFF + op->len, "frame length");
+			ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
+			ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
+			ASSERT_EQ(be64toh(h->user_hdr[0]), i, "user header word 0");
+			ASSERT_EQ(be64toh(h->user_hdr[1]), 0x1111 * i, "user header word 1");
+			ASSERT_EQ(be64toh(h->user_hdr[2]), ~i, "user header word 2");
+			ASSERT_EQ(be64toh(h->user_hdr[3]), a.msg_id, "user header word 3");
+			if (n == SPIN_PAY_OFF + op->len && !ASSERT_MEM(o.b + SPIN_PAY_OFF, src, op->len, "payload"))
+				T_MSG("put %llu (kind %u, %u bytes at %u)", (unsigned long long)i, op->kind,
+				      op->len, op->off);
+		}
+	}
+	close(sock);
+	ASSERT_EQ(got, want, "64 frames on the wire");
+	for (int i = 0; i < MP_N; i++)
+		ASSERT_EQ(seen[i], i == MP_NULL || i == MP_N - 1 ? 0 : 1, "one frame per put");
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.calls, 1, "payload handler ran once");
+	for (int i = 0; i < MP_N; i++)
+		ASSERT_EQ(t.rc[i], i == MP_NULL || i == MP_N - 1 ? -1 : 0, "put's return value");
+	st = stats();
+	ASSERT_EQ(st.fanout, 1, "one fan-out");
+	ASSERT_EQ(st.fanout_copies, want, "64 frames sent by spin_tc");
+	ASSERT_EQ(st.tx_device + st.tx_host_inline, want, "64 puts counted");
+	ASSERT_EQ(st.drops[SPIN_DROP_PUT_OVERFLOW], 1, "the 65th put: put_overflow");
+	ASSERT_EQ(st.drops[SPIN_DROP_PUT_FAILED], 1, "the NULL source: put_failed");
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.ct_puts, want_ct, "puts with PTL_LOCAL_ME_CT counted on the entry");
+
+	/* a queued put from host longer than a packet goes to the owning
+	 * process as a PUT_FROM_HOST event (posted by spin_tc) */
+	spin_events_poll(rt, drain_cb, NULL, 0);
+	memset(&init, 0, sizeof(init));
+	init.n = 2;
+	init.op[0] = (struct puts_op){ .kind = PUTS_DEV, .len = 16, .rank = 2 };
+	init.op[1] = (struct puts_op){ .kind = PUTS_HOST, .len = 3000, .off = 100, .rank = 3 };
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	spin_stats_reset(rt);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	sock = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	{
+		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+					  .sll_ifindex = ifb, .sll_halen = 6 };
+		struct ifreq ifr = { 0 };
+		int fd = socket(AF_INET, SOCK_DGRAM, 0), found = 0;
+		uint64_t t0;
+
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
+		if (fd >= 0)
+			close(fd);
+		memcpy(sl.sll_addr, f.b, 6);
+		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
+		close(sock);
+		t0 = t_now_ns();
+		while (!found && t_now_ns() - t0 < WAIT_NS) {
+			struct evs v = events();
+
+			for (int i = 0; i < v.n; i++) {
+				if (v.e[i].kind != SPIN_EV_PUT_FROM_HOST)
+					continue;
+				found++;
+				ASSERT_EQ(v.e[i].put.len, 3000, "request length");
+				ASSERT_EQ(v.e[i].put.src_off, me.host_off + 100, "request source offset");
+				ASSERT_EQ(v.e[i].put.target_rank, 3, "request target");
+				ASSERT_EQ(v.e[i].put.match_bits, PUTS_MB + 1, "request match bits");
+				ASSERT_EQ(v.e[i].put.hdr_data, PUTS_HDR + 1, "request hdr_data");
+			}
+			if (!found)
+				usleep(10000);
+		}
+		ASSERT_EQ(found, 1, "one put-from-host request");
+		spin_hpu_read(rt, idx, &t, sizeof(t));
+		ASSERT_EQ(t.rc[1], 0, "long put from host: 0");
+		ASSERT_EQ(stats().tx_host_queued, 1, "put from host queued to the host");
+	}
+	for (int r = 2; r < FAN_N + 2; r++)
+		spin_peer_del(rt, r);
+	base_peers(2, 4);
+	handler_done("puts");
+}
+
+/*
+ * Room to compute (issue 16): spin_scratch() gives a handler 16 KiB it
+ * fills and copies to host memory; spin_msg_state() keeps the fields of
+ * two messages whose packets interleave apart, where the same fields in
+ * handler memory (the control) are overwritten by the other message.
+ */
+static int room_setup(struct spin_me *me, uint64_t bits, const struct room_state *init)
+{
+	struct spin_me_spec s = spec(0, bits, 32768);
+	char path[1024];
+	int idx;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/room_handler.bpf.o", objdir);
+	if (!ASSERT_OK(handler_fresh(path, "room"), "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return -1;
+	}
+	s.handler = "room";
+	s.hpu_init = init;
+	s.hpu_init_len = sizeof(*init);
+	idx = me_add(&s);
+	if (idx >= 0)
+		spin_me_get(rt, idx, me);
+	return idx;
+}
+
+static void room_scratch(void)
+{
+	struct room_state init = { .mode = ROOM_SCRATCH, .seed = 0x5eed1234abcdull }, t;
+	struct spin_msg_args a = margs(0, 0, 0x49);
+	uint8_t msg[64];
+	struct spin_me me;
+	int idx, rc, bad = 0;
+
+	reset();
+	idx = room_setup(&me, 0x49, &init);
+	if (idx < 0)
+		return;
+	fill(msg, sizeof(msg), 5);
+	memset(host + me.host_off, 0, SPIN_SCRATCH_SIZE);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.errors, 0, "no DMA failed");
+	for (int i = 0; i < SPIN_SCRATCH_SIZE / 8; i++) {
+		uint64_t w;
+
+		memcpy(&w, host + me.host_off + i * 8, 8);
+		bad += w != room_word(i, init.seed);
+	}
+	ASSERT_EQ(bad, 0, "16 KiB of scratch written and copied to host memory");
+	handler_done("room");
+}
+
+static void room_msg_state(void)
+{
+	struct room_state init = { .mode = ROOM_MSG }, t;
+	struct spin_msg_args a = margs(0, 0, 0x4a), b = a;
+	static uint8_t ma[4 * SPIN_MAX_SEG], mb[3 * SPIN_MAX_SEG - 100];
+	struct room_rec ra, rb, ca, cb;
+	struct spin_me me;
+	struct fr f;
+	int idx;
+
+	reset();
+	idx = room_setup(&me, 0x4a, &init);
+	if (idx < 0)
+		return;
+	fill(ma, sizeof(ma), 6);
+	fill(mb, sizeof(mb), 7);
+	memset(host + me.host_off, 0, 32768);
+	a.msg_id = next_id++;
+	a.user_hdr[0] = 1;
+	a.seg_size = SPIN_MAX_SEG;
+	b.msg_id = next_id++;
+	b.user_hdr[0] = 2;
+	b.seg_size = SPIN_MAX_SEG;
+	/* A's header, B's header, then the rest alternating: both messages
+	 * are in flight from B's header on */
+	for (int k = 0; k < 4; k++) {
+		mkpkt(&f, &a, sizeof(ma), k * SPIN_MAX_SEG, SPIN_MAX_SEG, ma);
+		run(&f, NULL);
+		if (k < 3) {
+			uint32_t off = k * SPIN_MAX_SEG, l = sizeof(mb) - off < SPIN_MAX_SEG ?
+				       sizeof(mb) - off : SPIN_MAX_SEG;
+
+			mkpkt(&f, &b, sizeof(mb), off, l, mb);
+			run(&f, NULL);
+		}
+	}
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.calls, 2, "two header handler calls");
+	ASSERT_EQ(t.errors, 0, "spin_msg_state never NULL");
+	memcpy(&ra, host + me.host_off + ROOM_REC_OFF + 1 * 64, sizeof(ra));
+	memcpy(&rb, host + me.host_off + ROOM_REC_OFF + 2 * 64, sizeof(rb));
+	memcpy(&ca, host + me.host_off + ROOM_CTL_OFF + 1 * 64, sizeof(ca));
+	memcpy(&cb, host + me.host_off + ROOM_CTL_OFF + 2 * 64, sizeof(cb));
+	ASSERT_EQ(ra.len, sizeof(ma), "A's state: its length");
+	ASSERT_EQ(ra.id, a.msg_id, "A's state: its id");
+	ASSERT_EQ(ra.tag, 1, "A's state: its tag");
+	ASSERT_EQ(ra.bytes, sizeof(ma), "A's state: its bytes");
+	ASSERT_EQ(ra.pkts, 4, "A's state: its packets");
+	ASSERT_EQ(rb.len, sizeof(mb), "B's state: its length");
+	ASSERT_EQ(rb.id, b.msg_id, "B's state: its id");
+	ASSERT_EQ(rb.tag, 2, "B's state: its tag");
+	ASSERT_EQ(rb.bytes, sizeof(mb), "B's state: its bytes");
+	ASSERT_EQ(rb.pkts, 3, "B's state: its packets");
+	/* the control: handler memory holds B's fields when A completes */
+	ASSERT_EQ(ca.id, b.msg_id, "handler memory: A's completion sees B's id (the race)");
+	ASSERT_EQ(cb.id, b.msg_id, "handler memory: B's completion sees B's id");
+	/* both states were freed with their messages; a single-packet
+	 * message gets a zeroed one */
+	a.msg_id = next_id++;
+	a.user_hdr[0] = 3;
+	memset(host + me.host_off + ROOM_REC_OFF + 3 * 64, 0xff, 64);
+	run_msg(&a, ma, 100, SPIN_MAX_SEG, NULL, &idx);
+	memcpy(&ra, host + me.host_off + ROOM_REC_OFF + 3 * 64, sizeof(ra));
+	ASSERT_EQ(ra.id, a.msg_id, "single packet: its id");
+	ASSERT_EQ(ra.bytes, 100, "single packet: its bytes (zeroed state)");
+	ASSERT_EQ(ra.pkts, 1, "single packet: one packet");
+	handler_done("room");
+}
+
+/*
+ * 64 KiB of handler memory: an entry appended with hpu_size 65536 and a
+ * 64 KiB initializer, a handler built with SPIN_HANDLER_MEM 65536 that
+ * reads and writes all of it; the same handler on an entry without big
+ * handler memory is refused at run time (handler_error), and more than
+ * 64 KiB at append time.
+ */
+static void big_handler_memory(void)
+{
+	struct spin_me_spec s = spec(0, 0x4b, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x4b);
+	static struct big_state init, t;
+	uint64_t sum = 0;
+	uint8_t msg[300];
+	char path[1024];
+	int idx, idx2, rc, bad = 0;
+
+	reset();
+	snprintf(path, sizeof(path), "%s/selftests/progs/big_handler.bpf.o", objdir);
+	if (!ASSERT_OK(handler_fresh(path, "big"), "verifier accepts the handler")) {
+		T_MSG("%s", spin_verifier_log());
+		return;
+	}
+	for (int i = 0; i < BIG_WORDS; i++) {
+		init.w[i] = 0x1000000ull * i + 7;
+		sum += init.w[i];
+	}
+	s.handler = "big";
+	s.hpu_size = 65537;
+	ASSERT_EQ(spin_me_append(rt, &s), -SPIN_EUSAGE, "more than 64 KiB refused");
+	s.hpu_size = 65536;
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	ASSERT_TRUE(idx < SPIN_MAX_HPU_BIG, "a slot with big handler memory");
+	fill(msg, sizeof(msg), 8);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_OK(spin_hpu_read(rt, idx, &t, sizeof(t)), "read 64 KiB of handler memory");
+	ASSERT_EQ(t.calls, 1, "handler ran");
+	ASSERT_EQ(t.sum, sum, "the handler read all of the 64 KiB initializer");
+	for (int i = 0; i < BIG_WORDS; i++)
+		bad += t.w[i] != (uint64_t)i * 3 + sizeof(msg);
+	ASSERT_EQ(bad, 0, "the handler wrote all of it");
+	ASSERT_EQ(spin_hpu_read(rt, idx, &t, sizeof(t) + 1), -SPIN_EUSAGE, "no more than 64 KiB");
+	spin_me_unlink(rt, idx);
+
+	/* the same handler on an entry with 4 KiB: its packets are dropped */
+	s.hpu_size = 0;
+	s.hpu_init = NULL;
+	s.hpu_init_len = 0;
+	idx2 = me_add(&s);
+	if (idx2 < 0)
+		return;
+	spin_stats_reset(rt);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_EQ(drops(SPIN_DROP_HANDLER_ERROR), 1, "handler_error without big handler memory");
+	handler_done("big");
+}
+
+/*
+ * PtlHandlerGetToHost: a handler asks rank 2 for 300 bytes and rank 3 for
+ * 2000 (two reply packets); the GETs go out on the wire with their fields;
+ * the replies (out of order, one packet twice) land in the entry's host
+ * memory at the offsets asked for and count on the entry; a reply with
+ * another id, or one after the get completed, changes nothing.
+ */
+static void get_to_host(void)
+{
+	struct spin_me_spec s = spec(0, 0x4c, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x4c);
+	static struct puts_state init, t;
+	static uint8_t r1[300], r2[2000], zero[2000];
+	uint32_t ids[2] = { 0, 0 };
+	struct spin_stats st;
+	struct spin_me me;
+	uint8_t msg[64];
+	char path[1024];
+	struct fr f, o;
+	int idx, sock, ifb, got = 0;
+
+	reset();
+	fill(msg, sizeof(msg), 64);
+	fill(r1, sizeof(r1), 65);
+	fill(r2, sizeof(r2), 66);
+	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
+	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler"))
+		return;
+	memset(&init, 0, sizeof(init));
+	init.n = 2;
+	init.op[0] = (struct puts_op){ .kind = PUTS_GET, .len = sizeof(r1), .off = 1000, .ct = 1, .rank = 2 };
+	init.op[1] = (struct puts_op){ .kind = PUTS_GET, .len = sizeof(r2), .off = 3000, .ct = 1, .rank = 3 };
+	s.handler = "puts";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	spin_me_get(rt, idx, &me);
+	memset(host + me.host_off, 0, 8192);
+
+	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	ifb = if_nametoindex(IFB);
+	if (sock < 0 || !ifb) {
+		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
+		t_failed_now = 1;
+		if (sock >= 0)
+			close(sock);
+		return;
+	}
+	{
+		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+					  .sll_ifindex = ifb };
+		struct ifreq ifr = { 0 };
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+		uint64_t t0;
+
+		bind(sock, (void *)&sl, sizeof(sl));
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
+		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
+			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
+		if (fd >= 0)
+			close(fd);
+		sl.sll_halen = 6;
+		memcpy(sl.sll_addr, f.b, 6);
+		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
+		t0 = t_now_ns();
+		while (got < 2 && t_now_ns() - t0 < WAIT_NS) {
+			struct sockaddr_ll from;
+			socklen_t fl = sizeof(from);
+			struct pollfd pf = { .fd = sock, .events = POLLIN };
+			const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+			uint64_t i;
+			int n;
+
+			poll(&pf, 1, 50);
+			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
+			if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING ||
+			    h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK)
+				continue;
+			i = be64toh(h->match_bits) - PUTS_MB;
+			if (!ASSERT_TRUE(i < 2, "a GET of the handler"))
+				continue;
+			got++;
+			ids[i] = ntohl(h->msg_id);
+			ASSERT_EQ(h->op, SPIN_OP_GET, "op GET");
+			ASSERT_EQ(n, SPIN_PAY_OFF, "no payload");
+			ASSERT_EQ(ntohl(h->msg_len), init.op[i].len, "length asked");
+			ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
+			ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
+			{
+				struct spin_peer p;
+
+				if (ASSERT_OK(spin_peer_get(rt, init.op[i].rank, &p), "peer")) {
+					ASSERT_MEM(o.b, p.mac, 6, "to the target's MAC");
+					ASSERT_EQ(((const struct iphdr *)(o.b + 14))->daddr, p.ip,
+						  "to the target's IP");
+				}
+			}
+		}
+	}
+	close(sock);
+	ASSERT_EQ(got, 2, "two GETs on the wire");
+	spin_hpu_read(rt, idx, &t, sizeof(t));
+	ASSERT_EQ(t.rc[0], 0, "get 0: 0");
+	ASSERT_EQ(t.rc[1], 0, "get 1: 0");
+	if (got != 2)
+		return;
+
+	/* a reply with another id: not the handler's, nothing deposited */
+	{
+		struct spin_msg_args r = margs(2, ids[0] + 100, PUTS_MB);
+
+		r.op = SPIN_OP_REPLY;
+		mkpkt(&f, &r, sizeof(r1), 0, sizeof(r1), r1);
+		run(&f, NULL);
+		ASSERT_MEM(host + me.host_off + 1000, zero, sizeof(r1), "other id: nothing deposited");
+	}
+	/* rank 2's reply: one packet */
+	{
+		struct spin_msg_args r = margs(2, ids[0], PUTS_MB);
+
+		r.op = SPIN_OP_REPLY;
+		mkpkt(&f, &r, sizeof(r1), 0, sizeof(r1), r1);
+		ASSERT_EQ(run(&f, NULL), XDP_DROP, "reply consumed");
+		ASSERT_MEM(host + me.host_off + 1000, r1, sizeof(r1), "rank 2's reply at offset 1000");
+	}
+	/* rank 3's reply: two packets, the second first and twice */
+	{
+		struct spin_msg_args r = margs(3, ids[1], PUTS_MB + 1);
+
+		r.op = SPIN_OP_REPLY;
+		r.seg_size = SPIN_MAX_SEG;
+		mkpkt(&f, &r, sizeof(r2), SPIN_MAX_SEG, sizeof(r2) - SPIN_MAX_SEG, r2);
+		run(&f, NULL);
+		run(&f, NULL);
+		spin_me_get(rt, idx, &me);
+		ASSERT_EQ(me.ct_gets, 1, "one get complete so far");
+		mkpkt(&f, &r, sizeof(r2), 0, SPIN_MAX_SEG, r2);
+		run(&f, NULL);
+		ASSERT_MEM(host + me.host_off + 3000, r2, sizeof(r2), "rank 3's reply at offset 3000");
+		/* after completion: nothing */
+		memset(host + me.host_off + 3000, 0, 16);
+		run(&f, NULL);
+		ASSERT_MEM(host + me.host_off + 3000, zero, 16, "a reply after completion: nothing deposited");
+	}
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.ct_gets, 2, "both gets counted on the entry");
+	st = stats();
+	ASSERT_EQ(st.hgets_sent, 2, "hgets_sent");
+	ASSERT_EQ(st.hgets_done, 2, "hgets_done");
+	handler_done("puts");
 }
 
 /* Packets of the same messages on two CPUs at once: the header handler runs
@@ -4941,6 +5540,11 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
 	RUN_TEST(fanout);
+	RUN_TEST(many_puts);
+	RUN_TEST(room_scratch);
+	RUN_TEST(room_msg_state);
+	RUN_TEST(big_handler_memory);
+	RUN_TEST(get_to_host);
 	RUN_TEST(acks);
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);

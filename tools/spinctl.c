@@ -1390,9 +1390,12 @@ static void json_me(uint32_t idx, const struct spin_me *m, const char *hname)
 	ju64("user_ptr", m->user_ptr);
 	ju64("owner_pid", m->owner_pid);
 	ju64("hpu_len", m->hpu_len);
+	ju64("hpu_size", m->hpu_size);
 	ju64("success", m->ct_success);
 	ju64("failure", m->ct_failure);
 	ju64("bytes", m->bytes);
+	ju64("handler_puts", m->ct_puts);
+	ju64("handler_gets", m->ct_gets);
 }
 
 static int me_append(int argc, char **argv)
@@ -1500,8 +1503,12 @@ static int me_append(int argc, char **argv)
 		} else if (!strcmp(a, "state-file")) {
 			free(state);
 			state = NULL;
-			if ((err = read_file("state file", OPTARG(a), &state, SPIN_HPU_SIZE, &slen)))
+			if ((err = read_file("state file", OPTARG(a), &state, SPIN_HPU_BIG_SIZE, &slen)))
 				goto out;
+		} else if (!strcmp(a, "hpu-size")) {
+			if ((err = parse_size("hpu-size", OPTARG(a), 0, SPIN_HPU_BIG_SIZE, &v)))
+				goto out;
+			s.hpu_size = v;
 		} else if (!strcmp(a, "user-ptr")) {
 			if ((err = parse_u64("user-ptr", OPTARG(a), &v)))
 				goto out;
@@ -1694,8 +1701,10 @@ static int me_show(int argc, char **argv)
 	printf("\twindow %llu+%llu  handler host memory %llu+%llu\n",
 	       (unsigned long long)m.host_off, (unsigned long long)m.host_len,
 	       (unsigned long long)m.hhost_off, (unsigned long long)m.hhost_len);
-	printf("\tsuccess %llu  failure %llu  bytes %llu\n", (unsigned long long)m.ct_success,
-	       (unsigned long long)m.ct_failure, (unsigned long long)m.bytes);
+	printf("\tsuccess %llu  failure %llu  bytes %llu  handler puts %llu  handler gets %llu\n",
+	       (unsigned long long)m.ct_success, (unsigned long long)m.ct_failure,
+	       (unsigned long long)m.bytes, (unsigned long long)m.ct_puts,
+	       (unsigned long long)m.ct_gets);
 	printf("\thandler memory (%u bytes in use, showing %zu):\n", m.hpu_len, n);
 	hexdump(hpu, n, "\t");
 	return 0;
@@ -1971,7 +1980,7 @@ static const struct {
 	F(tx_host_inline), F(tx_host_queued), F(to_xsk), F(events), F(acks_sent),
 	F(acks_received), F(replies_sent), F(replies_received), F(nacks_sent), F(pt_disabled),
 	F(fanout), F(fanout_copies), F(events_quiet), F(wakes_deferred), F(sacks_sent),
-	F(sacks_received),
+	F(sacks_received), F(hgets_sent), F(hgets_done),
 #undef F
 };
 static const char *const hslot_names[SPIN_H_MAX] = { "header", "payload", "completion" };
@@ -2834,7 +2843,8 @@ static const char help_me[] =
 	"          [list priority|overflow] [op put|get|put,get] [use-once] [no-truncate]\n"
 	"          [no-events] [xsk]\n"
 	"          [handler NAME] [len N] [off N] [hhost-len N] [hhost-off N]\n"
-	"          [state HEX | state-file F] [user-ptr X]          prints the ME index\n"
+	"          [state HEX | state-file F] [hpu-size N] [user-ptr X]\n"
+	"                                                      prints the ME index\n"
 	"spinctl me list IFACE\n"
 	"spinctl me show IFACE INDEX [state-bytes N]\n"
 	"spinctl me unlink IFACE INDEX\n";

@@ -36,6 +36,33 @@
 
 #define __handler static __always_inline
 
+/*
+ * Handler memory: SPIN_HPU_SIZE (4 KiB) per entry, or, for a handler built
+ * with `#define SPIN_HANDLER_MEM n` (up to SPIN_HPU_BIG_SIZE, 64 KiB)
+ * before this header, the entry's big handler memory: the entry must be
+ * appended with spin_me_spec.hpu_size >= n (`spinctl me append ...
+ * hpu-size n`), or its packets are dropped as handler_error.
+ */
+#ifndef SPIN_HANDLER_MEM
+#define SPIN_HANDLER_MEM	SPIN_HPU_SIZE
+#endif
+_Static_assert(SPIN_HANDLER_MEM <= SPIN_HPU_BIG_SIZE, "SPIN_HANDLER_MEM is at most 64 KiB");
+
+/* The entry's handler memory as this handler program was built for. */
+static __always_inline void *__spin_hpu(struct spin_ctx *c)
+{
+	__u32 k = c->me;
+
+	if (SPIN_HANDLER_MEM > SPIN_HPU_SIZE) {
+		struct spin_me *me = bpf_map_lookup_elem(&spin_me, &k);
+
+		if (!me || me->hpu_size < SPIN_HANDLER_MEM)
+			return NULL;
+		return bpf_map_lookup_elem(&spin_hpu_big, &k);
+	}
+	return bpf_map_lookup_elem(&spin_hpu, &k);
+}
+
 /* Handler return codes (sPIN paper, section 3). */
 typedef enum {
 	SUCCESS = 0,		/* payload/completion: done */
@@ -55,13 +82,13 @@ typedef enum {
 
 /*
  * The `ct` argument of the put calls: a counting event to count the put's
- * completion on.  PTL_LOCAL_ME_CT names the counting event of the match
- * entry whose handler makes the put (the paper's handlers pass it).  spin
- * records the value in the put request; handler puts do not count on any
- * counter yet (see "Puts" in docs/design.md).
+ * completion on.  PTL_LOCAL_ME_CT names the match entry whose handler
+ * makes the put (the paper's handlers pass it): spin counts the put on the
+ * entry's ct_puts when it is sent (docs/handlers.md, "Messages from
+ * handlers"); other values count nothing.
  */
 typedef unsigned int ptl_req_ct_t;
-#define PTL_LOCAL_ME_CT		((ptl_req_ct_t)0xffffffff)
+#define PTL_LOCAL_ME_CT		((ptl_req_ct_t)SPIN_CT_LOCAL_ME)
 
 /* Datatype of PtlHandlerDMAFetchAdd* (the Portals atomic datatypes,
  * PTL_INT8_T ... PTL_DOUBLE, spin/ptl_types.h); PTL_INT is C's int, as
@@ -187,6 +214,64 @@ static __always_inline ptl_size_t spin_msg_offset(void)
 	return me ? c->start - me->host_off : 0;
 }
 
+/*
+ * spin extension: SPIN_SCRATCH_SIZE (16 KiB) bytes of scratch memory, for
+ * buffers too big for the 512-byte stack (a RAID block, an accumulate
+ * buffer).  Use it like a stack buffer: it belongs to the invocation that
+ * asked (one per CPU; a handler program does not nest on a CPU), its
+ * contents are undefined when the invocation starts (not zeroed: that
+ * would cost every packet) and gone when it ends.  Every call of one
+ * invocation returns the same memory.  NULL only if the runtime's map is
+ * missing; the verifier knows the pointer is to 16 KiB.
+ */
+static __always_inline void *spin_scratch(void)
+{
+	__u32 k = 0;
+
+	return bpf_map_lookup_elem(&spin_hscratch, &k);
+}
+
+/*
+ * spin extension: SPIN_MSG_STATE_SIZE (256) bytes that belong to the
+ * message being handled, from its header handler to its completion
+ * handler, zeroed when the message's first handler call asks for them:
+ * per-message fields (a ping's source, a RAID block's length and flags)
+ * that handler memory, shared by the messages in flight on all CPUs,
+ * cannot hold.  Packets of one message on several CPUs see the same
+ * bytes (use atomics for fields they all update).  The state goes with
+ * the message (completion, timeout).  NULL when the table of message
+ * states is full (SPIN_MAX_MSGS messages in flight).
+ */
+static __always_inline void *spin_msg_state(void)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_mstate_mem *m;
+	__u32 k = 0;
+
+	if (!c)
+		return NULL;
+	m = bpf_map_lookup_elem(&spin_mstate_pc, &k);
+	if (!c->multi) {
+		/* a single-packet message: this invocation is all of it */
+		if (m && !c->ms_ready) {
+			__builtin_memset(m, 0, sizeof(*m));
+			c->ms_ready = 1;
+		}
+		return m;
+	}
+	{
+		struct spin_mstate_mem *s = bpf_map_lookup_elem(&spin_mstate, &c->key);
+
+		if (s || !m)
+			return s;
+		/* the message's first call: insert zeros (another CPU may win;
+		 * then its element is the one) */
+		__builtin_memset(m, 0, sizeof(*m));
+		bpf_map_update_elem(&spin_mstate, &c->key, m, BPF_NOEXIST);
+		return bpf_map_lookup_elem(&spin_mstate, &c->key);
+	}
+}
+
 /* Launder a pointer of any kind into a plain address (needs CAP_BPF +
  * CAP_PERFMON, which loading XDP programs implies). */
 static __always_inline __u64 __spin_addr(struct spin_ctx *c, const void *p)
@@ -294,23 +379,79 @@ static __always_inline ptl_process_t __spin_proc_rank(__u64 r)
 #define __spin_proc(t) _Generic((t), ptl_process_t: __spin_proc_id, default: __spin_proc_rank)(t)
 
 /*
- * The next put slot.  One put of any kind per invocation; further puts
- * (fan-out, up to SPIN_MAX_PUTS) only from the device and only after a put
- * from the device: they send the same bytes to other targets.
+ * spin extension: the user header words (ptl_header_t.user_hdr at the
+ * target) of the next put this invocation makes; a put without it sends
+ * zeros.
  */
-static __always_inline struct spin_put_req *__spin_put_slot(struct spin_ctx *c, __u32 kind)
+static __always_inline void spin_put_user_hdr(const ptl_user_header_t *uh)
 {
-	struct spin_stats *st;
-	__u32 n = c->n_puts;
+	struct spin_ctx *c = spin_ctx_get();
 
-	if (n == 0 || (n < SPIN_MAX_PUTS && kind == SPIN_PUT_DEVICE &&
-		       c->put[0].kind == SPIN_PUT_DEVICE)) {
-		c->n_puts = n + 1;
-		return &c->put[n & (SPIN_MAX_PUTS - 1)];
+	if (!c || !uh)
+		return;
+	c->uh_next[0] = uh->arg[0];
+	c->uh_next[1] = uh->arg[1];
+	c->uh_next[2] = uh->arg[2];
+	c->uh_next[3] = uh->arg[3];
+	c->uh_set = 1;
+}
+
+/* The user header words of this put: the ones spin_put_user_hdr() set, or 0. */
+static __always_inline void __spin_put_uh(struct spin_ctx *c, __u64 *uh)
+{
+	if (c->uh_set) {
+		uh[0] = c->uh_next[0];
+		uh[1] = c->uh_next[1];
+		uh[2] = c->uh_next[2];
+		uh[3] = c->uh_next[3];
+		c->uh_set = 0;
+	} else {
+		uh[0] = uh[1] = uh[2] = uh[3] = 0;
 	}
-	st = spin_stats_get();
-	spin_drop_count(st, SPIN_DROP_PUT_OVERFLOW);
-	return NULL;
+}
+
+static __always_inline int __spin_put_fail(struct spin_ctx *c, __u32 why)
+{
+	spin_drop_count(spin_stats_get(), why);
+	c->uh_set = 0;
+	return -1;
+}
+
+/*
+ * The queue entry of put n (1 .. SPIN_MAX_PUTS - 1) of this invocation, at
+ * ticket putq_t0 + n - 1 of the CPU's ring (wire.h, struct spin_putq_ent);
+ * its ticket is cleared until __spin_putq_commit.  NULL: put_overflow.
+ */
+static __always_inline struct spin_putq_ent *__spin_putq_slot(struct spin_ctx *c)
+{
+	struct spin_putq_ent *e;
+	__u32 n = c->n_puts, k;
+
+	if (n >= SPIN_MAX_PUTS)
+		return NULL;
+	if (n == 1)
+		c->putq_t0 = c->putq_head;
+	k = (__u32)(c->putq_t0 + n - 1) & (SPIN_PUTQ_SIZE - 1);
+	e = bpf_map_lookup_elem(&spin_putq, &k);
+	if (e)
+		e->ticket = 0;
+	return e;
+}
+
+static __always_inline int __spin_putq_commit(struct spin_ctx *c, struct spin_putq_ent *e)
+{
+	__u64 t = c->putq_t0 + c->n_puts - 1;
+
+	e->me = c->me;
+	e->pad = 0;
+	__spin_put_uh(c, e->user_hdr);
+	/* the entry before its ticket (a compiler barrier: x86-64 keeps
+	 * stores in order; BPF has no fence) */
+	asm volatile("" ::: "memory");
+	e->ticket = SPIN_PUTQ_TICKET(bpf_get_smp_processor_id(), t);
+	c->putq_head = t + 1;
+	c->n_puts++;
+	return 0;
 }
 
 static __always_inline void __spin_put_tail(struct spin_put_req *r, ptl_size_t len,
@@ -327,8 +468,20 @@ static __always_inline void __spin_put_tail(struct spin_put_req *r, ptl_size_t l
 	r->remote_off = roff;
 	r->user_ptr = (__u64)(unsigned long)user_ptr;
 	r->hdr_data = hdr_data;
+	r->ack_msg_id = 0;
+	r->ack_fail = 0;
+	r->ack_mlength = 0;
+	r->ack_list = 0;
+	r->pad = 0;
 }
 
+/*
+ * A put of len bytes at `local` (packet, handler memory, stack).  Put 0
+ * becomes the frame (from the packet in place when it is the packet's own
+ * payload); a later put of the same bytes as put 0 from the packet is sent
+ * from the frame as well (a fan-out, no copy); any other one is copied now
+ * into its queue entry.
+ */
 static __always_inline int __spin_put_device(const void *local, ptl_size_t len, ptl_req_ct_t ct,
 					     ptl_ack_req_t ack, ptl_process_t target,
 					     ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
@@ -340,31 +493,30 @@ static __always_inline int __spin_put_device(const void *local, ptl_size_t len, 
 
 	if (!c)
 		return -1;
-	if (len > SPIN_MAX_SEG) {
-		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
-		return -1;
-	}
+	if (!local || len > SPIN_MAX_SEG)
+		return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
 	a = __spin_addr(c, local);
 	if (c->n_puts) {
-		/* fan-out: the same bytes again, to another target */
+		struct spin_putq_ent *e = __spin_putq_slot(c);
 		struct spin_put_req *r0 = &c->put[0];
 
-		if (a != c->put_addr || len != r0->len) {
-			spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
-			return -1;
+		if (!e)
+			return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
+		__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+		e->r.kind = SPIN_PUT_DEVICE;
+		e->r.src_off = 0;
+		if (r0->kind == SPIN_PUT_DEVICE && r0->src == SPIN_SRC_PACKET &&
+		    a == c->put_addr && len == r0->len) {
+			/* the bytes put 0 sends from the frame */
+			e->r.src = SPIN_SRC_PACKET;
+		} else {
+			e->r.src = SPIN_SRC_SCRATCH;
+			if (len && bpf_probe_read_kernel(e->data, len, local))
+				return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
 		}
-		r = __spin_put_slot(c, SPIN_PUT_DEVICE);
-		if (!r)
-			return -1;
-		__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-		r->kind = SPIN_PUT_DEVICE;
-		r->src = r0->src;
-		r->src_off = r0->src_off;
-		return 0;
+		return __spin_putq_commit(c, e);
 	}
-	r = __spin_put_slot(c, SPIN_PUT_DEVICE);
-	if (!r)
-		return -1;
+	r = &c->put[0];
 	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
 	r->kind = SPIN_PUT_DEVICE;
 	c->put_addr = a;
@@ -372,18 +524,25 @@ static __always_inline int __spin_put_device(const void *local, ptl_size_t len, 
 		/* from the packet itself: no copy, the runtime sends in place */
 		r->src = SPIN_SRC_PACKET;
 		r->src_off = a - c->data_addr;
-		return 0;
+	} else {
+		r->src = SPIN_SRC_SCRATCH;
+		r->src_off = 0;
+		if (len && bpf_probe_read_kernel(c->scratch, len, local)) {
+			r->kind = 0;
+			return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+		}
 	}
-	r->src = SPIN_SRC_SCRATCH;
-	r->src_off = 0;
-	if (len && bpf_probe_read_kernel(c->scratch, len, local)) {
-		r->kind = 0;
-		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
-		return -1;
-	}
+	__spin_put_uh(c, c->put0_uh);
+	c->n_puts = 1;
 	return 0;
 }
 
+/*
+ * A put of len bytes of the entry's host memory at `offset`.  Put 0 is
+ * built by the runtime from the host window; a later one up to a packet
+ * long is copied into its queue entry now; a longer one goes to the owning
+ * process (SPIN_EV_PUT_FROM_HOST), as a long put 0 does.
+ */
 static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
 					   ptl_ack_req_t ack, ptl_process_t target,
 					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
@@ -397,18 +556,76 @@ static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, pt
 		return -1;
 	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
 	if (off < 0) {
-		spin_drop_count(spin_stats_get(), SPIN_DROP_HOST_OOB);
 		c->fail = 1;
-		return -1;
+		return __spin_put_fail(c, SPIN_DROP_HOST_OOB);
 	}
-	r = __spin_put_slot(c, SPIN_PUT_HOST);
-	if (!r)
-		return -1;
+	if (c->n_puts) {
+		struct spin_putq_ent *e = __spin_putq_slot(c);
+
+		if (!e)
+			return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
+		__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+		e->r.kind = SPIN_PUT_HOST;
+		if (len > SPIN_MAX_SEG) {
+			e->r.src = SPIN_SRC_HOST;
+			e->r.src_off = off;
+		} else {
+			e->r.src = SPIN_SRC_SCRATCH;
+			e->r.src_off = 0;
+			if (spin_host_to_ptr(e->data, off, len, c->bounce))
+				return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+		}
+		return __spin_putq_commit(c, e);
+	}
+	r = &c->put[0];
 	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
 	r->kind = SPIN_PUT_HOST;
 	r->src = SPIN_SRC_HOST;
 	r->src_off = off;
+	__spin_put_uh(c, c->put0_uh);
+	c->n_puts = 1;
 	return 0;
+}
+
+/*
+ * A get of len bytes (at most SPIN_HGET_MAX) from target's entry matching
+ * match_bits at remote_offset, whose reply the runtime deposits into this
+ * entry's host memory at `offset`.  The GET is queued like a put (it
+ * takes one of the SPIN_MAX_PUTS slots, and is never put 0: spin_tc sends
+ * it and records it in spin_hgets).
+ */
+static __always_inline int __spin_get_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
+					   ptl_ack_req_t ack, ptl_process_t target,
+					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
+					   ptl_hdr_data_t hdr_data)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_putq_ent *e;
+	__s64 off;
+
+	if (!c)
+		return -1;
+	if (!len || len > SPIN_HGET_MAX)
+		return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
+	if (off < 0) {
+		c->fail = 1;
+		return __spin_put_fail(c, SPIN_DROP_HOST_OOB);
+	}
+	if (!c->n_puts) {
+		/* put 0 stays empty (the frame is not a put): the GET goes
+		 * with the queued ones */
+		c->put[0].kind = SPIN_PUT_NONE;
+		c->n_puts = 1;
+	}
+	e = __spin_putq_slot(c);
+	if (!e)
+		return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
+	__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
+	e->r.kind = SPIN_PUT_HGET;
+	e->r.src = SPIN_SRC_SCRATCH;
+	e->r.src_off = off;
+	return __spin_putq_commit(c, e);
 }
 
 /* ------------------------------------------------- handler calls -- */
@@ -680,6 +897,12 @@ static __always_inline int PtlHandlerDMAFetchAddNB(ptl_size_t offset, ptl_size_t
 #define PtlHandlerPutFromHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
 	__spin_put_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
 
+/* The paper's get to host memory: a get of len bytes from target (entry
+ * matching mb, at remote offset roff) whose reply lands in this entry's
+ * host memory at `offset` (docs/handlers.md). */
+#define PtlHandlerGetToHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
+	__spin_get_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+
 /* Atomic compare-and-swap on handler memory: true when *value was cmpval
  * and is now swapval. */
 static __always_inline bool PtlHandlerCAS(__u64 *value, __u64 cmpval, __u64 swapval)
@@ -747,7 +970,6 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 	const struct spin_hdr *__spin_sh;				\
 	struct spin_msg *__spin_m = NULL;				\
 	void *__spin_state;						\
-	__u32 __spin_k;							\
 									\
 	if (!__spin_c)							\
 		return XDP_ABORTED;					\
@@ -757,8 +979,7 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 		goto __spin_out;					\
 	}								\
 	__spin_c->data_addr = __spin_addr(__spin_c, __spin_data);	\
-	__spin_k = __spin_c->me;					\
-	__spin_state = bpf_map_lookup_elem(&spin_hpu, &__spin_k);	\
+	__spin_state = __spin_hpu(__spin_c);				\
 	if (!__spin_state) {						\
 		__spin_c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;	\
 		goto __spin_out;					\

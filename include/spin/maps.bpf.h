@@ -61,6 +61,16 @@ struct {
 	__type(value, struct spin_me_ct);
 } spin_me_ct SEC(".maps");
 
+/* Queued puts 1.. of handler invocations (wire.h, struct spin_putq_ent):
+ * a ring per CPU, indexed by ticket % SPIN_PUTQ_SIZE; spin_tc reads the
+ * sending CPU's element. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SPIN_PUTQ_SIZE);
+	__type(key, __u32);
+	__type(value, struct spin_putq_ent);
+} spin_putq SEC(".maps");
+
 /* Exact match entries by (portal, list, match bits, source): the FIFO of
  * entries with that key (wire.h, struct spin_mx).  Elements are allocated
  * as keys appear (no preallocation): memory follows the distinct keys in
@@ -83,6 +93,18 @@ struct {
 	__type(value, struct spin_hpu_mem);
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_hpu SEC(".maps");
+
+/* Big handler memory (SPIN_HPU_BIG_SIZE) of the entries in slots below
+ * SPIN_MAX_HPU_BIG whose spin_me.hpu_size asks for more than SPIN_HPU_SIZE,
+ * for handlers compiled with SPIN_HANDLER_MEM > SPIN_HPU_SIZE. */
+struct spin_hpu_big_mem { __u8 b[SPIN_HPU_BIG_SIZE]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SPIN_MAX_HPU_BIG);
+	__type(key, __u32);
+	__type(value, struct spin_hpu_big_mem);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} spin_hpu_big SEC(".maps");
 
 /* Host memory window, mmap-ed by the owning processes as one contiguous
  * region of SPIN_HOST_CHUNK elements. */
@@ -122,6 +144,45 @@ struct {
 	__type(value, struct spin_msg);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_msgs SEC(".maps");
+
+/* Handler gets in flight (wire.h, struct spin_hget): inserted by spin_tc
+ * when it sends the GET, deleted by the REPLY that completes it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SPIN_HGETS);
+	__type(key, struct spin_hget_key);
+	__type(value, struct spin_hget);
+} spin_hgets SEC(".maps");
+
+/* Handler scratch memory (spin_scratch() in spin/handler.h): one per CPU,
+ * private to the invocation running there (XDP does not nest on a CPU). */
+struct spin_scratch_mem { __u8 b[SPIN_SCRATCH_SIZE]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_scratch_mem);
+} spin_hscratch SEC(".maps");
+
+/* Per-message handler state (spin_msg_state() in spin/handler.h): of a
+ * multi-packet message, an element keyed like spin_msgs, made by the first
+ * call of the message's handlers and deleted with the message's state
+ * (spin_msg_free); of a single-packet message, the per-CPU element of
+ * spin_mstate_pc, zeroed for the invocation (which is the whole message). */
+struct spin_mstate_mem { __u64 w[SPIN_MSG_STATE_SIZE / 8]; };
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_MAX_MSGS);
+	__type(key, struct spin_msg_key);
+	__type(value, struct spin_mstate_mem);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} spin_mstate SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_mstate_mem);
+} spin_mstate_pc SEC(".maps");
 
 /* Packet bitmap chunks of messages beyond their first 4096 packets (wire.h,
  * struct spin_msg_chunk): inserted by the packet that creates the message

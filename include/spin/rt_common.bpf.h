@@ -137,6 +137,8 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 
 	if (m && m->nchunks)
 		spin_chunks_free(key, m->nchunks);
+	/* its handlers' per-message state (if they made one) */
+	bpf_map_delete_elem(&spin_mstate, key);
 	if (bpf_map_delete_elem(&spin_msgs, key))
 		return;
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
@@ -370,6 +372,16 @@ static __always_inline void spin_csum_hdr_only(struct iphdr *ip, struct udphdr *
 	udp->check = (__u16)~sum ?: 0xffff;
 }
 
+/* A handler put with ct PTL_LOCAL_ME_CT was sent: count it on entry *me
+ * (a map value: no stack slot for the key). */
+static __always_inline void spin_me_ct_put(const __u32 *me)
+{
+	struct spin_me_ct *ct = bpf_map_lookup_elem(&spin_me_ct, me);
+
+	if (ct)
+		ct->puts++;
+}
+
 /*
  * Turn this frame into the message a handler put (or an ACK, or a get's
  * REPLY, or a negative ACK/REPLY, counted as nacks_sent): resize it, fill the payload, rewrite Ethernet/IPv4/UDP/sPIN for
@@ -477,13 +489,15 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		sh->user_hdr[0] = bpf_cpu_to_be64(r->ack_mlength);
 		sh->user_hdr[1] = bpf_cpu_to_be64(r->ack_fail);
 		sh->user_hdr[2] = bpf_cpu_to_be64(r->ack_list);
+		/* an ACK's range ack (wire.h) rides in user_ptr */
+		sh->user_hdr[3] = r->kind == SPIN_PUT_ACK ? bpf_cpu_to_be64(r->user_ptr) : 0;
 	} else {
-		sh->user_hdr[0] = 0;
-		sh->user_hdr[1] = 0;
-		sh->user_hdr[2] = 0;
+		/* a handler's put 0: its user header words */
+		sh->user_hdr[0] = bpf_cpu_to_be64(c->put0_uh[0]);
+		sh->user_hdr[1] = bpf_cpu_to_be64(c->put0_uh[1]);
+		sh->user_hdr[2] = bpf_cpu_to_be64(c->put0_uh[2]);
+		sh->user_hdr[3] = bpf_cpu_to_be64(c->put0_uh[3]);
 	}
-	/* an ACK's range ack (wire.h) rides in user_ptr */
-	sh->user_hdr[3] = r->kind == SPIN_PUT_ACK ? bpf_cpu_to_be64(r->user_ptr) : 0;
 	/* from the process of the portal the frame names (pt_index's high
 	 * byte: wire.h), to the target's process (spin_peer.slot); each
 	 * statement reads what it needs again: the callers of this have no
@@ -541,12 +555,13 @@ to_host:
 }
 
 /*
- * Fan-out (more than one device put of the same bytes): the frame has been
- * built for put 0 by spin_do_put (verdict: XDP_TX or a redirect); the
- * other targets go into the XDP metadata and the frame to the stack, where
- * spin_tc (TC ingress) sends a copy to every target.  Without spin_tc, or
- * without room for the metadata, only put 0 goes out and the others count
- * as put_failed.
+ * Fan-out (more than one put from an invocation): put 0 has been dealt with
+ * by spin_do_put (verdict: XDP_TX or a redirect when it is in the frame;
+ * XDP_DROP when it failed or went to the host), puts 1.. are in spin_putq.
+ * The metadata saying where goes in front of the frame and the frame to
+ * the stack, where spin_tc (TC ingress) sends put 0 and every queued put.
+ * Without spin_tc, or without room for the metadata, only put 0 goes out
+ * and the queued ones count as put_failed.
  */
 static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 				       struct spin_cfg *cfg, struct spin_stats *st, int verdict)
@@ -564,38 +579,32 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 
 		if (peer && peer->ifindex)
 			ifindex0 = peer->ifindex;
+	} else if (verdict != XDP_TX) {
+		ifindex0 = 0;
 	}
 	if (!(cfg->flags & SPIN_CFG_F_FANOUT) ||
-	    bpf_xdp_adjust_meta(xdp, -(int)(sizeof(*m) - (SPIN_MAX_PUTS - 1 - n) *
-					    sizeof(struct spin_fanout_tgt))))
+	    bpf_xdp_adjust_meta(xdp, -(int)sizeof(*m)))
 		goto fail;
 	m = (void *)(long)xdp->data_meta;
 	data = spin_xdp_data(xdp);
-	if ((void *)m + sizeof(*m) - (SPIN_MAX_PUTS - 1) * sizeof(struct spin_fanout_tgt) > data)
+	if ((void *)(m + 1) > data)
 		goto fail;
 	m->magic = SPIN_FANOUT_MAGIC;
 	m->my_rank = cfg->my_rank;
 	m->ifindex0 = ifindex0;
 	m->n = n;
+	m->cpu = bpf_get_smp_processor_id();
+	m->t0 = c->putq_t0;
+	m->id0 = c->seq;
 	m->pad = 0;
-	for (__u32 i = 0; i < SPIN_MAX_PUTS - 1; i++) {
-		struct spin_fanout_tgt *t = &m->tgt[i];
-		struct spin_put_req *r = &c->put[(i + 1) & (SPIN_MAX_PUTS - 1)];
-
-		if (i >= n || (void *)(t + 1) > data)
-			break;
-		t->rank = r->target_rank;
-		t->match_bits = r->match_bits;
-		t->remote_off = r->remote_off;
-		t->hdr_data = r->hdr_data;
-	}
-	/* message ids of the other puts: the ones after put 0's */
+	/* message ids of the queued puts: the ones after put 0's */
 	c->seq += n;
 	if (st)
 		st->fanout++;
 	return XDP_PASS;
 fail:
-	spin_drop_count(st, SPIN_DROP_PUT_FAILED);
+	if (st)
+		st->drops[SPIN_DROP_PUT_FAILED] += n;
 	return verdict;
 }
 
@@ -857,8 +866,13 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if (c->done && (fl & SPIN_F_ACK_REQ))
 			spin_drop_count(st, SPIN_DROP_ACK_LOST);
 		verdict = spin_do_put(xdp, c, cfg, st, &c->put[0]);
-		if (c->n_puts > 1 && verdict != XDP_DROP)
+		if (verdict != XDP_DROP && c->put[0].ct == SPIN_CT_LOCAL_ME)
+			spin_me_ct_put(&c->me);
+		if (c->n_puts > 1)
 			verdict = spin_fanout(xdp, c, cfg, st, verdict);
+	} else if (c->n_puts > 1 && !c->msg_dropped) {
+		/* put 0 is empty (a handler get came first): the queued ones */
+		verdict = spin_fanout(xdp, c, cfg, st, XDP_DROP);
 	} else if (c->done && me &&
 		   (((fl & SPIN_F_REL) && (c->multi || (fl & (SPIN_F_SACK_REQ | SPIN_F_ACK_REQ)))) ||
 		    ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {

@@ -174,7 +174,10 @@ struct spin_me_spec {
 	uint64_t hhost_len;	/* handler host memory */
 	uint64_t hhost_off;	/* UINT64_MAX: allocate */
 	const void *hpu_init;	/* initial handler memory */
-	size_t hpu_init_len;	/* <= SPIN_HPU_SIZE */
+	size_t hpu_init_len;	/* <= hpu_size */
+	size_t hpu_size;	/* handler memory: 0 or SPIN_HPU_SIZE (4 KiB), or up to
+				 * SPIN_HPU_BIG_SIZE (64 KiB) for a handler built with
+				 * SPIN_HANDLER_MEM (one of SPIN_MAX_HPU_BIG entries) */
 	uint64_t user_ptr;
 };
 /* Returns the ME index (>= 0). */

@@ -314,12 +314,21 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 	       "a SPIN_MAX_MSG message in full-size packets fits the packet limit");
 #define SPIN_HPU_SIZE		4096	/* handler (HPU) memory per match entry */
+#define SPIN_HPU_BIG_SIZE	65536	/* ... of an entry with big handler memory
+					 * (spin_me_spec.hpu_size > SPIN_HPU_SIZE) */
+#define SPIN_MAX_HPU_BIG	64	/* entries with big handler memory: slots
+					 * 0 .. SPIN_MAX_HPU_BIG - 1 */
 #define SPIN_PAGE		4096	/* host window allocation unit */
+#define SPIN_SCRATCH_SIZE	16384	/* spin_scratch(): per-CPU handler scratch */
+#define SPIN_MSG_STATE_SIZE	256	/* spin_msg_state(): per-message handler state */
 #define SPIN_HOST_CHUNK		16384	/* spin_host map element (4 pages) */
 #define SPIN_DEF_HOST_PAGES	4096	/* default host window: 16 MiB */
 #define SPIN_MAX_DMA		SPIN_PAGE /* bytes per DMA call */
-#define SPIN_MAX_PUTS		8	/* device puts per handler invocation (power of 2);
-					 * more than one: fan-out, see below */
+#define SPIN_MAX_PUTS		64	/* puts per handler invocation, device and host
+					 * mixed (power of 2); more than one: fan-out,
+					 * see below */
+#define SPIN_PUTQ_SIZE		1024	/* per-CPU ring of queued puts (spin_putq):
+					 * puts 1.. of the last invocations on a CPU */
 #define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
 /* ... a reliable one (SPIN_F_REL) at least this long without a packet: its
  * sender sends one at least every RTO (at most 200 ms by default) and gives
@@ -373,6 +382,7 @@ enum spin_hslot {
 	X(NO_PEER,	"no_peer",	"put to an unknown peer")		\
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
+	X(HGET_FAILED,	"hget_failed",	"reply to a handler get refused, too long, or its entry gone") \
 	X(HOST_QUEUE_FULL, "host_queue_full", "event ring nearly full: a message that would post an event refused") \
 	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
@@ -429,6 +439,8 @@ struct spin_stats {
 				 * item (SPIN_CFG_F_WAKE_DEFER) */
 	__u64	sacks_sent;	/* selective acks sent (target side) */
 	__u64	sacks_received;	/* selective acks handed to the AF_XDP socket */
+	__u64	hgets_sent;	/* handler gets sent (PtlHandlerGetToHost) */
+	__u64	hgets_done;	/* ... whose reply arrived whole */
 	__u64	handler_calls[SPIN_H_MAX];
 	__u64	drops[SPIN_DROP_MAX];
 };
@@ -613,11 +625,17 @@ struct spin_me {
 	__u64	user_ptr;
 	__u32	owner_pid;	/* OS pid of the owning process (events) */
 	__u32	hpu_len;	/* bytes of handler memory in use */
+	__u32	hpu_size;	/* bytes of handler memory (SPIN_HPU_SIZE, or up to
+				 * SPIN_HPU_BIG_SIZE in spin_hpu_big) */
+	__u32	pad_hpu;
 	/* counters: kept per CPU in spin_me_ct by the runtime (no atomics
 	 * on the fast path); spin_me_get() fills these with the sums */
 	__u64	ct_success;
 	__u64	ct_failure;
 	__u64	bytes;
+	__u64	ct_puts;	/* puts its handlers sent with ct PTL_LOCAL_ME_CT */
+	__u64	ct_gets;	/* gets of its handlers, ct PTL_LOCAL_ME_CT, whose
+				 * reply arrived whole (PtlHandlerGetToHost) */
 	/* Threshold wake-ups (spin_me_wake_arm()), entries appended with
 	 * SPIN_ME_WAKE_COUNT: the runtime adds the units
 	 * of every successful put/get event it posts for the entry (1, or
@@ -640,10 +658,15 @@ struct spin_me {
 };
 
 /* Per-CPU counters of a match entry (spin_me_ct, same index as spin_me). */
+/* The `ct` of a handler put that counts it on the entry's puts counter
+ * (PTL_LOCAL_ME_CT, spin/handler.h). */
+#define SPIN_CT_LOCAL_ME	0xffffffffu
 struct spin_me_ct {
 	__u64	success;
 	__u64	failure;
 	__u64	bytes;
+	__u64	puts;		/* handler puts sent with ct PTL_LOCAL_ME_CT */
+	__u64	gets;		/* handler gets whose reply arrived whole, ct PTL_LOCAL_ME_CT */
 };
 
 /* Peer (spin_peers, indexed by rank). */
@@ -801,6 +824,28 @@ enum spin_put_kind {
 	SPIN_PUT_ACK,		/* acknowledgement of a message with SPIN_F_ACK_REQ */
 	SPIN_PUT_REPLY,		/* reply to a get, from the host window */
 	SPIN_PUT_SACK,		/* selective ack (SPIN_OP_SACK), bitmap in scratch */
+	SPIN_PUT_HGET,		/* PtlHandlerGetToHost: a GET (queued, sent by spin_tc)
+				 * whose reply the runtime deposits (spin_hgets) */
+};
+
+/* A handler's get in flight (spin_hgets, an LRU hash: the oldest one whose
+ * reply never came makes room), keyed by the target's rank and the GET's
+ * message id: the REPLY carries both. */
+#define SPIN_HGETS		4096
+#define SPIN_HGET_MAX		(64 * SPIN_MAX_SEG)	/* a reply of at most 64 packets */
+struct spin_hget_key {
+	__u32	rank;
+	__u32	msg_id;
+};
+struct spin_hget {
+	__u64	host_off;	/* byte in spin_host where the reply's byte 0 goes */
+	__u64	me_seq;		/* the entry's seq when it asked (still the same
+				 * entry when the reply comes?) */
+	__u64	seen;		/* reply packets deposited (bit pkt_off / seg_size) */
+	__u32	bytes;		/* reply bytes deposited */
+	__u32	len;		/* bytes asked */
+	__u32	me;		/* the entry whose handler asked */
+	__u32	ct;		/* its ct (SPIN_CT_LOCAL_ME: count on the entry) */
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */
@@ -852,11 +897,19 @@ struct spin_ctx {
 	__u32	msg_dropped;	/* header handler dropped the message */
 	__u32	seq;		/* per-CPU sequence of device message ids */
 	__u32	csum;		/* spin_udp_sum's running sum (one's complement) */
+	__u32	ms_ready;	/* spin_msg_state(): a single-packet message's
+				 * per-CPU region is zeroed for this invocation */
 	__u64	put_addr;	/* address of the first device put's bytes
 				 * (later puts must send the same bytes) */
 	__u64	data_addr;	/* address of the frame (for put from device) */
 	__u64	addr_tmp;
-	struct spin_put_req put[SPIN_MAX_PUTS];
+	struct spin_put_req put[1];	/* put 0 (the frame), or an answer */
+	__u64	put0_uh[4];	/* put 0's user header words */
+	__u64	uh_next[4];	/* spin_put_user_hdr(): for the next put */
+	__u32	uh_set;
+	__u32	put0_me;	/* (pad) */
+	__u64	putq_head;	/* per-CPU ticket of the next queued put (spin_putq) */
+	__u64	putq_t0;	/* this invocation's first ticket */
 	__u8	scratch[SPIN_MAX_SEG];	/* payload of a put from local memory */
 	__u8	bounce[SPIN_MAX_DMA];	/* DMA to host from handler memory */
 };
@@ -866,34 +919,47 @@ struct spin_ctx {
 #define SPIN_PH_XSK		0x10	/* hand the packet to an AF_XDP socket */
 
 /*
- * Fan-out: an invocation with n > 1 device puts (all of the same bytes).
- * The runtime turns the frame into put 0 (as for one put), stores the other
- * targets in the XDP metadata in front of the frame and returns XDP_PASS;
- * spin_tc, attached at TC ingress of the same interface, finds the
- * metadata, sends the frame to target 0 with bpf_clone_redirect, rewrites
- * the headers for each further target and sends a clone of it again (the
- * last one without a clone: bpf_redirect).  See docs/design.md, "Fan-out".
- * The metadata must fit in the frame's headroom in front of the data
- * (256 bytes minus struct xdp_frame): 16 + 7 * 28 = 212 bytes.
+ * Several puts per invocation (fan-out): put 0 is built in the frame as a
+ * single put is; puts 1..n-1 are queued, each with its own bytes, in the
+ * per-CPU ring spin_putq, under consecutive tickets of the CPU's sequence
+ * (spin_ctx.putq_head).  The runtime puts the metadata below in front of
+ * the frame and returns XDP_PASS; spin_tc, at TC ingress of the same
+ * interface, sends the frame as it is to put 0's egress
+ * (bpf_clone_redirect), then rebuilds it for every queued put whose entry
+ * still carries its ticket (bpf_skb_change_tail, bpf_skb_store_bytes) and
+ * sends a clone of each; see docs/design.md, "Fan-out".  A ring entry
+ * overwritten before spin_tc reached it (SPIN_PUTQ_SIZE later puts on the
+ * same CPU) is put_failed.
  */
 #define SPIN_FANOUT_MAGIC	0x5350464fu	/* "SPFO" */
-struct spin_fanout_tgt {
-	__u32	rank;
-	__u64	match_bits;
-	__u64	remote_off;
-	__u64	hdr_data;
-} __attribute__((packed, aligned(4)));
 struct spin_fanout_meta {
 	__u32	magic;		/* SPIN_FANOUT_MAGIC */
 	__u32	my_rank;	/* the sending runtime's rank (stale metadata
 				 * of another node never matches) */
-	__u32	ifindex0;	/* egress of target 0 (the frame as built) */
-	__u16	n;		/* further targets below */
-	__u16	pad;
-	struct spin_fanout_tgt tgt[SPIN_MAX_PUTS - 1];
+	__u32	ifindex0;	/* egress of put 0 (the frame as built); 0: put 0
+				 * is not in the frame (failed, or for the host) */
+	__u16	n;		/* queued puts */
+	__u16	cpu;		/* the CPU whose spin_putq holds them */
+	__u64	t0;		/* ticket of the first */
+	__u32	id0;		/* message id sequence of the first (the CPU's
+				 * id space, as put 0's; the others follow) */
+	__u32	pad;
 } __attribute__((packed, aligned(4)));
-_Static_assert(sizeof(struct spin_fanout_tgt) == 28, "fan-out target is 28 bytes");
 _Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits the XDP headroom");
+
+/* A queued put (spin_putq).  r.src is SPIN_SRC_SCRATCH (the bytes are in
+ * data[], copied when the handler put), SPIN_SRC_PACKET (the bytes of put
+ * 0, from the frame: the fan-out of one packet, no copy) or SPIN_SRC_HOST
+ * (a put from host longer than a packet, for the owning process). */
+struct spin_putq_ent {
+	__u64	ticket;		/* (cpu << 48) | sequence: whose entry it is now */
+	struct spin_put_req r;
+	__u64	user_hdr[4];
+	__u32	me;
+	__u32	pad;
+	__u8	data[SPIN_MAX_SEG];
+};
+#define SPIN_PUTQ_TICKET(cpu, seq)	(((__u64)(cpu) << 48) | ((seq) & 0xffffffffffffull))
 
 /* Events posted to the host (spin_events ring buffer). */
 enum spin_event_kind {

@@ -100,16 +100,19 @@ __handler int t_payload(const ptl_payload_t p, void *state)
 	}
 	if (s->mode & T_PUT_FAN) {
 		/* fan-out: the packet to fan_n targets (a broadcast's step) */
-		for (__u32 i = 0; i < 10; i++) {
-			if (i >= s->fan_n)
+		int i;
+
+		spin_for(i, 0, (int)s->fan_n) {
+			if (i >= TEST_FAN_MAX - 1)
 				break;
 			s->fan_rc[i] = PtlHandlerPutFromDevice(p.base, p.length, 0, PTL_NO_ACK_REQ,
 							       s->fan_rank[i], 0x100 + i, 8 * i,
 							       NULL, 1000 + i);
 		}
 		if (s->mode & T_PUT_FAN_OTHER)
-			s->fan_rc[9] = PtlHandlerPutFromDevice(&s->put_src, 16, 0, PTL_NO_ACK_REQ,
-							       0, 1, 0, NULL, 0);
+			s->fan_rc[TEST_FAN_MAX - 1] =
+				PtlHandlerPutFromDevice(&s->put_src, 16, 0, PTL_NO_ACK_REQ,
+							0, 1, 0, NULL, 0);
 	}
 	if ((s->mode & T_PAY_DROP_ODD) && ((p.offset / SPIN_MAX_SEG) & 1))
 		return DROP;

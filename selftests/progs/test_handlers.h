@@ -20,6 +20,8 @@
 #define T_PUT_FAN	0x4000	/* fan_n device puts of the packet to fan_rank[] */
 #define T_PUT_FAN_OTHER	0x8000	/* ... then one of other bytes (refused) */
 
+#define TEST_FAN_MAX	66	/* SPIN_MAX_PUTS + 1 puts, and one of other bytes */
+
 struct test_state {
 	__u64 mode;
 	__u64 hdr_calls;
@@ -43,8 +45,8 @@ struct test_state {
 	__u32 pay_count[256];
 	/* T_PUT_FAN */
 	__u32 fan_n;
-	__u32 fan_rank[10];
-	__s32 fan_rc[10];
+	__u32 fan_rank[TEST_FAN_MAX];
+	__s32 fan_rc[TEST_FAN_MAX];
 };
 
 /* dma_handler.bpf.c: reads from the entry's host memory at off[0..2] into
@@ -89,6 +91,74 @@ struct hapi_state {
 	__u32 n;
 	__u32 pad;
 	struct hapi_op ops[HAPI_MAX_OPS];
+};
+
+/* puts_handler.bpf.c: the header handler makes puts op[0..n) in order
+ * and records each call's return value in rc[].  Put i has match bits
+ * PUTS_MB + i, remote offset 16 * i, header data PUTS_HDR + i and user
+ * header words (i, 0x1111 * i, ~i, the message id). */
+#define PUTS_MAX	66
+#define PUTS_DEV	1	/* PtlHandlerPutFromDevice(&buf[off], len, ...) */
+#define PUTS_HOST	2	/* PtlHandlerPutFromHost(off, len, ...) */
+#define PUTS_NULL	3	/* PtlHandlerPutFromDevice(NULL, len, ...) */
+#define PUTS_PKT	4	/* PtlHandlerPutFromDevice(packet payload, its length, ...) */
+#define PUTS_GET	5	/* PtlHandlerGetToHost(off, len, ...) */
+#define PUTS_MB		0x2000
+#define PUTS_HDR	3000
+#define PUTS_BUF	1024
+
+struct puts_op {
+	__u16 kind;
+	__u16 len;
+	__u16 off;
+	__u16 ct;		/* 1: PTL_LOCAL_ME_CT, 0: 0 */
+	__u32 rank;
+};
+
+struct puts_state {
+	__u32 n;
+	__u32 calls;
+	__s32 rc[PUTS_MAX];
+	struct puts_op op[PUTS_MAX];
+	__u8 buf[PUTS_BUF];
+};
+
+/* room_handler.bpf.c: scratch memory and per-message state.
+ * ROOM_SCRATCH: the payload handler fills all of spin_scratch() with
+ * room_word(i, seed) and copies it to host memory 0..16 KiB in four DMAs.
+ * ROOM_MSG: the header handler records (length, msg id, user_hdr[0]) in
+ * spin_msg_state() and in handler memory (shared, the control); payload
+ * handlers add their bytes and packets to the per-message state; the
+ * completion handler writes both records to host memory at
+ * ROOM_REC_OFF + tag * 64 (per message) and ROOM_CTL_OFF + tag * 64
+ * (handler memory). */
+#define ROOM_SCRATCH	1
+#define ROOM_MSG	2
+#define ROOM_REC_OFF	16384
+#define ROOM_CTL_OFF	(16384 + 1024)
+#define room_word(i, seed)	((__u64)(i) * 0x9e3779b97f4a7c15ull ^ (seed))
+
+struct room_state {
+	__u64 mode;
+	__u64 seed;
+	__u64 calls;
+	__u64 errors;
+	/* ROOM_MSG: the header handler's fields, shared by all messages */
+	__u64 len, id, tag;
+};
+
+struct room_rec {
+	__u64 len, id, tag, bytes, pkts, pad[3];
+};
+
+/* big_handler.bpf.c (SPIN_HANDLER_MEM 64 KiB): the payload handler sums
+ * w[] as the host initialised it into sum, then sets w[i] = i * 3 + the
+ * packet's length, all of it. */
+#define BIG_WORDS	(65536 / 8 - 2)
+struct big_state {
+	__u64 calls;
+	__u64 sum;
+	__u64 w[BIG_WORDS];
 };
 
 /* loop_words.bpf.c: sums of the payload's 8-byte words */
