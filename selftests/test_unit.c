@@ -1920,52 +1920,96 @@ static int set_auth(const struct spin_auth *a);
 
 #define FAN_N 16	/* a store-and-forward broadcast to 16 ranks */
 
-/* Send frame f into IFA through IFB and count the fan-out copies that come
- * back out on IFB whose tag is key k's (every copy carries its own). */
-static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
-{
-	struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL) };
-	int sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL)), ok = 0;
-	struct ifreq ifr = { 0 };
-	uint64_t t0;
-	int fd;
+/*
+ * The wire of the on-the-wire tests: a packet socket on IFB, IFA's veth
+ * peer.  A frame sent on it goes into IFA (the runtime's interface); what
+ * the runtime sends out of IFA comes back on it.
+ */
+struct wire {
+	int sock;
+	struct sockaddr_ll sl;
+};
 
-	*copies = 0;
-	sl.sll_ifindex = if_nametoindex(IFB);
-	if (sock < 0 || !sl.sll_ifindex || bind(sock, (void *)&sl, sizeof(sl))) {
-		if (sock >= 0)
-			close(sock);
+/* Open it (1 MiB of receive buffer); -1, with the test failed, if not. */
+static int wire_open(struct wire *w)
+{
+	int rcv = 1 << 20;
+
+	memset(w, 0, sizeof(*w));
+	w->sl.sll_family = AF_PACKET;
+	w->sl.sll_protocol = htons(ETH_P_ALL);
+	w->sl.sll_ifindex = if_nametoindex(IFB);
+	w->sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
+	if (w->sock < 0 || !w->sl.sll_ifindex || bind(w->sock, (void *)&w->sl, sizeof(w->sl))) {
+		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
+		t_failed_now = 1;
+		if (w->sock >= 0)
+			close(w->sock);
+		w->sock = -1;
 		return -1;
 	}
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	setsockopt(w->sock, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	return 0;
+}
+
+/* Send frame f into IFA (its destination MAC made IFA's): bytes sent. */
+static ssize_t wire_send(struct wire *w, struct fr *f)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
 	if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
 		memcpy(f->b, ifr.ifr_hwaddr.sa_data, 6);
 	if (fd >= 0)
 		close(fd);
-	sl.sll_halen = 6;
-	memcpy(sl.sll_addr, f->b, 6);
-	sendto(sock, f->b, f->len, 0, (void *)&sl, sizeof(sl));
+	w->sl.sll_halen = 6;
+	memcpy(w->sl.sll_addr, f->b, 6);
+	return sendto(w->sock, f->b, f->len, 0, (void *)&w->sl, sizeof(w->sl));
+}
+
+/* The next sPIN frame of this rank (MY_RANK) out of IFA within 50 ms, in
+ * o: its length, or 0. */
+static int wire_next(struct wire *w, struct fr *o)
+{
+	struct pollfd pf = { .fd = w->sock, .events = POLLIN };
+	const struct spin_hdr *h = (const void *)(o->b + SPIN_HDR_OFF);
+	struct sockaddr_ll from;
+	socklen_t fl = sizeof(from);
+	int n;
+
+	poll(&pf, 1, 50);
+	n = recvfrom(w->sock, o->b, sizeof(o->b), 0, (void *)&from, &fl);
+	if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING ||
+	    h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK)
+		return 0;
+	return n;
+}
+
+/* Send frame f into IFA through IFB and count the fan-out copies that come
+ * back out on IFB whose tag is key k's (every copy carries its own). */
+static int fan_tagged(struct fr *f, const struct spin_auth *k, int *copies)
+{
+	struct wire w;
+	uint64_t t0;
+	int ok = 0;
+
+	*copies = 0;
+	if (wire_open(&w))
+		return -1;
+	wire_send(&w, f);
 	t0 = t_now_ns();
 	while (*copies < FAN_N && t_now_ns() - t0 < WAIT_NS) {
-		struct sockaddr_ll from;
-		socklen_t fl = sizeof(from);
-		struct pollfd pf = { .fd = sock, .events = POLLIN };
 		struct fr o;
 		struct spin_hdr h;
-		int n;
 
-		poll(&pf, 1, 50);
-		n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
-		if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING)
+		if (!wire_next(&w, &o))
 			continue;
 		memcpy(&h, o.b + SPIN_HDR_OFF, sizeof(h));
-		if (h.version != SPIN_VERSION || ntohl(h.src_rank) != MY_RANK)
-			continue;
 		(*copies)++;
 		ok += spin_auth_ok(k, &h) && h.auth_tag;
 	}
-	close(sock);
+	close(w.sock);
 	return ok;
 }
 
@@ -1995,7 +2039,8 @@ static void fanout(void)
 	struct spin_stats st;
 	struct fr f, o;
 	uint32_t ids[FAN_N];
-	int idx, ml, sock, ifb, got = 0, seen[FAN_N] = { 0 };
+	int idx, ml, got = 0, seen[FAN_N] = { 0 };
+	struct wire w;
 
 	reset();
 	fill(msg, sizeof(msg), 77);
@@ -2068,65 +2113,26 @@ static void fanout(void)
 	init.fan_n = FAN_N;
 	spin_hpu_write(rt, idx, &init, sizeof(init));
 	spin_stats_reset(rt);
-	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
-	ifb = if_nametoindex(IFB);
-	if (sock < 0 || !ifb) {
-		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
-		t_failed_now = 1;
-		if (sock >= 0)
-			close(sock);
+	if (wire_open(&w))
 		return;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	for (uint64_t t0 = t_now_ns(); got < FAN_N && t_now_ns() - t0 < WAIT_NS;) {
+		const struct udphdr *u = (const void *)(o.b + 14 + 20);
+		const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+		int n = wire_next(&w, &o);
+		/* the target from its port (fan_peers: 7000 + rank) */
+		uint32_t r = ntohs(u->dest) - 7000, i = r ? r - 1 : 0;
+
+		if (!n || i >= FAN_N)
+			continue;
+		seen[i]++;
+		ids[i] = ntohl(h->msg_id);
+		check_fan_frame(o.b, n, r, i, msg, sizeof(msg));
+		got++;
 	}
-	{
-		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
-					  .sll_ifindex = ifb };
-		uint64_t t0;
-
-		bind(sock, (void *)&sl, sizeof(sl));
-		a.msg_id = next_id++;
-		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-		/* the frame must reach IFA's MAC */
-		{
-			struct ifreq ifr = { 0 };
-			int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
-			if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
-				memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
-			if (fd >= 0)
-				close(fd);
-		}
-		sl.sll_halen = 6;
-		memcpy(sl.sll_addr, f.b, 6);
-		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
-		t0 = t_now_ns();
-		while (got < FAN_N && t_now_ns() - t0 < WAIT_NS) {
-			struct sockaddr_ll from;
-			socklen_t fl = sizeof(from);
-			struct pollfd pf = { .fd = sock, .events = POLLIN };
-			int n;
-
-			poll(&pf, 1, 50);
-			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
-			if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING || n < SPIN_PAY_OFF)
-				continue;
-			{
-				const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
-				const struct udphdr *u = (const void *)(o.b + 14 + 20);
-				/* the target from its port (fan_peers: 7000 + rank) */
-				uint32_t r = ntohs(u->dest) - 7000, i = r ? r - 1 : 0;
-
-				if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK ||
-				    i >= FAN_N)
-					continue;
-				seen[i]++;
-				ids[i] = ntohl(h->msg_id);
-				check_fan_frame(o.b, n, r, i, msg, sizeof(msg));
-				got++;
-			}
-		}
-	}
-	close(sock);
+	close(w.sock);
 	ASSERT_EQ(got, FAN_N, "16 frames on the wire");
 	for (int i = 0; i < FAN_N; i++)
 		ASSERT_EQ(seen[i], 1, "one frame per target");
@@ -2197,7 +2203,8 @@ static void many_puts(void)
 	struct spin_msg_args a = margs(0, 0, 0x47);
 	static struct puts_state init, t;
 	uint8_t msg[MP_MSG];
-	int idx, sock, ifb, got = 0, seen[MP_N] = { 0 }, want = 0, want_ct = 0;
+	int idx, got = 0, seen[MP_N] = { 0 }, want = 0, want_ct = 0;
+	struct wire w;
 	struct spin_stats st;
 	struct spin_me me;
 	char path[1024];
@@ -2232,92 +2239,60 @@ static void many_puts(void)
 		}
 	ASSERT_EQ(want, SPIN_MAX_PUTS, "64 puts expected");
 
-	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
-	ifb = if_nametoindex(IFB);
-	if (sock < 0 || !ifb) {
-		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
-		t_failed_now = 1;
-		if (sock >= 0)
-			close(sock);
+	if (wire_open(&w))
 		return;
-	}
-	{
-		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
-					  .sll_ifindex = ifb };
-		struct ifreq ifr = { 0 };
-		int fd = socket(AF_INET, SOCK_DGRAM, 0), rcv = 1 << 20;
-		uint64_t t0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	for (uint64_t t0 = t_now_ns(); got < want && t_now_ns() - t0 < WAIT_NS;) {
+		const struct iphdr *ip = (const void *)(o.b + 14);
+		const struct udphdr *u = (const void *)(ip + 1);
+		const struct spin_hdr *h = (const void *)(u + 1);
+		const struct puts_op *op;
+		const uint8_t *src;
+		uint64_t i;
+		uint32_t sum = 0;
+		int n = wire_next(&w, &o);
 
-		setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-		bind(sock, (void *)&sl, sizeof(sl));
-		a.msg_id = next_id++;
-		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
-		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
-			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
-		if (fd >= 0)
-			close(fd);
-		sl.sll_halen = 6;
-		memcpy(sl.sll_addr, f.b, 6);
-		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
-		t0 = t_now_ns();
-		while (got < want && t_now_ns() - t0 < WAIT_NS) {
-			struct sockaddr_ll from;
-			socklen_t fl = sizeof(from);
-			struct pollfd pf = { .fd = sock, .events = POLLIN };
-			const struct iphdr *ip = (const void *)(o.b + 14);
-			const struct udphdr *u = (const void *)(ip + 1);
-			const struct spin_hdr *h = (const void *)(u + 1);
-			const struct puts_op *op;
-			const uint8_t *src;
-			uint64_t i;
-			uint32_t sum = 0;
-			int n;
-
-			poll(&pf, 1, 50);
-			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
-			if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING || n < SPIN_PAY_OFF)
-				continue;
-			if (h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK)
-				continue;
-			i = be64toh(h->match_bits) - PUTS_MB;
-			if (i >= MP_N) {
-				T_MSG("a frame with match bits 0x%llx", (unsigned long long)be64toh(h->match_bits));
-				t_failed_now = 1;
-				continue;
-			}
-			got++;
-			seen[i]++;
-			op = &init.op[i];
-			src = op->kind == PUTS_HOST ? host + me.host_off + op->off :
-			      op->kind == PUTS_DEV ? init.buf + op->off : msg;
-			ASSERT_EQ(ntohs(u->dest), 7000 + op->rank, "target's port");
-			ASSERT_EQ(ip->daddr, htonl((10u << 24) | (77u << 16) | (9u << 8) | (100 + op->rank)),
-				  "target's IP");
-			for (int k = 0; k < 10; k++)
-				sum += ((const uint16_t *)ip)[k];
-			sum = (sum & 0xffff) + (sum >> 16);
-			sum = (sum & 0xffff) + (sum >> 16);
-			ASSERT_EQ(sum, 0xffff, "IPv4 checksum");
-			ASSERT_EQ(ntohs(ip->tot_len), n - 14, "IPv4 length");
-			ASSERT_EQ(ntohs(u->len), n - 14 - 20, "UDP length");
-			ASSERT_EQ(h->op, SPIN_OP_PUT, "op");
-			ASSERT_EQ(ntohs(h->flags), op->kind == PUTS_HOST ? SPIN_F_FROM_HOST : SPIN_F_FROM_DEVICE,
-				  "flags");
-			ASSERT_EQ(ntohl(h->msg_len), op->len, "message length");
-			ASSERT_EQ(n, SPIN_PAY_OFF + op->len, "frame length");
-			ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
-			ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
-			ASSERT_EQ(be64toh(h->user_hdr[0]), i, "user header word 0");
-			ASSERT_EQ(be64toh(h->user_hdr[1]), 0x1111 * i, "user header word 1");
-			ASSERT_EQ(be64toh(h->user_hdr[2]), ~i, "user header word 2");
-			ASSERT_EQ(be64toh(h->user_hdr[3]), a.msg_id, "user header word 3");
-			if (n == SPIN_PAY_OFF + op->len && !ASSERT_MEM(o.b + SPIN_PAY_OFF, src, op->len, "payload"))
-				T_MSG("put %llu (kind %u, %u bytes at %u)", (unsigned long long)i, op->kind,
-				      op->len, op->off);
+		if (!n)
+			continue;
+		i = be64toh(h->match_bits) - PUTS_MB;
+		if (i >= MP_N) {
+			T_MSG("a frame with match bits 0x%llx", (unsigned long long)be64toh(h->match_bits));
+			t_failed_now = 1;
+			continue;
 		}
+		got++;
+		seen[i]++;
+		op = &init.op[i];
+		src = op->kind == PUTS_HOST ? host + me.host_off + op->off :
+		      op->kind == PUTS_DEV ? init.buf + op->off : msg;
+		ASSERT_EQ(ntohs(u->dest), 7000 + op->rank, "target's port");
+		ASSERT_EQ(ip->daddr, htonl((10u << 24) | (77u << 16) | (9u << 8) | (100 + op->rank)),
+			  "target's IP");
+		for (int k = 0; k < 10; k++)
+			sum += ((const uint16_t *)ip)[k];
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		ASSERT_EQ(sum, 0xffff, "IPv4 checksum");
+		ASSERT_EQ(ntohs(ip->tot_len), n - 14, "IPv4 length");
+		ASSERT_EQ(ntohs(u->len), n - 14 - 20, "UDP length");
+		ASSERT_EQ(h->op, SPIN_OP_PUT, "op");
+		ASSERT_EQ(ntohs(h->flags), op->kind == PUTS_HOST ? SPIN_F_FROM_HOST : SPIN_F_FROM_DEVICE,
+			  "flags");
+		ASSERT_EQ(ntohl(h->msg_len), op->len, "message length");
+		ASSERT_EQ(n, SPIN_PAY_OFF + op->len, "frame length");
+		ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
+		ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
+		ASSERT_EQ(be64toh(h->user_hdr[0]), i, "user header word 0");
+		ASSERT_EQ(be64toh(h->user_hdr[1]), 0x1111 * i, "user header word 1");
+		ASSERT_EQ(be64toh(h->user_hdr[2]), ~i, "user header word 2");
+		ASSERT_EQ(be64toh(h->user_hdr[3]), a.msg_id, "user header word 3");
+		if (n == SPIN_PAY_OFF + op->len && !ASSERT_MEM(o.b + SPIN_PAY_OFF, src, op->len, "payload"))
+			T_MSG("put %llu (kind %u, %u bytes at %u)", (unsigned long long)i, op->kind,
+			      op->len, op->off);
 	}
-	close(sock);
+	close(w.sock);
 	ASSERT_EQ(got, want, "64 frames on the wire");
 	for (int i = 0; i < MP_N; i++)
 		ASSERT_EQ(seen[i], i == MP_NULL || i == MP_N - 1 ? 0 : 1, "one frame per put");
@@ -2345,22 +2320,14 @@ static void many_puts(void)
 	spin_stats_reset(rt);
 	a.msg_id = next_id++;
 	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	sock = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+	if (wire_open(&w))
+		return;
 	{
-		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
-					  .sll_ifindex = ifb, .sll_halen = 6 };
-		struct ifreq ifr = { 0 };
-		int fd = socket(AF_INET, SOCK_DGRAM, 0), found = 0;
+		int found = 0;
 		uint64_t t0;
 
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
-		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
-			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
-		if (fd >= 0)
-			close(fd);
-		memcpy(sl.sll_addr, f.b, 6);
-		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
-		close(sock);
+		ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+		close(w.sock);
 		t0 = t_now_ns();
 		while (!found && t_now_ns() - t0 < WAIT_NS) {
 			struct evs v = events();
@@ -2594,7 +2561,8 @@ static void get_to_host(void)
 	uint8_t msg[64];
 	char path[1024];
 	struct fr f, o;
-	int idx, sock, ifb, got = 0;
+	struct wire w;
+	int idx, got = 0;
 
 	reset();
 	fill(msg, sizeof(msg), 64);
@@ -2616,69 +2584,39 @@ static void get_to_host(void)
 	spin_me_get(rt, idx, &me);
 	memset(host + me.host_off, 0, 8192);
 
-	sock = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK, htons(ETH_P_ALL));
-	ifb = if_nametoindex(IFB);
-	if (sock < 0 || !ifb) {
-		T_MSG("packet socket on %s: %s", IFB, strerror(errno));
-		t_failed_now = 1;
-		if (sock >= 0)
-			close(sock);
+	if (wire_open(&w))
 		return;
-	}
-	{
-		struct sockaddr_ll sl = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
-					  .sll_ifindex = ifb };
-		struct ifreq ifr = { 0 };
-		int fd = socket(AF_INET, SOCK_DGRAM, 0);
-		uint64_t t0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	for (uint64_t t0 = t_now_ns(); got < 2 && t_now_ns() - t0 < WAIT_NS;) {
+		const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+		uint64_t i;
+		int n = wire_next(&w, &o);
 
-		bind(sock, (void *)&sl, sizeof(sl));
-		a.msg_id = next_id++;
-		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", IFA);
-		if (fd >= 0 && !ioctl(fd, SIOCGIFHWADDR, &ifr))
-			memcpy(f.b, ifr.ifr_hwaddr.sa_data, 6);
-		if (fd >= 0)
-			close(fd);
-		sl.sll_halen = 6;
-		memcpy(sl.sll_addr, f.b, 6);
-		ASSERT_EQ(sendto(sock, f.b, f.len, 0, (void *)&sl, sizeof(sl)), f.len, "frame sent");
-		t0 = t_now_ns();
-		while (got < 2 && t_now_ns() - t0 < WAIT_NS) {
-			struct sockaddr_ll from;
-			socklen_t fl = sizeof(from);
-			struct pollfd pf = { .fd = sock, .events = POLLIN };
-			const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
-			uint64_t i;
-			int n;
+		if (!n)
+			continue;
+		i = be64toh(h->match_bits) - PUTS_MB;
+		if (!ASSERT_TRUE(i < 2, "a GET of the handler"))
+			continue;
+		got++;
+		ids[i] = ntohl(h->msg_id);
+		ASSERT_EQ(h->op, SPIN_OP_GET, "op GET");
+		ASSERT_EQ(n, SPIN_PAY_OFF, "no payload");
+		ASSERT_EQ(ntohl(h->msg_len), init.op[i].len, "length asked");
+		ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
+		ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
+		{
+			struct spin_peer p;
 
-			poll(&pf, 1, 50);
-			n = recvfrom(sock, o.b, sizeof(o.b), 0, (void *)&from, &fl);
-			if (n < SPIN_PAY_OFF || from.sll_pkttype == PACKET_OUTGOING ||
-			    h->version != SPIN_VERSION || ntohl(h->src_rank) != MY_RANK)
-				continue;
-			i = be64toh(h->match_bits) - PUTS_MB;
-			if (!ASSERT_TRUE(i < 2, "a GET of the handler"))
-				continue;
-			got++;
-			ids[i] = ntohl(h->msg_id);
-			ASSERT_EQ(h->op, SPIN_OP_GET, "op GET");
-			ASSERT_EQ(n, SPIN_PAY_OFF, "no payload");
-			ASSERT_EQ(ntohl(h->msg_len), init.op[i].len, "length asked");
-			ASSERT_EQ(be64toh(h->remote_off), 16 * i, "remote offset");
-			ASSERT_EQ(be64toh(h->hdr_data), PUTS_HDR + i, "hdr_data");
-			{
-				struct spin_peer p;
-
-				if (ASSERT_OK(spin_peer_get(rt, init.op[i].rank, &p), "peer")) {
-					ASSERT_MEM(o.b, p.mac, 6, "to the target's MAC");
-					ASSERT_EQ(((const struct iphdr *)(o.b + 14))->daddr, p.ip,
-						  "to the target's IP");
-				}
+			if (ASSERT_OK(spin_peer_get(rt, init.op[i].rank, &p), "peer")) {
+				ASSERT_MEM(o.b, p.mac, 6, "to the target's MAC");
+				ASSERT_EQ(((const struct iphdr *)(o.b + 14))->daddr, p.ip,
+					  "to the target's IP");
 			}
 		}
 	}
-	close(sock);
+	close(w.sock);
 	ASSERT_EQ(got, 2, "two GETs on the wire");
 	spin_hpu_read(rt, idx, &t, sizeof(t));
 	ASSERT_EQ(t.rc[0], 0, "get 0: 0");
