@@ -21,9 +21,7 @@ cd "$TOP" || exit 1
 TAG=spinti$$
 NSA=$TAG-a
 NSB=$TAG-b
-FILTER=${2:-}
-[ "${1:-}" = "-t" ] || FILTER=
-PASS=0 FAIL=0 SKIP=0
+spin_test_args "$@"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP install/all (needs root)"
@@ -46,21 +44,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 fail() { echo "$*"; return 1; }
 
-run_test() {
-	local name=$1 fn=$2 rc
-	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then
-		return
-	fi
-	( set -e; "$fn" ) >"$LOG/$name.log" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "PASS install/$name"; PASS=$((PASS + 1))
-	elif [ $rc -eq 77 ]; then
-		echo "SKIP install/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -5
-	else
-		echo "FAIL install/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -30
-	fi
-}
+run_test() { spin_run_test install "$1" "$2"; }
 
 # pkg-config that sees only the staging tree: its .pc, its paths prefixed
 # with the staging root (-I and -L by the sysroot, variables by prefix)

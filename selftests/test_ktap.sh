@@ -11,28 +11,13 @@
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP" || exit 1
-FILTER=${2:-}
-[ "${1:-}" = "-t" ] || FILTER=
-PASS=0 FAIL=0 SKIP=0
+. selftests/lib/netns.sh
+spin_test_args "$@"
 LOG=$(mktemp -d /tmp/spin-ktap.XXXXXX)
 trap 'rm -rf "$LOG"' EXIT
 fail() { echo "$*"; return 1; }
 
-run_test() {
-	local name=$1 fn=$2 rc
-	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then
-		return
-	fi
-	( set -e; "$fn" ) >"$LOG/$name.log" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "PASS ktap/$name"; PASS=$((PASS + 1))
-	elif [ $rc -eq 77 ]; then
-		echo "SKIP ktap/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -5
-	else
-		echo "FAIL ktap/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -30
-	fi
-}
+run_test() { spin_run_test ktap "$1" "$2"; }
 
 # KTAP reader: one version line first, results numbered 1..N in order,
 # the plan 1..N, SKIP directives with a reason; prints "P F S".

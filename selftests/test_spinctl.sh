@@ -27,9 +27,7 @@ HELPER=$TOP/selftests/spinctl_helper
 TAG=spintc$$
 NSA=$TAG-a
 NSB=$TAG-b
-FILTER=${2:-}
-[ "${1:-}" = "-t" ] || FILTER=
-PASS=0 FAIL=0 SKIP=0
+spin_test_args "$@"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
 if [ "$(id -u)" != 0 ]; then
@@ -68,20 +66,9 @@ restore_veth2() {
 }
 
 run_test() {
-	local name=$1 fn=$2 rc
-	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then
-		return
+	if spin_run_test spinctl "$1" "$2" 40; then
+		restore_veth2
 	fi
-	( set -e; "$fn" ) >"$LOG/$name.log" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "PASS spinctl/$name"; PASS=$((PASS + 1))
-	elif [ $rc -eq 77 ]; then
-		echo "SKIP spinctl/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -5
-	else
-		echo "FAIL spinctl/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -40
-	fi
-	restore_veth2
 }
 
 # ------------------------------------------------------------ setup --

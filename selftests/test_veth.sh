@@ -18,9 +18,7 @@ TAG=spint$$
 CLI=$TAG-cli
 SRV=$TAG-srv
 CL2=$TAG-cl2
-FILTER=${2:-}
-[ "${1:-}" = "-t" ] || FILTER=
-PASS=0 FAIL=0 SKIP=0
+spin_test_args "$@"
 LOG=$(mktemp -d /tmp/spin-veth.XXXXXX)
 
 cleanup() {
@@ -34,32 +32,7 @@ S() { nsx "$SRV" "$@"; }
 C() { nsx "$CLI" "$@"; }
 
 # run_test NAME FUNC: run FUNC in a subshell, its output to a log shown on failure
-run_test() {
-	local name=$1 fn=$2 rc
-	if [ -n "$FILTER" ] && [[ $name != $FILTER ]]; then
-		return
-	fi
-	( set -e; "$fn" ) >"$LOG/$name" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "PASS veth/$name"; PASS=$((PASS + 1))
-	elif [ $rc -eq 77 ]; then
-		echo "SKIP veth/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name" | tail -5
-	else
-		echo "FAIL veth/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name" | tail -25
-	fi
-	# every test leaves the server interface as it found it: its server
-	# process gone first (one still exiting while the next test attaches
-	# and loads could meet the new runtime's pins), then the runtime
-	if [ -s "$LOG/server.pid" ]; then
-		local pid
-		pid=$(cat "$LOG/server.pid")
-		kill "$pid" 2>/dev/null || true
-		spin_wait_until $WAIT_S gone "$pid" || kill -9 "$pid" 2>/dev/null || true
-		rm -f "$LOG/server.pid"
-	fi
-	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
-}
+run_test() { spin_run_test veth "$1" "$2" 25; }
 
 # gone PID: exited (a zombie counts: the test's subshell, its parent, is
 # gone, and whoever adopted it may not reap it at once)

@@ -186,6 +186,27 @@ spin_test_args() {
 	PASS=0 FAIL=0 SKIP=0
 }
 
+# spin_run_test SUITE NAME FUNC [LINES]: FUNC in a subshell with set -e,
+# its output in $LOG/NAME.log; one line PASS/FAIL/SKIP SUITE/NAME (exit 77:
+# skipped), counted in PASS, FAIL and SKIP; on failure the log's last LINES
+# lines (30).  A NAME that $FILTER (-t GLOB) leaves out is not run: returns 1.
+spin_run_test() {
+	local suite=$1 name=$2 fn=$3 lines=${4:-30} rc
+	if [ -n "${FILTER:-}" ] && [[ $name != $FILTER ]]; then
+		return 1
+	fi
+	( set -e; "$fn" ) >"$LOG/$name.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "PASS $suite/$name"; PASS=$((PASS + 1))
+	elif [ $rc -eq 77 ]; then
+		echo "SKIP $suite/$name"; SKIP=$((SKIP + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -5
+	else
+		echo "FAIL $suite/$name"; FAIL=$((FAIL + 1)); sed 's/^/    /' "$LOG/$name.log" | tail -"$lines"
+	fi
+	return 0
+}
+
 spin_ns_cleanup() {
 	# never stops half-way (also when the caller runs with set -e)
 	local ns dev ino
