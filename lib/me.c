@@ -540,13 +540,13 @@ static int me_slot(struct spin_rt *rt, bool hpu, bool big)
 	/* entries with 4 KiB of handler memory look above the slots of big
 	 * handler memory first, so those stay free for the entries that need
 	 * them; an entry without handlers looks above SPIN_MAX_HPU, then in
-	 * the 4 KiB range.  When the range above was full at its last search
+	 * the 4 KiB range, then in the big one.  When the range above was full at its last search
 	 * (and this process freed nothing there since), it looks there last:
 	 * else each of the last SPIN_MAX_HPU appends of a full table would walk
 	 * the whole range above (24 s for the last 4096) */
 	uint32_t ranges[3][2] = { { SPIN_MAX_HPU, SPIN_MAX_ME }, { SPIN_MAX_HPU_BIG, SPIN_MAX_HPU },
 				  { 0, SPIN_MAX_HPU_BIG } };
-	int order[2], n;
+	int order[3], n;
 
 	if (big) {
 		order[0] = 2;
@@ -555,10 +555,11 @@ static int me_slot(struct spin_rt *rt, bool hpu, bool big)
 		order[0] = 1;
 		order[1] = 2;
 		n = 2;
-	} else {
+	} else {	/* the slots of big handler memory last of all */
 		order[0] = rt->me_full0 ? 1 : 0;
 		order[1] = rt->me_full0 ? 0 : 1;
-		n = 2;
+		order[2] = 2;
+		n = 3;
 	}
 	for (int k = 0; k < n; k++) {
 		int r = order[k];
