@@ -32,7 +32,20 @@ S() { nsx "$SRV" "$@"; }
 C() { nsx "$CLI" "$@"; }
 
 # run_test NAME FUNC: run FUNC in a subshell, its output to a log shown on failure
-run_test() { spin_run_test veth "$1" "$2" 25; }
+run_test() {
+	spin_run_test veth "$1" "$2" 25 || return 0
+	# every test leaves the server interface as it found it: its server
+	# process gone first (one still exiting while the next test attaches
+	# and loads could meet the new runtime's pins), then the runtime
+	if [ -s "$LOG/server.pid" ]; then
+		local pid
+		pid=$(cat "$LOG/server.pid")
+		kill "$pid" 2>/dev/null || true
+		spin_wait_until $WAIT_S gone "$pid" || kill -9 "$pid" 2>/dev/null || true
+		rm -f "$LOG/server.pid"
+	fi
+	S "$SPINCTL" detach veth0 >/dev/null 2>&1 || true
+}
 
 # gone PID: exited (a zombie counts: the test's subshell, its parent, is
 # gone, and whoever adopted it may not reap it at once)
