@@ -44,6 +44,21 @@ static const char *t_filter;
 
 #define T_SKIP(why) do { T_MSG("skip: %s", why); t_skipped_now = 1; return; } while (0)
 
+/* A suite's options: -t GLOB (run only the tests it matches); suite names
+ * its PASS/FAIL/SKIP lines.  Anything else: usage, exit 2. */
+static inline void t_args(int argc, char **argv, const char *suite)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+			t_filter = argv[++i];
+		} else {
+			fprintf(stderr, "usage: %s [-t GLOB]\n", argv[0]);
+			exit(2);
+		}
+	}
+	t_suite = suite;
+}
+
 static inline void t_run(const char *name, void (*fn)(void))
 {
 	if (t_filter && fnmatch(t_filter, name, 0))

@@ -347,15 +347,7 @@ static void test_invalid(void)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-			t_filter = argv[++i];
-		} else {
-			fprintf(stderr, "usage: %s [-t GLOB]\n", argv[0]);
-			return 2;
-		}
-	}
-	t_suite = "ptl_atomic";
+	t_args(argc, argv, "ptl_atomic");
 
 	RUN_TEST(test_dt_size);
 	RUN_TEST(test_valid);

@@ -130,15 +130,7 @@ static void test_any(void)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-			t_filter = argv[++i];
-		} else {
-			fprintf(stderr, "usage: %s [-t GLOB]\n", argv[0]);
-			return 2;
-		}
-	}
-	t_suite = "ptl_buf";
+	t_args(argc, argv, "ptl_buf");
 	RUN_TEST(test_contiguous);
 	RUN_TEST(test_iovec);
 	RUN_TEST(test_iovec_bad);

@@ -228,15 +228,7 @@ static void test_table(void)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-t") && i + 1 < argc) {
-			t_filter = argv[++i];
-		} else {
-			fprintf(stderr, "usage: %s [-t GLOB]\n", argv[0]);
-			return 2;
-		}
-	}
-	t_suite = "ptl_match";
+	t_args(argc, argv, "ptl_match");
 	RUN_TEST(test_table);
 	RUN_TEST(test_order_small);
 	RUN_TEST(test_order_small_phys);
