@@ -114,12 +114,12 @@ run_kill() {
 	report "$name" "$dir" 2 $r0 $r2
 }
 
-# Open MPI's mpirun starts 4 ranks, each in its own namespace (a wrapper
-# enters the namespace of OMPI_COMM_WORLD_RANK); there is no hostfile: the
-# ranks find each other through a shared directory (SPIN_RENDEZVOUS)
-run_mpirun() {
-	local name=mpirun dir rc k
-	selected "$name" || return 0
+# mpirun_case NAME NP PER NSPFX CASE SECS: Open MPI's mpirun starts NP
+# ranks of ptl_test CASE, PER in each namespace NSPFX<i> (a wrapper enters
+# the one of OMPI_COMM_WORLD_RANK / PER); there is no hostfile: the ranks
+# find each other through a shared directory (SPIN_RENDEZVOUS)
+mpirun_case() {
+	local name=$1 np=$2 per=$3 pfx=$4 case=$5 secs=$6 dir rc k
 	dir=$(mktemp -d "$WORK/$name.XXXX")
 	if ! command -v mpirun >/dev/null; then
 		echo "mpirun not found (openmpi-bin: ./run deps installs it)" >"$dir/rcs"
@@ -129,20 +129,26 @@ run_mpirun() {
 	mkdir "$dir/rv"
 	cat >"$dir/wrap" <<EOW
 #!/bin/sh
-exec nsenter --net=/var/run/netns/$TAG-r\$OMPI_COMM_WORLD_RANK -- "\$@"
+exec nsenter --net=/var/run/netns/$pfx\$((OMPI_COMM_WORLD_RANK / $per)) -- "\$@"
 EOW
 	chmod +x "$dir/wrap"
-	timeout -k 2 60 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 \
+	timeout -k 2 "$secs" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
 		--output-filename "$dir/mpi" \
 		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
-		-x PTL_TEST_NPROCS=4 -x PTL_TEST_TOP="$TOP" \
-		"$dir/wrap" "$BIN" ring >"$dir/out.0" 2>&1
+		-x PTL_TEST_NPROCS="$np" -x PTL_TEST_TOP="$TOP" \
+		"$dir/wrap" "$BIN" "$case" >"$dir/out.0" 2>&1
 	rc=$?
-	for k in 0 1 2 3; do
+	for k in $(seq 0 $((np - 1))); do
 		cat "$dir"/mpi/1/rank.$k/std* >>"$dir/out.$k" 2>/dev/null
 	done
-	[ "$(ls "$dir/rv" | wc -l)" -eq 4 ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
-	report "$name" "$dir" 4 $rc
+	[ "$(ls "$dir/rv" | wc -l)" -eq "$np" ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
+	report "$name" "$dir" "$np" $rc
+}
+
+# 4 ranks, each in its own namespace, around a ring
+run_mpirun() {
+	selected mpirun || return 0
+	mpirun_case mpirun 4 1 "$TAG-r" ring 60
 }
 
 # Many Portals processes per interface (docs/design.md): PER ranks in each
@@ -403,38 +409,14 @@ run_case launcher_ompi ring 2 2 ompi
 run_case launcher_pmi ring 3 3 pmi
 run_mpirun
 
-# Open MPI's mpirun starts 16 ranks, 4 in each of 4 namespaces (the
-# wrapper enters the namespace of OMPI_COMM_WORLD_RANK / 4), found through
-# the shared directory; all-to-all puts, gets and atomics (ptl_test mproc)
+# 16 ranks, 4 in each of 4 namespaces (many processes per interface),
+# all-to-all puts, gets and atomics (ptl_test mproc)
 run_mpirun_mproc() {
-	local name=mpirun_mproc dir rc k
-	selected "$name" || return 0
-	dir=$(mktemp -d "$WORK/$name.XXXX")
-	if ! command -v mpirun >/dev/null; then
-		echo "mpirun not found (openmpi-bin: ./run deps installs it)" >"$dir/rcs"
-		report "$name" "$dir" 0 1
-		return
-	fi
+	selected mpirun_mproc || return 0
 	if ! mp_topo; then
-		echo "FAIL ptl/$name (topology)"; FAIL=$((FAIL + 1)); return
+		echo "FAIL ptl/mpirun_mproc (topology)"; FAIL=$((FAIL + 1)); return
 	fi
-	mkdir "$dir/rv"
-	cat >"$dir/wrap" <<EOW
-#!/bin/sh
-exec nsenter --net=/var/run/netns/$TAG-m-r\$((OMPI_COMM_WORLD_RANK / 4)) -- "\$@"
-EOW
-	chmod +x "$dir/wrap"
-	timeout -k 2 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 16 \
-		--output-filename "$dir/mpi" \
-		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
-		-x PTL_TEST_NPROCS=16 -x PTL_TEST_TOP="$TOP" \
-		"$dir/wrap" "$BIN" mproc >"$dir/out.0" 2>&1
-	rc=$?
-	for k in $(seq 0 15); do
-		cat "$dir"/mpi/1/rank.$k/std* >>"$dir/out.$k" 2>/dev/null
-	done
-	[ "$(ls "$dir/rv" | wc -l)" -eq 16 ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
-	report "$name" "$dir" 16 $rc
+	mpirun_case mpirun_mproc 16 4 "$TAG-m-r" mproc 120
 }
 run_mpirun_mproc
 run_case spin_pingpong spin_pingpong 2 2
