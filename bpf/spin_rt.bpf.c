@@ -278,19 +278,29 @@ static __always_inline long spin_xsk_redirect(struct xdp_md *xdp, struct spin_cf
 	return act;
 }
 
-/* Hand this frame to the owning process's AF_XDP socket; job_key carries
- * the matched entry (wire.h). */
+/* Hand this packet of a reliable sender's retransmission (a message the
+ * runtime handed over before: both callers) to the owning process again;
+ * job_key carries the matched entry (wire.h).  If the first copy still
+ * waits in the ring of a socket whose process takes nothing
+ * (spin_xsk_stalled), nothing is queued behind it: "not now" instead, so
+ * the sender waits rather than giving up. */
 static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st, __u32 mi)
 {
 	struct spin_hdr *sh = spin_xdp_data(xdp) + SPIN_HDR_OFF;
 	struct spin_cfg *cfg = spin_cfg_get();
+	__u32 q = xdp->rx_queue_index, why = SPIN_DROP_XSK_FULL;
 	long act;
 
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	sh->job_key = bpf_htonl(mi);
 	((struct udphdr *)sh - 1)->check = 0;	/* checked at ingress; job_key changed */
-	act = spin_xsk_redirect(xdp, cfg, 0);
+	if (SPIN_PT_SLOT(bpf_ntohs(sh->pt_index)) == q && spin_xsk_stalled(cfg, q)) {
+		act = -1;
+		why = SPIN_DROP_XSK_STALLED;
+	} else {
+		act = spin_xsk_redirect(xdp, cfg, 0);
+	}
 	if (act == SPIN_XSK_RING) {	/* its process's ring has it */
 		if (st)
 			st->to_xsk++;
@@ -302,7 +312,7 @@ static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st
 		__u16 fl = bpf_ntohs(sh->flags);
 		struct spin_ctx *c;
 
-		spin_drop_count(st, SPIN_DROP_XSK_FULL);
+		spin_drop_count(st, why);
 		if (!(fl & SPIN_F_REL) || (sh->pkt_off && !(fl & SPIN_F_SACK_REQ)) ||
 		    !(c = spin_ctx_get()))
 			return XDP_DROP;
@@ -378,18 +388,6 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 	if (SPIN_DD_OUT_ID(out) != (id & 0xffff))
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	if (SPIN_DD_OUT_STATE(out) == SPIN_DD_XSK) {
-		if (spin_xsk_stalled(cfg, xdp->rx_queue_index)) {
-			/* the first copy still waits in the ring of a process
-			 * that takes nothing: "not now" (the sender waits,
-			 * instead of giving up), nothing queued again */
-			spin_drop_count(st, SPIN_DROP_XSK_STALLED);
-			if (!(single || (fl & SPIN_F_SACK_REQ)) || !(c = spin_ctx_get()))
-				return XDP_DROP;
-			return spin_answer(xdp, c, cfg, st,
-					   op == SPIN_OP_GET || op == SPIN_OP_FETCH ?
-					   SPIN_PUT_REPLY : SPIN_PUT_ACK, 0, rank, id,
-					   SPIN_FAIL_QUEUE_FULL, 0, 0);
-		}
 		if (op == SPIN_OP_GET)	/* when it came (wire.h, "re-get") */
 			sh->auth_tag = bpf_cpu_to_be64(bpf_ktime_get_ns());
 		return spin_to_xsk(xdp, st, d->len[k]);

@@ -4751,8 +4751,25 @@ static void stop_self(int ms)
 	if (child < 0)
 		DIE("fork: %s", strerror(errno));
 	if (!child) {
+		pid_t pp = getppid();
+		char path[64], st[256];
+
+		/* once the parent is stopped, the sender sends the rest
+		 * (rel_sender waits for it): they all meet a stopped process */
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pp);
+		for (int i = 0; i < 5000; i++) {
+			FILE *f = fopen(path, "r");
+			char *e = f && fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+
+			if (f)
+				fclose(f);
+			if (e && e[1] == ' ' && e[2] == 'T')
+				break;
+			usleep(1000);
+		}
+		touch("rel.stopped", R);
 		usleep((useconds_t)ms * 1000);
-		kill(getppid(), SIGCONT);
+		kill(pp, SIGCONT);
 		_exit(0);
 	}
 	LOG("stopping for %d ms", ms);
@@ -4895,6 +4912,9 @@ static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, 
 			  size_t bytes, ptl_handle_eq_t eq)
 {
 	int stop_ms = getenv("PTL_REL_STOP_MS") ? atoi(getenv("PTL_REL_STOP_MS")) : 0;
+	/* the message before which the target stops ($PTL_REL_TSTOP_*) */
+	size_t stop_at = getenv("PTL_REL_TSTOP_MS") && getenv("PTL_REL_TSTOP_AT") ?
+			 (size_t)atol(getenv("PTL_REL_TSTOP_AT")) : 0;
 	/* put/get: each message its own bytes; atomic/fetch: 8 bytes each */
 	size_t cap = op == REL_PUT || op == REL_GET ? bytes : total * 8;
 	uint8_t *src = calloc(1, cap ? cap : 1), *dst = calloc(1, cap ? cap : 1);
@@ -4925,6 +4945,15 @@ static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, 
 		for (size_t i = 0; i < c[k].count; i++) {
 			size_t n = c[k].first + i;
 			void *u = (void *)(uintptr_t)n;
+
+			/* a target that stops after $PTL_REL_TSTOP_AT messages
+			 * (rel_target): the rest go out once it has stopped */
+			if (n && n == stop_at) {
+				uint64_t w = now_ms();
+
+				while (!exists("rel.stopped", 1) && now_ms() - w < 30000)
+					msleep(1);
+			}
 
 			switch (op) {
 			case REL_PUT:

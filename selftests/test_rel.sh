@@ -184,6 +184,7 @@ rel stall_sender 0 "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:10,16777216:3 PTL_REL_KI
 # waits and goes on; nothing lost.
 rel stall_receiver notnow "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:200 PTL_REL_KIND=malloc \
 	PTL_REL_TSTOP_MS=2500 PTL_REL_TSTOP_AT=1 SPIN_PTL_CC=0
+# (rank 0 sends the messages after the first once rank 1 has stopped)
 # the same stop with few messages, whose ring never fills: the sender's
 # retransmissions find the first copies still waiting in the ring of a
 # process that took nothing for SPIN_XSK_STALL_NS, and are answered "not
