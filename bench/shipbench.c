@@ -238,7 +238,7 @@ static void sender(int reps)
 			size_t l = k ? lb : ls;
 			double t0 = now_us(), t1, t2;
 
-			if (PtlSpinHandlerShip(ni, o, l, &t, 1, 1, 32, 4096, &r) != PTL_OK)
+			if (PtlSpinHandlerShip(ni, o, l, &t, 1, 1, 32, 0, &r) != PTL_OK)
 				DIE("ship %s: %s", name, r.reason);
 			t1 = now_us();
 			rtt(md, eq, PTL_SPIN_SHIP_PT, PtlSpinShipBits(ni, 1));
@@ -248,14 +248,14 @@ static void sender(int reps)
 			printf("%d,insns_%s,%u\n", rep, name, r.insns);
 			printf("%d,object_kib_%s,%.1f\n", rep, name, l / 1024.0);
 			t0 = now_us();
-			if (PtlSpinHandlerShip(ni, o, l, &t, 1, 2, 32, 4096, &r) != PTL_OK || !r.cache_hit)
+			if (PtlSpinHandlerShip(ni, o, l, &t, 1, 2, 32, 0, &r) != PTL_OK || !r.cache_hit)
 				DIE("ship again: %s", r.reason);
 			printf("%d,ship_hit_ms_%s,%.3f\n", rep, name, (now_us() - t0) / 1e3);
 			if (PtlSpinHandlerUnship(ni, &t, 1, 2, &r) != PTL_OK ||
 			    PtlSpinHandlerUnship(ni, &t, 1, 1, &r) != PTL_OK)
 				DIE("unship");
 		}
-		if (PtlSpinHandlerShip(ni, small, ls, &t, 1, 1, 32, 4096, &r) != PTL_OK)
+		if (PtlSpinHandlerShip(ni, small, ls, &t, 1, 1, 32, 0, &r) != PTL_OK)
 			DIE("ship: %s", r.reason);
 		printf("%d,placement_native,%d\n", rep, r.placement == PTL_SPIN_PLACE_NATIVE);
 		/* shipped and local alternate in blocks: drift hits both */

@@ -258,7 +258,7 @@ out:
  * then only names it in messages), against the runtime's maps.
  */
 static int handler_load(struct spin_rt *rt, const char *path, const void *buf, size_t len,
-			const char *name)
+			const char *name, const struct spin_map_subst *subst, int n_subst)
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
@@ -324,6 +324,21 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 
 		if (bpf_map__is_internal(map))
 			continue;	/* .rodata/.data/.bss: created normally (not the ABI's) */
+		fd = -1;
+		for (int k = 0; k < n_subst; k++)
+			if (!strcmp(subst[k].name, mn))
+				fd = subst[k].fd;
+		if (fd >= 0) {
+			/* the caller's map instead of the runtime's (shipped
+			 * code: its own handler memory, window, ...) */
+			err = bpf_map__reuse_fd(map, fd);
+			if (err) {
+				err = spin_seterr(SPIN_EFAIL, "cannot use the private map %s for %s: %s",
+						  mn, path, strerror(-err));
+				goto out;
+			}
+			continue;
+		}
 		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
 		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
 			err = spin_seterr(SPIN_EFAIL,
@@ -423,7 +438,7 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 		return spin_seterr(SPIN_EUSAGE,
 				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
 				   name);
-	return handler_load(rt, path, NULL, 0, name);
+	return handler_load(rt, path, NULL, 0, name, NULL, 0);
 }
 
 int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name)
@@ -434,7 +449,19 @@ int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const
 		return spin_seterr(SPIN_EUSAGE,
 				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
 				   name);
-	return handler_load(rt, name, buf, len, name);
+	return handler_load(rt, name, buf, len, name, NULL, 0);
+}
+
+int spin_handler_load_mem_subst(struct spin_rt *rt, const void *buf, size_t len, const char *name,
+				const struct spin_map_subst *subst, int n_subst)
+{
+	if (!rt || !buf || !len || !name || n_subst < 0 || (n_subst && !subst))
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_load_mem: no runtime, object or name");
+	if (!spin_name_ok(name))
+		return spin_seterr(SPIN_EUSAGE,
+				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
+				   name);
+	return handler_load(rt, name, buf, len, name, subst, n_subst);
 }
 
 static int me_refs(struct spin_rt *rt, int slot, int *first)

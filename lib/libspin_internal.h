@@ -184,6 +184,15 @@ int spin_dir_check(int fd, const char *path);
 /* Pin obj_fd as name in dir_fd / open the pin name in dir_fd (-1, errno). */
 int spin_obj_pin_at(int obj_fd, int dir_fd, const char *name);
 int spin_obj_get_at(int dir_fd, const char *name);
+
+/* A map of a handler object bound to fd instead of the runtime's pinned
+ * map of that name (shipped handlers: ptl_ship.c). */
+struct spin_map_subst {
+	const char *name;
+	int fd;
+};
+int spin_handler_load_mem_subst(struct spin_rt *rt, const void *buf, size_t len, const char *name,
+				const struct spin_map_subst *subst, int n_subst);
 /* Remove directory name below parent_fd and everything in it without
  * following symbolic links; 0 or -errno of the first failure. */
 int spin_rm_pins_at(int parent_fd, const char *name);

@@ -2273,8 +2273,10 @@ int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler
 }
 
 /* A handler object from memory (a shipped one, ptl_ship.c): as
- * PtlSpinHandlerLoad; *insns: the instructions the kernel holds. */
+ * PtlSpinHandlerLoad, with the maps of subst instead of the runtime's;
+ * *insns: the instructions the kernel holds. */
 int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
+			 const struct spin_map_subst *subst, int n_subst,
 			 ptl_handle_handler_t *out, uint32_t *insns)
 {
 	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
@@ -2291,7 +2293,7 @@ int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
 		if (h->used)
 			continue;
 		snprintf(h->name, sizeof(h->name), "ptl%u_%u_%u", (unsigned)getpid(), i, h->gen);
-		err = spin_handler_load_mem(ni->rt, buf, len, h->name);
+		err = spin_handler_load_mem_subst(ni->rt, buf, len, h->name, subst, n_subst);
 		if (err < 0) {	/* else the slot */
 			rc = ptl_seterr(err == -SPIN_EVERIFIER || err == -SPIN_EUSAGE ||
 					err == -SPIN_ENOENT ? PTL_ARG_INVALID :

@@ -27,6 +27,8 @@
 #include <arpa/inet.h>
 #include <sys/eventfd.h>
 
+#include <bpf/bpf.h>
+
 #include "ptl_internal.h"
 
 /* ---------------------------------------------------------- SHA-256 -- */
@@ -139,27 +141,51 @@ static const int default_helpers[] = {
 struct ship_policy {
 	uint8_t *allow;		/* per rank: 1 may ship code here */
 	uint32_t n_allow;
-	uint32_t max_progs, max_insns, max_bytes, max_host, max_entries;
+	uint32_t max_progs, max_insns, max_bytes, max_entries;
 	uint8_t helper[SHIP_MAX_HELPER];
 	char allow_text[128];
 };
+
+/* The maps a shipped program gets of its own instead of the runtime's:
+ * what holds other entries' and processes' data (docs/shipping.md,
+ * "Memory").  A type or size of 0 keeps the runtime map's. */
+static const struct ship_priv_spec {
+	const char *name;
+	uint32_t type, max_entries, flags;
+} ship_priv[] = {
+	/* its entries' handler memory, by runtime slot (c->me): only the
+	 * slots of its entries are there; a lookup of any other is NULL */
+	{ "spin_hpu", BPF_MAP_TYPE_HASH, 0 /* SHIP_N_ENTRY + 1 */, BPF_F_NO_PREALLOC },
+	/* the window: shipped entries have none (one chunk of its own) */
+	{ "spin_host", 0, 1, 0 },
+	{ "spin_hscratch", 0, 0, 0 },
+	{ "spin_mstate", 0, 0, 0 },
+	{ "spin_mstate_pc", 0, 0, 0 },
+	/* events: into a ring nobody reads (shipped entries post none) */
+	{ "spin_events", BPF_MAP_TYPE_RINGBUF, 4096, 0 },
+	{ "spin_rings", 0, 0, 0 },	/* empty: every process's ring is NULL */
+};
+#define SHIP_N_PRIV	(sizeof(ship_priv) / sizeof(ship_priv[0]))
 
 struct ship_prog {
 	bool used;
 	uint8_t hash[32];
 	ptl_handle_handler_t h;
 	uint32_t insns;
+	int pfd[SHIP_N_PRIV];	/* its maps (ship_priv), -1: none */
 	int refs;		/* entries installed with it */
 	/* its ifunc entry: messages naming the hash */
 	ptl_handle_me_t me;
 	ptl_handle_hpu_mem_t hpu;
 	void *host;
+	int slot;
 };
 
 struct ship_entry {
 	bool used;
 	uint32_t rank, id;
 	int prog;
+	int slot;		/* runtime slot: its key in the program's spin_hpu */
 	uint32_t hpu_len;
 	ptl_handle_me_t me;
 	ptl_handle_hpu_mem_t hpu;
@@ -301,7 +327,6 @@ static int policy_load(struct ship_policy *pol, uint32_t size)
 	if ((rc = env_u32("SPIN_SHIP_MAX_PROGS", 8, 1, SHIP_N_PROG, &pol->max_progs)) ||
 	    (rc = env_u32("SPIN_SHIP_MAX_INSNS", 32768, 1, 1000000, &pol->max_insns)) ||
 	    (rc = env_u32("SPIN_SHIP_MAX_BYTES", 1 << 20, 64, 64 << 20, &pol->max_bytes)) ||
-	    (rc = env_u32("SPIN_SHIP_MAX_HOST", 64 << 10, 0, 16 << 20, &pol->max_host)) ||
 	    (rc = env_u32("SPIN_SHIP_MAX_ENTRIES", 16, 1, SHIP_N_ENTRY, &pol->max_entries)))
 		return rc;
 	for (size_t i = 0; i < sizeof(default_helpers) / sizeof(default_helpers[0]); i++)
@@ -328,6 +353,127 @@ static int policy_load(struct ship_policy *pol, uint32_t size)
 /* ---------------------------------------------------- object checks -- */
 
 /*
+ * The runtime maps shipped code may name: the ones spin/handler.h and the
+ * runtime step it compiles in use.  Any other map its code refers to is
+ * refused (spin_hpu_big: shipped entries have SPIN_HPU_SIZE of handler
+ * memory; spin_handlers, spin_xsks, spin_procs, spin_mx, ...).  Of these,
+ * the ones that hold other entries' and processes' data are replaced by
+ * maps of the program's own at load (ship_priv below).
+ */
+static const char *const ship_maps_ok[] = {
+	"spin_auth", "spin_cfg", "spin_ctx", "spin_dedup", "spin_events", "spin_host", "spin_hpu",
+	"spin_hscratch", "spin_me", "spin_me_ct", "spin_msg_bits", "spin_msgs", "spin_mstate",
+	"spin_mstate_pc", "spin_peers", "spin_putq", "spin_rings", "spin_src", "spin_src_active",
+	"spin_stats", "spin_waker",
+};
+
+static bool name_in(const char *n, const char *const *list, size_t cnt)
+{
+	for (size_t i = 0; i < cnt; i++)
+		if (!strcmp(n, list[i]))
+			return true;
+	return false;
+}
+
+/* The section header i of the object (inside it: obj_check checked the table). */
+static Elf64_Shdr shdr(const uint8_t *b, const Elf64_Ehdr *eh, unsigned int i)
+{
+	Elf64_Shdr sh;
+
+	memcpy(&sh, b + eh->e_shoff + (uint64_t)i * sizeof(sh), sizeof(sh));
+	return sh;
+}
+
+/* A NUL-terminated name at off of a string table section, or NULL. */
+static const char *elf_str(const uint8_t *b, size_t len, const Elf64_Shdr *st, uint64_t off)
+{
+	if (st->sh_type != SHT_STRTAB || st->sh_offset > len || st->sh_size > len - st->sh_offset ||
+	    off >= st->sh_size || !memchr(b + st->sh_offset + off, 0, st->sh_size - off))
+		return NULL;
+	return (const char *)b + st->sh_offset + off;
+}
+
+/*
+ * Every map the object's code refers to (a relocation of a code section
+ * against a symbol of its .maps section) must be one of ship_maps_ok: the
+ * relocations are what libbpf turns into the program's map references.
+ * Hostile bytes: every index and offset is checked against the object.
+ */
+static int maps_check(const uint8_t *b, size_t len, const Elf64_Ehdr *eh, char *reason, size_t rlen)
+{
+	Elf64_Shdr shs;
+	unsigned int maps_idx = 0;
+
+	if (eh->e_shstrndx >= eh->e_shnum) {
+		snprintf(reason, rlen, "ELF section name table index %u outside the %u sections",
+			 eh->e_shstrndx, eh->e_shnum);
+		return SPIN_SHIP_E_MALFORMED;
+	}
+	shs = shdr(b, eh, eh->e_shstrndx);
+	for (unsigned int i = 1; i < eh->e_shnum; i++) {
+		Elf64_Shdr sh = shdr(b, eh, i);
+		const char *nm = elf_str(b, len, &shs, sh.sh_name);
+
+		if (nm && !strcmp(nm, ".maps"))
+			maps_idx = i;
+	}
+	if (!maps_idx)
+		return 0;	/* no maps at all */
+	for (unsigned int i = 1; i < eh->e_shnum; i++) {
+		Elf64_Shdr rs = shdr(b, eh, i), sym, str, tgt;
+		uint64_t nsym;
+
+		if (rs.sh_type != SHT_REL)
+			continue;
+		if (rs.sh_info >= eh->e_shnum || rs.sh_link >= eh->e_shnum) {
+			snprintf(reason, rlen, "relocation section %u names a section outside the object", i);
+			return SPIN_SHIP_E_MALFORMED;
+		}
+		tgt = shdr(b, eh, rs.sh_info);
+		if (tgt.sh_type != SHT_PROGBITS || !(tgt.sh_flags & SHF_EXECINSTR))
+			continue;	/* relocations of data (BTF, .maps): no code */
+		sym = shdr(b, eh, rs.sh_link);
+		if (sym.sh_type != SHT_SYMTAB || sym.sh_entsize != sizeof(Elf64_Sym) ||
+		    sym.sh_link >= eh->e_shnum || sym.sh_offset > len || sym.sh_size > len - sym.sh_offset ||
+		    rs.sh_offset > len || rs.sh_size > len - rs.sh_offset || rs.sh_size % sizeof(Elf64_Rel)) {
+			snprintf(reason, rlen, "relocation section %u or its symbol table outside the object", i);
+			return SPIN_SHIP_E_MALFORMED;
+		}
+		str = shdr(b, eh, sym.sh_link);
+		nsym = sym.sh_size / sizeof(Elf64_Sym);
+		for (uint64_t o = 0; o < rs.sh_size; o += sizeof(Elf64_Rel)) {
+			Elf64_Rel r;
+			Elf64_Sym s;
+			const char *mn;
+
+			memcpy(&r, b + rs.sh_offset + o, sizeof(r));
+			if (ELF64_R_SYM(r.r_info) >= nsym) {
+				snprintf(reason, rlen, "relocation names symbol %llu of %llu",
+					 (unsigned long long)ELF64_R_SYM(r.r_info), (unsigned long long)nsym);
+				return SPIN_SHIP_E_MALFORMED;
+			}
+			memcpy(&s, b + sym.sh_offset + ELF64_R_SYM(r.r_info) * sizeof(s), sizeof(s));
+			if (s.st_shndx != maps_idx)
+				continue;
+			mn = elf_str(b, len, &str, s.st_name);
+			if (!mn) {
+				snprintf(reason, rlen, "a map symbol's name is outside the object");
+				return SPIN_SHIP_E_MALFORMED;
+			}
+			if (!name_in(mn, ship_maps_ok, sizeof(ship_maps_ok) / sizeof(ship_maps_ok[0]))) {
+				snprintf(reason, rlen,
+					 "code uses map %s, which shipped code may not (%s)", mn,
+					 !strcmp(mn, "spin_hpu_big") ?
+					 "shipped entries have 4 KiB of handler memory: build without SPIN_HANDLER_MEM" :
+					 "it may use its own handler memory, scratch and message state, and the runtime's step");
+				return SPIN_SHIP_E_DENIED;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
  * What the target checks of an object before the kernel sees it: an ELF64
  * little-endian BPF relocatable with its section table inside the bytes;
  * the instructions of its code sections (*insns) within the limit; only
@@ -338,6 +484,7 @@ static int obj_check(const struct ship_policy *pol, const uint8_t *b, size_t len
 {
 	const Elf64_Ehdr *eh = (const void *)b;
 	uint64_t n = 0;
+	int st;
 
 	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
 	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB) {
@@ -384,6 +531,9 @@ static int obj_check(const struct ship_policy *pol, const uint8_t *b, size_t len
 			}
 		}
 	}
+	st = maps_check(b, len, eh, reason, rlen);
+	if (st)
+		return st;
 	*insns = (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n);
 	if (!n) {
 		snprintf(reason, rlen, "no code in the object");
@@ -431,6 +581,133 @@ static void host_free(struct ptl_ship *S, void **p)
 	*p = NULL;
 }
 
+static void priv_close(struct ship_prog *P)
+{
+	for (size_t k = 0; k < SHIP_N_PRIV; k++) {
+		if (P->pfd[k] >= 0)
+			close(P->pfd[k]);
+		P->pfd[k] = -1;
+	}
+}
+
+/*
+ * The program's own maps (ship_priv), shaped like the runtime's (key and
+ * value sizes from the pinned maps, so the verifier sees what the code was
+ * built for).  0, or a status with why in reason.
+ */
+static int priv_make(struct ship_prog *P, char *reason, size_t rlen)
+{
+	struct spin_rt *rt = NULL;
+	struct ptl_ni *ni;
+	int rc, ev = -1;
+
+	for (size_t k = 0; k < SHIP_N_PRIV; k++)
+		P->pfd[k] = -1;
+	ni = ptl_enter(&rc);
+	if (ni) {
+		rt = ni->rt;
+		ptl_unlock(ni);
+	}
+	if (!rt) {
+		snprintf(reason, rlen, "no runtime");
+		return SPIN_SHIP_E_FAIL;
+	}
+	for (size_t k = 0; k < SHIP_N_PRIV; k++) {
+		const struct ship_priv_spec *ps = &ship_priv[k];
+		struct bpf_map_info info = { 0 };
+		__u32 il = sizeof(info);
+		LIBBPF_OPTS(bpf_map_create_opts, o);
+		int fd = spin_obj_get_at(rt->dir_fd, ps->name);
+		uint32_t type, max;
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &il)) {
+			snprintf(reason, rlen, "cannot open the runtime's map %s: %s", ps->name, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto fail;
+		}
+		close(fd);
+		type = ps->type ? ps->type : info.type;
+		max = ps->max_entries ? ps->max_entries : info.max_entries;
+		if (!strcmp(ps->name, "spin_hpu"))
+			max = SHIP_N_ENTRY + 1;
+		o.map_flags = ps->flags | (type == info.type ? info.map_flags & ~BPF_F_MMAPABLE : 0);
+		if (type == BPF_MAP_TYPE_ARRAY_OF_MAPS)
+			o.inner_map_fd = ev;
+		P->pfd[k] = bpf_map_create(type, ps->name,
+					   type == BPF_MAP_TYPE_RINGBUF ? 0 : info.key_size,
+					   type == BPF_MAP_TYPE_RINGBUF ? 0 : info.value_size, max, &o);
+		if (P->pfd[k] < 0) {
+			snprintf(reason, rlen, "cannot make the program's own %s: %s", ps->name, strerror(errno));
+			goto fail;
+		}
+		if (type == BPF_MAP_TYPE_RINGBUF)
+			ev = P->pfd[k];
+	}
+	return 0;
+fail:
+	priv_close(P);
+	return SPIN_SHIP_E_FAIL;
+}
+
+/* The program's handler memory of runtime slot (its spin_hpu). */
+static int priv_hpu(const struct ship_prog *P)
+{
+	return P->pfd[0];
+}
+
+/* The runtime slot of entry meh, or -1. */
+static int me_slot(ptl_handle_me_t meh)
+{
+	struct ptl_mer *m;
+	struct ptl_ni *ni;
+	int rc, slot = -1;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return -1;
+	m = ptl_me_get(ni, meh);
+	if (m)
+		slot = m->rt;
+	ptl_unlock(ni);
+	return slot;
+}
+
+/* Zeroed handler memory for the entry meh in its program's own spin_hpu:
+ * its slot, or -1 (reason set). */
+static int hpu_add(const struct ship_prog *P, ptl_handle_me_t meh, char *reason, size_t rlen)
+{
+	static const uint8_t zero[SPIN_HPU_SIZE];
+	int slot = me_slot(meh);
+	__u32 k = (__u32)slot;
+
+	if (slot < 0 || bpf_map_update_elem(priv_hpu(P), &k, zero, BPF_ANY)) {
+		snprintf(reason, rlen, "cannot give the entry its handler memory: %s",
+			 slot < 0 ? "not linked" : strerror(errno));
+		return -1;
+	}
+	return slot;
+}
+
+static void hpu_del(const struct ship_prog *P, int slot)
+{
+	__u32 k = (__u32)slot;
+
+	if (slot >= 0 && priv_hpu(P) >= 0)
+		bpf_map_delete_elem(priv_hpu(P), &k);
+}
+
+/* The first n bytes of slot's handler memory of program P. */
+static void hpu_read(const struct ship_prog *P, int slot, void *out, size_t n)
+{
+	static __thread uint8_t v[SPIN_HPU_SIZE];
+	__u32 k = (__u32)slot;
+
+	memset(out, 0, n);
+	if (slot >= 0 && !bpf_map_lookup_elem(priv_hpu(P), &k, v))
+		memcpy(out, v, n < sizeof(v) ? n : sizeof(v));
+}
+
 static void prog_drop(struct ptl_ship *S, int i)
 {
 	struct ship_prog *P = &S->prog[i];
@@ -438,15 +715,18 @@ static void prog_drop(struct ptl_ship *S, int i)
 	if (--P->refs > 0)
 		return;
 	PtlMEUnlink(P->me);
+	hpu_del(P, P->slot);
 	PtlHPUFreeMem(P->hpu);
 	host_free(S, &P->host);
 	PtlSpinHandlerUnload(P->h);
+	priv_close(P);
 	memset(P, 0, sizeof(*P));
 }
 
 static void entry_remove(struct ptl_ship *S, struct ship_entry *E)
 {
 	PtlMEUnlink(E->me);
+	hpu_del(&S->prog[E->prog], E->slot);
 	PtlHPUFreeMem(E->hpu);
 	host_free(S, &E->host);
 	prog_drop(S, E->prog);
@@ -548,6 +828,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 	uint32_t hpu_len = ntohl(q->hpu_len), host_len = ntohl(q->host_len), insns, n = 0;
 	uint32_t obj_len = ntohl(q->obj_len);
 	uint8_t hash[32];
+	struct spin_map_subst subst[SHIP_N_PRIV];
 	int pi = -1, st, rc;
 
 	if (hpu_len > SPIN_HPU_SIZE) {
@@ -556,11 +837,13 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 			 SPIN_HPU_SIZE);
 		return;
 	}
-	if (host_len > S->pol.max_host) {
-		r->status = SPIN_SHIP_E_LIMIT;
+	if (host_len) {
+		/* its window would be the process's window, which the code
+		 * could read and write anywhere (docs/shipping.md, "Memory") */
+		r->status = SPIN_SHIP_E_DENIED;
 		snprintf(r->reason, sizeof(r->reason),
-			 "host memory of %u bytes, more than the target's SPIN_SHIP_MAX_HOST=%u", host_len,
-			 S->pol.max_host);
+			 "host memory of %u bytes asked: shipped handlers have none (ship with host 0)",
+			 host_len);
 		return;
 	}
 	for (int i = 0; i < SHIP_N_ENTRY; i++)
@@ -602,8 +885,18 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		for (pi = 0; pi < SHIP_N_PROG && S->prog[pi].used; pi++)
 			;
 		P = &S->prog[pi];
-		rc = ptl_handler_load_mem(S->nih, obj, obj_len, &P->h, &P->insns);
+		st = priv_make(P, r->reason, sizeof(r->reason));
+		if (st) {
+			r->status = (uint8_t)st;
+			return;
+		}
+		for (size_t k = 0; k < SHIP_N_PRIV; k++) {
+			subst[k].name = ship_priv[k].name;
+			subst[k].fd = P->pfd[k];
+		}
+		rc = ptl_handler_load_mem(S->nih, obj, obj_len, subst, (int)SHIP_N_PRIV, &P->h, &P->insns);
 		if (rc != PTL_OK) {
+			priv_close(P);
 			const char *m = PtlSpinErrmsg();
 
 			if (strstr(spin_errmsg(), "verifier rejected")) {
@@ -638,6 +931,16 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		if (me_make(S, P->h, PtlSpinIfuncBits(hash), PTL_RANK_ANY, SPIN_HPU_SIZE, 0, &P->me,
 			    &P->hpu, &P->host, r->reason, sizeof(r->reason)) != PTL_OK) {
 			PtlSpinHandlerUnload(P->h);
+			priv_close(P);
+			r->status = SPIN_SHIP_E_FAIL;
+			return;
+		}
+		P->slot = hpu_add(P, P->me, r->reason, sizeof(r->reason));
+		if (P->slot < 0) {
+			PtlMEUnlink(P->me);
+			PtlHPUFreeMem(P->hpu);
+			PtlSpinHandlerUnload(P->h);
+			priv_close(P);
 			r->status = SPIN_SHIP_E_FAIL;
 			return;
 		}
@@ -666,6 +969,14 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		r->status = SPIN_SHIP_E_FAIL;
 		return;
 	}
+	E->slot = hpu_add(&S->prog[pi], E->me, r->reason, sizeof(r->reason));
+	if (E->slot < 0) {
+		PtlMEUnlink(E->me);
+		PtlHPUFreeMem(E->hpu);
+		prog_drop(S, pi);
+		r->status = SPIN_SHIP_E_FAIL;
+		return;
+	}
 	E->used = true;
 	E->rank = rank;
 	E->id = q->entry_id;
@@ -682,7 +993,7 @@ static void do_query(struct ptl_ship *S, struct ship_entry *E, struct spin_ship_
 	r->invocations = htobe64(invocations(E->me));
 	memcpy(r->hash, S->prog[E->prog].hash, 32);
 	r->insns = htonl(S->prog[E->prog].insns);
-	PtlMEReadHPU(E->me, 0, r->hpu, n);
+	hpu_read(&S->prog[E->prog], E->slot, r->hpu, n);
 }
 
 /* A request from rank arrived (ev): answer it. */
@@ -743,7 +1054,7 @@ static void on_request(struct ptl_ship *S, const ptl_event_t *ev)
 			r->invocations = htobe64(invocations(S->prog[pi].me));
 			memcpy(r->hash, S->prog[pi].hash, 32);
 			r->insns = htonl(S->prog[pi].insns);
-			PtlMEReadHPU(S->prog[pi].me, 0, r->hpu, sizeof(r->hpu));
+			hpu_read(&S->prog[pi], S->prog[pi].slot, r->hpu, sizeof(r->hpu));
 		}
 	} else if (q.op == SPIN_SHIP_OP_UNSHIP || q.op == SPIN_SHIP_OP_QUERY) {
 		E = entry_find(S, rank, q.entry_id);

@@ -5420,7 +5420,7 @@ static void c_ship(void)
 		for (int k = 0; k < nt; k++)
 			CHK_EQ(r0[k].code, SPIN_SHIP_E_NOENT, "query before shipping: no entry");
 		t0 = now_ms();
-		rc = PtlSpinHandlerShip(ni, o1, l1, t, nt, 7, sizeof(struct ship_state), 4096, r);
+		rc = PtlSpinHandlerShip(ni, o1, l1, t, nt, 7, sizeof(struct ship_state), 0, r);
 		ship_all_ok(rc, r, nt, "ship v1");
 		LOG("shipped %zu bytes to %d ranks in %llu ms", l1, nt, (unsigned long long)(now_ms() - t0));
 		PtlSpinShipHash(o1, l1, h1);
@@ -5462,7 +5462,7 @@ static void c_ship(void)
 		ship_all_ok(rc, r, nt, "ifunc query");
 		ship_check(r, nt, "ifunc messages", 3, 3, 1);
 		/* a new version on entry 7 */
-		rc = PtlSpinHandlerShip(ni, o2, l2, t, nt, 7, sizeof(struct ship_state), 4096, r);
+		rc = PtlSpinHandlerShip(ni, o2, l2, t, nt, 7, sizeof(struct ship_state), 0, r);
 		ship_all_ok(rc, r, nt, "ship v2");
 		for (int k = 0; k < nt; k++) {
 			CHK_EQ(r[k].cache_hit, 0, "v2: loaded");
@@ -5551,7 +5551,8 @@ static void ship_expect(const char *what, int rc, const ptl_spin_ship_result_t *
  * unchanged: rank 0 ships to rank 1 (both SPIN_SHIP_ALLOW=0,
  * SPIN_SHIP_MAX_INSNS=10000 SPIN_SHIP_MAX_BYTES=300000
  * SPIN_SHIP_MAX_PROGS=1): garbage, a cut object, a verifier rejection, a
- * helper the policy denies, too many instructions, too much host memory,
+ * helper the policy denies, too many instructions, host memory (none for
+ * shipped code),
  * too many bytes, one program too many; rank 1 ships to rank 0, which
  * does not allow it. */
 static void c_ship_fail(void)
@@ -5593,13 +5594,13 @@ static void c_ship_fail(void)
 			uint8_t *own = ship_obj("ship_ownmap.bpf.o", &lo);
 
 			ship_expect("own map", PtlSpinHandlerShip(ni, own, lo, &t, 1, 1, 8, 0, &r), &r,
-				    SPIN_SHIP_E_DENIED, "not a spin runtime map");
+				    SPIN_SHIP_E_DENIED, "code uses map ship_own");
 			free(own);
 		}
 		ship_expect("instructions", PtlSpinHandlerShip(ni, big, lg, &t, 1, 1, 8, 0, &r), &r,
 			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_INSNS");
 		ship_expect("host memory", PtlSpinHandlerShip(ni, v1, l1, &t, 1, 1, 8, 1 << 30, &r), &r,
-			    SPIN_SHIP_E_LIMIT, "SPIN_SHIP_MAX_HOST");
+			    SPIN_SHIP_E_DENIED, "host 0");
 		{
 			size_t nb = 400000;
 			uint8_t *huge = calloc(1, nb);
@@ -5644,6 +5645,98 @@ static void c_ship_fail(void)
 		CHK_EQ(r.programs, 0, "denied: nothing at the target");
 		barrier("sf.done");
 		free(v1);
+	}
+	fini_ni();
+}
+
+/*
+ * Shipped code reaches only its own entries' handler memory and no host
+ * window (docs/shipping.md, "Memory"): rank 1 plants PEEK_MAGIC in the
+ * handler memory of an entry of its own (a handler it loaded) and in a
+ * page of its window; rank 0 ships ship_peek, which looks for it in every
+ * handler-memory slot and every window page of the runtime's maps, and
+ * ship_bigmem, whose code names spin_hpu_big (refused, runtime unchanged).
+ * SPIN_SHIP_ALLOW=0.
+ */
+#define PEEK_MAGIC 0x5ec2e75ec2e75ec2ull
+struct peek_state { uint64_t calls, hpu_slots, hpu_found, host_found; };	/* progs/ship_peek.bpf.c */
+
+static void c_ship_peek(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_handler_t h;
+		ptl_handle_hpu_mem_t hm;
+		ptl_handle_me_t mh;
+		uint64_t magic = PEEK_MAGIC, got = 0;
+		char path[600];
+		void *w = NULL;
+		ptl_me_t me;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/ship_v1.bpf.o", top_dir());
+		if (PtlSpinHandlerLoad(ni, path, &h) != PTL_OK)
+			DIE("PtlSpinHandlerLoad %s: %s", path, PtlSpinErrmsg());
+		OK(PtlHPUAllocMem(64, ni, &hm));
+		OK(PtlHPUWriteMem(hm, 0, &magic, 8));
+		pt_new(0, eq, 6);
+		me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x77, 0);
+		me.handlers = h;
+		me.hpu_memory = hm;
+		OK(PtlMEAppend(ni, 6, &me, PTL_PRIORITY_LIST, U(0x77), &mh));
+		OK(PtlMEReadHPU(mh, 0, &got, 8));
+		CHK_EQ(got, PEEK_MAGIC, "the secret is in the local entry's handler memory");
+		OK(PtlSpinHostAlloc(ni, 4096, &w));
+		memcpy(w, &magic, 8);
+		barrier("pk.up");
+		barrier("pk.done");
+		OK(PtlMEReadHPU(mh, 0, &got, 8));
+		CHK_EQ(got, PEEK_MAGIC, "the local entry's handler memory unchanged");
+		CHK(!memcmp(w, &magic, 8), "the window page unchanged");
+		RC(PtlMEUnlink(mh), PTL_OK);
+		RC(PtlHPUFreeMem(hm), PTL_OK);
+		RC(PtlSpinHandlerUnload(h), PTL_OK);
+		PtlSpinHostFree(ni, w);
+	} else if (R == 0) {
+		ptl_process_t t = { .rank = 1 };
+		ptl_spin_ship_result_t r, r0;
+		struct peek_state st = { 0 };
+		size_t lp, lb;
+		uint8_t *peek = ship_obj("ship_peek.bpf.o", &lp), *bigm = ship_obj("ship_bigmem.bpf.o", &lb);
+
+		barrier("pk.up");
+		RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r0), PTL_FAIL);
+		ship_expect("code naming spin_hpu_big", PtlSpinHandlerShip(ni, bigm, lb, &t, 1, 1, 64, 0, &r), &r,
+			    SPIN_SHIP_E_DENIED, "spin_hpu_big");
+		CHK_EQ(r.handlers, r0.handlers, "refused: the target's runtime unchanged");
+		CHK_EQ(r.programs, 0, "refused: no shipped program");
+		ship_expect("host memory", PtlSpinHandlerShip(ni, peek, lp, &t, 1, 1, 64, 4096, &r), &r,
+			    SPIN_SHIP_E_DENIED, "host 0");
+		CHK_EQ(r.handlers, r0.handlers, "host memory refused: the target's runtime unchanged");
+		RC(PtlSpinHandlerShip(ni, peek, lp, &t, 1, 1, sizeof(st), 0, &r), PTL_OK);
+		ship_invoke(&t, 1, PtlSpinShipBits(ni, 1), 1);
+		for (int i = 0; i < 200; i++) {
+			RC(PtlSpinHandlerQuery(ni, &t, 1, 1, &r), PTL_OK);
+			if (r.invocations >= 1)
+				break;
+			msleep(50);
+		}
+		memcpy(&st, r.hpu, sizeof(st));
+		CHK_EQ(r.invocations, 1, "the peeking handler ran");
+		CHK_EQ(st.calls, 1, "its own handler memory works");
+		CHK_EQ(st.hpu_found, 0, "other entries' handler memory out of reach");
+		CHK_EQ(st.host_found, 0, "the window out of reach");
+		/* its entry and its program's ifunc entry */
+		CHK(st.hpu_slots >= 1 && st.hpu_slots <= 2, "handler memory slots it reaches: %llu, want its own (1-2)",
+		    (unsigned long long)st.hpu_slots);
+		LOG("peek: %llu calls, %llu slots reached, %llu + %llu secrets found",
+		    (unsigned long long)st.calls, (unsigned long long)st.hpu_slots,
+		    (unsigned long long)st.hpu_found, (unsigned long long)st.host_found);
+		RC(PtlSpinHandlerUnship(ni, &t, 1, 1, &r), PTL_OK);
+		CHK_EQ(r.programs, 0, "unshipped");
+		barrier("pk.done");
+		free(peek);
+		free(bigm);
 	}
 	fini_ni();
 }
@@ -5918,6 +6011,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
+	{ "ship_peek", c_ship_peek },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
 	{ "uhrlength", c_uhrlength },
