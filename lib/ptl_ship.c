@@ -142,6 +142,7 @@ struct ship_policy {
 	uint8_t *allow;		/* per rank: 1 may ship code here */
 	uint32_t n_allow;
 	uint32_t max_progs, max_insns, max_bytes, max_entries;
+	uint32_t lease_ms;	/* a sender's entries go this long after its last word (0: never) */
 	uint8_t helper[SHIP_MAX_HELPER];
 	char allow_text[128];
 };
@@ -186,6 +187,7 @@ struct ship_entry {
 	uint32_t rank, id;
 	int prog;
 	int slot;		/* runtime slot: its key in the program's spin_hpu */
+	bool keep;		/* shipped with SPIN_SHIP_F_KEEP: no lease */
 	uint32_t hpu_len;
 	ptl_handle_me_t me;
 	ptl_handle_hpu_mem_t hpu;
@@ -212,6 +214,7 @@ struct ptl_ship {
 	bool thr_on;
 	int efd;		/* the thread's wake-up (ni->ship_efd) */
 	volatile bool stop;
+	bool stop_renew;	/* the lease thread ends (S->mu) */
 	struct ship_policy pol;
 	uint8_t **ctl_buf;	/* per rank: its control entry's buffer (allowed ranks) */
 	ptl_handle_me_t *ctl_me;
@@ -222,6 +225,10 @@ struct ptl_ship {
 	struct ship_prog prog[SHIP_N_PROG];
 	struct ship_entry ent[SHIP_N_ENTRY];
 	uint64_t hits, loads;
+	uint64_t *seen_us;	/* per rank: its last request or lease put */
+	uint8_t lease_buf[8];
+	ptl_handle_me_t lease_me;	/* any rank's lease puts */
+	bool lease_on;
 	/* sender side */
 	bool sender;
 	struct spin_ship_reply *rin;	/* per target rank: its answer */
@@ -234,6 +241,11 @@ struct ptl_ship {
 	unsigned int nw;
 	uint32_t seq;
 	uint8_t *shipped;	/* per rank: this process shipped code there */
+	uint32_t *lease_ms;	/* per rank: its lease (its answers), 0: none */
+	pthread_t renew;	/* puts the leases of what it shipped */
+	bool renew_on;
+	uint64_t lease_word;
+	ptl_handle_md_t lease_md;
 };
 
 static int seterr(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -327,7 +339,8 @@ static int policy_load(struct ship_policy *pol, uint32_t size)
 	if ((rc = env_u32("SPIN_SHIP_MAX_PROGS", 8, 1, SHIP_N_PROG, &pol->max_progs)) ||
 	    (rc = env_u32("SPIN_SHIP_MAX_INSNS", 32768, 1, 1000000, &pol->max_insns)) ||
 	    (rc = env_u32("SPIN_SHIP_MAX_BYTES", 1 << 20, 64, 64 << 20, &pol->max_bytes)) ||
-	    (rc = env_u32("SPIN_SHIP_MAX_ENTRIES", 16, 1, SHIP_N_ENTRY, &pol->max_entries)))
+	    (rc = env_u32("SPIN_SHIP_MAX_ENTRIES", 16, 1, SHIP_N_ENTRY, &pol->max_entries)) ||
+	    (rc = env_u32("SPIN_SHIP_LEASE_MS", 10000, 0, 86400000, &pol->lease_ms)))
 		return rc;
 	for (size_t i = 0; i < sizeof(default_helpers) / sizeof(default_helpers[0]); i++)
 		pol->helper[default_helpers[i]] = 1;
@@ -980,6 +993,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 	E->used = true;
 	E->rank = rank;
 	E->id = q->entry_id;
+	E->keep = !!(ntohs(q->flags) & SPIN_SHIP_F_KEEP);
 	E->prog = pi;
 	E->hpu_len = hpu_len ? hpu_len : 8;
 	if (old)
@@ -1075,6 +1089,9 @@ static void on_request(struct ptl_ship *S, const ptl_event_t *ev)
 		r->status = SPIN_SHIP_E_MALFORMED;
 		snprintf(r->reason, sizeof(r->reason), "unknown request %u", q.op);
 	}
+	if (!denied)
+		S->seen_us[rank] = ptl_now_us();
+	r->lease_ms = htonl(S->pol.lease_ms);
 	r->placement = (uint8_t)placement();
 	r->programs = htonl(progs_in_use(S));
 	r->handlers = htonl(runtime_handlers());
@@ -1117,6 +1134,7 @@ static void on_reply(struct ptl_ship *S, const ptl_event_t *ev)
 	r = &S->rin[rank];
 	if (ntohl(r->magic) != SPIN_SHIP_MAGIC || ntohl(r->seq) != S->seq)
 		return;	/* late answer of an earlier call */
+	S->lease_ms[rank] = ntohl(r->lease_ms);
 	for (unsigned int i = 0; i < S->nw; i++)
 		if (S->w[i].rank == rank && !S->w[i].done) {
 			fill_result(S->w[i].res, r);
@@ -1140,6 +1158,37 @@ static void on_ack(struct ptl_ship *S, const ptl_event_t *ev)
 	S->w[i].done = true;
 }
 
+/* A lease put of rank (ev): its entries stay another lease. */
+static void on_lease(struct ptl_ship *S, const ptl_event_t *ev)
+{
+	uint32_t rank = ev->initiator.rank;
+
+	if (rank < S->size && S->pol.allow[rank])
+		S->seen_us[rank] = ptl_now_us();
+}
+
+/*
+ * The entries of senders whose lease ended (killed, or cut off: no request
+ * and no lease put for lease_ms) go, and their programs with their last
+ * entry.  Entries shipped with SPIN_SHIP_F_KEEP stay.  Lock held.
+ */
+static void lease_sweep(struct ptl_ship *S)
+{
+	uint64_t now = ptl_now_us(), lease = (uint64_t)S->pol.lease_ms * 1000;
+
+	if (!lease)
+		return;
+	for (int i = 0; i < SHIP_N_ENTRY; i++) {
+		struct ship_entry *E = &S->ent[i];
+
+		if (!E->used || E->keep || now - S->seen_us[E->rank] <= lease)
+			continue;
+		fprintf(stderr, "spin: ship: rank %u's lease ended (nothing from it for %u ms): its entry %u removed\n",
+			E->rank, S->pol.lease_ms, E->id);
+		entry_remove(S, E);
+	}
+}
+
 static void dispatch(struct ptl_ship *S, const ptl_event_t *e)
 {
 	ptl_event_t ev = *e;
@@ -1152,6 +1201,8 @@ static void dispatch(struct ptl_ship *S, const ptl_event_t *e)
 			on_request(S, &ev);
 		else if (kind == SPIN_SHIP_K_REPLY && S->sender)
 			on_reply(S, &ev);
+		else if (kind == SPIN_SHIP_K_LEASE && S->target)
+			on_lease(S, &ev);
 	} else if (ev.type == PTL_EVENT_ACK || ev.type == PTL_EVENT_SEND) {
 		on_ack(S, &ev);
 	}
@@ -1181,13 +1232,21 @@ static void *ship_thread(void *arg)
 	uint64_t v;
 	int rc;
 
+	/* leases are checked at least 4 times a lease */
+	int tick = S->pol.lease_ms && S->pol.lease_ms / 4 < 500 ? (int)S->pol.lease_ms / 4 : 500;
+
+	if (tick < 10)
+		tick = 10;
 	while (!S->stop) {
 		struct pollfd p = { .fd = S->efd, .events = POLLIN };
 
-		if (poll(&p, 1, 500) > 0 && (p.revents & POLLIN))
+		if (poll(&p, 1, tick) > 0 && (p.revents & POLLIN))
 			(void)!read(S->efd, &v, sizeof(v));
 		while (!S->stop && ((rc = ptl_eq_take(S->eq, &ev)) == PTL_OK || rc == PTL_EQ_DROPPED))
 			dispatch(S, &ev);
+		pthread_mutex_lock(&S->mu);
+		lease_sweep(S);
+		pthread_mutex_unlock(&S->mu);
 	}
 	return NULL;
 }
@@ -1262,7 +1321,8 @@ int ptl_ship_init(struct ptl_ni *ni, ptl_handle_ni_t nih)
 	S->ctl_buf = calloc(S->size, sizeof(*S->ctl_buf));
 	S->ctl_me = calloc(S->size, sizeof(*S->ctl_me));
 	S->rep = calloc(S->size, sizeof(*S->rep));
-	if (!S->ctl_buf || !S->ctl_me || !S->rep) {
+	S->seen_us = calloc(S->size, sizeof(*S->seen_us));
+	if (!S->ctl_buf || !S->ctl_me || !S->rep || !S->seen_us) {
 		rc = seterr(PTL_NO_SPACE, "PtlNIInit: out of memory");
 		goto fail;
 	}
@@ -1290,6 +1350,13 @@ int ptl_ship_init(struct ptl_ni *ni, ptl_handle_ni_t nih)
 		m = ctl_me_spec(S->deny_buf, sizeof(S->deny_buf), PTL_RANK_ANY,
 				SPIN_SHIP_BITS(SPIN_SHIP_K_REQ, 0), true);
 		rc = PtlMEAppend(nih, SPIN_SHIP_PT, &m, PTL_PRIORITY_LIST, NULL, &S->deny_me);
+	}
+	if (rc == PTL_OK) {
+		/* lease puts of any rank (on_lease looks at who) */
+		m = ctl_me_spec(S->lease_buf, sizeof(S->lease_buf), PTL_RANK_ANY,
+				SPIN_SHIP_BITS(SPIN_SHIP_K_LEASE, 0), true);
+		rc = PtlMEAppend(nih, SPIN_SHIP_PT, &m, PTL_PRIORITY_LIST, NULL, &S->lease_me);
+		S->lease_on = rc == PTL_OK;
 	}
 	if (rc == PTL_OK) {
 		S->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1324,6 +1391,7 @@ fail:
 	free(S->ctl_buf);
 	free(S->ctl_me);
 	free(S->rep);
+	free(S->seen_us);
 	free(S->pol.allow);
 	free(S);
 	return rc;
@@ -1373,7 +1441,8 @@ static int sender_on_locked(ptl_handle_ni_t nih, struct ptl_ship **out)
 	S->rin_me = calloc(S->size, sizeof(*S->rin_me));
 	S->rin_on = calloc(S->size, 1);
 	S->shipped = calloc(S->size, 1);
-	if (!S->rin || !S->rin_me || !S->rin_on || !S->shipped)
+	S->lease_ms = calloc(S->size, sizeof(*S->lease_ms));
+	if (!S->rin || !S->rin_me || !S->rin_on || !S->shipped || !S->lease_ms)
 		return seterr(PTL_NO_SPACE, "out of memory");
 	pthread_mutex_lock(&S->mu);
 	S->sender = true;
@@ -1392,6 +1461,78 @@ static uint64_t ship_timeout_ms(void)
 	if (timeout_override_ms)
 		return timeout_override_ms;
 	return t ? t : 20000;
+}
+
+/*
+ * The sender's leases: every quarter of the shortest lease of the ranks it
+ * shipped to (their answers say how long), a put of no consequence to each
+ * of them (SPIN_SHIP_K_LEASE).  When this process dies, however it dies,
+ * the puts stop and each target removes what it shipped a lease later.
+ */
+static void *renew_thread(void *arg)
+{
+	struct ptl_ship *S = arg;
+
+	pthread_setname_np(pthread_self(), "ptl-ship-lease");
+	for (;;) {
+		uint32_t ms = 0;
+		struct timespec ts;
+		uint64_t ns;
+
+		pthread_mutex_lock(&S->mu);
+		for (uint32_t r = 0; r < S->size; r++)
+			if (S->shipped[r] && S->lease_ms[r] && (!ms || S->lease_ms[r] < ms))
+				ms = S->lease_ms[r];
+		ms = ms ? ms / 4 : 1000;
+		if (ms < 10)
+			ms = 10;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ns = (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000;
+		ts.tv_sec += (time_t)(ns / 1000000000);
+		ts.tv_nsec = (long)(ns % 1000000000);
+		while (!S->stop_renew && pthread_cond_timedwait(&S->cv, &S->mu, &ts) != ETIMEDOUT)
+			;
+		if (S->stop_renew) {
+			pthread_mutex_unlock(&S->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&S->mu);
+		for (uint32_t r = 0; r < S->size; r++) {
+			int rc;
+
+			if (!S->shipped[r] || !S->lease_ms[r])
+				continue;
+			rc = PtlPut(S->lease_md, 0, sizeof(S->lease_word), PTL_NO_ACK_REQ,
+				    (ptl_process_t){ .rank = r }, SPIN_SHIP_PT,
+				    SPIN_SHIP_BITS(SPIN_SHIP_K_LEASE, 0), 0, NULL, 0);
+			if (rc != PTL_OK && rc != PTL_NO_SPACE)
+				fprintf(stderr, "spin: ship: cannot renew the lease at rank %u: %s\n", r,
+					PtlSpinErrmsg());
+		}
+	}
+}
+
+/* The lease thread on the first shipment that is not SPIN_SHIP_KEEP. */
+static void renew_start(ptl_handle_ni_t nih, struct ptl_ship *S)
+{
+	ptl_md_t md = { 0 };
+
+	pthread_mutex_lock(&sender_mu);
+	if (!S->renew_on) {
+		md.start = &S->lease_word;
+		md.length = sizeof(S->lease_word);
+		md.eq_handle = PTL_EQ_NONE;
+		md.ct_handle = PTL_CT_NONE;
+		if (PtlMDBind(nih, &md, &S->lease_md) != PTL_OK) {
+			fprintf(stderr, "spin: ship: no lease for what this process ships: %s\n", PtlSpinErrmsg());
+		} else if (pthread_create(&S->renew, NULL, renew_thread, S)) {
+			fprintf(stderr, "spin: ship: cannot start the lease thread\n");
+			PtlMDRelease(S->lease_md);
+		} else {
+			S->renew_on = true;
+		}
+	}
+	pthread_mutex_unlock(&sender_mu);
 }
 
 /* Send one request (header q, object obj) to n targets and wait for the
@@ -1481,11 +1622,16 @@ static int request(ptl_handle_ni_t nih, struct spin_ship_req *q, const void *obj
 			snprintf(res[i].reason, sizeof(res[i].reason), "PtlPut: %s", PtlSpinErrmsg());
 			S->w[i].done = true;
 			pthread_mutex_unlock(&S->mu);
-		} else if (q->op == SPIN_SHIP_OP_SHIP && !getenv("SPIN_SHIP_KEEP")) {
-			/* removed at PtlNIFini (SPIN_SHIP_KEEP: left) */
+		} else if (q->op == SPIN_SHIP_OP_SHIP && !(ntohs(q->flags) & SPIN_SHIP_F_KEEP)) {
+			/* removed at PtlNIFini, or a lease after this
+			 * process dies (SPIN_SHIP_KEEP: left) */
+			pthread_mutex_lock(&S->mu);
 			S->shipped[targets[i].rank] = 1;
+			pthread_mutex_unlock(&S->mu);
 		}
 	}
+	if (q->op == SPIN_SHIP_OP_SHIP && !(ntohs(q->flags) & SPIN_SHIP_F_KEEP))
+		renew_start(nih, S);
 	end = ptl_now_us() + ship_timeout_ms() * 1000;
 	for (;;) {
 		unsigned int left = 0;
@@ -1572,6 +1718,8 @@ int PtlSpinHandlerShip(ptl_handle_ni_t nih, const void *obj, ptl_size_t len,
 			      "PtlSpinHandlerShip: need an object, an entry id below 2^24, handler memory <= %u",
 			      SPIN_HPU_SIZE);
 	req_init(&q, SPIN_SHIP_OP_SHIP, entry_id);
+	if (getenv("SPIN_SHIP_KEEP"))
+		q.flags = htons(SPIN_SHIP_F_KEEP);	/* outlives this process: no lease */
 	q.obj_len = htonl((uint32_t)len);
 	q.hpu_len = htonl((uint32_t)hpu_len);
 	q.host_len = htonl((uint32_t)host_len);
@@ -1638,8 +1786,17 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 
 	if (!S)
 		return;
-	/* the sender's job ends: what it shipped goes (best effort, one
-	 * request to every rank it shipped to) */
+	if (S->renew_on) {
+		pthread_mutex_lock(&S->mu);
+		S->stop_renew = true;
+		pthread_cond_broadcast(&S->cv);
+		pthread_mutex_unlock(&S->mu);
+		pthread_join(S->renew, NULL);
+		PtlMDRelease(S->lease_md);
+		S->renew_on = false;
+	}
+	/* the sender's job ends: what it shipped goes (one request to every
+	 * rank it shipped to; if that is lost, the leases end) */
 	if (S->sender && (t = calloc(S->size, sizeof(*t))) && (res = calloc(S->size, sizeof(*res)))) {
 		struct spin_ship_req q;
 
@@ -1682,6 +1839,8 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 			PtlMEUnlink(S->ctl_me[r]);
 	if (S->target)
 		PtlMEUnlink(S->deny_me);
+	if (S->lease_on)
+		PtlMEUnlink(S->lease_me);
 	for (uint32_t r = 0; S->rin_on && r < S->size; r++)
 		if (S->rin_on[r])
 			PtlMEUnlink(S->rin_me[r]);
@@ -1700,6 +1859,8 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 	free(S->rin_me);
 	free(S->rin_on);
 	free(S->shipped);
+	free(S->lease_ms);
+	free(S->seen_us);
 	free(S->pol.allow);
 	free(S);
 }

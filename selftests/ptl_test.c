@@ -5741,6 +5741,76 @@ static void c_ship_peek(void)
 	fini_ni();
 }
 
+/* Shipped programs the target (rank 0) holds now: the count in any answer
+ * of its own (a query of itself, SPIN_SHIP_ALLOW has rank 0). */
+static uint32_t ship_held(uint32_t *handlers)
+{
+	ptl_process_t self = { .rank = 0 };
+	ptl_spin_ship_result_t r;
+
+	memset(&r, 0, sizeof(r));
+	RC(PtlSpinHandlerQuery(ni, &self, 1, 999, &r), PTL_FAIL);
+	CHK_EQ(r.code, SPIN_SHIP_E_NOENT, "query of the target itself");
+	if (handlers)
+		*handlers = r.handlers;
+	return r.programs;
+}
+
+/*
+ * What a killed sender shipped goes when its lease ends (docs/shipping.md,
+ * "Removal"): rank 1 ships ship_v1 to rank 0 and waits; rank 0 checks the
+ * program is still there after 3 leases (rank 1's library renews them),
+ * SIGKILLs rank 1 (no PtlNIFini, no UNSHIP_ALL) and waits for the program
+ * to go.  SPIN_SHIP_ALLOW=0,1 SPIN_SHIP_LEASE_MS=2000.
+ */
+static void c_ship_lease(void)
+{
+	int lease = getenv("SPIN_SHIP_LEASE_MS") ? atoi(getenv("SPIN_SHIP_LEASE_MS")) : 10000;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_process_t t = { .rank = 0 };
+		ptl_spin_ship_result_t r;
+		pid_t me = getpid();
+		size_t l1;
+		uint8_t *v1 = ship_obj("ship_v1.bpf.o", &l1);
+		uint64_t end;
+
+		barrier("sl.up");
+		RC(PtlSpinHandlerShip(ni, v1, l1, &t, 1, 5, 32, 0, &r), PTL_OK);
+		put_file("sl.pid", &me, sizeof(me));
+		barrier("sl.shipped");
+		end = now_ms() + 50000;
+		while (now_ms() < end)	/* until rank 0 kills this process */
+			msleep(100);
+		DIE("rank 0 did not kill this process within 50 s");
+	} else if (R == 0) {
+		uint32_t h0 = 0, h = 0, held;
+		pid_t victim;
+		uint64_t t0, dt;
+
+		barrier("sl.up");
+		CHK_EQ(ship_held(&h0), 0, "nothing shipped yet");
+		barrier("sl.shipped");
+		CHK_EQ(ship_held(&h), 1, "rank 1's program is here");
+		CHK_EQ(h, h0 + 1, "on the runtime");
+		msleep(3 * lease);
+		CHK_EQ(ship_held(NULL), 1, "rank 1 alive: its lease renewed, its program stays (3 leases later)");
+		get_file("sl.pid", &victim, sizeof(victim));
+		CHK(kill(victim, SIGKILL) == 0, "kill %d: %s", victim, strerror(errno));
+		t0 = now_ms();
+		while ((held = ship_held(NULL)) != 0 && now_ms() - t0 < (uint64_t)lease + 12000)
+			msleep(100);
+		dt = now_ms() - t0;
+		CHK_EQ(held, 0, "rank 1 killed: its program removed");
+		ship_held(&h);
+		CHK_EQ(h, h0, "the target's runtime as before the shipment");
+		LOG("killed sender's program removed %llu ms after SIGKILL (lease %d ms; bound: lease + lease/4)",
+		    (unsigned long long)dt, lease);
+	}
+	fini_ni();
+}
+
 /* A target without SPIN_SHIP_ALLOW takes no code: the sender learns it. */
 static void c_ship_off(void)
 {
@@ -6011,7 +6081,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "eqget", c_eqget }, { "twowaiters", c_twowaiters }, { "rel", c_rel },
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
-	{ "ship_peek", c_ship_peek },
+	{ "ship_peek", c_ship_peek }, { "ship_lease", c_ship_lease },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
 	{ "uhrlength", c_uhrlength },

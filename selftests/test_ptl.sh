@@ -235,6 +235,19 @@ run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=1000
 	SPIN_SHIP_MAX_BYTES=300000 SPIN_SHIP_MAX_PROGS=1
 run_case ship_peek ship_peek 2 2 spin SPIN_SHIP_ALLOW=0
 run_case ship_off ship_off 2 2
+# rank 1 ships to rank 0 and is SIGKILLed: its program goes a lease later
+run_ship_lease() {
+	local name=ship_lease dir p0 p1 r0 r1 env="SPIN_SHIP_ALLOW=0,1 SPIN_SHIP_LEASE_MS=2000"
+	selected "$name" || return 0
+	dir=$(mktemp -d "$WORK/$name.XXXX")
+	PTL_CASE_TIMEOUT=60 start spin "$dir" 2 2 0 ship_lease $env; p0=$!
+	PTL_CASE_TIMEOUT=60 start spin "$dir" 2 2 1 ship_lease $env; p1=$!
+	wait $p1; r1=$?
+	if [ $r1 -eq 137 ]; then r1=0; else echo "killed rank 1 exit $r1 (want 137)" >>"$dir/rcs"; r1=1; fi
+	wait $p0; r0=$?
+	report "$name" "$dir" 2 $r0 $r1
+}
+run_ship_lease
 # spinctl handler push/query/unship from rank 0's namespace to rank 1's
 # Portals process; the push stays after spinctl exits
 run_ship_push() {

@@ -1042,12 +1042,14 @@ struct spin_event {
 #define SPIN_SHIP_K_REPLY	2
 #define SPIN_SHIP_K_ENTRY	3
 #define SPIN_SHIP_K_IFUNC	4
+#define SPIN_SHIP_K_LEASE	5	/* a sender renews its lease (no payload) */
 #define SPIN_SHIP_BITS(kind, low)	((SPIN_SHIP_TAG << 48) | ((__u64)(kind) << 40) | \
 					 ((__u64)(low) & 0xffffffffffull))
 #define SPIN_SHIP_ENTRY_MAX	0xffffffu	/* entry ids: 24 bits */
 #define SPIN_SHIP_MAGIC		0x5350534eu	/* "SPSN" */
-#define SPIN_SHIP_VERSION	1
+#define SPIN_SHIP_VERSION	2
 #define SPIN_SHIP_F_HASH	0x1	/* QUERY: the cached program `hash` (its ifunc entry) */
+#define SPIN_SHIP_F_KEEP	0x2	/* SHIP: the entry outlives the sender (no lease) */
 
 enum spin_ship_op {
 	SPIN_SHIP_OP_SHIP = 1,		/* load (or find cached), install on entry_id */
@@ -1093,6 +1095,8 @@ struct spin_ship_reply {
 	__u32	seq;
 	__u8	cache_hit;	/* the program was loaded already */
 	__u8	pad[3];
+	__u32	lease_ms;	/* the sender's entries go this long after its
+				 * last request or lease put (0: never) */
 	__u32	insns;		/* instructions the kernel holds (xlated) */
 	__u32	programs;	/* shipped programs loaded at the target now */
 	__u32	handlers;	/* handler programs on the target's runtime now */
