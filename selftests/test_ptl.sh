@@ -249,14 +249,23 @@ run_ship_lease() {
 }
 run_ship_lease
 # spinctl handler push/query/unship from rank 0's namespace to rank 1's
-# Portals process; the push stays after spinctl exits
+# Portals process; the push stays after spinctl exits.  ship_push: rank 1
+# is ptl_test's ship_serve; ship_serve_cli: 'spinctl handler serve'.
 run_ship_push() {
-	local name=ship_push dir p1 r1 out rc=0 ns0 i
+	local name=$1 server=$2 dir p1 r1 out rc=0 ns0 ns1 i spid
 	selected "$name" || return 0
 	dir=$(mktemp -d "$WORK/$name.XXXX")
-	start spin "$dir" 2 2 1 ship_serve SPIN_SHIP_ALLOW=${SHIP_ALLOW-0} ${SHIP_IDLE_MS:+PTL_TEST_IDLE_MS=$SHIP_IDLE_MS}; p1=$!
-	for i in $(seq 1 200); do [ -e "$dir/b.serve.up.1" ] && break; sleep 0.1; done
 	ns0=$(ptl_ns "$TAG" 0)
+	ns1=$(ptl_ns "$TAG" 1)
+	if [ "$server" = spinctl ]; then
+		nsx "$ns1" env SPIN_HOSTFILE="$WORK/hosts2" SPIN_RANK=1 timeout -k 2 60 \
+			"$TOP/tools/spinctl" handler serve veth0 allow ${SHIP_ALLOW-0} >"$dir/out.1" 2>&1 &
+		p1=$!
+		for i in $(seq 1 200); do grep -q '^serving' "$dir/out.1" 2>/dev/null && break; sleep 0.1; done
+	else
+		start spin "$dir" 2 2 1 ship_serve SPIN_SHIP_ALLOW=${SHIP_ALLOW-0} ${SHIP_IDLE_MS:+PTL_TEST_IDLE_MS=$SHIP_IDLE_MS}; p1=$!
+		for i in $(seq 1 200); do [ -e "$dir/b.serve.up.1" ] && break; sleep 0.1; done
+	fi
 	sctl() {
 		nsx "$ns0" env SPIN_HOSTFILE="$WORK/hosts2" SPIN_RANK=0 timeout 30 "$TOP/tools/spinctl" "$@" \
 			>>"$dir/out.0" 2>&1
@@ -277,11 +286,26 @@ run_ship_push() {
 	sctl handler query veth0 rank 1 entry 3
 	r1=$?
 	[ $r1 -eq 8 ] || { echo "query after unship: exit $r1, want 8" >>"$dir/rcs"; rc=1; }
-	touch "$dir/b.serve.done.0"
+	if [ "$server" = spinctl ]; then
+		# what it holds goes with it: a push, then SIGTERM
+		sctl handler push veth0 "$TOP/selftests/progs/ship_v1.bpf.o" rank 1 entry 6 ||
+			{ echo "push before the end: exit $?" >>"$dir/rcs"; rc=1; }
+		spid=$(sed -n 's/^serving .*, pid \([0-9]*\)$/\1/p' "$dir/out.1")
+		[ -n "$spid" ] && kill -TERM "$spid" 2>/dev/null ||
+			{ echo "no pid of spinctl handler serve" >>"$dir/rcs"; rc=1; }
+		wait $p1; r1=$?
+		nsx "$ns1" "$TOP/tools/spinctl" handler list veth0 2>/dev/null | grep -q "ptl${spid}_" &&
+			{ echo "spinctl handler serve ended, its handlers stayed" >>"$dir/rcs"; rc=1; }
+		report "$name" "$dir" 2 $rc $r1
+		return
+	else
+		touch "$dir/b.serve.done.0"
+	fi
 	wait $p1; r1=$?
 	report "$name" "$dir" 2 $rc $r1
 }
-run_ship_push
+run_ship_push ship_push ptl_test
+run_ship_push ship_serve_cli spinctl
 run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2

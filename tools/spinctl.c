@@ -1101,6 +1101,61 @@ static int handler_ship(int argc, char **argv, int op)
 	return ship_exit(r, n);
 }
 
+static volatile sig_atomic_t serve_stop;
+static void serve_sig(int sig) { (void)sig; serve_stop = 1; }
+
+/*
+ * handler serve IFACE allow R[,R...]|all [for SECONDS]: a Portals process
+ * of the job on IFACE that takes shipped handlers from the ranks named
+ * (its library's ship thread does the work, docs/shipping.md) until
+ * SIGINT/SIGTERM or SECONDS; what it holds goes when it ends.
+ */
+static int handler_serve(int argc, char **argv)
+{
+	const char *allow = NULL;
+	uint64_t secs = 0, t0;
+	struct sigaction sa = { .sa_handler = serve_sig };
+	ptl_handle_ni_t nih;
+	ptl_process_t me;
+	int err;
+
+	NEED(1, "IFACE");
+	if ((err = check_ifname("IFACE", argv[0])))
+		return err;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "allow"))
+			allow = OPTARG("allow");
+		else if (!strcmp(argv[i], "for")) {
+			if ((err = parse_num("for", OPTARG("for"), 1, 365ull * 86400, &secs)))
+				return err;
+		} else
+			return usage_err("unknown handler serve option '%s'", argv[i]);
+	}
+	if (!allow)
+		return usage_err("handler serve needs 'allow R[,R...]' or 'allow all' (ranks that may ship code here)");
+	setenv("SPIN_IFACE", argv[0], 1);
+	setenv("SPIN_SHIP_ALLOW", allow, 1);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (PtlInit() != PTL_OK ||
+	    PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL,
+		      &nih) != PTL_OK) {
+		fprintf(stderr, "spinctl: cannot serve shipped handlers on %s: %s\n", argv[0],
+			PtlSpinErrmsg());
+		return SPIN_EFAIL;
+	}
+	PtlGetId(nih, &me);
+	printf("serving shipped handlers on %s as rank %u (allow %s), pid %d\n", argv[0], me.rank, allow,
+	       (int)getpid());
+	fflush(stdout);
+	t0 = (uint64_t)time(NULL);
+	while (!serve_stop && (!secs || (uint64_t)time(NULL) - t0 < secs))
+		usleep(100000);
+	PtlNIFini(nih);
+	PtlFini();
+	return 0;
+}
+
 static int handler_push(int argc, char **argv) { return handler_ship(argc, argv, 0); }
 static int handler_unship(int argc, char **argv) { return handler_ship(argc, argv, 1); }
 static int handler_query(int argc, char **argv) { return handler_ship(argc, argv, 2); }
@@ -2831,6 +2886,9 @@ static const char help_handler[] =
 	"    push: ship FILE to the ranks' Portals processes (they need $SPIN_SHIP_ALLOW),\n"
 	"    installed on this rank's entry ID; it stays after spinctl exits\n"
 	"    (docs/shipping.md); needs the job ($SPIN_HOSTFILE, $SPIN_RANK)\n"
+	"spinctl handler serve IFACE allow R[,R...]|all [for SECONDS]\n"
+	"    be this rank's Portals process on IFACE and take shipped handlers from\n"
+	"    the ranks allowed until SIGINT/SIGTERM (or SECONDS); they go when it ends\n"
 	"spinctl handler check FILE\n"
 	"    verify FILE offline (its own temporary maps, nothing attached): the\n"
 	"    verifier's verdict and instruction counts\n";
@@ -2907,7 +2965,7 @@ static void usage(FILE *f)
 static const struct cmd handler_cmds[] = {
 	{ "list", handler_list }, { "load", handler_load }, { "unload", handler_unload },
 	{ "push", handler_push }, { "unship", handler_unship }, { "query", handler_query },
-	{ "check", handler_check }, {}
+	{ "serve", handler_serve }, { "check", handler_check }, {}
 };
 static const struct cmd pt_cmds[] = {
 	{ "list", pt_list }, { "alloc", pt_alloc }, { "free", pt_free }, { "enable", pt_enable },
