@@ -543,6 +543,14 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		};
 
 		err = spin_attach(&ao, &ni->rt);
+		if (err == -SPIN_EXDP && !ao.generic && !getenv("SPIN_GENERIC")) {
+			/* the interface has no native XDP (driver, MTU): generic
+			 * XDP, which the placement of shipped handlers reports */
+			spin_warn("no native XDP on '%s', attaching generic XDP (%s)", ni->ifname,
+				  spin_errmsg());
+			ao.generic = true;
+			err = spin_attach(&ao, &ni->rt);
+		}
 		if (err == -SPIN_EEXIST) {
 			/* another process attached it first, or another XDP
 			 * program is on the interface (then say that) */
