@@ -2282,10 +2282,10 @@ int PtlSpinHandlerLoad(ptl_handle_ni_t nih, const char *path, ptl_handle_handler
 
 /* A handler object from memory (a shipped one, ptl_ship.c): as
  * PtlSpinHandlerLoad, with the maps of subst instead of the runtime's;
- * *insns: the instructions the kernel holds. */
+ * *insns: the instructions the kernel holds, *prog_id its program id. */
 int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
 			 const struct spin_map_subst *subst, int n_subst,
-			 ptl_handle_handler_t *out, uint32_t *insns)
+			 ptl_handle_handler_t *out, uint32_t *insns, uint32_t *prog_id)
 {
 	struct spin_handler_info hi[SPIN_MAX_HANDLERS * 2];
 	struct ptl_ni *ni;
@@ -2313,10 +2313,13 @@ int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
 		h->used = true;
 		*out = ptl_mkh(PTL_H_HANDLER, i, h->gen);
 		*insns = 0;
+		*prog_id = 0;
 		n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS * 2);
 		for (int k = 0; k < n; k++)
-			if (!strcmp(hi[k].name, h->name))
+			if (!strcmp(hi[k].name, h->name)) {
 				*insns = hi[k].insns;
+				*prog_id = hi[k].prog_id;
+			}
 		rc = PTL_OK;
 		break;
 	}

@@ -481,7 +481,7 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih);
 int ptl_eq_take(ptl_handle_eq_t eqh, ptl_event_t *ev);
 int ptl_handler_load_mem(ptl_handle_ni_t nih, const void *buf, size_t len,
 			 const struct spin_map_subst *subst, int n_subst,
-			 ptl_handle_handler_t *out, uint32_t *insns);
+			 ptl_handle_handler_t *out, uint32_t *insns, uint32_t *prog_id);
 
 /* handles */
 static inline ptl_handle_any_t ptl_mkh(int type, uint32_t idx, uint8_t gen)

@@ -663,6 +663,90 @@ fail:
 	return SPIN_SHIP_E_FAIL;
 }
 
+/* The id of map fd, or 0. */
+static uint32_t map_id(int fd)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 il = sizeof(info);
+
+	return fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &il) ? info.id : 0;
+}
+
+/*
+ * The kernel's word on what the loaded program (id) can reach: every map
+ * it holds must be one of its own (ship_priv), a runtime map of
+ * ship_maps_ok, or one made for it by this load (.rodata/.data/.bss: a
+ * '.' in the name, which no runtime map has).  maps_check reads the
+ * object's relocations by symbol name, but libbpf binds them by offset
+ * and names maps from BTF: an object can make the two disagree; this
+ * check cannot be fooled that way.  0, or a status with why in reason.
+ */
+static int prog_maps_check(const struct ship_prog *P, uint32_t id, char *reason, size_t rlen)
+{
+	struct bpf_prog_info pi = { 0 };
+	__u32 pl = sizeof(pi), ids[64];
+	struct spin_rt *rt = NULL;
+	struct ptl_ni *ni;
+	int rc, pfd, st = 0;
+
+	ni = ptl_enter(&rc);
+	if (ni) {
+		rt = ni->rt;
+		ptl_unlock(ni);
+	}
+	pfd = id ? bpf_prog_get_fd_by_id(id) : -1;
+	pi.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
+	pi.map_ids = (__u64)(uintptr_t)ids;
+	if (!rt || pfd < 0 || bpf_obj_get_info_by_fd(pfd, &pi, &pl) ||
+	    pi.nr_map_ids > sizeof(ids) / sizeof(ids[0])) {
+		snprintf(reason, rlen, "cannot read the maps of the loaded program: %s", strerror(errno));
+		if (pfd >= 0)
+			close(pfd);
+		return SPIN_SHIP_E_FAIL;
+	}
+	close(pfd);
+	for (__u32 i = 0; i < pi.nr_map_ids && !st; i++) {
+		struct bpf_map_info mi = { 0 };
+		__u32 ml = sizeof(mi);
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+		bool ok = false;
+
+		if (mfd < 0 || bpf_obj_get_info_by_fd(mfd, &mi, &ml)) {
+			snprintf(reason, rlen, "cannot read map %u of the loaded program: %s", ids[i],
+				 strerror(errno));
+			st = SPIN_SHIP_E_FAIL;
+		}
+		if (mfd >= 0)
+			close(mfd);
+		if (st)
+			break;
+		for (size_t k = 0; k < SHIP_N_PRIV && !ok; k++)
+			ok = map_id(P->pfd[k]) == ids[i];
+		for (size_t k = 0; k < sizeof(ship_maps_ok) / sizeof(ship_maps_ok[0]) && !ok; k++) {
+			bool priv = false;
+			int fd;
+
+			for (size_t j = 0; j < SHIP_N_PRIV; j++)
+				priv |= !strcmp(ship_priv[j].name, ship_maps_ok[k]);
+			if (priv)
+				continue;	/* the runtime's: never for shipped code */
+			fd = spin_obj_get_at(rt->dir_fd, ship_maps_ok[k]);
+
+			ok = map_id(fd) == ids[i];
+			if (fd >= 0)
+				close(fd);
+		}
+		if (!ok && strchr(mi.name, '.'))
+			ok = true;	/* .rodata/.data/.bss of this load */
+		if (!ok) {
+			snprintf(reason, rlen, "the loaded program uses map %s, which shipped code may not",
+				 mi.name);
+			st = SPIN_SHIP_E_DENIED;
+		}
+	}
+	return st;
+}
+
 /* The program's handler memory of runtime slot (its spin_hpu). */
 static int priv_hpu(const struct ship_prog *P)
 {
@@ -842,6 +926,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 	uint32_t obj_len = ntohl(q->obj_len);
 	uint8_t hash[32];
 	struct spin_map_subst subst[SHIP_N_PRIV];
+	uint32_t pid = 0;
 	int pi = -1, st, rc;
 
 	if (hpu_len > SPIN_HPU_SIZE) {
@@ -907,7 +992,15 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 			subst[k].name = ship_priv[k].name;
 			subst[k].fd = P->pfd[k];
 		}
-		rc = ptl_handler_load_mem(S->nih, obj, obj_len, subst, (int)SHIP_N_PRIV, &P->h, &P->insns);
+		rc = ptl_handler_load_mem(S->nih, obj, obj_len, subst, (int)SHIP_N_PRIV, &P->h, &P->insns,
+					  &pid);
+		if (rc == PTL_OK && (st = prog_maps_check(P, pid, r->reason, sizeof(r->reason)))) {
+			/* loaded, on no entry yet: it never ran */
+			PtlSpinHandlerUnload(P->h);
+			priv_close(P);
+			r->status = (uint8_t)st;
+			return;
+		}
 		if (rc != PTL_OK) {
 			priv_close(P);
 			const char *m = PtlSpinErrmsg();
