@@ -66,7 +66,12 @@ report() {
 	if [ "$bad" = 1 ] || [ "$VERBOSE" = 1 ]; then
 		[ -s "$dir/why" ] && sed 's/^/    /' "$dir/why"
 		[ -s "$dir/link" ] && sed 's/^/    link: /' "$dir/link"
-		for k in $(seq 0 "$last"); do sed "s/^/    [$k] /" "$dir/out.$k" | tail -"$lines"; done
+		for k in $(seq 0 "$last"); do
+			# the first failures, which a long tail of their effects
+			# can push out of the last lines
+			[ "$bad" = 1 ] && grep -m 5 -E 'FAIL|FATAL' "$dir/out.$k" | sed "s/^/    [$k] first: /"
+			sed "s/^/    [$k] /" "$dir/out.$k" | tail -"$lines"
+		done
 	fi
 }
 
