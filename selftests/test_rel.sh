@@ -12,6 +12,9 @@
 # case, then "N passed, N failed, N skipped".
 #
 #   selftests/test_rel.sh [-t GLOB] [-v]
+#
+# REL_KEEP=DIR copies every case's logs (each rank's output, the link's
+# counters) to DIR at the end.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP" || exit 1
@@ -31,7 +34,7 @@ cleanup() {
 	local p
 	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
 	spin_ns_cleanup
-	rm -rf "$PINS" "$WORK"
+	rm -rf "$PINS"; [ -n "${REL_KEEP:-}" ] && cp -a "$WORK" "$REL_KEEP"; rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
