@@ -143,21 +143,32 @@ static __always_inline bool spin_dedup_seen(const struct spin_cfg *cfg, struct s
 	if ((flags_be & bpf_htons(SPIN_F_REL)) && old && old != id &&
 	    ((old - id) & 0xffffff) <= SPIN_DEDUP_STALE)
 		return true;	/* keep the newer id's slot and outcome */
-	if (__sync_lock_test_and_set(&d->id[k], id) == id)
-		return true;
+	if (__sync_lock_test_and_set(&d->id[k], id) == id) {
+		/* a retry after "not now" is new, once (spin_dd_forget) */
+		__u32 forgot = SPIN_DD_OUT(id, SPIN_DD_FORGOT, 0, 0);
+
+		return __sync_val_compare_and_swap(&d->out[k], forgot,
+						   SPIN_DD_OUT(id, SPIN_DD_SEEN, 0, 0)) != forgot;
+	}
 	/* the slot is this message's now: nothing recorded yet */
 	d->out[k] = SPIN_DD_OUT(id, SPIN_DD_SEEN, 0, 0);
 	return false;
 }
 
 /* A reliable message refused with SPIN_FAIL_QUEUE_FULL ("not now"): forget
- * its id, so that the sender's next try is a new message, not a duplicate. */
+ * it, so that the sender's next try is a new message, not a duplicate.  Its
+ * id stays in the slot: clearing the slot made it forget the older id it
+ * replaced too, whose copy held back by the network was then taken as new
+ * and delivered a second time (rel/reorder5_window, an 8-byte put after
+ * "not now"s of the id 1024 newer). */
 static __always_inline void spin_dd_forget(__u32 rank, __u32 id)
 {
 	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	__u32 k = id & (SPIN_DEDUP_SLOTS - 1);
 
-	if (d)
-		__sync_val_compare_and_swap(&d->id[id & (SPIN_DEDUP_SLOTS - 1)], id, 0);
+	if (d && d->id[k] == id)
+		__sync_val_compare_and_swap(&d->out[k], SPIN_DD_OUT(id, SPIN_DD_SEEN, 0, 0),
+					    SPIN_DD_OUT(id, SPIN_DD_FORGOT, 0, 0));
 }
 
 /*

@@ -12,6 +12,9 @@
 # case, then "N passed, N failed, N skipped".
 #
 #   selftests/test_rel.sh [-t GLOB] [-v]
+#
+# REL_KEEP=DIR copies every case's logs (each rank's output, the link's
+# counters) to DIR at the end.
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP" || exit 1
@@ -31,7 +34,7 @@ cleanup() {
 	local p
 	for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done
 	spin_ns_cleanup
-	rm -rf "$PINS" "$WORK"
+	rm -rf "$PINS"; [ -n "${REL_KEEP:-}" ] && cp -a "$WORK" "$REL_KEEP"; rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -66,7 +69,12 @@ report() {
 	if [ "$bad" = 1 ] || [ "$VERBOSE" = 1 ]; then
 		[ -s "$dir/why" ] && sed 's/^/    /' "$dir/why"
 		[ -s "$dir/link" ] && sed 's/^/    link: /' "$dir/link"
-		for k in $(seq 0 "$last"); do sed "s/^/    [$k] /" "$dir/out.$k" | tail -"$lines"; done
+		for k in $(seq 0 "$last"); do
+			# the first failures, which a long tail of their effects
+			# can push out of the last lines
+			[ "$bad" = 1 ] && grep -m 5 -E 'FAIL|FATAL' "$dir/out.$k" | sed "s/^/    [$k] first: /"
+			sed "s/^/    [$k] /" "$dir/out.$k" | tail -"$lines"
+		done
 	fi
 }
 

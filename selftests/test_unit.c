@@ -3754,6 +3754,49 @@ static int puts_until_refused(struct spin_msg_args *a, uint32_t *id)
 	return acked;
 }
 
+/*
+ * "Not now" forgets the refused message, not the older id it replaced in
+ * its duplicate-window slot: rank 0 fills its share of the event ring
+ * with reliable puts until one, id r, is refused.  A late copy of id
+ * r - SPIN_DEDUP_SLOTS (delivered before, the same slot) is then still a
+ * stale duplicate, with no second event (clearing the slot made it a new
+ * message: rel/reorder5_window delivered 8-byte puts twice), while r's
+ * retry is new, once.
+ */
+static void not_now_keeps_older(void)
+{
+	struct spin_me_spec s = spec(0, 0xa4, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa4);
+	uint32_t id = 0x600000, r;
+	uint64_t dup0;
+	struct fr f, o;
+	struct evs v;
+	int acked;
+
+	reset();
+	if (me_add(&s) < 0)
+		return;
+	a.flags = SPIN_F_REL | SPIN_F_ACK_REQ;
+	acked = puts_until_refused(&a, &id);
+	ASSERT_TRUE(acked > SPIN_DEDUP_SLOTS, "the share holds more than a window of ids");
+	r = id - 1;
+	v = events();	/* read: room again */
+	ASSERT_EQ(v.n, acked < MAXEV ? acked : MAXEV, "events for the accepted puts");
+	dup0 = drops(SPIN_DROP_DUPLICATE);
+	a.msg_id = r - SPIN_DEDUP_SLOTS;
+	mkpkt(&f, &a, 8, 0, 8, (const uint8_t *)"8 bytes");
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "the late copy of the older id is dropped");
+	ASSERT_EQ(drops(SPIN_DROP_DUPLICATE), dup0 + 1, "as a duplicate");
+	v = events();
+	ASSERT_EQ(v.n, 0, "without a second event");
+	ASSERT_EQ(put_answer(&a, r, &o), 0, "the refused id's retry is taken");
+	v = events();
+	ASSERT_EQ(v.n, 1, "with its event");
+	ASSERT_EQ(put_answer(&a, r, &o), 0, "a copy of it is answered again");
+	v = events();
+	ASSERT_EQ(v.n, 0, "from the window, without an event");
+}
+
 /* An ACK from rank r: 1 if it was posted as an event. */
 static int ack_posted(uint32_t r, uint32_t id)
 {
@@ -5495,6 +5538,7 @@ int main(int argc, char **argv)
 	RUN_TEST(nacks);
 	RUN_TEST(flow_control);
 	RUN_TEST(event_ring_admission);
+	RUN_TEST(not_now_keeps_older);
 	RUN_TEST(verifier_rejection);
 	RUN_TEST(stale_message_entry);
 	RUN_TEST(amo_no_socket_keeps_use_once);

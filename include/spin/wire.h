@@ -716,6 +716,9 @@ enum spin_dd_state {
 	SPIN_DD_DONE = 1,	/* the runtime completed it (or refused it for good) */
 	SPIN_DD_XSK = 2,	/* handed to the owning process's AF_XDP socket,
 				 * which acknowledges and remembers it itself */
+	SPIN_DD_FORGOT = 3,	/* refused "not now": the next copy is new.  The
+				 * slot keeps the id, so that an older id's late
+				 * copy still finds a newer one there (stale) */
 };
 #define SPIN_DD_OUT(id, state, fail, list) \
 	(((__u32)(id) & 0xffff) << 16 | ((__u32)(list) & 0xf) << 12 | \
