@@ -1239,11 +1239,11 @@ int PtlEQFree(ptl_handle_eq_t eqh)
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
-	for (int p = 0; p < SPIN_MAX_PT; p++)
-		if (ni->pt[p].used && ni->pt[p].eq == eqh) {
-			ptl_unlock(ni);
-			return PTL_IN_USE;
-		}
+	/* PTL_OK, PTL_NO_INIT or PTL_ARG_INVALID, as the specification lists:
+	 * that nothing is attached to the queue is the caller's to ensure.
+	 * A portal, MD or entry still naming it holds a stale handle: its
+	 * events go nowhere (never to a queue allocated later in the slot,
+	 * which has another generation) */
 	free(q->ring);
 	q->ring = NULL;
 	q->used = false;
@@ -2130,6 +2130,22 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 	return rc;
 }
 
+/* a triggered operation not fired yet uses MD mdh */
+static bool md_triggered(struct ptl_ni *ni, ptl_handle_md_t mdh)
+{
+	for (int i = 0; ni->n_trig > 0 && i < PTL_N_TRIG; i++) {
+		const struct ptl_trig *t = &ni->trig[i];
+
+		if (!t->used)
+			continue;
+		if (((t->kind == TRIG_PUT || t->kind == TRIG_GET) && t->md == mdh) ||
+		    (t->kind == TRIG_AMO && (t->amo.put_md == mdh ||
+					     (t->amo.fetch && t->amo.get_md == mdh))))
+			return true;
+	}
+	return false;
+}
+
 int PtlMDRelease(ptl_handle_md_t mdh)
 {
 	struct ptl_ni *ni;
@@ -2143,8 +2159,12 @@ int PtlMDRelease(ptl_handle_md_t mdh)
 	m = ptl_md_get(ni, mdh);
 	if (!m) {
 		rc = PTL_ARG_INVALID;
-	} else if (m->busy) {
-		rc = PTL_IN_USE;
+	} else if (m->busy || md_triggered(ni, mdh)) {
+		/* an operation waits for its ack or reply, or a triggered
+		 * operation will send from it */
+		rc = ptl_seterr(PTL_IN_USE, "PtlMDRelease: %s", m->busy ?
+				"an operation waits for its acknowledgement or reply" :
+				"a triggered operation will use it (PtlCTCancelTriggered)");
 	} else {
 		ptl_buf_put(&m->buf);
 		m->used = false;

@@ -272,10 +272,13 @@ static int env_rank(void)
 	return -1;
 }
 
+/* the limits init_ni asks for (NULL: none) */
+static const ptl_ni_limits_t *want_lim;
+
 static void init_ni(unsigned opts, ptl_pid_t pid)
 {
 	OK(PtlInit());
-	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | opts, pid, NULL, &lim, &ni));
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | opts, pid, want_lim, &lim, &ni));
 	physical = !!(opts & PTL_NI_PHYSICAL);
 }
 
@@ -1453,6 +1456,175 @@ static void c_fc_unex(void)
 {
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
 	fc_run(true);
+}
+
+/* fc_unex with max_unexpected_headers 40 asked for in PtlNIInit */
+static void c_fc_unex_small(void)
+{
+	static ptl_ni_limits_t w;
+
+	memset(&w, 0xff, sizeof(w));	/* every other one: spin's (-1, PTL_SIZE_MAX) */
+	w.max_unexpected_headers = 40;
+	want_lim = &w;
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	CHK_EQ(lim.max_unexpected_headers, 40, "max_unexpected_headers as desired");
+	fc_run(true);
+}
+
+/*
+ * limits: PtlNIInit's desired limits are what the NI gets (clamped to
+ * spin's: more than spin has gives spin's), reported in actual, the same
+ * for a second PtlNIInit of the NI, per NI (the non-matching NI has its
+ * own), and enforced with the specification's return codes, each at
+ * exactly its value.  Then the return codes of the frees: PtlEQFree of a
+ * queue a portal still names is PTL_OK (what the specification lists; the
+ * portal's events go nowhere), PtlMDRelease of an MD a triggered operation
+ * will use is PTL_IN_USE until it is cancelled.
+ */
+static void c_limits(void)
+{
+	ptl_ni_limits_t w, got, nl, big;
+	ptl_handle_ni_t ni2, nni;
+	ptl_handle_eq_t eqs[3];
+	ptl_handle_ct_t cts[3];
+	ptl_handle_md_t mds[4], h;
+	ptl_handle_me_t me;
+	ptl_pt_index_t pt;
+	ptl_iovec_t iov[3];
+	ptl_ct_event_t inc = { 1, 0 };
+	uint8_t *buf = kbuf(K_MAL, 4096);
+	ptl_me_t ms;
+	ptl_md_t md;
+	ptl_event_t ev;
+	int n;
+
+	memset(&w, 0xff, sizeof(w));
+	w.max_entries = 6;
+	w.max_unexpected_headers = 7;
+	w.max_mds = 3;
+	w.max_cts = 2;
+	w.max_eqs = 2;
+	w.max_pt_index = 3;
+	w.max_iovecs = 2;
+	w.max_list_size = 4;
+	w.max_triggered_ops = 2;
+	w.max_msg_size = 1000;
+	w.max_atomic_size = 16;
+	w.max_fetch_atomic_size = 8;
+	want_lim = &w;
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	want_lim = NULL;
+	CHK_EQ(lim.max_entries, 6, "max_entries");
+	CHK_EQ(lim.max_unexpected_headers, 7, "max_unexpected_headers");
+	CHK_EQ(lim.max_mds, 3, "max_mds");
+	CHK_EQ(lim.max_cts, 2, "max_cts");
+	CHK_EQ(lim.max_eqs, 2, "max_eqs");
+	CHK_EQ(lim.max_pt_index, 3, "max_pt_index");
+	CHK_EQ(lim.max_iovecs, 2, "max_iovecs");
+	CHK_EQ(lim.max_list_size, 4, "max_list_size");
+	CHK_EQ(lim.max_triggered_ops, 2, "max_triggered_ops");
+	CHK_EQ(lim.max_msg_size, 1000, "max_msg_size");
+	CHK_EQ(lim.max_atomic_size, 16, "max_atomic_size");
+	CHK_EQ(lim.max_fetch_atomic_size, 8, "max_fetch_atomic_size");
+	/* -1 and PTL_SIZE_MAX: spin's */
+	CHK_EQ(lim.max_waw_ordered_size, 1376, "max_waw_ordered_size: spin's");
+	/* a second PtlNIInit of the NI: the same limits, whatever it asks */
+	memset(&big, 0, sizeof(big));
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, &big, &got,
+		     &ni2));
+	CHK(!memcmp(&got, &lim, sizeof(got)), "a second PtlNIInit gets the NI's limits");
+	RC(PtlNIFini(ni2), PTL_OK);
+	/* the non-matching NI: its own; more than spin has gives spin's */
+	memset(&big, 0x7f, sizeof(big));
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, &big, &nl,
+		     &nni));
+	CHK_EQ(nl.max_eqs, 64, "max_eqs: spin's (PTL_N_EQ)");
+	CHK_EQ(nl.max_entries, 131072, "max_entries: spin's");
+	CHK_EQ(nl.max_unexpected_headers, 131072, "max_unexpected_headers: spin's most");
+	CHK_EQ(nl.max_pt_index, SPIN_PT_PER_PROC / 2 - 1, "max_pt_index: spin's");
+	CHK_EQ(nl.max_msg_size, SPIN_MAX_MSG, "max_msg_size: spin's");
+
+	/* event queues: max_eqs, and the other NI's are its own */
+	for (n = 0; n < 2; n++)
+		OK(PtlEQAlloc(ni, 16, &eqs[n]));
+	RC(PtlEQAlloc(ni, 16, &eqs[2]), PTL_NO_SPACE);
+	OK(PtlEQAlloc(nni, 16, &eqs[2]));
+	RC(PtlEQFree(eqs[2]), PTL_OK);
+	/* counters */
+	for (n = 0; n < 2; n++)
+		OK(PtlCTAlloc(ni, &cts[n]));
+	RC(PtlCTAlloc(ni, &cts[2]), PTL_NO_SPACE);
+	/* memory descriptors; iovecs */
+	iov[0] = (ptl_iovec_t){ buf, 8 };
+	iov[1] = (ptl_iovec_t){ buf + 8, 8 };
+	iov[2] = (ptl_iovec_t){ buf + 16, 8 };
+	md = (ptl_md_t){ iov, 3, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &md, &h), PTL_ARG_INVALID);
+	md.length = 2;
+	OK(PtlMDBind(ni, &md, &mds[0]));
+	mds[1] = md_new(buf, 4096, 0, eqs[0], PTL_CT_NONE);
+	mds[2] = md_new(buf, 4096, 0, PTL_EQ_NONE, PTL_CT_NONE);
+	md = (ptl_md_t){ buf, 64, 0, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &md, &mds[3]), PTL_NO_SPACE);
+	RC(PtlMDRelease(mds[0]), PTL_OK);
+	/* portal indexes 0..3 */
+	RC(PtlPTAlloc(ni, 0, eqs[0], 4, &pt), PTL_ARG_INVALID);
+	for (n = 0; n < 4; n++) {
+		OK(PtlPTAlloc(ni, 0, eqs[0], PTL_PT_ANY, &pt));
+		CHK_EQ(pt, (ptl_pt_index_t)n, "PTL_PT_ANY");
+	}
+	RC(PtlPTAlloc(ni, 0, eqs[0], PTL_PT_ANY, &pt), PTL_PT_FULL);
+	/* entries: 4 on a portal (max_list_size), 6 in all (max_entries) */
+	ms = me_spec(buf, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0x5, 0);
+	for (n = 0; n < 4; n++)
+		OK(PtlMEAppend(ni, 0, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	RC(PtlMEAppend(ni, 0, &ms, PTL_OVERFLOW_LIST, NULL, &me), PTL_LIST_TOO_LONG);
+	OK(PtlMEAppend(ni, 1, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	RC(PtlMEUnlink(me), PTL_OK);
+	OK(PtlMEAppend(ni, 1, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	OK(PtlMEAppend(ni, 2, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	RC(PtlMEAppend(ni, 3, &ms, PTL_PRIORITY_LIST, NULL, &me), PTL_NO_SPACE);
+	ms.options |= PTL_IOVEC;
+	ms.start = iov;
+	ms.length = 3;
+	RC(PtlMEAppend(ni, 3, &ms, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	/* message and atomic sizes: a put of max_msg_size to itself arrives */
+	RC(PtlPut(mds[1], 0, 1001, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0),
+	   PTL_ARG_INVALID);
+	RC(PtlGet(mds[1], 0, 1001, rank_proc(R), 0, 0x5, 0, NULL), PTL_ARG_INVALID);
+	RC(PtlAtomic(mds[1], 0, 24, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0, PTL_SUM,
+		     PTL_UINT64_T), PTL_ARG_INVALID);
+	RC(PtlFetchAtomic(mds[1], 0, mds[1], 64, 16, rank_proc(R), 0, 0x5, 0, NULL, 0, PTL_SUM,
+			  PTL_UINT64_T), PTL_ARG_INVALID);
+	OK(PtlPut(mds[1], 0, 1000, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, U(0x1), 0));
+	for (n = 0; n < 4; n++) {
+		if (!want_ev(eqs[0], &ev, T_EV_MS, "the put of max_msg_size"))
+			break;
+		if (ev.type == PTL_EVENT_PUT) {
+			CHK_EQ(ev.mlength, 1000, "max_msg_size arrived whole");
+			break;
+		}
+	}
+	/* triggered operations */
+	OK(PtlTriggeredCTInc(cts[1], inc, cts[0], 100));
+	OK(PtlTriggeredPut(mds[2], 0, 8, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0, cts[0],
+			   100));
+	RC(PtlTriggeredCTInc(cts[1], inc, cts[0], 100), PTL_NO_SPACE);
+	/* an MD a triggered operation will send from: PTL_IN_USE */
+	RC(PtlMDRelease(mds[2]), PTL_IN_USE);
+	OK(PtlCTCancelTriggered(cts[0]));
+	RC(PtlMDRelease(mds[2]), PTL_OK);
+	OK(PtlTriggeredCTInc(cts[1], inc, cts[0], 100));	/* room again */
+	/* a queue a portal still names: freed (PTL_OK), then a put to the
+	 * portal finds no queue, and nothing breaks */
+	RC(PtlEQFree(eqs[1]), PTL_OK);
+	RC(PtlEQFree(eqs[0]), PTL_OK);	/* portals 0..3 name it */
+	RC(PtlEQFree(eqs[0]), PTL_ARG_INVALID);
+	OK(PtlPut(mds[1], 0, 8, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0));
+	OK(PtlEQAlloc(ni, 16, &eqs[0]));	/* the slot again: another generation */
+	no_ev(eqs[0], 200, "a freed queue's portal posts nowhere");
+	RC(PtlNIFini(nni), PTL_OK);
+	fini_ni();
 }
 
 /*
@@ -5919,7 +6091,8 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
-	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
+	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
+	{ "limits", c_limits },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
