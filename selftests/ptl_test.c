@@ -1628,6 +1628,84 @@ static void c_limits(void)
 }
 
 /*
+ * countsearch: counting searches (Portals 4.3, as the reference
+ * implementation has them): a PtlMESearch with a counter and
+ * PTL_ME_EVENT_CT_OVERFLOW adds one success per unexpected header it finds
+ * (its mlength with PTL_ME_EVENT_CT_BYTES) and then one failure, which
+ * says the search is over; a use-once search that found a header adds no
+ * failure.  Headers (bits 1, 55, 55, 1, 55) wait on the unexpected list.
+ */
+static void c_countsearch(void)
+{
+	static const uint64_t bits[5] = { 1, 55, 55, 1, 55 };
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *ov = kbuf(K_MAL, 4096);
+		struct { uint64_t bits; unsigned opts; ptl_search_op_t op; uint64_t s, f; int nev;
+			 int type; } step[] = {
+			/* success, failure after the step; events */
+			{ 55, 0, PTL_SEARCH_ONLY, 3, 1, 3, PTL_EVENT_SEARCH },
+			{ 55, PTL_ME_USE_ONCE, PTL_SEARCH_ONLY, 4, 1, 1, PTL_EVENT_SEARCH },
+			{ 55, PTL_ME_EVENT_CT_BYTES, PTL_SEARCH_ONLY, 4 + 3 * 64, 2, 3, PTL_EVENT_SEARCH },
+			{ 99, 0, PTL_SEARCH_ONLY, 4 + 3 * 64, 3, 1, PTL_EVENT_SEARCH },
+			{ 99, PTL_ME_USE_ONCE, PTL_SEARCH_ONLY, 4 + 3 * 64, 4, 1, PTL_EVENT_SEARCH },
+			{ 55, 0, PTL_SEARCH_DELETE, 7 + 3 * 64, 5, 3, PTL_EVENT_PUT_OVERFLOW },
+			{ 55, 0, PTL_SEARCH_DELETE, 7 + 3 * 64, 6, 1, PTL_EVENT_SEARCH },
+			{ 1, PTL_ME_USE_ONCE, PTL_SEARCH_DELETE, 8 + 3 * 64, 6, 1, PTL_EVENT_PUT_OVERFLOW },
+			{ 1, 0, PTL_SEARCH_DELETE, 9 + 3 * 64, 7, 1, PTL_EVENT_PUT_OVERFLOW },
+			{ 1, 0, PTL_SEARCH_DELETE, 9 + 3 * 64, 8, 1, PTL_EVENT_SEARCH },
+		};
+		char ctx[96];
+		ptl_event_t ev;
+		ptl_ct_event_t c;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ov, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0, ~0ull, PTL_CT_NONE,
+		       PTL_OVERFLOW_LIST, U(0x0f));
+		barrier("cs.ready");
+		for (int k = 0; k < 5; k++)
+			if (want_ev(eq, &ev, T_EV_MS, "a put on the overflow list"))
+				CHKEV("overflow", &ev, .m = F_TYPE | F_LIST, .type = PTL_EVENT_PUT,
+				      .list = PTL_OVERFLOW_LIST);
+		for (size_t i = 0; i < sizeof(step) / sizeof(step[0]) && !failed; i++) {
+			ptl_me_t me = me_spec(NULL, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_OVERFLOW | step[i].opts,
+					      step[i].bits, 0);
+
+			snprintf(ctx, sizeof(ctx), "step %zu: %s bits %llu%s%s", i,
+				 step[i].op == PTL_SEARCH_ONLY ? "SEARCH_ONLY" : "SEARCH_DELETE",
+				 (unsigned long long)step[i].bits,
+				 step[i].opts & PTL_ME_USE_ONCE ? " use-once" : "",
+				 step[i].opts & PTL_ME_EVENT_CT_BYTES ? " bytes" : "");
+			me.ct_handle = ct;
+			OK(PtlMESearch(ni, PT_DATA, &me, step[i].op, U(0x50 + i)));
+			for (int k = 0; k < step[i].nev; k++)
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR, .type = step[i].type,
+					      .uptr = U(0x50 + i));
+			no_ev(eq, 50, ctx);
+			OK(PtlCTGet(ct, &c));
+			CHK_EQ(c.success, step[i].s, ctx);
+			CHK_EQ(c.failure, step[i].f, ctx);
+		}
+		barrier("cs.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("cs.ready");
+		for (int k = 0; k < 5; k++)
+			put_wait(md, eq, 0, 64, PTL_ACK_REQ, 1, PT_DATA, bits[k], 0, U(k + 1), 0, 0, 64,
+				 PTL_OVERFLOW_LIST, "a put to the overflow list");
+		barrier("cs.done");
+	}
+	fini_ni();
+}
+
+/*
  * uhrlength: PTL_ME_LOCAL_INC_UH_RLENGTH (Portals 4.2/4.3).  Three puts
  * (100, 200, 300 bytes) wait on the unexpected list; a locally managed
  * priority entry appended with the option takes them and starts at local
@@ -6092,7 +6170,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
-	{ "limits", c_limits },
+	{ "limits", c_limits }, { "countsearch", c_countsearch },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };

@@ -281,6 +281,8 @@ PTL_CASE_TIMEOUT=120 run_case fc_unex fc_unex 2 2
 run_case fc_unex_small fc_unex_small 2 2
 # PtlNIInit's desired limits: reported, enforced at their values; the frees' return codes
 run_case limits limits 2 2
+# counting searches (PtlMESearch with a counter, Portals 4.3)
+run_case countsearch countsearch 2 2
 # Portals order against a reference model: 3,000 entries, every one put
 # to; 100,000 entries, 5,000 puts (PTL_CASE_TIMEOUT: the appends)
 run_case matchorder matchorder 2 2
