@@ -19,7 +19,8 @@
  * The chain an entry looks at holds every header it can match, in arrival
  * order, so its first header that matches is the oldest: no merging across
  * chains is needed.  A bucket may hold other keys too (collisions); those
- * are stepped over.  Headers live in chunks that never move (a pointer
+ * are stepped over, and the buckets double as the headers grow (a bucket
+ * holds about one key).  Headers live in chunks that never move (a pointer
  * stays valid while the lock is held); free slots are a list.
  */
 #include <stdlib.h>
@@ -39,7 +40,7 @@ static uint32_t ux_mix(uint64_t h)
 	h ^= h >> 29;
 	h *= 0x94d049bb133111ebull;
 	h ^= h >> 32;
-	return (uint32_t)h & (PTL_UNEX_BUCKETS - 1);
+	return (uint32_t)h;
 }
 
 /* pid as the key has it: none on a logical NI */
@@ -62,9 +63,11 @@ static uint32_t ux_hash_bits(uint32_t pt, uint64_t bits)
 /* the chains: 0 exact key, 1 bits key, 2 portal */
 static struct ptl_ux_list *ux_list(struct ptl_ni *ni, int c, const struct ptl_unex *u)
 {
+	uint32_t mask = ni->ux_nb - 1;
+
 	switch (c) {
-	case 0: return &ni->ux_exact[ux_hash_exact(u->pt, u->ev.match_bits, u->rank, ux_pid(ni, u->pid))];
-	case 1: return &ni->ux_bits[ux_hash_bits(u->pt, u->ev.match_bits)];
+	case 0: return &ni->ux_exact[ux_hash_exact(u->pt, u->ev.match_bits, u->rank, ux_pid(ni, u->pid)) & mask];
+	case 1: return &ni->ux_bits[ux_hash_bits(u->pt, u->ev.match_bits) & mask];
 	default: return &ni->ux_pt[u->pt];
 	}
 }
@@ -84,23 +87,62 @@ bool ptl_unex_matches(struct ptl_ni *ni, const struct ptl_unex *u, const ptl_me_
 	return (me->options & PTL_ME_OP_PUT) || !(me->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET));
 }
 
+/* at the tail of chain c */
+static void ux_append(struct ptl_ni *ni, int c, struct ptl_unex *u)
+{
+	struct ptl_ux_list *l = ux_list(ni, c, u);
+
+	u->next1[c] = 0;
+	u->prev1[c] = l->tail1;
+	if (l->tail1)
+		ux_at(ni, l->tail1 - 1)->next1[c] = u->idx + 1;
+	else
+		l->head1 = u->idx + 1;
+	l->tail1 = u->idx + 1;
+}
+
+/*
+ * The hashed chains with nb buckets each (a power of two): made at the
+ * first header, doubled whenever there are more headers than buckets (up
+ * to PTL_UNEX_BUCKETS), so a bucket holds about one key whatever the
+ * count, and an NI that keeps few headers keeps small tables.  A rehash
+ * walks each portal's list, which is in arrival order, so each new chain
+ * is in arrival order too.  O(headers), amortised O(1) per header.
+ */
+static int ux_rehash(struct ptl_ni *ni, uint32_t nb)
+{
+	struct ptl_ux_list *e = calloc(nb, sizeof(*e)), *b = calloc(nb, sizeof(*b));
+
+	if (!e || !b) {
+		free(e);
+		free(b);
+		return -1;
+	}
+	free(ni->ux_exact);
+	free(ni->ux_bits);
+	ni->ux_exact = e;
+	ni->ux_bits = b;
+	ni->ux_nb = nb;
+	for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
+		for (uint32_t i1 = ni->ux_pt[p].head1; i1; i1 = ux_at(ni, i1 - 1)->next1[2]) {
+			ux_append(ni, 0, ux_at(ni, i1 - 1));
+			ux_append(ni, 1, ux_at(ni, i1 - 1));
+		}
+	return 0;
+}
+
 struct ptl_unex *ptl_unex_add(struct ptl_ni *ni, const struct ptl_unex *src)
 {
 	struct ptl_unex *u;
-	uint32_t i;
+	uint32_t i, held = ni->ux_count[0] + ni->ux_count[1];
 
 	if (src->pt >= SPIN_MAX_PT)
 		return NULL;
-	if (!ni->ux_exact) {
-		ni->ux_exact = calloc(PTL_UNEX_BUCKETS, sizeof(*ni->ux_exact));
-		ni->ux_bits = calloc(PTL_UNEX_BUCKETS, sizeof(*ni->ux_bits));
-		if (!ni->ux_exact || !ni->ux_bits) {
-			free(ni->ux_exact);
-			free(ni->ux_bits);
-			ni->ux_exact = ni->ux_bits = NULL;
-			return NULL;
-		}
-	}
+	if (!ni->ux_exact && ux_rehash(ni, PTL_UNEX_BUCKETS_MIN))
+		return NULL;
+	/* grown only when that works: else the chains stay longer */
+	if (held >= ni->ux_nb && ni->ux_nb < PTL_UNEX_BUCKETS)
+		(void)ux_rehash(ni, ni->ux_nb * 2);
 	if (!ni->ux_free1) {
 		uint32_t c = ni->ux_n / PTL_UNEX_CHUNK;
 
@@ -124,17 +166,8 @@ struct ptl_unex *ptl_unex_add(struct ptl_ni *ni, const struct ptl_unex *src)
 	u->idx = i;
 	u->free1 = 0;
 	u->used = true;
-	for (int c = 0; c < PTL_UX_CHAINS; c++) {
-		struct ptl_ux_list *l = ux_list(ni, c, u);
-
-		u->next1[c] = 0;
-		u->prev1[c] = l->tail1;
-		if (l->tail1)
-			ux_at(ni, l->tail1 - 1)->next1[c] = i + 1;
-		else
-			l->head1 = i + 1;
-		l->tail1 = i + 1;
-	}
+	for (int c = 0; c < PTL_UX_CHAINS; c++)
+		ux_append(ni, c, u);
 	ni->ux_count[ptl_pt_view(u->pt)]++;
 	return u;
 }
@@ -220,6 +253,7 @@ void ptl_unex_fini(struct ptl_ni *ni)
 	free(ni->ux_exact);
 	free(ni->ux_bits);
 	ni->ux_exact = ni->ux_bits = NULL;
+	ni->ux_nb = 0;
 	memset(ni->ux_pt, 0, sizeof(ni->ux_pt));
 	memset(ni->ux_count, 0, sizeof(ni->ux_count));
 }
