@@ -955,6 +955,27 @@ int PtlNIFini(ptl_handle_ni_t nih)
 	return PTL_OK;
 }
 
+void PtlAbort(void)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return;
+	if (ni->waiters > 0) {
+		uint64_t one = 1;
+
+		ni->aborted = true;
+		/* the waits on cv, the one in poll() (its poke fd), and
+		 * those that spin see the flag */
+		pthread_cond_broadcast(&ni->cv);
+		if (ni->poke_fd >= 0)
+			(void)!write(ni->poke_fd, &one, sizeof(one));
+	}
+	ptl_unlock(ni);
+}
+
 int PtlStartBundle(ptl_handle_ni_t nih)
 {
 	struct ptl_ni *ni;
@@ -1645,7 +1666,9 @@ int PtlCTPoll(const ptl_handle_ct_t *cth, const ptl_size_t *tests, unsigned int 
 	if (!ni)
 		return rc;
 	rc = ptl_wait(ni, ctpoll_done, ctpoll_arm, &a, timeout);
-	if (a.bad) {
+	if (rc == PTL_ABORTED) {
+		/* PtlAbort */
+	} else if (a.bad) {
 		rc = PTL_ARG_INVALID;
 	} else if (a.hit >= 0) {
 		*ev = ptl_ct_get(ni, cth[a.hit])->v;

@@ -1405,6 +1405,10 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	for (;;) {
 		uint64_t t;
 
+		if (ni->aborted) {	/* PtlAbort */
+			rc = PTL_ABORTED;
+			break;
+		}
 		ptl_progress(ni);
 		if (done(ni, arg)) {
 			rc = PTL_OK;
@@ -1436,7 +1440,8 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 					spin_cpu_relax();
 				if (__atomic_load_n(&ni->lock_gen, __ATOMIC_ACQUIRE) != g ||
 				    spin_xsk_rx_pending(ni->xsk) || spin_events_pending(ni->rt) ||
-				    __atomic_load_n(&ni->stop, __ATOMIC_RELAXED))
+				    __atomic_load_n(&ni->stop, __ATOMIC_RELAXED) ||
+				    __atomic_load_n(&ni->aborted, __ATOMIC_RELAXED))
 					break;
 				/* timers (tick) and the end of the spin */
 				if (spins % 64 == 0 && ptl_now_us() - t0 >= 1000)
@@ -1546,7 +1551,8 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	}
 	if (ni->n_armed)
 		ptl_wake_disarm(ni);
-	ni->waiters--;
+	if (--ni->waiters == 0)
+		ni->aborted = false;	/* every aborted wait has returned */
 	if (polling) {
 		/* the same for a caller that slept in poll(): events are
 		 * posted quietly until the progress thread (or the next

@@ -368,6 +368,8 @@ struct ptl_ni {
 				 * thread made progress it may be waiting for */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int waiters;		/* callers in ptl_wait */
+	bool aborted;		/* PtlAbort: the waits return PTL_ABORTED until
+				 * waiters is back to 0 */
 	int bundle;		/* PtlStartBundle depth: puts are only queued */
 	uint64_t me_gen;	/* bumped when match entries are appended or freed */
 	int n_armed;		/* runtime entries with a wake threshold armed by

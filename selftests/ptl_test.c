@@ -79,7 +79,7 @@ static const char *rc_name(int rc)
 	static const char *n[] = { "PTL_OK", "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED",
 		"PTL_EQ_DROPPED", "PTL_EQ_EMPTY", "PTL_FAIL", "PTL_IN_USE", "PTL_INTERRUPTED",
 		"PTL_LIST_TOO_LONG", "PTL_NO_INIT", "PTL_NO_SPACE", "PTL_PID_IN_USE",
-		"PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE", "PTL_IGNORED" };
+		"PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE", "PTL_IGNORED", "PTL_ABORTED" };
 	static __thread char b[32];
 
 	if (rc >= 0 && rc < (int)(sizeof(n) / sizeof(n[0])))
@@ -1624,6 +1624,83 @@ static void c_limits(void)
 	OK(PtlEQAlloc(ni, 16, &eqs[0]));	/* the slot again: another generation */
 	no_ev(eqs[0], 200, "a freed queue's portal posts nowhere");
 	RC(PtlNIFini(nni), PTL_OK);
+	fini_ni();
+}
+
+/*
+ * abort: PtlAbort (Portals 4.3, as the reference implementation has it).
+ * Four threads wait where nothing will come (PtlEQWait, PtlEQPoll without
+ * a timeout, PtlCTWait, PtlCTPoll); the main thread calls PtlAbort until
+ * they have all returned (one call can come before some of them wait: it
+ * does nothing then), and each returned PTL_ABORTED.  Then the waits work
+ * again: a poll finds its queue empty, a PtlAbort with nobody waiting
+ * changes nothing, and the queue and counter are freed.
+ */
+struct abort_arg {
+	int kind;
+	ptl_handle_eq_t eq;
+	ptl_handle_ct_t ct;
+	int rc;
+	int done;
+};
+
+static void *abort_waiter(void *p)
+{
+	struct abort_arg *a = p;
+	ptl_event_t ev;
+	ptl_ct_event_t ce;
+	ptl_size_t test = 5;
+	unsigned int which;
+
+	switch (a->kind) {
+	case 0: a->rc = PtlEQWait(a->eq, &ev); break;
+	case 1: a->rc = PtlEQPoll(&a->eq, 1, PTL_TIME_FOREVER, &ev, &which); break;
+	case 2: a->rc = PtlCTWait(a->ct, 5, &ce); break;
+	default: a->rc = PtlCTPoll(&a->ct, &test, 1, PTL_TIME_FOREVER, &ce, &which); break;
+	}
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void c_abort(void)
+{
+	static const char *const what[4] = { "PtlEQWait", "PtlEQPoll", "PtlCTWait", "PtlCTPoll" };
+	struct abort_arg a[4];
+	pthread_t th[4];
+	ptl_handle_eq_t eq;
+	ptl_handle_ct_t ct;
+	ptl_event_t ev;
+	unsigned int which;
+	int left, calls = 0;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	eq = eq_new(16);
+	ct = ct_new();
+	for (int i = 0; i < 4; i++) {
+		a[i] = (struct abort_arg){ .kind = i, .eq = eq, .ct = ct, .rc = -1 };
+		if (pthread_create(&th[i], NULL, abort_waiter, &a[i]))
+			DIE("pthread_create");
+	}
+	do {
+		PtlAbort();
+		calls++;
+		usleep(2000);
+		left = 0;
+		for (int i = 0; i < 4; i++)
+			left += !__atomic_load_n(&a[i].done, __ATOMIC_ACQUIRE);
+	} while (left);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHK(a[i].rc == PTL_ABORTED, "%s after PtlAbort: %s", what[i], rc_name(a[i].rc));
+	}
+	LOG("every wait aborted after %d PtlAbort calls", calls);
+	RC(PtlEQPoll(&eq, 1, 0, &ev, &which), PTL_EQ_EMPTY);
+	PtlAbort();	/* nobody waits: nothing happens */
+	RC(PtlEQPoll(&eq, 1, 10, &ev, &which), PTL_EQ_EMPTY);
+	RC(PtlCTPoll(&ct, &(ptl_size_t){ 5 }, 1, 10, &(ptl_ct_event_t){ 0 }, &which),
+	   PTL_CT_NONE_REACHED);
+	RC(PtlEQFree(eq), PTL_OK);
+	RC(PtlCTFree(ct), PTL_OK);
 	fini_ni();
 }
 
@@ -6170,7 +6247,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
-	{ "limits", c_limits }, { "countsearch", c_countsearch },
+	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
