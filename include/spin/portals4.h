@@ -143,7 +143,11 @@ void PtlAbort(void);
  * ifindex.  The spin runtime is attached to it if it is not yet.  Logical
  * NIs load the job (rank, size and peers) from $SPIN_HOSTFILE and the
  * launcher's environment (spin/spin.h, spin_job_load).  pid: PTL_PID_ANY
- * picks one.  One NI per process at a time.
+ * picks one.  A matching and a non-matching NI per process at a time.
+ * desired (or NULL): the limits asked for; the NI gets each, or spin's
+ * where it asks for more (or a negative count), and they are enforced;
+ * actual: what it got.  A second PtlNIInit of the same NI gets the same
+ * limits (docs/portals.md, "Limits").
  */
 int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	      const ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,
