@@ -1705,6 +1705,109 @@ static void c_abort(void)
 }
 
 /*
+ * unexorder: the unexpected list through the API against a model.  Rank 0
+ * puts UO_N messages (hdr_data k, match bits k % UO_KEYS) to rank 1's
+ * overflow entry; rank 1 then appends priority entries of every shape
+ * (a rank and bits, any source and bits, ignore bits; use-once or
+ * persistent) and each must take exactly the headers the model (the
+ * alive headers in arrival order) gives it: the oldest one that matches
+ * (use-once) or every one, oldest first, as PTL_EVENT_PUT_OVERFLOW.
+ */
+#define UO_N 3000
+#define UO_KEYS 200
+static void c_unexorder(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(2 * UO_N);
+		uint8_t *ov = kbuf(K_MAL, UO_N * 8), *pb = kbuf(K_MAL, 64);
+		static bool alive[UO_N];
+		uint64_t rs2 = 0x1234567;
+		int nleft = UO_N, appends = 0, taken = 0;
+		ptl_event_t ev;
+		char ctx[128];
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ov, UO_N * 8, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0, ~0ull,
+		       PTL_CT_NONE, PTL_OVERFLOW_LIST, U(0x0f));
+		barrier("uo.ready");
+		for (int k = 0; k < UO_N; k++) {
+			if (!want_ev(eq, &ev, T_EV_MS, "a put on the overflow list"))
+				break;
+			CHKEV("overflow", &ev, .m = F_TYPE | F_LIST | F_HDR, .type = PTL_EVENT_PUT,
+			      .list = PTL_OVERFLOW_LIST, .hdr = (uint64_t)k);
+			alive[k] = true;
+		}
+		while (nleft > 0 && !failed && appends < 4000) {
+			uint64_t r, bits, ign = 0;
+			int shape, k0;
+			bool once;
+			ptl_me_t me;
+			ptl_handle_me_t h;
+
+			rs2 ^= rs2 << 13, rs2 ^= rs2 >> 7, rs2 ^= rs2 << 17;
+			r = rs2;
+			shape = (int)(r % 4);
+			once = (r >> 8) % 10 < 7;
+			/* aim at a live header */
+			k0 = (int)((r >> 16) % UO_N);
+			for (int j = 0; j < UO_N && !alive[k0]; j++)
+				k0 = (k0 + 1) % UO_N;
+			bits = (uint64_t)(k0 % UO_KEYS);
+			if (shape == 2)
+				ign = 0x7;
+			me = me_spec(pb, 64, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
+				     PTL_ME_EVENT_UNLINK_DISABLE | (once ? PTL_ME_USE_ONCE : 0), bits ^ (r >> 40 & ign),
+				     ign);
+			if (shape == 0 || shape == 3)
+				me.match_id.rank = shape == 0 ? 0 : 1;	/* rank 1 sent nothing */
+			snprintf(ctx, sizeof(ctx), "append %d: bits %llu ign 0x%llx %s%s", appends,
+				 (unsigned long long)me.match_bits, (unsigned long long)ign,
+				 shape == 0 ? "rank 0" : shape == 3 ? "rank 1" : "any source",
+				 once ? " use-once" : "");
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(0x100 + appends), &h));
+			for (int k = 0; k < UO_N; k++) {
+				if (!alive[k] || ((uint64_t)(k % UO_KEYS) ^ me.match_bits) & ~ign ||
+				    shape == 3)
+					continue;
+				if (!want_ev(eq, &ev, T_EV_MS, ctx))
+					break;
+				CHKEV(ctx, &ev, .m = F_TYPE | F_HDR | F_UPTR, .type = PTL_EVENT_PUT_OVERFLOW,
+				      .hdr = (uint64_t)k, .uptr = U(0x100 + appends));
+				alive[k] = false;
+				nleft--;
+				taken++;
+				if (once)
+					break;
+			}
+			no_ev(eq, 0, ctx);
+			{
+				/* linked (persistent, or use-once that took
+				 * nothing): off again; a use-once one that took
+				 * a header was never linked */
+				int rc = PtlMEUnlink(h);
+
+				CHK(rc == PTL_OK || rc == PTL_ARG_INVALID, "%s: unlink %s", ctx, rc_name(rc));
+			}
+			appends++;
+		}
+		LOG("%d appends took %d headers in the model's order", appends, taken);
+		CHK(nleft == 0, "every header taken (%d left)", nleft);
+		barrier("uo.done");
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		barrier("uo.ready");
+		for (int k = 0; k < UO_N && !failed; k++)
+			RC(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, (uint64_t)(k % UO_KEYS), 0,
+				  NULL, (uint64_t)k), PTL_OK);
+		barrier("uo.done");
+	}
+	fini_ni();
+}
+
+/*
  * countsearch: counting searches (Portals 4.3, as the reference
  * implementation has them): a PtlMESearch with a counter and
  * PTL_ME_EVENT_CT_OVERFLOW adds one success per unexpected header it finds
@@ -6248,6 +6351,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
 	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },
+	{ "unexorder", c_unexorder },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };

@@ -285,6 +285,8 @@ run_case limits limits 2 2
 run_case countsearch countsearch 2 2
 # PtlAbort (Portals 4.3): four threads' waits return PTL_ABORTED
 run_case abort abort 2 2
+# the unexpected list through PtlMEAppend against a model: 3,000 headers
+PTL_CASE_TIMEOUT=120 run_case unexorder unexorder 2 2
 # Portals order against a reference model: 3,000 entries, every one put
 # to; 100,000 entries, 5,000 puts (PTL_CASE_TIMEOUT: the appends)
 run_case matchorder matchorder 2 2
