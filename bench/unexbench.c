@@ -9,9 +9,10 @@
  *
  *   exact   an entry with a source and no ignore bits (the exact chain)
  *   anysrc  an entry with a wildcard source, no ignore bits (the bits chain)
- *   ignore  an entry with ignore bits (the portal's list, walked): it
- *           matches the header it looks for, which is a random one, so
- *           the walk is half the list on average
+ *   ignore  an entry with ignore bits and a source (MPI_ANY_TAG from a
+ *           rank: that source's headers walked, a 64th of them here)
+ *   ignany  ignore bits and any source (the portal's list walked: half
+ *           of it on average, the header being a random one)
  *   scan    the old search, for the exact entry
  *   exact1  the exact entry, always for the same header (the newest): the
  *           search's own work, without the cache and TLB misses of a
@@ -67,7 +68,7 @@ static volatile uintptr_t sink;
 int main(int argc, char **argv)
 {
 	static const uint32_t ns[] = { 1, 100, 1000, 4096, 10000, 100000 };
-	static const char *const kinds[] = { "exact", "anysrc", "ignore", "scan", "exact1" };
+	static const char *const kinds[] = { "exact", "anysrc", "ignore", "scan", "exact1", "ignany" };
 	int reps = 5, finds = 20000;
 	const char *csv = NULL;
 	FILE *f = stdout;
@@ -110,9 +111,9 @@ int main(int argc, char **argv)
 		for (int i = 0; i < finds; i++)
 			pick[i] = (uint32_t)(rnd() % n);
 		for (int rep = 0; rep < reps; rep++)
-			for (int kind = 0; kind < 5; kind++) {
+			for (int kind = 0; kind < 6; kind++) {
 				/* the scan is slow: fewer finds at large n */
-				int nf = kind == 3 || kind == 2 ? (n > 1000 ? finds / 20 : finds) : finds;
+				int nf = kind == 3 || kind == 2 || kind == 5 ? (n > 1000 ? finds / 20 : finds) : finds;
 				uint64_t t0, t1;
 
 				t0 = now_ns();
@@ -123,9 +124,9 @@ int main(int argc, char **argv)
 					uint32_t rank = h->rank;
 					struct ptl_unex *got;
 
-					if (kind == 1)
+					if (kind == 1 || kind == 5)
 						rank = SPIN_RANK_ANY;
-					if (kind == 2)
+					if (kind == 2 || kind == 5)
 						me.ignore_bits = 0xf0000000ull;
 					me.match_id.rank = rank == SPIN_RANK_ANY ? PTL_RANK_ANY : rank;
 					got = kind == 3 ? scan_find(all, n, ni, 4, &me, rank) :

@@ -15,4 +15,4 @@ set xrange [0.5:200000]
 set grid ytics
 set key top left
 ser(k) = sprintf("< awk -F, '$2 == \"%s\" { print $1 \",\" $3 \",\" $4 \",\" $5 }' %s | sort -t, -k1n", k, csv)
-plot for [k in "exact exact1 anysrc ignore scan"] ser(k) using 1:2:3:4 with yerrorlines title (k eq 'scan' ? 'old search (every header scanned)' : k eq 'exact' ? 'entry with a source (exact key), random header' : k eq 'exact1' ? 'entry with a source, the same header' : k eq 'anysrc' ? 'wildcard source (bits key), random header' : 'ignore bits (portal list walked)')
+plot for [k in "exact exact1 anysrc ignore ignany scan"] ser(k) using 1:2:3:4 with yerrorlines title (k eq 'scan' ? 'old search (every header scanned)' : k eq 'exact' ? 'entry with a source (exact key), random header' : k eq 'exact1' ? 'entry with a source, the same header' : k eq 'anysrc' ? 'wildcard source (bits key), random header' : k eq 'ignore' ? 'ignore bits, a source (its headers walked)' : 'ignore bits, any source (portal list walked)')

@@ -56,7 +56,7 @@ _Static_assert(PTL_N_ME % PTL_ME_CHUNK == 0 && PTL_N_ME <= (1 << 20), "handles h
 #define PTL_UNEX_CHUNK	1024
 #define PTL_UNEX_BUCKETS_MIN 1024	/* per hashed chain kind, at first ... */
 #define PTL_UNEX_BUCKETS PTL_N_UNEX	/* ... doubled up to this (ptl_unex.c) */
-#define PTL_UX_CHAINS	3	/* exact key, bits key, portal */
+#define PTL_UX_CHAINS	4	/* exact key, bits key, portal, source key */
 _Static_assert(PTL_N_UNEX % PTL_UNEX_CHUNK == 0, "whole chunks");
 #define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
@@ -438,7 +438,7 @@ struct ptl_ni {
 	/* the unexpected list (ptl_unex.c) */
 	struct ptl_unex *ux_chunk[PTL_N_UNEX / PTL_UNEX_CHUNK];
 	uint32_t ux_n, ux_free1;
-	struct ptl_ux_list *ux_exact, *ux_bits;	/* ux_nb buckets each, or NULL */
+	struct ptl_ux_list *ux_exact, *ux_bits, *ux_src;	/* ux_nb buckets each, or NULL */
 	uint32_t ux_nb;
 	struct ptl_ux_list ux_pt[SPIN_MAX_PT];
 	uint32_t ux_count[PTL_N_VIEW];	/* headers held per view */

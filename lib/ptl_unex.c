@@ -14,7 +14,10 @@
  *  - its bits key (portal, match bits), hashed: an entry without ignore
  *    bits and a wildcard source (MPI_ANY_SOURCE) looks there, stepping
  *    over other sources' headers only when the pid is what decides;
- *  - its portal's list: an entry with ignore bits walks it.
+ *  - its source key (portal, rank, pid), hashed: an entry with ignore bits
+ *    and a source (MPI_ANY_TAG from a rank) walks that source's headers;
+ *  - its portal's list: an entry with ignore bits and a wildcard source
+ *    walks it.
  *
  * The chain an entry looks at holds every header it can match, in arrival
  * order, so its first header that matches is the oldest: no merging across
@@ -60,7 +63,12 @@ static uint32_t ux_hash_bits(uint32_t pt, uint64_t bits)
 	return ux_mix(bits * 0x9e3779b97f4a7c15ull ^ ((uint64_t)pt + 1) * 0xd6e8feb86659fd93ull);
 }
 
-/* the chains: 0 exact key, 1 bits key, 2 portal */
+static uint32_t ux_hash_src(uint32_t pt, uint32_t rank, uint32_t pid)
+{
+	return ux_mix(((uint64_t)rank << 32 | pid) * 0xc2b2ae3d27d4eb4full ^ ((uint64_t)pt + 7) * 0x9e3779b97f4a7c15ull);
+}
+
+/* the chains: 0 exact key, 1 bits key, 2 portal, 3 source key */
 static struct ptl_ux_list *ux_list(struct ptl_ni *ni, int c, const struct ptl_unex *u)
 {
 	uint32_t mask = ni->ux_nb - 1;
@@ -68,6 +76,7 @@ static struct ptl_ux_list *ux_list(struct ptl_ni *ni, int c, const struct ptl_un
 	switch (c) {
 	case 0: return &ni->ux_exact[ux_hash_exact(u->pt, u->ev.match_bits, u->rank, ux_pid(ni, u->pid)) & mask];
 	case 1: return &ni->ux_bits[ux_hash_bits(u->pt, u->ev.match_bits) & mask];
+	case 3: return &ni->ux_src[ux_hash_src(u->pt, u->rank, ux_pid(ni, u->pid)) & mask];
 	default: return &ni->ux_pt[u->pt];
 	}
 }
@@ -111,22 +120,27 @@ static void ux_append(struct ptl_ni *ni, int c, struct ptl_unex *u)
  */
 static int ux_rehash(struct ptl_ni *ni, uint32_t nb)
 {
-	struct ptl_ux_list *e = calloc(nb, sizeof(*e)), *b = calloc(nb, sizeof(*b));
+	struct ptl_ux_list *e = calloc(nb, sizeof(*e)), *b = calloc(nb, sizeof(*b)),
+			   *r = calloc(nb, sizeof(*r));
 
-	if (!e || !b) {
+	if (!e || !b || !r) {
 		free(e);
 		free(b);
+		free(r);
 		return -1;
 	}
 	free(ni->ux_exact);
 	free(ni->ux_bits);
+	free(ni->ux_src);
 	ni->ux_exact = e;
 	ni->ux_bits = b;
+	ni->ux_src = r;
 	ni->ux_nb = nb;
 	for (uint32_t p = 0; p < SPIN_MAX_PT; p++)
 		for (uint32_t i1 = ni->ux_pt[p].head1; i1; i1 = ux_at(ni, i1 - 1)->next1[2]) {
 			ux_append(ni, 0, ux_at(ni, i1 - 1));
 			ux_append(ni, 1, ux_at(ni, i1 - 1));
+			ux_append(ni, 3, ux_at(ni, i1 - 1));
 		}
 	return 0;
 }
@@ -199,12 +213,12 @@ void ptl_unex_del(struct ptl_ni *ni, struct ptl_unex *u)
  * searches */
 static int ux_chain_of(struct ptl_ni *ni, const ptl_me_t *me, uint32_t rank)
 {
+	bool src = rank != SPIN_RANK_ANY &&
+		   ((ni->options & PTL_NI_LOGICAL) || me->match_id.phys.pid != PTL_PID_ANY);
+
 	if (me->ignore_bits)
-		return 2;
-	if (rank != SPIN_RANK_ANY &&
-	    ((ni->options & PTL_NI_LOGICAL) || me->match_id.phys.pid != PTL_PID_ANY))
-		return 0;
-	return 1;
+		return src ? 3 : 2;
+	return src ? 0 : 1;
 }
 
 struct ptl_unex *ptl_unex_find(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, uint32_t rank,
@@ -252,7 +266,8 @@ void ptl_unex_fini(struct ptl_ni *ni)
 	ni->ux_free1 = 0;
 	free(ni->ux_exact);
 	free(ni->ux_bits);
-	ni->ux_exact = ni->ux_bits = NULL;
+	free(ni->ux_src);
+	ni->ux_exact = ni->ux_bits = ni->ux_src = NULL;
 	ni->ux_nb = 0;
 	memset(ni->ux_pt, 0, sizeof(ni->ux_pt));
 	memset(ni->ux_count, 0, sizeof(ni->ux_count));
