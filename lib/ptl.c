@@ -428,7 +428,7 @@ static void default_limits(ptl_ni_limits_t *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->max_entries = PTL_N_ME;
-	l->max_unexpected_headers = PTL_N_UNEX;
+	l->max_unexpected_headers = PTL_N_UNEX;	/* the most; the default is less */
 	l->max_mds = PTL_N_MD;
 	l->max_cts = PTL_N_CT;
 	l->max_eqs = PTL_N_EQ;
@@ -443,6 +443,68 @@ static void default_limits(ptl_ni_limits_t *l)
 	l->max_war_ordered_size = 8;
 	l->max_volatile_size = 0;
 	l->features = PTL_TARGET_BIND_INACCESSIBLE;
+}
+
+/* a desired count: what was asked for if spin has it, else spin's most (a
+ * negative value asks for no limit) */
+static int lim_int(int want, int most)
+{
+	return want < 0 || want > most ? most : want;
+}
+
+static ptl_size_t lim_size(ptl_size_t want, ptl_size_t most)
+{
+	return want > most ? most : want;
+}
+
+/*
+ * The limits of a view at its first PtlNIInit: spin's (ni->limits), or
+ * less where desired asks for less (as the reference implementation,
+ * which clamps each to its range).  A later PtlNIInit of the same view
+ * gets them as they are.  The counts are enforced: PTL_NO_SPACE beyond
+ * max_eqs, max_cts, max_mds, max_entries, max_triggered_ops;
+ * PTL_LIST_TOO_LONG beyond max_list_size on one portal index;
+ * PTL_ARG_INVALID beyond max_pt_index, max_iovecs, max_msg_size,
+ * max_atomic_size, max_fetch_atomic_size; flow control (or a dropped
+ * message) beyond max_unexpected_headers.  Features are spin's.
+ */
+static void set_limits(struct ptl_ni *ni, int view, const ptl_ni_limits_t *d)
+{
+	const ptl_ni_limits_t *m = &ni->limits;
+	ptl_ni_limits_t *l = &ni->lim[view];
+
+	*l = *m;
+	l->max_unexpected_headers = PTL_UNEX_DEFAULT;
+	if (!d)
+		return;
+	l->max_entries = lim_int(d->max_entries, m->max_entries);
+	l->max_unexpected_headers = lim_int(d->max_unexpected_headers, m->max_unexpected_headers);
+	l->max_mds = lim_int(d->max_mds, m->max_mds);
+	l->max_cts = lim_int(d->max_cts, m->max_cts);
+	l->max_eqs = lim_int(d->max_eqs, m->max_eqs);
+	l->max_pt_index = lim_int(d->max_pt_index, m->max_pt_index);
+	l->max_iovecs = lim_int(d->max_iovecs, m->max_iovecs);
+	l->max_list_size = lim_int(d->max_list_size, m->max_list_size);
+	l->max_triggered_ops = lim_int(d->max_triggered_ops, m->max_triggered_ops);
+	l->max_msg_size = lim_size(d->max_msg_size, m->max_msg_size);
+	l->max_atomic_size = lim_size(d->max_atomic_size, m->max_atomic_size);
+	l->max_fetch_atomic_size = lim_size(d->max_fetch_atomic_size, m->max_fetch_atomic_size);
+	l->max_waw_ordered_size = lim_size(d->max_waw_ordered_size, m->max_waw_ordered_size);
+	l->max_war_ordered_size = lim_size(d->max_war_ordered_size, m->max_war_ordered_size);
+	l->max_volatile_size = lim_size(d->max_volatile_size, m->max_volatile_size);
+}
+
+/* entries of a view: linked, or reserved by a triggered append */
+static uint32_t view_entries(struct ptl_ni *ni, int view)
+{
+	uint32_t n = 0;
+
+	for (uint32_t up = 0; up < PTL_PT_HALF; up++)
+		n += ni->mx_pt_n[ptl_pt_rt(view, up)];
+	for (int i = 0; ni->n_trig > 0 && i < PTL_N_TRIG; i++)
+		if (ni->trig[i].used && ni->trig[i].kind == TRIG_ME_APPEND && ni->trig[i].me_view == view)
+			n++;
+	return n;
 }
 
 static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
@@ -697,7 +759,6 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	view = (options & PTL_NI_NO_MATCHING) ? PTL_VIEW_NOMATCH : PTL_VIEW_MATCH;
 	if (pid != PTL_PID_ANY && pid > 0xffff)
 		return ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: pid %u out of range (0..65535)", pid);
-	(void)desired;
 	pthread_mutex_lock(&g_mu);
 	if (!g_init) {
 		pthread_mutex_unlock(&g_mu);
@@ -714,7 +775,8 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 					  ni->options & PTL_NI_LOGICAL ? "logical" : "physical");
 		}
 		ni->refs++;
-		ni->view_refs[view]++;
+		if (ni->view_refs[view]++ == 0)
+			set_limits(ni, view, desired);
 	} else {
 		rc = ni_create(iface, addr, pid, &ni);
 		if (rc != PTL_OK) {
@@ -723,10 +785,11 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		}
 		ni->refs = 1;
 		ni->view_refs[view] = 1;
+		set_limits(ni, view, desired);
 		ptl_g_ni = ni;
 	}
 	if (actual)
-		*actual = ni->limits;
+		*actual = ni->lim[view];
 	*ni_handle = ptl_mkh(PTL_H_NI, (uint32_t)view, ni->gen);
 	pthread_mutex_unlock(&g_mu);
 	/* accepting shipped handlers ($SPIN_SHIP_ALLOW): the matching NI's */
@@ -744,7 +807,6 @@ int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 }
 
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m);
-static void unex_clear(struct ptl_ni *ni, uint32_t pt);
 static void trig_drop(struct ptl_ni *ni, struct ptl_trig *t);
 static void post_auto_unlink(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
 			     ptl_list_t list);
@@ -788,7 +850,7 @@ static void view_close(struct ptl_ni *ni, int view)
 		if (!ni->pt[p].used)
 			continue;
 		spin_pt_free(ni->rt, p);
-		unex_clear(ni, p);
+		ptl_unex_clear(ni, p);
 		ni->pt[p].used = false;
 	}
 	for (int i = 0; i < PTL_N_MD; i++)
@@ -830,6 +892,7 @@ static void ni_destroy(struct ptl_ni *ni)
 		ptl_buf_put(&m->buf);
 	}
 	ptl_me_table_fini(ni);
+	ptl_unex_fini(ni);
 	for (int i = 0; i < PTL_N_MD; i++)
 		ptl_buf_put(&ni->md[i].buf);
 	for (int i = 0; i < PTL_N_TRIG; i++)
@@ -898,6 +961,27 @@ int PtlNIFini(ptl_handle_ni_t nih)
 	pthread_mutex_unlock(&g_mu);
 	ni_destroy(ni);
 	return PTL_OK;
+}
+
+void PtlAbort(void)
+{
+	struct ptl_ni *ni;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return;
+	if (ni->waiters > 0) {
+		uint64_t one = 1;
+
+		ni->aborted = true;
+		/* the waits on cv, the one in poll() (its poke fd), and
+		 * those that spin see the flag */
+		pthread_cond_broadcast(&ni->cv);
+		if (ni->poke_fd >= 0)
+			(void)!write(ni->poke_fd, &one, sizeof(one));
+	}
+	ptl_unlock(ni);
 }
 
 int PtlStartBundle(ptl_handle_ni_t nih)
@@ -1141,6 +1225,13 @@ int PtlEQAlloc(ptl_handle_ni_t nih, ptl_size_t count, ptl_handle_eq_t *eqh)
 	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
+	rc = 0;
+	for (uint32_t i = 0; i < PTL_N_EQ; i++)
+		rc += ni->eq[i].used && ni->eq[i].view == view;
+	if (rc >= ni->lim[view].max_eqs) {
+		ptl_unlock(ni);
+		return ptl_seterr(PTL_NO_SPACE, "PtlEQAlloc: %d event queues (max_eqs)", rc);
+	}
 	rc = PTL_NO_SPACE;
 	for (uint32_t i = 0; i < PTL_N_EQ; i++) {
 		struct ptl_eq *q = &ni->eq[i];
@@ -1177,11 +1268,11 @@ int PtlEQFree(ptl_handle_eq_t eqh)
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
-	for (int p = 0; p < SPIN_MAX_PT; p++)
-		if (ni->pt[p].used && ni->pt[p].eq == eqh) {
-			ptl_unlock(ni);
-			return PTL_IN_USE;
-		}
+	/* PTL_OK, PTL_NO_INIT or PTL_ARG_INVALID, as the specification lists:
+	 * that nothing is attached to the queue is the caller's to ensure.
+	 * A portal, MD or entry still naming it holds a stale handle: its
+	 * events go nowhere (never to a queue allocated later in the slot,
+	 * which has another generation) */
 	free(q->ring);
 	q->ring = NULL;
 	q->used = false;
@@ -1375,6 +1466,13 @@ int PtlCTAlloc(ptl_handle_ni_t nih, ptl_handle_ct_t *cth)
 	ni = ni_enter_hv(nih, &rc, &view);
 	if (!ni)
 		return rc;
+	rc = 0;
+	for (uint32_t i = 0; i < PTL_N_CT; i++)
+		rc += ni->ct[i].used && ni->ct[i].view == view;
+	if (rc >= ni->lim[view].max_cts) {
+		ptl_unlock(ni);
+		return ptl_seterr(PTL_NO_SPACE, "PtlCTAlloc: %d counters (max_cts)", rc);
+	}
 	rc = PTL_NO_SPACE;
 	for (uint32_t i = 0; i < PTL_N_CT; i++) {
 		if (ni->ct[i].used)
@@ -1576,7 +1674,9 @@ int PtlCTPoll(const ptl_handle_ct_t *cth, const ptl_size_t *tests, unsigned int 
 	if (!ni)
 		return rc;
 	rc = ptl_wait(ni, ctpoll_done, ctpoll_arm, &a, timeout);
-	if (a.bad) {
+	if (rc == PTL_ABORTED) {
+		/* PtlAbort */
+	} else if (a.bad) {
 		rc = PTL_ARG_INVALID;
 	} else if (a.hit >= 0) {
 		*ev = ptl_ct_get(ni, cth[a.hit])->v;
@@ -1711,8 +1811,14 @@ static int trig_add(struct ptl_ni *ni, const struct ptl_trig *t, ptl_handle_ct_t
 {
 	struct ptl_ct *c = ptl_ct_get(ni, trig_ct);
 
+	int n = 0;
+
 	if (!c)
 		return PTL_ARG_INVALID;
+	for (int i = 0; ni->n_trig > 0 && i < PTL_N_TRIG; i++)
+		n += ni->trig[i].used && ni->ct[ni->trig[i].ct].view == c->view;
+	if (n >= ni->lim[c->view].max_triggered_ops)
+		return ptl_seterr(PTL_NO_SPACE, "%d triggered operations (max_triggered_ops)", n);
 	for (int i = 0; i < PTL_N_TRIG; i++) {
 		if (ni->trig[i].used)
 			continue;
@@ -1902,8 +2008,14 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 		ptl_unlock(ni);
 		return PTL_PT_EQ_NEEDED;
 	}
+	if (req != PTL_PT_ANY && req > (ptl_pt_index_t)ni->lim[view].max_pt_index) {
+		ptl_unlock(ni);
+		return ptl_seterr(PTL_ARG_INVALID, "PtlPTAlloc: index %u above max_pt_index %d", req,
+				  ni->lim[view].max_pt_index);
+	}
 	rc = req == PTL_PT_ANY ? PTL_PT_FULL : PTL_PT_IN_USE;
-	for (uint32_t up = req == PTL_PT_ANY ? 0 : req; up < PTL_PT_HALF; up++) {
+	for (uint32_t up = req == PTL_PT_ANY ? 0 : req;
+	     up <= (uint32_t)ni->lim[view].max_pt_index; up++) {
 		struct spin_pt sp;
 
 		p = ptl_pt_rt(view, up);
@@ -1931,13 +2043,6 @@ int PtlPTAlloc(ptl_handle_ni_t nih, unsigned int options, ptl_handle_eq_t eqh,
 	return rc;
 }
 
-static void unex_clear(struct ptl_ni *ni, uint32_t pt)
-{
-	for (int i = 0; i < PTL_N_UNEX; i++)
-		if (ni->unex[i].used && ni->unex[i].pt == pt)
-			ni->unex[i].used = false;
-}
-
 int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 {
 	struct ptl_ni *ni;
@@ -1956,7 +2061,7 @@ int PtlPTFree(ptl_handle_ni_t nih, ptl_pt_index_t p)
 		return PTL_PT_IN_USE;
 	}
 	spin_pt_free(ni->rt, p);
-	unex_clear(ni, p);
+	ptl_unex_clear(ni, p);
 	ni->pt[p].used = false;
 	ptl_unlock(ni);
 	return PTL_OK;
@@ -2023,6 +2128,20 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 		ptl_buf_put(&b);
 		return PTL_ARG_INVALID;
 	}
+	if ((md->options & PTL_IOVEC) && md->length > (ptl_size_t)ni->lim[view].max_iovecs) {
+		ptl_unlock(ni);
+		ptl_buf_put(&b);
+		return ptl_seterr(PTL_ARG_INVALID, "PtlMDBind: %llu iovecs (max_iovecs %d)",
+				  (unsigned long long)md->length, ni->lim[view].max_iovecs);
+	}
+	rc = 0;
+	for (uint32_t i = 0; i < PTL_N_MD; i++)
+		rc += ni->md[i].used && ni->md[i].view == view;
+	if (rc >= ni->lim[view].max_mds) {
+		ptl_unlock(ni);
+		ptl_buf_put(&b);
+		return ptl_seterr(PTL_NO_SPACE, "PtlMDBind: %d memory descriptors (max_mds)", rc);
+	}
 	rc = PTL_NO_SPACE;
 	for (uint32_t i = 0; i < PTL_N_MD; i++) {
 		if (ni->md[i].used)
@@ -2042,6 +2161,22 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 	return rc;
 }
 
+/* a triggered operation not fired yet uses MD mdh */
+static bool md_triggered(struct ptl_ni *ni, ptl_handle_md_t mdh)
+{
+	for (int i = 0; ni->n_trig > 0 && i < PTL_N_TRIG; i++) {
+		const struct ptl_trig *t = &ni->trig[i];
+
+		if (!t->used)
+			continue;
+		if (((t->kind == TRIG_PUT || t->kind == TRIG_GET) && t->md == mdh) ||
+		    (t->kind == TRIG_AMO && (t->amo.put_md == mdh ||
+					     (t->amo.fetch && t->amo.get_md == mdh))))
+			return true;
+	}
+	return false;
+}
+
 int PtlMDRelease(ptl_handle_md_t mdh)
 {
 	struct ptl_ni *ni;
@@ -2055,8 +2190,12 @@ int PtlMDRelease(ptl_handle_md_t mdh)
 	m = ptl_md_get(ni, mdh);
 	if (!m) {
 		rc = PTL_ARG_INVALID;
-	} else if (m->busy) {
-		rc = PTL_IN_USE;
+	} else if (m->busy || md_triggered(ni, mdh)) {
+		/* an operation waits for its ack or reply, or a triggered
+		 * operation will send from it */
+		rc = ptl_seterr(PTL_IN_USE, "PtlMDRelease: %s", m->busy ?
+				"an operation waits for its acknowledgement or reply" :
+				"a triggered operation will use it (PtlCTCancelTriggered)");
 	} else {
 		ptl_buf_put(&m->buf);
 		m->used = false;
@@ -2496,43 +2635,16 @@ static int64_t me_rank(struct ptl_ni *ni, ptl_process_t id)
 	return -1;
 }
 
-static bool unex_matches(struct ptl_ni *ni, const struct ptl_unex *u, const ptl_me_t *me,
-			 uint32_t rank)
-{
-	if ((u->ev.match_bits ^ me->match_bits) & ~me->ignore_bits)
-		return false;
-	if (rank != SPIN_RANK_ANY && u->rank != rank)
-		return false;
-	if (!(ni->options & PTL_NI_LOGICAL) && me->match_id.phys.pid != PTL_PID_ANY &&
-	    me->match_id.phys.pid != u->pid)
-		return false;
-	if (u->kind == PTL_EVENT_GET)
-		return me->options & PTL_ME_OP_GET;
-	return (me->options & PTL_ME_OP_PUT) || !(me->options & (PTL_ME_OP_PUT | PTL_ME_OP_GET));
-}
-
-/* The oldest unexpected header of pt that me matches, or NULL. */
-static struct ptl_unex *unex_find(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, uint32_t rank)
-{
-	struct ptl_unex *best = NULL;
-
-	for (int i = 0; i < PTL_N_UNEX; i++) {
-		struct ptl_unex *u = &ni->unex[i];
-
-		if (u->used && u->pt == pt && unex_matches(ni, u, me, rank) &&
-		    (!best || u->seq < best->seq))
-			best = u;
-	}
-	return best;
-}
-
 /* Deliver an unexpected header to a priority entry as *_OVERFLOW. */
 static void unex_deliver(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, void *user_ptr,
 			 struct ptl_unex *u)
 {
 	ptl_event_t ev = u->ev;
 
+	/* off the list first: a counter below may fire a triggered append,
+	 * which searches the list */
 	ev.type = u->kind + 1;	/* PUT -> PUT_OVERFLOW, ATOMIC -> ATOMIC_OVERFLOW, ... */
+	ptl_unex_del(ni, u);
 	ev.user_ptr = user_ptr;
 	ev.ptl_list = PTL_PRIORITY_LIST;
 	if (!(me->options & (PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_OVER_DISABLE)))
@@ -2540,7 +2652,6 @@ static void unex_deliver(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, voi
 	if (me->options & PTL_ME_EVENT_CT_OVERFLOW)
 		ptl_ct_count(ni, me->ct_handle, ev.ni_fail_type == PTL_NI_OK,
 			     me->options & PTL_ME_EVENT_CT_BYTES, ev.mlength);
-	u->used = false;
 }
 
 static const char *const view_name[PTL_N_VIEW] = { "matching", "non-matching" };
@@ -2594,6 +2705,24 @@ static int me_validate(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, const
 	return PTL_OK;
 }
 
+/* The view's limits on a new entry of portal pt (the runtime's index). */
+static int me_limits(struct ptl_ni *ni, int view, uint32_t pt, const ptl_me_t *me)
+{
+	const ptl_ni_limits_t *l = &ni->lim[view];
+	uint32_t n;
+
+	if ((me->options & PTL_IOVEC) && me->length > (ptl_size_t)l->max_iovecs)
+		return ptl_seterr(PTL_ARG_INVALID, "PtlMEAppend: %llu iovecs (max_iovecs %d)",
+				  (unsigned long long)me->length, l->max_iovecs);
+	if (ni->mx_pt_n[pt] >= (uint32_t)l->max_list_size)
+		return ptl_seterr(PTL_LIST_TOO_LONG, "PtlMEAppend: %u entries on portal %u (max_list_size)",
+				  ni->mx_pt_n[pt], ptl_pt_user(pt));
+	if (l->max_entries < ni->limits.max_entries &&
+	    (n = view_entries(ni, view)) >= (uint32_t)l->max_entries)
+		return ptl_seterr(PTL_NO_SPACE, "PtlMEAppend: %u entries (max_entries)", n);
+	return PTL_OK;
+}
+
 /* Link entry me (validated: hd, hpu, rank) on pt (the runtime's index;
  * upt the view's) into slot `slot` (reserved by PtlTriggeredMEAppend) or a
  * free one; takes *bp.  Lock held. */
@@ -2643,7 +2772,7 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 	if (list == PTL_PRIORITY_LIST && !(me->options & PTL_ME_UNEXPECTED_HDR_DISABLE)) {
 		struct ptl_unex *u;
 
-		while ((u = unex_find(ni, pt, me, m->match_rank))) {
+		while ((u = ptl_unex_find(ni, pt, me, m->match_rank, NULL))) {
 			uint64_t rlen = u->ev.rlength;
 
 			unex_deliver(ni, pt, me, user_ptr, u);
@@ -2767,6 +2896,9 @@ static int me_append(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	rc = me_validate(ni, pt, me, &b, &hd, &hpu, &rank);
 	if (rc != PTL_OK)
 		goto out;
+	rc = me_limits(ni, view, pt, me);
+	if (rc != PTL_OK)
+		goto out;
 	if (triggered) {
 		/* a slot and a handle now, the append when the counter
 		 * reaches the threshold */
@@ -2880,7 +3012,7 @@ int PtlTriggeredLEAppend(ptl_handle_ni_t nih, ptl_pt_index_t pt, const ptl_le_t 
 static bool late_ok(struct ptl_ni *ni, struct ptl_mer *p, void *arg)
 {
 	return p->used && p->rt >= 0 && !(p->me.options & PTL_ME_UNEXPECTED_HDR_DISABLE) &&
-	       unex_matches(ni, arg, &p->me, p->match_rank);
+	       ptl_unex_matches(ni, arg, &p->me, p->match_rank);
 }
 
 static void me_free(struct ptl_ni *ni, struct ptl_mer *m)
@@ -2992,6 +3124,7 @@ static int me_search(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 	int64_t rank;
 	uint32_t pt;
 	int rc, view;
+	bool counting;
 
 	if (!me || !pt_ok(upt) || (op != PTL_SEARCH_ONLY && op != PTL_SEARCH_DELETE))
 		return PTL_ARG_INVALID;
@@ -3011,45 +3144,65 @@ static int me_search(ptl_handle_ni_t nih, int want, ptl_pt_index_t upt, const pt
 		return PTL_ARG_INVALID;
 	}
 	ptl_progress(ni);
-	u = unex_find(ni, pt, me, (uint32_t)rank);
-	if (op == PTL_SEARCH_ONLY && u) {
+	counting = me->ct_handle != PTL_CT_NONE && (me->options & PTL_ME_EVENT_CT_OVERFLOW) &&
+		   ptl_ct_get(ni, me->ct_handle);
+	u = ptl_unex_find(ni, pt, me, (uint32_t)rank, NULL);
+	if (op == PTL_SEARCH_ONLY) {
 		/* one PTL_EVENT_SEARCH per matching header, in arrival order
 		 * (the first only for a use-once search), as the reference
-		 * implementation has it */
-		uint64_t last = 0;
+		 * implementation has it; a counting search (a counter and
+		 * PTL_ME_EVENT_CT_OVERFLOW, Portals 4.3 as the reference
+		 * implementation has it) adds one success per header (its
+		 * mlength with CT_BYTES) and then one failure, which says the
+		 * search is over (for a use-once search only if nothing matched) */
+		bool events = !(me->options & PTL_ME_EVENT_COMM_DISABLE);
+		uint64_t found = 0, bytes = 0;
 
-		while (u) {
+		for (; u; u = ptl_unex_find(ni, pt, me, (uint32_t)rank, u)) {
 			ptl_event_t ev = u->ev;
 
 			ev.type = PTL_EVENT_SEARCH;
 			ev.user_ptr = user_ptr;
 			ev.ni_fail_type = PTL_NI_OK;
-			ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+			if (events)
+				ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+			found++;
+			bytes += u->ev.mlength;
 			if (me->options & PTL_ME_USE_ONCE)
 				break;
-			last = u->seq;
-			u = NULL;
-			for (int i = 0; i < PTL_N_UNEX; i++) {
-				struct ptl_unex *x = &ni->unex[i];
-
-				if (x->used && x->pt == pt && x->seq > last &&
-				    unex_matches(ni, x, me, (uint32_t)rank) && (!u || x->seq < u->seq))
-					u = x;
-			}
 		}
-	} else if (op == PTL_SEARCH_ONLY || !u) {
-		ptl_event_t ev = { .pt_index = upt };
+		if (!found && events) {
+			ptl_event_t ev = { .type = PTL_EVENT_SEARCH, .pt_index = upt, .user_ptr = user_ptr,
+					   .ni_fail_type = PTL_NI_NO_MATCH };
 
-		ev.type = PTL_EVENT_SEARCH;
-		ev.user_ptr = user_ptr;
-		ev.ni_fail_type = PTL_NI_NO_MATCH;
+			ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+		}
+		if (counting) {
+			struct ptl_ct *c = ptl_ct_get(ni, me->ct_handle);
+
+			c->v.success += (me->options & PTL_ME_EVENT_CT_BYTES) ? bytes : found;
+			if (!found || !(me->options & PTL_ME_USE_ONCE))
+				c->v.failure++;
+			ptl_ct_changed(ni, (uint32_t)(c - ni->ct));
+		}
+	} else if (!u) {
+		ptl_event_t ev = { .type = PTL_EVENT_SEARCH, .pt_index = upt, .user_ptr = user_ptr,
+				   .ni_fail_type = PTL_NI_NO_MATCH };
+
 		ptl_eq_post(ni, ni->pt[pt].eq, &ev);
+		if (counting)	/* 4.3: nothing found */
+			ptl_ct_count(ni, me->ct_handle, false, false, 0);
 	} else {
+		/* each header counts on the entry's counter as it is delivered
+		 * (PTL_ME_EVENT_CT_OVERFLOW); a counting search ends with one
+		 * failure unless it was a use-once one */
 		do {
 			unex_deliver(ni, pt, me, user_ptr, u);
 			if (me->options & PTL_ME_USE_ONCE)
 				break;
-		} while ((u = unex_find(ni, pt, me, (uint32_t)rank)));
+		} while ((u = ptl_unex_find(ni, pt, me, (uint32_t)rank, NULL)));
+		if (counting && !(me->options & PTL_ME_USE_ONCE))
+			ptl_ct_count(ni, me->ct_handle, false, false, 0);
 	}
 	ptl_unlock(ni);
 	return PTL_OK;
@@ -3094,8 +3247,9 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 	if (m->list == PTL_OVERFLOW_LIST && ok && ev->type != PTL_EVENT_GET &&
 	    ev->type != PTL_EVENT_FETCH_ATOMIC) {
 		struct ptl_mer *late = NULL;
-		struct ptl_unex u = { .used = true, .pt = m->pt, .seq = ++ni->seq,
-				      .kind = ev->type, .ev = *ev, .rank = rank, .pid = pid };
+		struct ptl_unex u = { .pt = m->pt, .seq = ++ni->seq, .kind = ev->type, .ev = *ev,
+				      .rank = rank, .pid = pid };
+		int view = ptl_pt_view(m->pt);
 
 		/* a priority entry that matches it now was appended after the
 		 * message matched the overflow entry */
@@ -3107,17 +3261,14 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 				ptl_me_auto_unlink(ni, late, true);
 			return;
 		}
-		for (int i = 0; i < PTL_N_UNEX; i++)
-			if (!ni->unex[i].used) {
-				ni->unex[i] = u;
-				/* the last free header (max_unexpected_headers):
-				 * a flow-controlled portal stops taking messages */
-				while (++i < PTL_N_UNEX && ni->unex[i].used)
-					;
-				if (i == PTL_N_UNEX)
-					ptl_pt_flowctl(ni, m->pt);
-				return;
-			}
+		if (ni->ux_count[view] < (uint32_t)ni->lim[view].max_unexpected_headers &&
+		    ptl_unex_add(ni, &u)) {
+			/* the last free header (max_unexpected_headers): a
+			 * flow-controlled portal stops taking messages */
+			if (ni->ux_count[view] >= (uint32_t)ni->lim[view].max_unexpected_headers)
+				ptl_pt_flowctl(ni, m->pt);
+			return;
+		}
 		ni->drops++;	/* unexpected list full */
 		ptl_pt_flowctl(ni, m->pt);
 	}

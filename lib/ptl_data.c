@@ -346,8 +346,8 @@ int ptl_put_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.ack_req = ack_req, .target = target, .pt = pt, .bits = bits, .roff = roff,
 			.user_ptr = user_ptr, .hdr = hdr };
 
-	if (!md || loff > md->buf.len || len > md->buf.len - loff || len > SPIN_MAX_MSG ||
-	    pt >= PTL_PT_HALF || ack_req > PTL_OC_ACK_REQ)
+	if (!md || loff > md->buf.len || len > md->buf.len - loff ||
+	    len > ni->lim[md->view].max_msg_size || pt >= PTL_PT_HALF || ack_req > PTL_OC_ACK_REQ)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
 }
@@ -361,8 +361,8 @@ int ptl_get_locked(struct ptl_ni *ni, ptl_handle_md_t mdh, ptl_size_t loff, ptl_
 			.ack_req = PTL_NO_ACK_REQ, .target = target, .pt = pt, .bits = bits,
 			.roff = roff, .user_ptr = user_ptr };
 
-	if (!md || loff > md->buf.len || len > md->buf.len - loff || len > SPIN_MAX_MSG ||
-	    pt >= PTL_PT_HALF)
+	if (!md || loff > md->buf.len || len > md->buf.len - loff ||
+	    len > ni->lim[md->view].max_msg_size || pt >= PTL_PT_HALF)
 		return PTL_ARG_INVALID;
 	return start_op(ni, &o);
 }
@@ -404,7 +404,10 @@ int ptl_atomic_locked(struct ptl_ni *ni, const struct ptl_amo_args *a, bool chec
 	if (a->fetch)
 		gmd = ptl_md_get(ni, a->get_md);
 	if (!pmd || (a->fetch && !gmd) || !es || !ptl_atomic_valid(a->aop, a->adt, a->fetch) ||
-	    !a->len || a->len % es || a->len > PTL_MAX_ATOMIC || a->put_loff > pmd->buf.len ||
+	    !a->len || a->len % es ||
+	    a->len > (a->fetch ? ni->lim[pmd->view].max_fetch_atomic_size :
+				 ni->lim[pmd->view].max_atomic_size) ||
+	    a->put_loff > pmd->buf.len ||
 	    a->len > pmd->buf.len - a->put_loff || a->pt >= PTL_PT_HALF ||
 	    a->ack_req > PTL_OC_ACK_REQ)
 		return PTL_ARG_INVALID;
@@ -1402,6 +1405,10 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	for (;;) {
 		uint64_t t;
 
+		if (ni->aborted) {	/* PtlAbort */
+			rc = PTL_ABORTED;
+			break;
+		}
 		ptl_progress(ni);
 		if (done(ni, arg)) {
 			rc = PTL_OK;
@@ -1433,7 +1440,8 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 					spin_cpu_relax();
 				if (__atomic_load_n(&ni->lock_gen, __ATOMIC_ACQUIRE) != g ||
 				    spin_xsk_rx_pending(ni->xsk) || spin_events_pending(ni->rt) ||
-				    __atomic_load_n(&ni->stop, __ATOMIC_RELAXED))
+				    __atomic_load_n(&ni->stop, __ATOMIC_RELAXED) ||
+				    __atomic_load_n(&ni->aborted, __ATOMIC_RELAXED))
 					break;
 				/* timers (tick) and the end of the spin */
 				if (spins % 64 == 0 && ptl_now_us() - t0 >= 1000)
@@ -1543,7 +1551,8 @@ int ptl_wait(struct ptl_ni *ni, bool (*done)(struct ptl_ni *, void *),
 	}
 	if (ni->n_armed)
 		ptl_wake_disarm(ni);
-	ni->waiters--;
+	if (--ni->waiters == 0)
+		ni->aborted = false;	/* every aborted wait has returned */
 	if (polling) {
 		/* the same for a caller that slept in poll(): events are
 		 * posted quietly until the progress thread (or the next

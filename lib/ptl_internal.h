@@ -48,7 +48,16 @@ _Static_assert(PTL_N_ME % PTL_ME_CHUNK == 0 && PTL_N_ME <= (1 << 20), "handles h
 #define PTL_N_HANDLER	SPIN_MAX_HANDLERS
 #define PTL_N_HPU	256
 #define PTL_N_TRIG	1024
-#define PTL_N_UNEX	4096
+/* unexpected headers (ptl_unex.c): max_unexpected_headers is
+ * PTL_UNEX_DEFAULT unless PtlNIInit's desired limits ask for up to
+ * PTL_N_UNEX; headers live in chunks allocated as they are needed */
+#define PTL_N_UNEX	(1u << 17)
+#define PTL_UNEX_DEFAULT 4096
+#define PTL_UNEX_CHUNK	1024
+#define PTL_UNEX_BUCKETS_MIN 1024	/* per hashed chain kind, at first ... */
+#define PTL_UNEX_BUCKETS PTL_N_UNEX	/* ... doubled up to this (ptl_unex.c) */
+#define PTL_UX_CHAINS	4	/* exact key, bits key, portal, source key */
+_Static_assert(PTL_N_UNEX % PTL_UNEX_CHUNK == 0, "whole chunks");
 #define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
 #define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
@@ -169,7 +178,11 @@ struct ptl_unex {
 	ptl_event_kind_t kind;	/* PTL_EVENT_PUT / PTL_EVENT_ATOMIC / ... */
 	ptl_event_t ev;		/* the event as the overflow entry saw it */
 	uint32_t rank, pid;
+	/* ptl_unex.c: its slot, the free list, its chains (index + 1) */
+	uint32_t idx, free1;
+	uint32_t next1[PTL_UX_CHAINS], prev1[PTL_UX_CHAINS];
 };
+struct ptl_ux_list { uint32_t head1, tail1; };
 
 struct ptl_handler {
 	bool used;
@@ -355,6 +368,8 @@ struct ptl_ni {
 				 * thread made progress it may be waiting for */
 	uint64_t last_spin_us;	/* when the last busy-polling caller returned */
 	int waiters;		/* callers in ptl_wait */
+	bool aborted;		/* PtlAbort: the waits return PTL_ABORTED until
+				 * waiters is back to 0 */
 	int bundle;		/* PtlStartBundle depth: puts are only queued */
 	uint64_t me_gen;	/* bumped when match entries are appended or freed */
 	int n_armed;		/* runtime entries with a wake threshold armed by
@@ -385,7 +400,8 @@ struct ptl_ni {
 	uint32_t rank, pid, nid, size;
 	ptl_process_t *map;	/* rank -> nid/pid */
 	size_t map_size;
-	ptl_ni_limits_t limits;
+	ptl_ni_limits_t limits;	/* what spin supports (the most a view may get) */
+	ptl_ni_limits_t lim[PTL_N_VIEW];	/* each view's, from PtlNIInit's desired */
 	uint64_t timeout_ms;
 	uint64_t spin_us;
 	uint64_t wake_us;	/* $SPIN_PTL_WAKE_US: 0, the runtime wakes a
@@ -419,7 +435,13 @@ struct ptl_ni {
 	uint32_t mx_ct_n[PTL_N_CT], mx_ct_x[PTL_N_CT];
 	int me_by_rt[SPIN_MAX_ME];	/* runtime index -> library index, -1 */
 	struct ptl_ptr pt[SPIN_MAX_PT];
-	struct ptl_unex unex[PTL_N_UNEX];
+	/* the unexpected list (ptl_unex.c) */
+	struct ptl_unex *ux_chunk[PTL_N_UNEX / PTL_UNEX_CHUNK];
+	uint32_t ux_n, ux_free1;
+	struct ptl_ux_list *ux_exact, *ux_bits, *ux_src;	/* ux_nb buckets each, or NULL */
+	uint32_t ux_nb;
+	struct ptl_ux_list ux_pt[SPIN_MAX_PT];
+	uint32_t ux_count[PTL_N_VIEW];	/* headers held per view */
 	struct ptl_handler hd[PTL_N_HANDLER];
 	struct ptl_hpu *hpu[PTL_N_HPU];
 	struct ptl_trig trig[PTL_N_TRIG];
@@ -526,6 +548,21 @@ void ptl_mx_unlink(struct ptl_ni *ni, struct ptl_mer *m);
 struct ptl_mer *ptl_mx_find(struct ptl_ni *ni, uint32_t pt, ptl_list_t list, uint64_t bits,
 			    uint32_t rank, uint32_t pid,
 			    bool (*ok)(struct ptl_ni *, struct ptl_mer *, void *), void *arg);
+/* ptl_unex.c: the unexpected list (lock held) */
+bool ptl_unex_matches(struct ptl_ni *ni, const struct ptl_unex *u, const ptl_me_t *me,
+		      uint32_t rank);
+/* a copy of *u on the list (at its tail), or NULL: no memory, or PTL_N_UNEX
+ * held (the caller enforces max_unexpected_headers) */
+struct ptl_unex *ptl_unex_add(struct ptl_ni *ni, const struct ptl_unex *u);
+void ptl_unex_del(struct ptl_ni *ni, struct ptl_unex *u);
+/* The oldest header of portal pt that entry me (its source as a rank, or
+ * SPIN_RANK_ANY) matches, after `after` if not NULL (which must be a header
+ * this call returned for the same me, still on the list), or NULL.  An
+ * entry without ignore bits costs a hash lookup, not a walk of the list. */
+struct ptl_unex *ptl_unex_find(struct ptl_ni *ni, uint32_t pt, const ptl_me_t *me, uint32_t rank,
+			       const struct ptl_unex *after);
+void ptl_unex_clear(struct ptl_ni *ni, uint32_t pt);
+void ptl_unex_fini(struct ptl_ni *ni);
 void ptl_eq_post(struct ptl_ni *ni, ptl_handle_eq_t eqh, const ptl_event_t *ev);
 /* Flow control: disable flow-controlled portal pt, PTL_EVENT_PT_DISABLED. */
 void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt);

@@ -79,7 +79,7 @@ static const char *rc_name(int rc)
 	static const char *n[] = { "PTL_OK", "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED",
 		"PTL_EQ_DROPPED", "PTL_EQ_EMPTY", "PTL_FAIL", "PTL_IN_USE", "PTL_INTERRUPTED",
 		"PTL_LIST_TOO_LONG", "PTL_NO_INIT", "PTL_NO_SPACE", "PTL_PID_IN_USE",
-		"PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE", "PTL_IGNORED" };
+		"PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE", "PTL_IGNORED", "PTL_ABORTED" };
 	static __thread char b[32];
 
 	if (rc >= 0 && rc < (int)(sizeof(n) / sizeof(n[0])))
@@ -272,10 +272,13 @@ static int env_rank(void)
 	return -1;
 }
 
+/* the limits init_ni asks for (NULL: none) */
+static const ptl_ni_limits_t *want_lim;
+
 static void init_ni(unsigned opts, ptl_pid_t pid)
 {
 	OK(PtlInit());
-	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | opts, pid, NULL, &lim, &ni));
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | opts, pid, want_lim, &lim, &ni));
 	physical = !!(opts & PTL_NI_PHYSICAL);
 }
 
@@ -1453,6 +1456,433 @@ static void c_fc_unex(void)
 {
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
 	fc_run(true);
+}
+
+/* fc_unex with max_unexpected_headers 40 asked for in PtlNIInit */
+static void c_fc_unex_small(void)
+{
+	static ptl_ni_limits_t w;
+
+	memset(&w, 0xff, sizeof(w));	/* every other one: spin's (-1, PTL_SIZE_MAX) */
+	w.max_unexpected_headers = 40;
+	want_lim = &w;
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	CHK_EQ(lim.max_unexpected_headers, 40, "max_unexpected_headers as desired");
+	fc_run(true);
+}
+
+/*
+ * limits: PtlNIInit's desired limits are what the NI gets (clamped to
+ * spin's: more than spin has gives spin's), reported in actual, the same
+ * for a second PtlNIInit of the NI, per NI (the non-matching NI has its
+ * own), and enforced with the specification's return codes, each at
+ * exactly its value.  Then the return codes of the frees: PtlEQFree of a
+ * queue a portal still names is PTL_OK (what the specification lists; the
+ * portal's events go nowhere), PtlMDRelease of an MD a triggered operation
+ * will use is PTL_IN_USE until it is cancelled.
+ */
+static void c_limits(void)
+{
+	ptl_ni_limits_t w, got, nl, big;
+	ptl_handle_ni_t ni2, nni;
+	ptl_handle_eq_t eqs[3];
+	ptl_handle_ct_t cts[3];
+	ptl_handle_md_t mds[4], h;
+	ptl_handle_me_t me;
+	ptl_pt_index_t pt;
+	ptl_iovec_t iov[3];
+	ptl_ct_event_t inc = { 1, 0 };
+	uint8_t *buf = kbuf(K_MAL, 4096);
+	ptl_me_t ms;
+	ptl_md_t md;
+	ptl_event_t ev;
+	int n;
+
+	memset(&w, 0xff, sizeof(w));
+	w.max_entries = 6;
+	w.max_unexpected_headers = 7;
+	w.max_mds = 3;
+	w.max_cts = 2;
+	w.max_eqs = 2;
+	w.max_pt_index = 3;
+	w.max_iovecs = 2;
+	w.max_list_size = 4;
+	w.max_triggered_ops = 2;
+	w.max_msg_size = 1000;
+	w.max_atomic_size = 16;
+	w.max_fetch_atomic_size = 8;
+	want_lim = &w;
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	want_lim = NULL;
+	CHK_EQ(lim.max_entries, 6, "max_entries");
+	CHK_EQ(lim.max_unexpected_headers, 7, "max_unexpected_headers");
+	CHK_EQ(lim.max_mds, 3, "max_mds");
+	CHK_EQ(lim.max_cts, 2, "max_cts");
+	CHK_EQ(lim.max_eqs, 2, "max_eqs");
+	CHK_EQ(lim.max_pt_index, 3, "max_pt_index");
+	CHK_EQ(lim.max_iovecs, 2, "max_iovecs");
+	CHK_EQ(lim.max_list_size, 4, "max_list_size");
+	CHK_EQ(lim.max_triggered_ops, 2, "max_triggered_ops");
+	CHK_EQ(lim.max_msg_size, 1000, "max_msg_size");
+	CHK_EQ(lim.max_atomic_size, 16, "max_atomic_size");
+	CHK_EQ(lim.max_fetch_atomic_size, 8, "max_fetch_atomic_size");
+	/* -1 and PTL_SIZE_MAX: spin's */
+	CHK_EQ(lim.max_waw_ordered_size, 1376, "max_waw_ordered_size: spin's");
+	/* a second PtlNIInit of the NI: the same limits, whatever it asks */
+	memset(&big, 0, sizeof(big));
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, &big, &got,
+		     &ni2));
+	CHK(!memcmp(&got, &lim, sizeof(got)), "a second PtlNIInit gets the NI's limits");
+	RC(PtlNIFini(ni2), PTL_OK);
+	/* the non-matching NI: its own; more than spin has gives spin's */
+	memset(&big, 0x7f, sizeof(big));
+	OK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_NO_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, &big, &nl,
+		     &nni));
+	CHK_EQ(nl.max_eqs, 64, "max_eqs: spin's (PTL_N_EQ)");
+	CHK_EQ(nl.max_entries, 131072, "max_entries: spin's");
+	CHK_EQ(nl.max_unexpected_headers, 131072, "max_unexpected_headers: spin's most");
+	CHK_EQ(nl.max_pt_index, SPIN_PT_PER_PROC / 2 - 1, "max_pt_index: spin's");
+	CHK_EQ(nl.max_msg_size, SPIN_MAX_MSG, "max_msg_size: spin's");
+
+	/* event queues: max_eqs, and the other NI's are its own */
+	for (n = 0; n < 2; n++)
+		OK(PtlEQAlloc(ni, 16, &eqs[n]));
+	RC(PtlEQAlloc(ni, 16, &eqs[2]), PTL_NO_SPACE);
+	OK(PtlEQAlloc(nni, 16, &eqs[2]));
+	RC(PtlEQFree(eqs[2]), PTL_OK);
+	/* counters */
+	for (n = 0; n < 2; n++)
+		OK(PtlCTAlloc(ni, &cts[n]));
+	RC(PtlCTAlloc(ni, &cts[2]), PTL_NO_SPACE);
+	/* memory descriptors; iovecs */
+	iov[0] = (ptl_iovec_t){ buf, 8 };
+	iov[1] = (ptl_iovec_t){ buf + 8, 8 };
+	iov[2] = (ptl_iovec_t){ buf + 16, 8 };
+	md = (ptl_md_t){ iov, 3, PTL_IOVEC, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &md, &h), PTL_ARG_INVALID);
+	md.length = 2;
+	OK(PtlMDBind(ni, &md, &mds[0]));
+	mds[1] = md_new(buf, 4096, 0, eqs[0], PTL_CT_NONE);
+	mds[2] = md_new(buf, 4096, 0, PTL_EQ_NONE, PTL_CT_NONE);
+	md = (ptl_md_t){ buf, 64, 0, PTL_EQ_NONE, PTL_CT_NONE };
+	RC(PtlMDBind(ni, &md, &mds[3]), PTL_NO_SPACE);
+	RC(PtlMDRelease(mds[0]), PTL_OK);
+	/* portal indexes 0..3 */
+	RC(PtlPTAlloc(ni, 0, eqs[0], 4, &pt), PTL_ARG_INVALID);
+	for (n = 0; n < 4; n++) {
+		OK(PtlPTAlloc(ni, 0, eqs[0], PTL_PT_ANY, &pt));
+		CHK_EQ(pt, (ptl_pt_index_t)n, "PTL_PT_ANY");
+	}
+	RC(PtlPTAlloc(ni, 0, eqs[0], PTL_PT_ANY, &pt), PTL_PT_FULL);
+	/* entries: 4 on a portal (max_list_size), 6 in all (max_entries) */
+	ms = me_spec(buf, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0x5, 0);
+	for (n = 0; n < 4; n++)
+		OK(PtlMEAppend(ni, 0, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	RC(PtlMEAppend(ni, 0, &ms, PTL_OVERFLOW_LIST, NULL, &me), PTL_LIST_TOO_LONG);
+	OK(PtlMEAppend(ni, 1, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	RC(PtlMEUnlink(me), PTL_OK);
+	OK(PtlMEAppend(ni, 1, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	OK(PtlMEAppend(ni, 2, &ms, PTL_PRIORITY_LIST, NULL, &me));
+	RC(PtlMEAppend(ni, 3, &ms, PTL_PRIORITY_LIST, NULL, &me), PTL_NO_SPACE);
+	ms.options |= PTL_IOVEC;
+	ms.start = iov;
+	ms.length = 3;
+	RC(PtlMEAppend(ni, 3, &ms, PTL_PRIORITY_LIST, NULL, &me), PTL_ARG_INVALID);
+	/* message and atomic sizes: a put of max_msg_size to itself arrives */
+	RC(PtlPut(mds[1], 0, 1001, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0),
+	   PTL_ARG_INVALID);
+	RC(PtlGet(mds[1], 0, 1001, rank_proc(R), 0, 0x5, 0, NULL), PTL_ARG_INVALID);
+	RC(PtlAtomic(mds[1], 0, 24, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0, PTL_SUM,
+		     PTL_UINT64_T), PTL_ARG_INVALID);
+	RC(PtlFetchAtomic(mds[1], 0, mds[1], 64, 16, rank_proc(R), 0, 0x5, 0, NULL, 0, PTL_SUM,
+			  PTL_UINT64_T), PTL_ARG_INVALID);
+	OK(PtlPut(mds[1], 0, 1000, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, U(0x1), 0));
+	for (n = 0; n < 4; n++) {
+		if (!want_ev(eqs[0], &ev, T_EV_MS, "the put of max_msg_size"))
+			break;
+		if (ev.type == PTL_EVENT_PUT) {
+			CHK_EQ(ev.mlength, 1000, "max_msg_size arrived whole");
+			break;
+		}
+	}
+	/* triggered operations */
+	OK(PtlTriggeredCTInc(cts[1], inc, cts[0], 100));
+	OK(PtlTriggeredPut(mds[2], 0, 8, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0, cts[0],
+			   100));
+	RC(PtlTriggeredCTInc(cts[1], inc, cts[0], 100), PTL_NO_SPACE);
+	/* an MD a triggered operation will send from: PTL_IN_USE */
+	RC(PtlMDRelease(mds[2]), PTL_IN_USE);
+	OK(PtlCTCancelTriggered(cts[0]));
+	RC(PtlMDRelease(mds[2]), PTL_OK);
+	OK(PtlTriggeredCTInc(cts[1], inc, cts[0], 100));	/* room again */
+	/* a queue a portal still names: freed (PTL_OK), then a put to the
+	 * portal finds no queue, and nothing breaks */
+	RC(PtlEQFree(eqs[1]), PTL_OK);
+	RC(PtlEQFree(eqs[0]), PTL_OK);	/* portals 0..3 name it */
+	RC(PtlEQFree(eqs[0]), PTL_ARG_INVALID);
+	OK(PtlPut(mds[1], 0, 8, PTL_NO_ACK_REQ, rank_proc(R), 0, 0x5, 0, NULL, 0));
+	OK(PtlEQAlloc(ni, 16, &eqs[0]));	/* the slot again: another generation */
+	no_ev(eqs[0], 200, "a freed queue's portal posts nowhere");
+	RC(PtlNIFini(nni), PTL_OK);
+	fini_ni();
+}
+
+/*
+ * abort: PtlAbort (Portals 4.3, as the reference implementation has it).
+ * Four threads wait where nothing will come (PtlEQWait, PtlEQPoll without
+ * a timeout, PtlCTWait, PtlCTPoll); the main thread calls PtlAbort until
+ * they have all returned (one call can come before some of them wait: it
+ * does nothing then), and each returned PTL_ABORTED.  Then the waits work
+ * again: a poll finds its queue empty, a PtlAbort with nobody waiting
+ * changes nothing, and the queue and counter are freed.
+ */
+struct abort_arg {
+	int kind;
+	ptl_handle_eq_t eq;
+	ptl_handle_ct_t ct;
+	int rc;
+	int done;
+};
+
+static void *abort_waiter(void *p)
+{
+	struct abort_arg *a = p;
+	ptl_event_t ev;
+	ptl_ct_event_t ce;
+	ptl_size_t test = 5;
+	unsigned int which;
+
+	switch (a->kind) {
+	case 0: a->rc = PtlEQWait(a->eq, &ev); break;
+	case 1: a->rc = PtlEQPoll(&a->eq, 1, PTL_TIME_FOREVER, &ev, &which); break;
+	case 2: a->rc = PtlCTWait(a->ct, 5, &ce); break;
+	default: a->rc = PtlCTPoll(&a->ct, &test, 1, PTL_TIME_FOREVER, &ce, &which); break;
+	}
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void c_abort(void)
+{
+	static const char *const what[4] = { "PtlEQWait", "PtlEQPoll", "PtlCTWait", "PtlCTPoll" };
+	struct abort_arg a[4];
+	pthread_t th[4];
+	ptl_handle_eq_t eq;
+	ptl_handle_ct_t ct;
+	ptl_event_t ev;
+	unsigned int which;
+	int left, calls = 0;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	eq = eq_new(16);
+	ct = ct_new();
+	for (int i = 0; i < 4; i++) {
+		a[i] = (struct abort_arg){ .kind = i, .eq = eq, .ct = ct, .rc = -1 };
+		if (pthread_create(&th[i], NULL, abort_waiter, &a[i]))
+			DIE("pthread_create");
+	}
+	do {
+		PtlAbort();
+		calls++;
+		usleep(2000);
+		left = 0;
+		for (int i = 0; i < 4; i++)
+			left += !__atomic_load_n(&a[i].done, __ATOMIC_ACQUIRE);
+	} while (left);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHK(a[i].rc == PTL_ABORTED, "%s after PtlAbort: %s", what[i], rc_name(a[i].rc));
+	}
+	LOG("every wait aborted after %d PtlAbort calls", calls);
+	RC(PtlEQPoll(&eq, 1, 0, &ev, &which), PTL_EQ_EMPTY);
+	PtlAbort();	/* nobody waits: nothing happens */
+	RC(PtlEQPoll(&eq, 1, 10, &ev, &which), PTL_EQ_EMPTY);
+	RC(PtlCTPoll(&ct, &(ptl_size_t){ 5 }, 1, 10, &(ptl_ct_event_t){ 0 }, &which),
+	   PTL_CT_NONE_REACHED);
+	RC(PtlEQFree(eq), PTL_OK);
+	RC(PtlCTFree(ct), PTL_OK);
+	fini_ni();
+}
+
+/*
+ * unexorder: the unexpected list through the API against a model.  Rank 0
+ * puts UO_N messages (hdr_data k, match bits k % UO_KEYS) to rank 1's
+ * overflow entry; rank 1 then appends priority entries of every shape
+ * (a rank and bits, any source and bits, ignore bits; use-once or
+ * persistent) and each must take exactly the headers the model (the
+ * alive headers in arrival order) gives it: the oldest one that matches
+ * (use-once) or every one, oldest first, as PTL_EVENT_PUT_OVERFLOW.
+ */
+#define UO_N 3000
+#define UO_KEYS 200
+static void c_unexorder(void)
+{
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(2 * UO_N);
+		uint8_t *ov = kbuf(K_MAL, UO_N * 8), *pb = kbuf(K_MAL, 64);
+		static bool alive[UO_N];
+		uint64_t rs2 = 0x1234567;
+		int nleft = UO_N, appends = 0, taken = 0;
+		ptl_event_t ev;
+		char ctx[128];
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ov, UO_N * 8, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0, ~0ull,
+		       PTL_CT_NONE, PTL_OVERFLOW_LIST, U(0x0f));
+		barrier("uo.ready");
+		for (int k = 0; k < UO_N; k++) {
+			if (!want_ev(eq, &ev, T_EV_MS, "a put on the overflow list"))
+				break;
+			CHKEV("overflow", &ev, .m = F_TYPE | F_LIST | F_HDR, .type = PTL_EVENT_PUT,
+			      .list = PTL_OVERFLOW_LIST, .hdr = (uint64_t)k);
+			alive[k] = true;
+		}
+		while (nleft > 0 && !failed && appends < 4000) {
+			uint64_t r, bits, ign = 0;
+			int shape, k0;
+			bool once;
+			ptl_me_t me;
+			ptl_handle_me_t h;
+
+			rs2 ^= rs2 << 13, rs2 ^= rs2 >> 7, rs2 ^= rs2 << 17;
+			r = rs2;
+			shape = (int)(r % 4);
+			once = (r >> 8) % 10 < 7;
+			/* aim at a live header */
+			k0 = (int)((r >> 16) % UO_N);
+			for (int j = 0; j < UO_N && !alive[k0]; j++)
+				k0 = (k0 + 1) % UO_N;
+			bits = (uint64_t)(k0 % UO_KEYS);
+			if (shape == 2)
+				ign = 0x7;
+			me = me_spec(pb, 64, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
+				     PTL_ME_EVENT_UNLINK_DISABLE | (once ? PTL_ME_USE_ONCE : 0), bits ^ (r >> 40 & ign),
+				     ign);
+			if (shape == 0 || shape == 3)
+				me.match_id.rank = shape == 0 ? 0 : 1;	/* rank 1 sent nothing */
+			snprintf(ctx, sizeof(ctx), "append %d: bits %llu ign 0x%llx %s%s", appends,
+				 (unsigned long long)me.match_bits, (unsigned long long)ign,
+				 shape == 0 ? "rank 0" : shape == 3 ? "rank 1" : "any source",
+				 once ? " use-once" : "");
+			OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, U(0x100 + appends), &h));
+			for (int k = 0; k < UO_N; k++) {
+				if (!alive[k] || ((uint64_t)(k % UO_KEYS) ^ me.match_bits) & ~ign ||
+				    shape == 3)
+					continue;
+				if (!want_ev(eq, &ev, T_EV_MS, ctx))
+					break;
+				CHKEV(ctx, &ev, .m = F_TYPE | F_HDR | F_UPTR, .type = PTL_EVENT_PUT_OVERFLOW,
+				      .hdr = (uint64_t)k, .uptr = U(0x100 + appends));
+				alive[k] = false;
+				nleft--;
+				taken++;
+				if (once)
+					break;
+			}
+			no_ev(eq, 0, ctx);
+			{
+				/* linked (persistent, or use-once that took
+				 * nothing): off again; a use-once one that took
+				 * a header was never linked */
+				int rc = PtlMEUnlink(h);
+
+				CHK(rc == PTL_OK || rc == PTL_ARG_INVALID, "%s: unlink %s", ctx, rc_name(rc));
+			}
+			appends++;
+		}
+		LOG("%d appends took %d headers in the model's order", appends, taken);
+		CHK(nleft == 0, "every header taken (%d left)", nleft);
+		barrier("uo.done");
+	} else if (R == 0) {
+		uint8_t *src = kbuf(K_MAL, 64);
+		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
+
+		barrier("uo.ready");
+		for (int k = 0; k < UO_N && !failed; k++)
+			RC(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, (uint64_t)(k % UO_KEYS), 0,
+				  NULL, (uint64_t)k), PTL_OK);
+		barrier("uo.done");
+	}
+	fini_ni();
+}
+
+/*
+ * countsearch: counting searches (Portals 4.3, as the reference
+ * implementation has them): a PtlMESearch with a counter and
+ * PTL_ME_EVENT_CT_OVERFLOW adds one success per unexpected header it finds
+ * (its mlength with PTL_ME_EVENT_CT_BYTES) and then one failure, which
+ * says the search is over; a use-once search that found a header adds no
+ * failure.  Headers (bits 1, 55, 55, 1, 55) wait on the unexpected list.
+ */
+static void c_countsearch(void)
+{
+	static const uint64_t bits[5] = { 1, 55, 55, 1, 55 };
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_handle_eq_t eq = eq_new(64);
+		ptl_handle_ct_t ct = ct_new();
+		uint8_t *ov = kbuf(K_MAL, 4096);
+		struct { uint64_t bits; unsigned opts; ptl_search_op_t op; uint64_t s, f; int nev;
+			 int type; } step[] = {
+			/* success, failure after the step; events */
+			{ 55, 0, PTL_SEARCH_ONLY, 3, 1, 3, PTL_EVENT_SEARCH },
+			{ 55, PTL_ME_USE_ONCE, PTL_SEARCH_ONLY, 4, 1, 1, PTL_EVENT_SEARCH },
+			{ 55, PTL_ME_EVENT_CT_BYTES, PTL_SEARCH_ONLY, 4 + 3 * 64, 2, 3, PTL_EVENT_SEARCH },
+			{ 99, 0, PTL_SEARCH_ONLY, 4 + 3 * 64, 3, 1, PTL_EVENT_SEARCH },
+			{ 99, PTL_ME_USE_ONCE, PTL_SEARCH_ONLY, 4 + 3 * 64, 4, 1, PTL_EVENT_SEARCH },
+			{ 55, 0, PTL_SEARCH_DELETE, 7 + 3 * 64, 5, 3, PTL_EVENT_PUT_OVERFLOW },
+			{ 55, 0, PTL_SEARCH_DELETE, 7 + 3 * 64, 6, 1, PTL_EVENT_SEARCH },
+			{ 1, PTL_ME_USE_ONCE, PTL_SEARCH_DELETE, 8 + 3 * 64, 6, 1, PTL_EVENT_PUT_OVERFLOW },
+			{ 1, 0, PTL_SEARCH_DELETE, 9 + 3 * 64, 7, 1, PTL_EVENT_PUT_OVERFLOW },
+			{ 1, 0, PTL_SEARCH_DELETE, 9 + 3 * 64, 8, 1, PTL_EVENT_SEARCH },
+		};
+		char ctx[96];
+		ptl_event_t ev;
+		ptl_ct_event_t c;
+
+		pt_new(0, eq, PT_DATA);
+		me_add(PT_DATA, ov, 4096, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 0, ~0ull, PTL_CT_NONE,
+		       PTL_OVERFLOW_LIST, U(0x0f));
+		barrier("cs.ready");
+		for (int k = 0; k < 5; k++)
+			if (want_ev(eq, &ev, T_EV_MS, "a put on the overflow list"))
+				CHKEV("overflow", &ev, .m = F_TYPE | F_LIST, .type = PTL_EVENT_PUT,
+				      .list = PTL_OVERFLOW_LIST);
+		for (size_t i = 0; i < sizeof(step) / sizeof(step[0]) && !failed; i++) {
+			ptl_me_t me = me_spec(NULL, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_OVERFLOW | step[i].opts,
+					      step[i].bits, 0);
+
+			snprintf(ctx, sizeof(ctx), "step %zu: %s bits %llu%s%s", i,
+				 step[i].op == PTL_SEARCH_ONLY ? "SEARCH_ONLY" : "SEARCH_DELETE",
+				 (unsigned long long)step[i].bits,
+				 step[i].opts & PTL_ME_USE_ONCE ? " use-once" : "",
+				 step[i].opts & PTL_ME_EVENT_CT_BYTES ? " bytes" : "");
+			me.ct_handle = ct;
+			OK(PtlMESearch(ni, PT_DATA, &me, step[i].op, U(0x50 + i)));
+			for (int k = 0; k < step[i].nev; k++)
+				if (want_ev(eq, &ev, T_EV_MS, ctx))
+					CHKEV(ctx, &ev, .m = F_TYPE | F_UPTR, .type = step[i].type,
+					      .uptr = U(0x50 + i));
+			no_ev(eq, 50, ctx);
+			OK(PtlCTGet(ct, &c));
+			CHK_EQ(c.success, step[i].s, ctx);
+			CHK_EQ(c.failure, step[i].f, ctx);
+		}
+		barrier("cs.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq = eq_new(64);
+		uint8_t *src = kbuf(K_MAL, 4096);
+		ptl_handle_md_t md = md_new(src, 4096, 0, eq, PTL_CT_NONE);
+
+		barrier("cs.ready");
+		for (int k = 0; k < 5; k++)
+			put_wait(md, eq, 0, 64, PTL_ACK_REQ, 1, PT_DATA, bits[k], 0, U(k + 1), 0, 0, 64,
+				 PTL_OVERFLOW_LIST, "a put to the overflow list");
+		barrier("cs.done");
+	}
+	fini_ni();
 }
 
 /*
@@ -6083,7 +6513,9 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
 	{ "ship_peek", c_ship_peek }, { "ship_lease", c_ship_lease },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
-	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex },
+	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
+	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },
+	{ "unexorder", c_unexorder },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };

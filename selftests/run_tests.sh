@@ -50,6 +50,7 @@ run_suite ptl selftests/test_ptl.sh
 run_suite ptl_atomic selftests/test_ptl_atomic
 run_suite ptl_buf selftests/test_ptl_buf
 run_suite ptl_match selftests/test_ptl_match
+run_suite ptl_unex selftests/test_ptl_unex
 run_suite impair selftests/test_impair.sh
 run_suite rel selftests/test_rel.sh
 run_suite flood selftests/test_flood.sh

@@ -315,6 +315,16 @@ run_case overflow overflow 2 2
 run_case flowctl flowctl 2 2
 run_case fc_eqfull fc_eqfull 2 2
 PTL_CASE_TIMEOUT=120 run_case fc_unex fc_unex 2 2
+# the same with max_unexpected_headers 40 asked for (desired limits)
+run_case fc_unex_small fc_unex_small 2 2
+# PtlNIInit's desired limits: reported, enforced at their values; the frees' return codes
+run_case limits limits 2 2
+# counting searches (PtlMESearch with a counter, Portals 4.3)
+run_case countsearch countsearch 2 2
+# PtlAbort (Portals 4.3): four threads' waits return PTL_ABORTED
+run_case abort abort 2 2
+# the unexpected list through PtlMEAppend against a model: 3,000 headers
+PTL_CASE_TIMEOUT=120 run_case unexorder unexorder 2 2
 # Portals order against a reference model: 3,000 entries, every one put
 # to; 100,000 entries, 5,000 puts (PTL_CASE_TIMEOUT: the appends)
 run_case matchorder matchorder 2 2

@@ -47,6 +47,7 @@ enum ptl_retvals {
 	PTL_PT_EQ_NEEDED,	/* PTL_PT_FLOWCTRL without an event queue */
 	PTL_PT_IN_USE,		/* the portal table entry is allocated / busy */
 	PTL_IGNORED,		/* the call did nothing (it was not needed) */
+	PTL_ABORTED,		/* a wait or poll was aborted (PtlAbort, Portals 4.3) */
 };
 
 /* ---------------------------------------------------------- base types -- */
@@ -129,6 +130,12 @@ typedef struct {
 
 int PtlInit(void);
 void PtlFini(void);
+/* Portals 4.3 (as the reference implementation has it): every thread in
+ * PtlEQWait, PtlEQPoll, PtlCTWait or PtlCTPoll returns PTL_ABORTED, and so
+ * does every such call made until all of them have returned; then waits
+ * work again.  With nobody waiting it does nothing.  What a multithreaded
+ * application calls before PtlEQFree / PtlCTFree of what others wait on. */
+void PtlAbort(void);
 
 /*
  * iface: PTL_IFACE_DEFAULT is the interface named by $SPIN_IFACE, else the
@@ -136,7 +143,11 @@ void PtlFini(void);
  * ifindex.  The spin runtime is attached to it if it is not yet.  Logical
  * NIs load the job (rank, size and peers) from $SPIN_HOSTFILE and the
  * launcher's environment (spin/spin.h, spin_job_load).  pid: PTL_PID_ANY
- * picks one.  One NI per process at a time.
+ * picks one.  A matching and a non-matching NI per process at a time.
+ * desired (or NULL): the limits asked for; the NI gets each, or spin's
+ * where it asks for more (or a negative count), and they are enforced;
+ * actual: what it got.  A second PtlNIInit of the same NI gets the same
+ * limits (docs/portals.md, "Limits").
  */
 int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	      const ptl_ni_limits_t *desired, ptl_ni_limits_t *actual,
