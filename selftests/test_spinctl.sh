@@ -68,7 +68,8 @@ restore_veth2() {
 }
 
 run_test() {
-	if spin_run_test spinctl "$1" "$2" 40; then
+	spin_run_test spinctl "$1" "$2" 40
+	if [ "$SPIN_RAN" = 1 ]; then
 		restore_veth2
 	fi
 }

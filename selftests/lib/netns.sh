@@ -189,13 +189,27 @@ spin_test_args() {
 # spin_run_test SUITE NAME FUNC [LINES]: FUNC in a subshell with set -e,
 # its output in $LOG/NAME.log; one line PASS/FAIL/SKIP SUITE/NAME (exit 77:
 # skipped), counted in PASS, FAIL and SKIP; on failure the log's last LINES
-# lines (30).  A NAME that $FILTER (-t GLOB) leaves out is not run: returns 1.
+# lines (30).  SPIN_RAN says whether it ran: 0 when $FILTER (-t GLOB) left
+# NAME out.  Always returns 0, and must not be called where bash ignores
+# set -e (in an if or while condition, or before || or &&): set -e would
+# be off inside FUNC too, and a failed check in its middle would not fail
+# the test (it did so in the veth and spinctl suites).  The subshell checks
+# that and fails the test if it is so.
+SPIN_RAN=0
 spin_run_test() {
 	local suite=$1 name=$2 fn=$3 lines=${4:-30} rc
+	SPIN_RAN=0
 	if [ -n "${FILTER:-}" ] && [[ $name != $FILTER ]]; then
-		return 1
+		return 0
 	fi
-	( set -e; "$fn" ) >"$LOG/$name.log" 2>&1
+	SPIN_RAN=1
+	( set -e
+	  # (false ends the command substitution only if set -e is in force)
+	  set +e; _e=$(set -e; false; echo ignored); set -e
+	  if [ "$_e" = ignored ]; then
+		echo "spin_run_test: called where bash ignores set -e" >&2; exit 99
+	  fi
+	  "$fn" ) >"$LOG/$name.log" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		echo "PASS $suite/$name"; PASS=$((PASS + 1))
