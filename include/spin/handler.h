@@ -13,8 +13,10 @@
  * Handlers are inlined into that entry program (`__handler` is
  * `static __always_inline`), so the verifier sees one function and a
  * handler may keep pointers to its state, the packet and its stack.  The
- * runtime's finish step (counters, completion event, the put) is compiled
- * in from spin/rt_common.bpf.h, so a packet costs one tail call.
+ * runtime's default deposit and finish step (counters, completion event,
+ * the put) are not in it: the program ends with a tail call into the
+ * runtime's finish stage (spin_stages), so it is the handlers' code, the
+ * calls they make and a small fixed prologue.
  */
 #ifndef SPIN_HANDLER_H
 #define SPIN_HANDLER_H
@@ -956,10 +958,27 @@ static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spi
 }
 
 /*
+ * The end of every handler program: a tail call into the runtime's finish
+ * stage (spin_finish, bpf/spin_rt.bpf.c), which does the default deposit
+ * if asked, counters, the completion event and the puts.  Only when the
+ * stage is missing (a runtime not attached by libspin) does it return.
+ */
+static __always_inline int __spin_to_finish(struct xdp_md *xdp)
+{
+	bpf_tail_call_static(xdp, &spin_stages, SPIN_STAGE_FINISH);
+	spin_drop_count(spin_stats_get(), SPIN_DROP_HANDLER_ERROR);
+	return XDP_DROP;
+}
+
+/*
  * The entry program.  The runtime has parsed and matched the packet and
  * left the invocation in spin_ctx; this runs the requested phases in sPIN
- * order (header, then payload or default deposit, then completion when
- * this packet finished the message) and tail-calls the finish stage.
+ * order (header, then payload, then completion when this packet finished
+ * the message) and tail-calls the runtime's finish stage.  The default
+ * deposit is the stage's: a packet to deposit goes there before the
+ * completion handler (SPIN_PH_DSTAGE), and the stage enters this program
+ * again for the completion handler (SPIN_PH_RESUME) if the packet
+ * completed the message.
  */
 #define SPIN_HANDLERS(hh, ph, ch)					\
 SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
@@ -983,6 +1002,11 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 	if (!__spin_state) {						\
 		__spin_c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;	\
 		goto __spin_out;					\
+	}								\
+	if (__spin_c->phases & SPIN_PH_RESUME) {			\
+		/* back from the stage's deposit: the completion */	\
+		__spin_c->phases &= ~SPIN_PH_RESUME;			\
+		goto __spin_completion;					\
 	}								\
 	if (__spin_c->multi) {						\
 		__spin_m = bpf_map_lookup_elem(&spin_msgs, &__spin_c->key); \
@@ -1017,21 +1041,20 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 		else if (__spin_c->pay_rc == FAIL)			\
 			__spin_c->fail = 1;				\
 	} else if (__spin_c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD)) { \
-		spin_deposit(__spin_xdp, __spin_c);			\
+		/* the stage deposits and accounts, then comes back */	\
+		__spin_c->phases |= SPIN_PH_DSTAGE |			\
+				    (__SPIN_HAS(ch) ? SPIN_PH_HAS_CH : 0); \
+		goto __spin_out;					\
 	}								\
 	spin_account(__spin_c, __spin_m);				\
+__spin_completion:							\
 	if (__spin_c->done && !__spin_c->msg_dropped) {			\
 		spin_hcount(SPIN_H_COMPLETION);				\
 		if (__SPIN_CH(ch)(__spin_c->dropped, false, __spin_state) == FAIL) \
 			__spin_c->fail = 1;				\
 	}								\
 __spin_out:								\
-	{								\
-		struct spin_cfg *__spin_cfg = spin_cfg_get();		\
-		if (!__spin_cfg)					\
-			return XDP_ABORTED;				\
-		return spin_do_finish(__spin_xdp, __spin_c, spin_stats_get(), __spin_cfg); \
-	}								\
+	return __spin_to_finish(__spin_xdp);				\
 }									\
 char _spin_license[] SEC("license") = "Dual BSD/GPL"
 

@@ -23,7 +23,8 @@
  * runtime and every handler object carry it (spin_abi_version, maps.bpf.h)
  * and libspin refuses an object built for another one.
  */
-#define SPIN_ABI_VERSION	1
+#define SPIN_ABI_VERSION	2	/* 2: handler programs end in the runtime's
+				 * finish stage (spin_stages) */
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 #define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
 
@@ -283,6 +284,11 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 #define SPIN_MAX_HPU		4096	/* entries with handler memory (16 MiB) */
 #define SPIN_ME_NIL		0xffffffffu	/* no entry (end of a list) */
 #define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
+/* The runtime's stages a handler program tail-calls (spin_stages): the
+ * finish stage (spin_finish in bpf/spin_rt.bpf.c) deposits when the
+ * handler asks for the default deposit, runs counters, events and puts. */
+#define SPIN_STAGE_FINISH	0
+#define SPIN_MAX_STAGES		1
 #define SPIN_MAX_PEERS		65536	/* logical ranks (spin_peers, spin_src: arrays) */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
 /* Sources with a duplicate window at once (spin_dedup, a hash that holds
@@ -917,6 +923,13 @@ struct spin_ctx {
 #define SPIN_PH_PAYLOAD		0x2
 #define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */
 #define SPIN_PH_XSK		0x10	/* hand the packet to an AF_XDP socket */
+/* between a handler program and the runtime's finish stage (spin_stages,
+ * docs/design.md "One packet") */
+#define SPIN_PH_DSTAGE		0x20	/* the stage deposits and accounts this packet */
+#define SPIN_PH_HAS_CH		0x40	/* ... and the handler program has a completion
+					 * handler to come back to */
+#define SPIN_PH_RESUME		0x80	/* handler program entered again: run only the
+					 * completion handler */
 
 /*
  * Several puts per invocation (fan-out): put 0 is built in the frame as a
