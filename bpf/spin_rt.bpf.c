@@ -893,6 +893,7 @@ static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *
 	c->n_puts = 0;
 	c->uh_set = 0;
 	c->ms_ready = 0;
+	c->ran = 0;
 	c->fail = 0;
 	c->drop_reason = 0;
 	c->msg_dropped = 0;
@@ -1138,6 +1139,16 @@ int spin_finish(struct xdp_md *xdp)
 
 	if (!c || !cfg)
 		return XDP_ABORTED;
+	if (c->ran && st) {
+		/* the handlers the program called (handler_calls) */
+		if (c->ran & (1 << SPIN_H_HEADER))
+			st->handler_calls[SPIN_H_HEADER]++;
+		if (c->ran & (1 << SPIN_H_PAYLOAD))
+			st->handler_calls[SPIN_H_PAYLOAD]++;
+		if (c->ran & (1 << SPIN_H_COMPLETION))
+			st->handler_calls[SPIN_H_COMPLETION]++;
+	}
+	c->ran = 0;
 	if (c->phases & SPIN_PH_DSTAGE) {
 		struct spin_msg *m = NULL;
 

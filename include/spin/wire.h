@@ -913,9 +913,11 @@ struct spin_ctx {
 	__u64	put0_uh[4];	/* put 0's user header words */
 	__u64	uh_next[4];	/* spin_put_user_hdr(): for the next put */
 	__u32	uh_set;
-	__u32	put0_me;	/* (pad) */
+	__u32	ran;		/* 1 << enum spin_hslot: the handlers the handler
+				 * program called (the finish stage counts them) */
 	__u64	putq_head;	/* per-CPU ticket of the next queued put (spin_putq) */
 	__u64	putq_t0;	/* this invocation's first ticket */
+	struct spin_put_req pa;	/* the put call being made (spin/handler.h) */
 	__u8	scratch[SPIN_MAX_SEG];	/* payload of a put from local memory */
 	__u8	bounce[SPIN_MAX_DMA];	/* DMA to host from handler memory */
 };
