@@ -354,7 +354,7 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 #endif
 
 /* The UDP checksum of a header-only frame (udp: its UDP header, 8 bytes
- * before the sPIN header, in bounds): inline, it is in every handler. */
+ * before the sPIN header, in bounds): inline. */
 static __always_inline void spin_csum_hdr_only(struct iphdr *ip, struct udphdr *udp)
 {
 	__u64 sum = (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + udp->len;
