@@ -205,7 +205,7 @@ t_abi() {
 	echo "$out"
 	[ $rc -eq 1 ] || fail "handler load exit $rc, not 1"
 	[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "not one line"
-	[[ $out == *"built for spin ABI 999, this spin has ABI 1"* ]] || fail "message"
+	[[ $out == *"built for spin ABI 999, this spin has ABI 2"* ]] || fail "message"
 	[ -z "$(nsx "$NSA" "$ctl" handler list veth0 | tail -n +2)" ] || fail "a handler was loaded"
 	nsx "$NSA" "$ctl" detach veth0
 	# a runtime object of another ABI

@@ -369,7 +369,7 @@ t_options_anywhere() {
 	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "drops" in d, d'
 	[ "$(echo "$out" | wc -l)" -gt 3 ] || fail "--pret is not --pretty"
 	A "$SPINCTL" pt list veth0 --json | python3 -c 'import json,sys; json.load(sys.stdin)'
-	A "$SPINCTL" status veth0 -V | grep -q '^spinctl .*ABI 1,' || fail "-V after the object"
+	A "$SPINCTL" status veth0 -V | grep -q '^spinctl .*ABI 2,' || fail "-V after the object"
 	A "$SPINCTL" status veth0 --help | grep -q '^Usage: spinctl' || fail "--help after the object"
 }
 
@@ -527,11 +527,11 @@ t_handler_check() {
 	C() { nsx "$NSB" env SPIN_BPFFS="$root" "$SPINCTL" "$@"; }
 	C handler check samples/pingpong/pingpong_stream.bpf.o >"$LOG/hc.out"
 	cat "$LOG/hc.out"
-	grep -qx 'samples/pingpong/pingpong_stream.bpf.o: accepted by the verifier (spin ABI 1)' "$LOG/hc.out" || fail "verdict"
+	grep -qx 'samples/pingpong/pingpong_stream.bpf.o: accepted by the verifier (spin ABI 2)' "$LOG/hc.out" || fail "verdict"
 	grep -qE '^	[1-9][0-9]* insns verified, [1-9][0-9]* xlated' "$LOG/hc.out" || fail "counts"
 	grep -qE '^	verifier: processed [1-9][0-9]* insns \(limit' "$LOG/hc.out" || fail "verifier stats"
 	j=$(C -j handler check samples/pingpong/pingpong_stream.bpf.o)
-	echo "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="accepted" and d["verified_insns"]>0 and d["xlated_insns"]>0 and d["abi"]==1, d'
+	echo "$j" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="accepted" and d["verified_insns"]>0 and d["xlated_insns"]>0 and d["abi"]==2, d'
 	# the same count as when it is loaded into a runtime
 	A "$SPINCTL" handler load veth0 samples/pingpong/pingpong_stream.bpf.o name ppc >/dev/null
 	A "$SPINCTL" stats veth0 prom | grep -qx "spin_prog_verified_insns{iface=\"veth0\",kind=\"handler\",prog=\"ppc\"} $(echo "$j" |
@@ -550,7 +550,7 @@ t_handler_check() {
 	clang -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -I"$LOG/abi2/include" -Ivmlinux/x86 \
 		-c samples/pingpong/pingpong.bpf.c -o "$LOG/abi2.bpf.o"
 	table_start
-	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7, this spin has ABI 1: rebuild it" handler check "$LOG/abi2.bpf.o"
+	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7, this spin has ABI 2: rebuild it" handler check "$LOG/abi2.bpf.o"
 	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7" handler load veth0 "$LOG/abi2.bpf.o"
 	bad 8 "no SPIN_HANDLERS" handler check bpf/spin_rt.bpf.o
 	bad 8 "nosuch.bpf.o" handler check "$LOG/nosuch.bpf.o"

@@ -23,8 +23,8 @@
  * runtime and every handler object carry it (spin_abi_version, maps.bpf.h)
  * and libspin refuses an object built for another one.
  */
-#define SPIN_ABI_VERSION	2	/* 2: handler programs end in the runtime's
-				 * finish stage (spin_stages) */
+/* 2: handler programs end in the runtime's finish stage (spin_stages) */
+#define SPIN_ABI_VERSION	2
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 #define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
 
