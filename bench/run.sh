@@ -169,7 +169,7 @@ setup_spin_server() {
 	       sctl pt alloc "$IF_S" 0 &&
 	       sctl me append "$IF_S" pt 0 bits 0 ignore 0xffffffffffffffff handler pp no-events &&
 	       sctl peer add "$IF_S" 0 "$IP_C" &&
-	       sctl peer add "$IF_S" 1 "$IP_C"; }; then
+	       sctl peer add "$IF_S" 1 "$IP_S" mac "$MAC_S"; }; then
 		log "spin server setup failed"
 		return 1
 	fi

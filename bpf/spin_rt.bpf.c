@@ -904,6 +904,7 @@ static __always_inline void spin_begin(struct spin_ctx *c, struct spin_match_q *
 	c->n_puts = 0;
 	c->uh_set = 0;
 	c->ms_ready = 0;
+	c->ran = 0;
 	c->fail = 0;
 	c->drop_reason = 0;
 	c->msg_dropped = 0;
@@ -1098,7 +1099,7 @@ __noinline int spin_default(struct xdp_md *xdp)
 	if (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD))
 		spin_deposit(xdp, c);
 	spin_account(c, m);
-	return spin_do_finish(xdp, c, st, cfg);
+	return spin_do_finish(xdp, c, st, cfg, 1);
 }
 
 /*
@@ -1126,6 +1127,65 @@ static __always_inline void spin_tail_call_handler(struct xdp_md *xdp, __u32 slo
 	switch (slot) {
 	SPIN_TC16(0) SPIN_TC16(16) SPIN_TC16(32) SPIN_TC16(48)
 	}
+}
+
+/*
+ * The finish stage (spin_stages[SPIN_STAGE_FINISH]): every handler program
+ * ends with a tail call here, so the runtime's finish code (counters,
+ * events, the put and answer frames with their auth tag, fan-out) and the
+ * default deposit are in the runtime once instead of in each handler
+ * program.  A handler program that asks for the default deposit
+ * (SPIN_PH_DSTAGE: its header handler said PROCEED, or it has no payload
+ * handler) comes here before its completion handler: the stage deposits
+ * and accounts the packet and, if it completed the message and the
+ * program has a completion handler (SPIN_PH_HAS_CH), enters the program
+ * again for it (SPIN_PH_RESUME), which comes back here to finish.
+ */
+SEC("xdp")
+int spin_finish(struct xdp_md *xdp)
+{
+	struct spin_ctx *c = spin_ctx_get();
+	struct spin_stats *st = spin_stats_get();
+	struct spin_cfg *cfg = spin_cfg_get();
+
+	if (!c || !cfg)
+		return XDP_ABORTED;
+	if (c->ran && st) {
+		/* the handlers the program called (handler_calls) */
+		if (c->ran & (1 << SPIN_H_HEADER))
+			st->handler_calls[SPIN_H_HEADER]++;
+		if (c->ran & (1 << SPIN_H_PAYLOAD))
+			st->handler_calls[SPIN_H_PAYLOAD]++;
+		if (c->ran & (1 << SPIN_H_COMPLETION))
+			st->handler_calls[SPIN_H_COMPLETION]++;
+	}
+	c->ran = 0;
+	if (c->phases & SPIN_PH_DSTAGE) {
+		struct spin_msg *m = NULL;
+
+		c->phases &= ~SPIN_PH_DSTAGE;
+		if (c->multi) {
+			m = bpf_map_lookup_elem(&spin_msgs, &c->key);
+			if (!m) {
+				spin_drop_count(st, SPIN_DROP_MSG_TIMEOUT);
+				return XDP_DROP;
+			}
+		}
+		spin_deposit(xdp, c);
+		spin_account(c, m);
+		if (c->done && !c->msg_dropped && (c->phases & SPIN_PH_HAS_CH)) {
+			struct spin_me *me = bpf_map_lookup_elem(&spin_me, &c->me);
+
+			c->phases |= SPIN_PH_RESUME;
+			if (me && me->handler)
+				spin_tail_call_handler(xdp, me->handler - 1);
+			/* the program went away meanwhile: the message fails */
+			c->phases &= ~SPIN_PH_RESUME;
+			c->fail = 1;
+			spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
+		}
+	}
+	return spin_do_finish(xdp, c, st, cfg, 0);
 }
 
 /* Go to the entry's handler program, or do the default work. */

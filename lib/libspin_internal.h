@@ -52,6 +52,7 @@ enum spin_map_id {
 	SPIN_M_MSTATE_PC,
 	SPIN_M_HPU_BIG,
 	SPIN_M_HGETS,
+	SPIN_M_STAGES,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];

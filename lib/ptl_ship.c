@@ -121,6 +121,8 @@ static const int default_helpers[] = {
 	5,	/* ktime_get_ns */
 	7,	/* get_prandom_u32 */
 	8,	/* get_smp_processor_id */
+	12,	/* tail_call (every handler program ends in the runtime's finish
+		 * stage; the prog arrays it can name are this runtime's) */
 	23,	/* redirect (device puts) */
 	28,	/* csum_diff */
 	44,	/* xdp_adjust_head */

@@ -69,6 +69,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_MSTATE_PC]	= "spin_mstate_pc",
 	[SPIN_M_HPU_BIG]	= "spin_hpu_big",
 	[SPIN_M_HGETS]		= "spin_hgets",
+	[SPIN_M_STAGES]		= "spin_stages",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -358,7 +359,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	struct attach_state s = { .ifindex = 0 };
 	struct spin_pins old;
-	struct bpf_program *prx, *ptc;
+	struct bpf_program *prx, *ptc, *pfin;
 	struct bpf_map *map;
 	struct spin_cfg cfg = {};
 	char obj_path[PATH_MAX];
@@ -537,6 +538,21 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	if (spin_obj_pin_at(bpf_program__fd(prx), s.pins.dir, SPIN_PIN_PROG_RX)) {
 		err = spin_seterr(spin_errno_code(errno), "cannot pin %s/%s: %s", s.pin_dir,
 				  SPIN_PIN_PROG_RX, strerror(errno));
+		goto out;
+	}
+	/* the finish stage every handler program ends in (spin_stages): held
+	 * by the pinned map, as the handler programs are */
+	pfin = bpf_object__find_program_by_name(s.obj, "spin_finish");
+	k = SPIN_STAGE_FINISH;
+	if (!pfin) {
+		err = spin_seterr(SPIN_EFAIL, "runtime object %s has no program 'spin_finish': rebuild it",
+				  obj_path);
+		goto out;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_stages")),
+				&k, &(int){ bpf_program__fd(pfin) }, 0)) {
+		err = spin_seterr(SPIN_EFAIL, "cannot insert spin_finish into spin_stages: %s",
+				  strerror(errno));
 		goto out;
 	}
 	/* fan-out (several device puts per invocation): spin_tc at TC

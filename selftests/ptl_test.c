@@ -5979,7 +5979,7 @@ static void ship_expect(const char *what, int rc, const ptl_spin_ship_result_t *
 
 /* Failures come back to the sender with the reason, and the target is
  * unchanged: rank 0 ships to rank 1 (both SPIN_SHIP_ALLOW=0,
- * SPIN_SHIP_MAX_INSNS=10000 SPIN_SHIP_MAX_BYTES=300000
+ * SPIN_SHIP_MAX_INSNS=5000 SPIN_SHIP_MAX_BYTES=300000
  * SPIN_SHIP_MAX_PROGS=1): garbage, a cut object, a verifier rejection, a
  * helper the policy denies, too many instructions, host memory (none for
  * shipped code),

@@ -231,7 +231,7 @@ run_case put put 2 2
 # shipped handlers (docs/shipping.md): rank 0 ships to ranks 0..3; rank 1
 # to rank 2, which removes it when rank 1's NI ends
 run_case ship ship 4 4 spin SPIN_SHIP_ALLOW=0,1 PTL_TEST_SHIP_PLACE=native
-run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=10000 \
+run_case ship_fail ship_fail 2 2 spin SPIN_SHIP_ALLOW=0 SPIN_SHIP_MAX_INSNS=5000 \
 	SPIN_SHIP_MAX_BYTES=300000 SPIN_SHIP_MAX_PROGS=1
 run_case ship_peek ship_peek 2 2 spin SPIN_SHIP_ALLOW=0
 run_case ship_off ship_off 2 2

@@ -2227,10 +2227,23 @@ static void many_puts(void)
 	s.handler = "puts";
 	s.hpu_init = &init;
 	s.hpu_init_len = sizeof(init);
+	/* the entry's host memory crosses a boundary of the window's map
+	 * elements 4000 bytes in, and so do some queued puts from host (a
+	 * put's bytes are read across it in one copy) */
+	s.host_off = SPIN_HOST_CHUNK - 4000;
+	{
+		int cross = 0;
+
+		for (int i = 0; i < MP_N; i++)
+			cross += init.op[i].kind == PUTS_HOST && init.op[i].off < 4000 &&
+				 init.op[i].off + init.op[i].len > 4000;
+		ASSERT_EQ(cross > 0, 1, "a put from host crosses a window element");
+	}
 	idx = me_add(&s);
 	if (idx < 0)
 		return;
 	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.host_off, SPIN_HOST_CHUNK - 4000, "entry's host offset");
 	fill(host + me.host_off, 8192, 63);
 	for (int i = 0; i < MP_N - 1; i++)
 		if (i != MP_NULL) {

@@ -13,8 +13,10 @@
  * Handlers are inlined into that entry program (`__handler` is
  * `static __always_inline`), so the verifier sees one function and a
  * handler may keep pointers to its state, the packet and its stack.  The
- * runtime's finish step (counters, completion event, the put) is compiled
- * in from spin/rt_common.bpf.h, so a packet costs one tail call.
+ * runtime's default deposit and finish step (counters, completion event,
+ * the put) are not in it: the program ends with a tail call into the
+ * runtime's finish stage (spin_stages), so it is the handlers' code, the
+ * calls they make and a small fixed prologue.
  */
 #ifndef SPIN_HANDLER_H
 #define SPIN_HANDLER_H
@@ -377,6 +379,11 @@ static __always_inline ptl_process_t __spin_proc_rank(__u64 r)
 }
 /* A target may be a ptl_process_t or a plain integer rank. */
 #define __spin_proc(t) _Generic((t), ptl_process_t: __spin_proc_id, default: __spin_proc_rank)(t)
+/* ... and its rank (the put calls take only that: a copy of the whole
+ * union is lowered to byte loads) */
+static __always_inline ptl_rank_t __spin_rank_id(ptl_process_t p) { return p.rank; }
+static __always_inline ptl_rank_t __spin_rank_rank(__u64 r) { return (ptl_rank_t)r; }
+#define __spin_rank(t) _Generic((t), ptl_process_t: __spin_rank_id, default: __spin_rank_rank)(t)
 
 /*
  * spin extension: the user header words (ptl_header_t.user_hdr at the
@@ -418,174 +425,177 @@ static __always_inline int __spin_put_fail(struct spin_ctx *c, __u32 why)
 }
 
 /*
- * The queue entry of put n (1 .. SPIN_MAX_PUTS - 1) of this invocation, at
- * ticket putq_t0 + n - 1 of the CPU's ring (wire.h, struct spin_putq_ent);
- * its ticket is cleared until __spin_putq_commit.  NULL: put_overflow.
+ * The put calls.  Each call site only stores its arguments into the
+ * per-CPU context (spin_ctx.pa) and calls __spin_put_rec(), one BPF
+ * subprogram per handler program whatever the number of call sites, which
+ * checks them, takes the put's bytes and records the put: put 0 in
+ * spin_ctx.put[0] (the runtime's finish stage builds it in the frame),
+ * puts 1 .. SPIN_MAX_PUTS - 1 in the CPU's ring spin_putq at tickets
+ * putq_t0 + n - 1 (wire.h, struct spin_putq_ent), sent by spin_tc.
+ *
+ * The bytes are taken now, so the handler may reuse its buffer:
+ *  - a device put: from the packet itself no copy (put 0 is sent in place,
+ *    a later put of put 0's bytes from the frame), else copied with
+ *    bpf_probe_read_kernel from wherever `local` is (packet, handler
+ *    memory, stack);
+ *  - a put from host of at most a packet, queued: copied from the host
+ *    window (spin_host, an array map whose elements are contiguous, so a
+ *    range that crosses an element boundary is one copy); put 0 and longer
+ *    puts are read from the window by the runtime (put 0 when the finish
+ *    stage builds it, a longer put by the owning process).
+ * `a` is the address of the bytes (a device put, laundered by
+ * __spin_addr) or the DMA offset (a put from host, a get).
  */
-static __always_inline struct spin_putq_ent *__spin_putq_slot(struct spin_ctx *c)
+static __noinline int __spin_put_rec(struct spin_ctx *c, __u64 a)
 {
-	struct spin_putq_ent *e;
-	__u32 n = c->n_puts, k;
+	struct spin_putq_ent *e = NULL;
+	struct spin_put_req *r;
+	__u32 kind, len, n, k, why = SPIN_DROP_PUT_FAILED;
+	__u64 *uh, t;
+	__s64 off = 0;
+	void *dst;
 
-	if (n >= SPIN_MAX_PUTS)
-		return NULL;
-	if (n == 1)
-		c->putq_t0 = c->putq_head;
-	k = (__u32)(c->putq_t0 + n - 1) & (SPIN_PUTQ_SIZE - 1);
-	e = bpf_map_lookup_elem(&spin_putq, &k);
-	if (e)
+	if (!c)
+		return -1;
+	kind = c->pa.kind;
+	len = c->pa.len;
+	if (kind == SPIN_PUT_DEVICE) {
+		if (!a || len > SPIN_MAX_SEG)
+			goto fail;
+	} else {
+		if (kind == SPIN_PUT_HGET && (!len || len > SPIN_HGET_MAX))
+			goto fail;
+		off = __spin_host_off(c, a, len, PTL_ME_HOST_MEM);
+		if (off < 0) {
+			c->fail = 1;
+			why = SPIN_DROP_HOST_OOB;
+			goto fail;
+		}
+		if (kind == SPIN_PUT_HGET && !c->n_puts) {
+			/* put 0 stays empty (the frame is not a put): the GET
+			 * goes with the queued ones */
+			c->put[0].kind = SPIN_PUT_NONE;
+			c->n_puts = 1;
+		}
+	}
+	n = c->n_puts;
+	if (n) {
+		why = SPIN_DROP_PUT_OVERFLOW;
+		if (n >= SPIN_MAX_PUTS)
+			goto fail;
+		if (n == 1)
+			c->putq_t0 = c->putq_head;
+		k = (__u32)(c->putq_t0 + n - 1) & (SPIN_PUTQ_SIZE - 1);
+		e = bpf_map_lookup_elem(&spin_putq, &k);
+		if (!e)
+			goto fail;
+		why = SPIN_DROP_PUT_FAILED;
 		e->ticket = 0;
-	return e;
-}
-
-static __always_inline int __spin_putq_commit(struct spin_ctx *c, struct spin_putq_ent *e)
-{
-	__u64 t = c->putq_t0 + c->n_puts - 1;
-
-	e->me = c->me;
-	e->pad = 0;
-	__spin_put_uh(c, e->user_hdr);
-	/* the entry before its ticket (a compiler barrier: x86-64 keeps
-	 * stores in order; BPF has no fence) */
-	asm volatile("" ::: "memory");
-	e->ticket = SPIN_PUTQ_TICKET(bpf_get_smp_processor_id(), t);
-	c->putq_head = t + 1;
-	c->n_puts++;
-	return 0;
-}
-
-static __always_inline void __spin_put_tail(struct spin_put_req *r, ptl_size_t len,
-					    ptl_req_ct_t ct, ptl_ack_req_t ack,
-					    ptl_process_t target, ptl_match_bits_t mb,
-					    ptl_size_t roff, void *user_ptr,
-					    ptl_hdr_data_t hdr_data)
-{
-	r->len = len;
-	r->ct = ct;
-	r->ack_req = ack;
-	r->target_rank = target.rank;
-	r->match_bits = mb;
-	r->remote_off = roff;
-	r->user_ptr = (__u64)(unsigned long)user_ptr;
-	r->hdr_data = hdr_data;
+		r = &e->r;
+		dst = e->data;
+		uh = e->user_hdr;
+	} else {
+		r = &c->put[0];
+		dst = c->scratch;
+		uh = c->put0_uh;
+	}
+	*r = c->pa;
+	r->src = SPIN_SRC_SCRATCH;
+	r->src_off = 0;
 	r->ack_msg_id = 0;
 	r->ack_fail = 0;
 	r->ack_mlength = 0;
 	r->ack_list = 0;
 	r->pad = 0;
-}
-
-/*
- * A put of len bytes at `local` (packet, handler memory, stack).  Put 0
- * becomes the frame (from the packet in place when it is the packet's own
- * payload); a later put of the same bytes as put 0 from the packet is sent
- * from the frame as well (a fan-out, no copy); any other one is copied now
- * into its queue entry.
- */
-static __always_inline int __spin_put_device(const void *local, ptl_size_t len, ptl_req_ct_t ct,
-					     ptl_ack_req_t ack, ptl_process_t target,
-					     ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
-					     ptl_hdr_data_t hdr_data)
-{
-	struct spin_ctx *c = spin_ctx_get();
-	struct spin_put_req *r;
-	__u64 a;
-
-	if (!c)
-		return -1;
-	if (!local || len > SPIN_MAX_SEG)
-		return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
-	a = __spin_addr(c, local);
-	if (c->n_puts) {
-		struct spin_putq_ent *e = __spin_putq_slot(c);
-		struct spin_put_req *r0 = &c->put[0];
-
-		if (!e)
-			return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
-		__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-		e->r.kind = SPIN_PUT_DEVICE;
-		e->r.src_off = 0;
-		if (r0->kind == SPIN_PUT_DEVICE && r0->src == SPIN_SRC_PACKET &&
-		    a == c->put_addr && len == r0->len) {
+	if (kind == SPIN_PUT_DEVICE) {
+		if (!n) {
+			c->put_addr = a;
+			if (a >= c->data_addr + c->pay_off &&
+			    a + len <= c->data_addr + c->pay_off + c->pay_len) {
+				/* from the packet itself: sent in place */
+				r->src = SPIN_SRC_PACKET;
+				r->src_off = a - c->data_addr;
+				len = 0;
+			}
+		} else if (c->put[0].kind == SPIN_PUT_DEVICE && c->put[0].src == SPIN_SRC_PACKET &&
+			   a == c->put_addr && len == c->put[0].len) {
 			/* the bytes put 0 sends from the frame */
-			e->r.src = SPIN_SRC_PACKET;
-		} else {
-			e->r.src = SPIN_SRC_SCRATCH;
-			if (len && bpf_probe_read_kernel(e->data, len, local))
-				return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
+			r->src = SPIN_SRC_PACKET;
+			len = 0;
 		}
-		return __spin_putq_commit(c, e);
-	}
-	r = &c->put[0];
-	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-	r->kind = SPIN_PUT_DEVICE;
-	c->put_addr = a;
-	if (a >= c->data_addr + c->pay_off && a + len <= c->data_addr + c->pay_off + c->pay_len) {
-		/* from the packet itself: no copy, the runtime sends in place */
-		r->src = SPIN_SRC_PACKET;
-		r->src_off = a - c->data_addr;
+	} else if (kind == SPIN_PUT_HOST && n && len <= SPIN_MAX_SEG) {
+		/* a queued put from host of at most a packet: its bytes now */
+		__u32 in, in_last;
+		__u8 *p = spin_host_at(off, &in);
+
+		if (!p || (len && !spin_host_at(off + len - 1, &in_last)))
+			goto fail;
+		a = (__u64)(unsigned long)(p + in);
 	} else {
-		r->src = SPIN_SRC_SCRATCH;
-		r->src_off = 0;
-		if (len && bpf_probe_read_kernel(c->scratch, len, local)) {
-			r->kind = 0;
-			return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
-		}
+		/* put 0 from host, a longer one, a get: the window's offset */
+		if (kind == SPIN_PUT_HOST)
+			r->src = SPIN_SRC_HOST;
+		r->src_off = off;
+		len = 0;
 	}
-	__spin_put_uh(c, c->put0_uh);
-	c->n_puts = 1;
+	if (len > SPIN_MAX_SEG)
+		len = SPIN_MAX_SEG;	/* (never: for the verifier) */
+	if (len && bpf_probe_read_kernel(dst, len, (const void *)(unsigned long)a)) {
+		if (!n)
+			r->kind = SPIN_PUT_NONE;
+		goto fail;
+	}
+	__spin_put_uh(c, uh);
+	if (!e) {
+		c->n_puts = 1;
+		return 0;
+	}
+	t = c->putq_t0 + n - 1;
+	e->me = c->me;
+	e->pad = 0;
+	/* the entry before its ticket (a compiler barrier: x86-64 keeps
+	 * stores in order; BPF has no fence) */
+	asm volatile("" ::: "memory");
+	e->ticket = SPIN_PUTQ_TICKET(bpf_get_smp_processor_id(), t);
+	c->putq_head = t + 1;
+	c->n_puts = n + 1;
 	return 0;
+fail:
+	return __spin_put_fail(c, why);
 }
 
-/*
- * A put of len bytes of the entry's host memory at `offset`.  Put 0 is
- * built by the runtime from the host window; a later one up to a packet
- * long is copied into its queue entry now; a longer one goes to the owning
- * process (SPIN_EV_PUT_FROM_HOST), as a long put 0 does.
- */
-static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
-					   ptl_ack_req_t ack, ptl_process_t target,
+/* A put call: its arguments into spin_ctx.pa, then __spin_put_rec. */
+static __always_inline int __spin_put_call(__u32 kind, __u64 a, ptl_size_t len, ptl_req_ct_t ct,
+					   ptl_ack_req_t ack, ptl_rank_t target,
 					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
 					   ptl_hdr_data_t hdr_data)
 {
 	struct spin_ctx *c = spin_ctx_get();
-	struct spin_put_req *r;
-	__s64 off;
 
 	if (!c)
 		return -1;
-	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
-	if (off < 0) {
-		c->fail = 1;
-		return __spin_put_fail(c, SPIN_DROP_HOST_OOB);
-	}
-	if (c->n_puts) {
-		struct spin_putq_ent *e = __spin_putq_slot(c);
-
-		if (!e)
-			return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
-		__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-		e->r.kind = SPIN_PUT_HOST;
-		if (len > SPIN_MAX_SEG) {
-			e->r.src = SPIN_SRC_HOST;
-			e->r.src_off = off;
-		} else {
-			e->r.src = SPIN_SRC_SCRATCH;
-			e->r.src_off = 0;
-			if (spin_host_to_ptr(e->data, off, len, c->bounce))
-				return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
-		}
-		return __spin_putq_commit(c, e);
-	}
-	r = &c->put[0];
-	__spin_put_tail(r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-	r->kind = SPIN_PUT_HOST;
-	r->src = SPIN_SRC_HOST;
-	r->src_off = off;
-	__spin_put_uh(c, c->put0_uh);
-	c->n_puts = 1;
-	return 0;
+	c->pa.kind = kind;
+	c->pa.len = len > 0xffffffffull ? 0xffffffffu : len;
+	c->pa.target_rank = target;
+	c->pa.match_bits = mb;
+	c->pa.remote_off = roff;
+	c->pa.hdr_data = hdr_data;
+	c->pa.user_ptr = (__u64)(unsigned long)user_ptr;
+	c->pa.ack_req = ack;
+	c->pa.ct = ct;
+	return __spin_put_rec(c, kind == SPIN_PUT_DEVICE ? __spin_addr(c, (const void *)a) : a);
 }
+
+/* A put of len bytes at `local` (packet, handler memory, stack). */
+#define __spin_put_device(local, len, ct, ack, target, mb, roff, uptr, hdata)		\
+	__spin_put_call(SPIN_PUT_DEVICE, (__u64)(unsigned long)(local), (len), (ct), (ack),	\
+			__spin_rank(target), (mb), (roff), (uptr), (hdata))
+
+/* A put of len bytes of the entry's host memory at `offset`; longer than
+ * a packet, the owning process sends it (SPIN_EV_PUT_FROM_HOST). */
+#define __spin_put_host(offset, len, ct, ack, target, mb, roff, uptr, hdata)		\
+	__spin_put_call(SPIN_PUT_HOST, (offset), (len), (ct), (ack), __spin_rank(target), (mb),	\
+			(roff), (uptr), (hdata))
 
 /*
  * A get of len bytes (at most SPIN_HGET_MAX) from target's entry matching
@@ -594,39 +604,9 @@ static __always_inline int __spin_put_host(ptl_size_t offset, ptl_size_t len, pt
  * takes one of the SPIN_MAX_PUTS slots, and is never put 0: spin_tc sends
  * it and records it in spin_hgets).
  */
-static __always_inline int __spin_get_host(ptl_size_t offset, ptl_size_t len, ptl_req_ct_t ct,
-					   ptl_ack_req_t ack, ptl_process_t target,
-					   ptl_match_bits_t mb, ptl_size_t roff, void *user_ptr,
-					   ptl_hdr_data_t hdr_data)
-{
-	struct spin_ctx *c = spin_ctx_get();
-	struct spin_putq_ent *e;
-	__s64 off;
-
-	if (!c)
-		return -1;
-	if (!len || len > SPIN_HGET_MAX)
-		return __spin_put_fail(c, SPIN_DROP_PUT_FAILED);
-	off = __spin_host_off(c, offset, len, PTL_ME_HOST_MEM);
-	if (off < 0) {
-		c->fail = 1;
-		return __spin_put_fail(c, SPIN_DROP_HOST_OOB);
-	}
-	if (!c->n_puts) {
-		/* put 0 stays empty (the frame is not a put): the GET goes
-		 * with the queued ones */
-		c->put[0].kind = SPIN_PUT_NONE;
-		c->n_puts = 1;
-	}
-	e = __spin_putq_slot(c);
-	if (!e)
-		return __spin_put_fail(c, SPIN_DROP_PUT_OVERFLOW);
-	__spin_put_tail(&e->r, len, ct, ack, target, mb, roff, user_ptr, hdr_data);
-	e->r.kind = SPIN_PUT_HGET;
-	e->r.src = SPIN_SRC_SCRATCH;
-	e->r.src_off = off;
-	return __spin_putq_commit(c, e);
-}
+#define __spin_get_host(offset, len, ct, ack, target, mb, roff, uptr, hdata)		\
+	__spin_put_call(SPIN_PUT_HGET, (offset), (len), (ct), (ack), __spin_rank(target), (mb),	\
+			(roff), (uptr), (hdata))
 
 /* ------------------------------------------------- handler calls -- */
 
@@ -892,16 +872,16 @@ static __always_inline int PtlHandlerDMAFetchAddNB(ptl_size_t offset, ptl_size_t
 }
 
 #define PtlHandlerPutFromDevice(local, len, ct, ack, target, mb, roff, uptr, hdata) \
-	__spin_put_device((local), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+	__spin_put_device((local), (len), (ct), (ack), (target), (mb), (roff), (uptr), (hdata))
 
 #define PtlHandlerPutFromHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
-	__spin_put_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+	__spin_put_host((offset), (len), (ct), (ack), (target), (mb), (roff), (uptr), (hdata))
 
 /* The paper's get to host memory: a get of len bytes from target (entry
  * matching mb, at remote offset roff) whose reply lands in this entry's
  * host memory at `offset` (docs/handlers.md). */
 #define PtlHandlerGetToHost(offset, len, ct, ack, target, mb, roff, uptr, hdata) \
-	__spin_get_host((offset), (len), (ct), (ack), __spin_proc(target), (mb), (roff), (uptr), (hdata))
+	__spin_get_host((offset), (len), (ct), (ack), (target), (mb), (roff), (uptr), (hdata))
 
 /* Atomic compare-and-swap on handler memory: true when *value was cmpval
  * and is now swapval. */
@@ -956,10 +936,27 @@ static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spi
 }
 
 /*
+ * The end of every handler program: a tail call into the runtime's finish
+ * stage (spin_finish, bpf/spin_rt.bpf.c), which does the default deposit
+ * if asked, counters, the completion event and the puts.  Only when the
+ * stage is missing (a runtime not attached by libspin, which installs it
+ * at attach) does it return: XDP_ABORTED (the xdp_exception tracepoint).
+ */
+static __always_inline int __spin_to_finish(struct xdp_md *xdp)
+{
+	bpf_tail_call_static(xdp, &spin_stages, SPIN_STAGE_FINISH);
+	return XDP_ABORTED;
+}
+
+/*
  * The entry program.  The runtime has parsed and matched the packet and
  * left the invocation in spin_ctx; this runs the requested phases in sPIN
- * order (header, then payload or default deposit, then completion when
- * this packet finished the message) and tail-calls the finish stage.
+ * order (header, then payload, then completion when this packet finished
+ * the message) and tail-calls the runtime's finish stage.  The default
+ * deposit is the stage's: a packet to deposit goes there before the
+ * completion handler (SPIN_PH_DSTAGE), and the stage enters this program
+ * again for the completion handler (SPIN_PH_RESUME) if the packet
+ * completed the message.
  */
 #define SPIN_HANDLERS(hh, ph, ch)					\
 SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
@@ -984,6 +981,11 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 		__spin_c->drop_reason = 1 + SPIN_DROP_HANDLER_ERROR;	\
 		goto __spin_out;					\
 	}								\
+	if (__spin_c->phases & SPIN_PH_RESUME) {			\
+		/* back from the stage's deposit: the completion */	\
+		__spin_c->phases &= ~SPIN_PH_RESUME;			\
+		goto __spin_completion;					\
+	}								\
 	if (__spin_c->multi) {						\
 		__spin_m = bpf_map_lookup_elem(&spin_msgs, &__spin_c->key); \
 		if (!__spin_m) {					\
@@ -994,7 +996,7 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 	if (__spin_c->phases & SPIN_PH_HEADER) {			\
 		ptl_header_t __spin_hdr;				\
 		__spin_fill_header(&__spin_hdr, __spin_sh, spin_cfg_get()); \
-		spin_hcount(SPIN_H_HEADER);				\
+		__spin_c->ran |= 1 << SPIN_H_HEADER; 				\
 		__spin_c->hdr_rc = __SPIN_HH(hh)(__spin_hdr, __spin_state); \
 		spin_after_header(__spin_c, __spin_m);			\
 	}								\
@@ -1010,28 +1012,27 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 		__spin_pay.length = __spin_len;				\
 		__spin_pay.offset = __spin_c->pkt_off;			\
 		__spin_pay.end = __spin_data_end;			\
-		spin_hcount(SPIN_H_PAYLOAD);				\
+		__spin_c->ran |= 1 << SPIN_H_PAYLOAD; 				\
 		__spin_c->pay_rc = __SPIN_PH(ph)(__spin_pay, __spin_state); \
 		if (__spin_c->pay_rc == DROP || __spin_c->pay_rc == DROP_PENDING) \
 			__spin_c->dropped += __spin_len;		\
 		else if (__spin_c->pay_rc == FAIL)			\
 			__spin_c->fail = 1;				\
 	} else if (__spin_c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD)) { \
-		spin_deposit(__spin_xdp, __spin_c);			\
+		/* the stage deposits and accounts, then comes back */	\
+		__spin_c->phases |= SPIN_PH_DSTAGE |			\
+				    (__SPIN_HAS(ch) ? SPIN_PH_HAS_CH : 0); \
+		goto __spin_out;					\
 	}								\
 	spin_account(__spin_c, __spin_m);				\
+__spin_completion:							\
 	if (__spin_c->done && !__spin_c->msg_dropped) {			\
-		spin_hcount(SPIN_H_COMPLETION);				\
+		__spin_c->ran |= 1 << SPIN_H_COMPLETION; 				\
 		if (__SPIN_CH(ch)(__spin_c->dropped, false, __spin_state) == FAIL) \
 			__spin_c->fail = 1;				\
 	}								\
 __spin_out:								\
-	{								\
-		struct spin_cfg *__spin_cfg = spin_cfg_get();		\
-		if (!__spin_cfg)					\
-			return XDP_ABORTED;				\
-		return spin_do_finish(__spin_xdp, __spin_c, spin_stats_get(), __spin_cfg); \
-	}								\
+	return __spin_to_finish(__spin_xdp);				\
 }									\
 char _spin_license[] SEC("license") = "Dual BSD/GPL"
 

@@ -369,6 +369,15 @@ struct {
 	__type(value, __u32);
 } spin_handlers SEC(".maps");
 
+/* The runtime's shared stages (SPIN_STAGE_*): handler programs end with a
+ * tail call into the finish stage instead of carrying its code. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, SPIN_MAX_STAGES);
+	__type(key, __u32);
+	__type(value, __u32);
+} spin_stages SEC(".maps");
+
 
 #define SPIN_COUNT(st, field) do { if (st) (st)->field++; } while (0)
 

@@ -354,7 +354,7 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 #endif
 
 /* The UDP checksum of a header-only frame (udp: its UDP header, 8 bytes
- * before the sPIN header, in bounds): inline, it is in every handler. */
+ * before the sPIN header, in bounds): inline. */
 static __always_inline void spin_csum_hdr_only(struct iphdr *ip, struct udphdr *udp)
 {
 	__u64 sum = (__u64)ip->saddr + ip->daddr + bpf_htons(IPPROTO_UDP) + udp->len;
@@ -811,11 +811,16 @@ static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct s
 
 /*
  * Everything after the handlers: counters, the completion event, use-once
- * unlink, freeing the message state, and the put.  Shared by handler programs and
- * by spin_rx for entries without handlers.
+ * unlink, freeing the message state, and the put.  In the runtime only:
+ * spin_rx's default path for entries without handlers, and the finish
+ * stage (spin_finish) every handler program tail-calls.  With sack 0 (the
+ * finish stage) an incomplete message's packet that asks for a SACK gets
+ * none, as before handler programs ended in the stage: its SACK goes out
+ * when its duplicate comes (spin_rx).
  */
 static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,
-					  struct spin_stats *st, struct spin_cfg *cfg)
+					  struct spin_stats *st, struct spin_cfg *cfg,
+					  const int sack)
 {
 	struct spin_me *me;
 	__u32 k = c->me, fl = spin_hdr_flags(xdp);
@@ -882,7 +887,7 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		verdict = spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
 				      c->key.msg_id, fail, c->mlength, me->list);
 #ifdef SPIN_RT_PROG
-	} else if (!c->done && c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ)) {
+	} else if (sack && !c->done && c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ)) {
 		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 
 		if (m)

@@ -23,7 +23,8 @@
  * runtime and every handler object carry it (spin_abi_version, maps.bpf.h)
  * and libspin refuses an object built for another one.
  */
-#define SPIN_ABI_VERSION	1
+/* 2: handler programs end in the runtime's finish stage (spin_stages) */
+#define SPIN_ABI_VERSION	2
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 #define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
 
@@ -283,6 +284,11 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 #define SPIN_MAX_HPU		4096	/* entries with handler memory (16 MiB) */
 #define SPIN_ME_NIL		0xffffffffu	/* no entry (end of a list) */
 #define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
+/* The runtime's stages a handler program tail-calls (spin_stages): the
+ * finish stage (spin_finish in bpf/spin_rt.bpf.c) deposits when the
+ * handler asks for the default deposit, runs counters, events and puts. */
+#define SPIN_STAGE_FINISH	0
+#define SPIN_MAX_STAGES		1
 #define SPIN_MAX_PEERS		65536	/* logical ranks (spin_peers, spin_src: arrays) */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
 /* Sources with a duplicate window at once (spin_dedup, a hash that holds
@@ -910,9 +916,11 @@ struct spin_ctx {
 	__u64	put0_uh[4];	/* put 0's user header words */
 	__u64	uh_next[4];	/* spin_put_user_hdr(): for the next put */
 	__u32	uh_set;
-	__u32	put0_me;	/* (pad) */
+	__u32	ran;		/* 1 << enum spin_hslot: the handlers the handler
+				 * program called (the finish stage counts them) */
 	__u64	putq_head;	/* per-CPU ticket of the next queued put (spin_putq) */
 	__u64	putq_t0;	/* this invocation's first ticket */
+	struct spin_put_req pa;	/* the put call being made (spin/handler.h) */
 	__u8	scratch[SPIN_MAX_SEG];	/* payload of a put from local memory */
 	__u8	bounce[SPIN_MAX_DMA];	/* DMA to host from handler memory */
 };
@@ -920,6 +928,13 @@ struct spin_ctx {
 #define SPIN_PH_PAYLOAD		0x2
 #define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */
 #define SPIN_PH_XSK		0x10	/* hand the packet to an AF_XDP socket */
+/* between a handler program and the runtime's finish stage (spin_stages,
+ * docs/design.md "One packet") */
+#define SPIN_PH_DSTAGE		0x20	/* the stage deposits and accounts this packet */
+#define SPIN_PH_HAS_CH		0x40	/* ... and the handler program has a completion
+					 * handler to come back to */
+#define SPIN_PH_RESUME		0x80	/* handler program entered again: run only the
+					 * completion handler */
 
 /*
  * Several puts per invocation (fan-out): put 0 is built in the frame as a
