@@ -634,6 +634,102 @@ static void deposit_single_packet(void)
 	ASSERT_EQ(me.bytes, 1000, "byte counter");
 }
 
+/*
+ * Each process slot has its own host window (spin_wins; docs/security.md,
+ * "Isolation"): a put to an entry of slot 1's portal lands in slot 1's
+ * window, never in slot 0's, even at the same offset; slot 0's entries
+ * are not reached through slot 1's; and with slot 1's window gone, its
+ * entries reach no memory at all (host_oob), slot 0's window unchanged.
+ */
+static void window_per_slot(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s0 = spec(0, 0x5105, 4096), s1 = spec(pt1, 0x5105, 4096);
+	struct spin_msg_args a = margs(0, next_id++, 0x5105);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info), k1 = 1;
+	uint8_t msg0[512], msg1[512], *w1 = MAP_FAILED, want[4096];
+	size_t wlen = 0;
+	bool pt1_held = false;
+	struct fr f;
+	int i0, i1;
+
+	reset();
+	fill(msg0, sizeof(msg0), 7);
+	fill(msg1, sizeof(msg1), 8);
+	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
+	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
+		goto out;
+	{
+		/* what a Portals process of slot 1 makes when it takes it */
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+
+		w1fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
+				      info.max_entries, &o);
+	}
+	if (!ASSERT_TRUE(w1fd >= 0, "slot 1's window made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, &w1fd, 0), 0, "slot 1's window in spin_wins"))
+		goto out;
+	wlen = (size_t)info.max_entries * SPIN_HOST_CHUNK;
+	w1 = mmap(NULL, wlen, PROT_READ | PROT_WRITE, MAP_SHARED, w1fd, 0);
+	if (!ASSERT_TRUE(w1 != MAP_FAILED, "slot 1's window mapped"))
+		goto out;
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0 allocated"))
+		goto out;
+	pt1_held = true;
+	/* the same window offset in both slots; no events (slot 1 has no ring) */
+	s0.host_off = s1.host_off = 0;
+	s0.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	s1.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	i0 = me_add(&s0);
+	i1 = me_add(&s1);
+	if (!ASSERT_TRUE(i0 >= 0 && i1 >= 0, "an entry in each slot at window offset 0"))
+		goto out;
+	memset(host, 0xee, 4096);
+	memset(w1, 0xdd, 4096);
+
+	a.pt_index = pt1;
+	mkpkt(&f, &a, sizeof(msg1), 0, sizeof(msg1), msg1);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "slot 1's put consumed");
+	ASSERT_MEM(w1, msg1, sizeof(msg1), "slot 1's put is in slot 1's window");
+	memset(want, 0xee, sizeof(want));
+	ASSERT_MEM(host, want, 4096, "slot 0's window unchanged by slot 1's put");
+
+	a.pt_index = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg0), 0, sizeof(msg0), msg0);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "slot 0's put consumed");
+	ASSERT_MEM(host, msg0, sizeof(msg0), "slot 0's put is in slot 0's window");
+	ASSERT_MEM(w1, msg1, sizeof(msg1), "slot 1's window unchanged by slot 0's put");
+
+	/* slot 1's process went away (its window with it): its entries
+	 * reach no window, and never slot 0's */
+	ASSERT_EQ(bpf_map_delete_elem(wins, &k1), 0, "slot 1's window removed");
+	spin_stats_reset(rt);
+	memset(host, 0xee, 4096);
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg1), 0, sizeof(msg1), msg1);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), 1, "no window for slot 1: host_oob");
+	ASSERT_MEM(host, want, 4096, "slot 0's window unchanged");
+out:
+	reset();
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (wins >= 0)
+		bpf_map_delete_elem(wins, &k1);
+	if (w1 != MAP_FAILED)
+		munmap(w1, wlen);
+	if (w1fd >= 0)
+		close(w1fd);
+	if (wins >= 0)
+		close(wins);
+	if (hfd >= 0)
+		close(hfd);
+}
+
 static void truncation(void)
 {
 	uint8_t msg[300];
@@ -5458,6 +5554,7 @@ int main(int argc, char **argv)
 	RUN_TEST(drop_reasons);
 	RUN_TEST(deposit_single_packet);
 	RUN_TEST(truncation);
+	RUN_TEST(window_per_slot);
 	RUN_TEST(match_order);
 	RUN_TEST(use_once);
 	RUN_TEST(duplicates);
