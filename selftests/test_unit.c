@@ -28,6 +28,9 @@
 #include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
+/* handler_window_confined makes a handle of process slot 1, as the
+ * Portals layer does (struct spin_rt: slot, win_fd) */
+#include "../lib/libspin_internal.h"
 
 #define IFA	"spu0"
 #define IFB	"spu1"
@@ -1237,6 +1240,154 @@ static void handler_dma(void)
 		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_HANDLER, "event reports the failure");
 	spin_me_get(rt, idx, &me);
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
+}
+
+/*
+ * A handler gets the window of its loader's process slot and no other
+ * (lib/handler.c, own_wins): the test handlers loaded through a handle of
+ * slot 1 DMA into slot 1's window for an entry of slot 1's portal, and
+ * reach nothing for an entry of slot 0 (host_oob), whose window stays as
+ * it was.
+ */
+static void handler_window_confined(void)
+{
+	static uint8_t msg[1000];
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct test_state init = { .mode = T_DMA };
+	struct spin_me_spec s0 = spec(0, 0x4c, 4096), s1 = spec(pt1, 0x4c, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x4c);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info), k1 = 1;
+	struct spin_rt *rt1 = NULL;
+	uint8_t *w1 = MAP_FAILED, want[4096];
+	size_t wlen = 0;
+	bool pt1_held = false, loaded = false;
+	int i0, i1;
+
+	reset();
+	fill(msg, sizeof(msg), 9);
+	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
+	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
+		goto out;
+	{
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+
+		w1fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
+				      info.max_entries, &o);
+	}
+	if (!ASSERT_TRUE(w1fd >= 0, "slot 1's window made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, &w1fd, 0), 0, "slot 1's window in spin_wins"))
+		goto out;
+	wlen = (size_t)info.max_entries * SPIN_HOST_CHUNK;
+	w1 = mmap(NULL, wlen, PROT_READ | PROT_WRITE, MAP_SHARED, w1fd, 0);
+	if (!ASSERT_TRUE(w1 != MAP_FAILED, "slot 1's window mapped") ||
+	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
+	rt1->win_fd = dup(w1fd);
+	{
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "test_s1") >= 0, "handlers loaded by slot 1"))
+			goto out;
+		loaded = true;
+	}
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	pt1_held = true;
+	s0.handler = s1.handler = "test_s1";
+	s0.hpu_init = s1.hpu_init = &init;
+	s0.hpu_init_len = s1.hpu_init_len = sizeof(init);
+	s0.host_off = s1.host_off = 0;
+	s0.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	s1.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	i0 = me_add(&s0);
+	i1 = me_add(&s1);
+	if (!ASSERT_TRUE(i0 >= 0 && i1 >= 0, "an entry in each slot with slot 1's handler"))
+		goto out;
+	memset(host, 0xee, 4096);
+	memset(w1, 0xdd, 4096);
+	memset(want, 0xee, sizeof(want));
+
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(w1, msg, sizeof(msg), "slot 1's handler DMAs into slot 1's window");
+	ASSERT_EQ(tstate(i1).dma_errors, 0, "no DMA error in its own window");
+
+	spin_stats_reset(rt);
+	a.pt_index = 0;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(host, want, 4096, "slot 1's handler cannot write slot 0's window");
+	ASSERT_TRUE(tstate(i0).dma_errors > 0, "its DMA to slot 0's window fails");
+	ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "host_oob counted");
+out:
+	reset();
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (loaded)
+		spin_handler_unload(rt, "test_s1");
+	if (rt1)
+		spin_close(rt1);
+	if (wins >= 0)
+		bpf_map_delete_elem(wins, &k1);
+	if (w1 != MAP_FAILED)
+		munmap(w1, wlen);
+	if (w1fd >= 0)
+		close(w1fd);
+	if (wins >= 0)
+		close(wins);
+	if (hfd >= 0)
+		close(hfd);
+}
+
+/*
+ * A Portals process's handle (confined to its slot, as slot_take makes
+ * it) refuses another slot's entries and portals: unlink, handler memory
+ * written or read, an entry appended.  The other slot's entry stays and
+ * keeps taking puts.  (The library's check: a process with the runtime's
+ * pins can go around it; applications without them, docs/security.md.)
+ */
+static void handle_slot_checks(void)
+{
+	struct spin_me_spec s0 = spec(0, 0x4d, 4096), s1 = spec(0, 0x4e, 64);
+	struct spin_msg_args a = margs(0, 0, 0x4d);
+	struct test_state st = { 0 };
+	struct spin_rt *rt1 = NULL;
+	uint8_t msg[64];
+	struct spin_me me;
+	int i0, rc;
+
+	reset();
+	fill(msg, sizeof(msg), 10);
+	s0.hpu_init = &st;		/* handler memory, no handler */
+	s0.hpu_init_len = sizeof(st);
+	i0 = me_add(&s0);
+	if (!ASSERT_TRUE(i0 >= 0, "slot 0's entry") || !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;
+	rt1->confined = true;
+	ASSERT_EQ(spin_me_unlink(rt1, i0), -SPIN_EPERM, "unlink of slot 0's entry refused");
+	ASSERT_TRUE(strstr(spin_errmsg(), "belongs to process slot 0") != NULL, "the message names the owner");
+	ASSERT_EQ(spin_hpu_write(rt1, i0, &st, sizeof(st)), -SPIN_EPERM, "its handler memory not written");
+	ASSERT_EQ(spin_hpu_read(rt1, i0, &st, sizeof(st)), -SPIN_EPERM, "its handler memory not read");
+	rc = spin_me_append(rt1, &s1);
+	if (rc >= 0)
+		spin_me_unlink(rt, rc);
+	ASSERT_EQ(rc, -SPIN_EPERM, "no entry appended to slot 0's portal");
+	ASSERT_EQ(spin_me_get(rt, i0, &me), 0, "slot 0's entry");
+	ASSERT_EQ(me.state, SPIN_ME_ACTIVE, "still active");
+	memset(host + me.host_off, 0, 64);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "and still takes puts");
+out:
+	reset();
+	if (rt1)
+		spin_close(rt1);
 }
 
 /*
@@ -5564,6 +5715,8 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_order_and_counts);
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
+	RUN_TEST(handler_window_confined);
+	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
 	RUN_TEST(hapi_dma_errors);
