@@ -357,6 +357,8 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 		}
 		if (!strcmp(mn, "spin_wins"))
 			fd = own_wins(rt);	/* its process's window only */
+		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */
+			fd = dup(rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST]);
 		else
 			fd = spin_obj_get_at(rt->dir_fd, mn);
 		if (fd < 0) {

@@ -1324,6 +1324,40 @@ static void handler_window_confined(void)
 	ASSERT_MEM(host, want, 4096, "slot 1's handler cannot write slot 0's window");
 	ASSERT_TRUE(tstate(i0).dma_errors > 0, "its DMA to slot 0's window fails");
 	ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "host_oob counted");
+
+	/* by map, not through the DMA API: spin_host by name, every slot of
+	 * spin_wins (selftests/progs/win_reach.bpf.c) */
+	{
+		char path[1024];
+		struct spin_me_spec sr = spec(0, 0x4f, 64);
+		uint64_t n[1 + SPIN_MAX_PROCS] = { 0 };
+		int ir;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/win_reach.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1"))
+			goto out;
+		sr.handler = "reach_s1";
+		sr.hpu_init = n;
+		sr.hpu_init_len = sizeof(n);
+		ir = me_add(&sr);
+		if (ASSERT_TRUE(ir >= 0, "an entry of slot 0 with it")) {
+			memset(host, 0xee, 4096);
+			memset(w1, 0xdd, 4096);
+			a.pt_index = 0;
+			a.match_bits = 0x4f;
+			a.msg_id = next_id++;
+			run_msg(&a, msg, 64, SPIN_MAX_SEG, NULL, &rc);
+			ASSERT_EQ(spin_hpu_read(rt, ir, n, sizeof(n)), 0, "its counts");
+			ASSERT_EQ(host[0], 0xee, "slot 0's window not written");
+			ASSERT_EQ(w1[0], 0x5a, "its own window written");
+			ASSERT_EQ(n[0], 1, "spin_host by name is its own window");
+			ASSERT_EQ(n[1], 0, "spin_wins[0] is empty for it");
+			ASSERT_EQ(n[2], 1, "spin_wins[1] is its own");
+			for (int k = 3; k < 1 + SPIN_MAX_PROCS; k++)
+				ASSERT_EQ(n[k], 0, "no other window");
+		}
+		spin_handler_unload(rt, "reach_s1");
+	}
 out:
 	reset();
 	if (pt1_held)

@@ -711,7 +711,7 @@ struct spin_proc {
 	__u32	owner_pid;	/* OS pid and start time (spin_owner_alive) */
 	__u32	owner_start;
 	__u64	win_hi;		/* end of the host window it allocated from
-				 * (slot 0, which allocates from the bottom) */
+				 * (unused: every slot has its own window) */
 };
 
 /* Per-message state of multi-packet messages (spin_msgs, hash). */
