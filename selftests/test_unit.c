@@ -706,6 +706,26 @@ static void window_per_slot(void)
 	ASSERT_MEM(host, msg0, sizeof(msg0), "slot 0's put is in slot 0's window");
 	ASSERT_MEM(w1, msg1, sizeof(msg1), "slot 1's window unchanged by slot 0's put");
 
+	/* a get of slot 1's entry is answered from slot 1's window */
+	{
+		struct spin_me_spec sg = spec(pt1, 0x5106, 4096);
+		struct spin_msg_args g = margs(0, next_id++, 0x5106);
+		uint8_t nothing[1] = { 0 };
+		struct fr o;
+		int ig;
+
+		sg.options = SPIN_ME_OP_GET | SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		sg.host_off = 0;
+		ig = me_add(&sg);
+		if (ASSERT_TRUE(ig >= 0, "a get entry of slot 1 at offset 0")) {
+			g.op = SPIN_OP_GET;
+			g.pt_index = pt1;
+			mkpkt(&f, &g, 256, 0, 0, nothing);
+			if (ASSERT_EQ(run(&f, &o), XDP_TX, "slot 1's get answered"))
+				ASSERT_MEM(o.b + SPIN_PAY_OFF, w1, 256, "with slot 1's window's bytes");
+		}
+	}
+
 	/* slot 1's process went away (its window with it): its entries
 	 * reach no window, and never slot 0's */
 	ASSERT_EQ(bpf_map_delete_elem(wins, &k1), 0, "slot 1's window removed");
