@@ -949,6 +949,28 @@ t_good_input() {
 
 # ------------------------------------------------ isolation (issue 14) --
 
+# spinctl window against bad input: one line, its exit code, nothing
+# changed (the table's runtime veth0 has no granted window)
+t_bad_window() {
+	table_start
+	bad 2 "missing IFACE SLOT USER" window grant veth0 1
+	bad 2 "SLOT: .*out of range|SLOT: .*1\.\.7" window grant veth0 0 65534
+	bad 2 "SLOT: .*out of range|SLOT: .*1\.\.7" window grant veth0 8 65534
+	bad 2 "SLOT: bad number" window grant veth0 01 65534
+	bad 2 "USER: no user 'no-such-user-x'" window grant veth0 1 no-such-user-x
+	bad 2 "USER: .*out of range|USER: .*4294967294" window grant veth0 1 4294967295
+	bad 2 "unexpected argument" window grant veth0 1 65534 extra
+	bad 2 "missing IFACE SLOT" window revoke veth0
+	bad 8 "not granted" window revoke veth0 3
+	bad 2 "LEN: .*out of range|LEN: .*1\.\.4096" window read veth0 1 0 0
+	bad 2 "LEN: .*out of range|LEN: .*1\.\.4096" window read veth0 1 0 4097
+	bad 2 "OFF: " window read veth0 1 -1 4
+	bad 2 "HEX|hex" window write veth0 1 0 zz
+	bad 8 "no host window of slot 1" window read veth0 1 0 4
+	bad 2 "unknown verb|unknown" window frob veth0 1
+	table_end
+}
+
 # Two applications, two users without the runtime's pins: root grants slot
 # 1's host window to uid 65534 (A) and slot 2's to uid 65533 (B), and
 # makes an entry in each slot at the same window offset.  B tries to map,
@@ -1065,6 +1087,7 @@ run_test stats_prom t_stats_prom
 run_test handler_check t_handler_check
 run_test dissector t_dissector
 run_test batch t_batch
+run_test bad_window t_bad_window
 run_test iso_windows t_iso_windows
 run_test bad_names t_bad_names	# last: its final rows break the old code's pins
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
