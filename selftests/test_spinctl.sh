@@ -982,16 +982,16 @@ UB=(setpriv --reuid=65533 --regid=65533 --clear-groups)
 asA() { nsx "$NSA" env SPIN_BPFFS="$TB" "${UA[@]}" "$@"; }
 asB() { nsx "$NSA" env SPIN_BPFFS="$TB" "${UB[@]}" "$@"; }
 # every check runs (the harness ignores set -e: run_test calls it in an
-# if); bad records a failure, the test's last line returns it
-bad() { echo "FAILED: $*"; ISO_BAD=1; return 0; }
+# if); isobad records a failure, the test's last line returns it
+isobad() { echo "FAILED: $*"; ISO_BAD=1; return 0; }
 # B's attempt: it must fail with exit $1 and one line naming $2
 refused() {
 	local want=$1 pat=$2 rc=0; shift 2
 	asB "$@" >"$LOG/iso.out" 2>"$LOG/iso.err" || rc=$?
 	cat "$LOG/iso.out" "$LOG/iso.err"
-	[ "$rc" -eq "$want" ] || bad "B: '$*': exit $rc, want $want"
+	[ "$rc" -eq "$want" ] || isobad "B: '$*': exit $rc, want $want"
 	[ "$(wc -l <"$LOG/iso.err")" -eq 1 ] && grep -q "$pat" "$LOG/iso.err" ||
-		bad "B: '$*': not one line naming '$pat'"
+		isobad "B: '$*': not one line naming '$pat'"
 }
 # wait (no time asserted) until A's window holds $1 at offset 0
 a_sees() {
@@ -1000,7 +1000,7 @@ a_sees() {
 		[ "$(asA "$SPINCTL" window read veth2 1 0 $((${#1} / 2)))" = "$1" ] && return 0
 		sleep 0.05
 	done
-	bad "A's window: $(asA "$SPINCTL" window read veth2 1 0 $((${#1} / 2)) 2>&1), want $1"
+	isobad "A's window: $(asA "$SPINCTL" window read veth2 1 0 $((${#1} / 2)) 2>&1), want $1"
 }
 t_iso_windows() {
 	local macb ia ib dir rc
@@ -1020,14 +1020,14 @@ t_iso_windows() {
 	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 256 bits 7 data aabbccdd rank 2 >/dev/null
 	a_sees aabbccdd
 	[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 00000000 ] ||
-		bad "B's window at the same offset holds A's bytes"
+		isobad "B's window at the same offset holds A's bytes"
 
 	# map, read, write A's window
 	refused 3 "not this user's" "$SPINCTL" window read veth2 1 0 4
 	refused 3 "not this user's" "$SPINCTL" window write veth2 1 0 00000000
 	# the whole window, the window table, entries, handler memory, by pin
 	for m in spin_host spin_wins spin_me spin_hpu spin_hpu_big spin_pt win1; do
-		asB "$HELPER" pin-open "$dir/$m" || bad "B opened $m"
+		asB "$HELPER" pin-open "$dir/$m" || isobad "B opened $m"
 	done
 	# place an entry over A's range, unlink A's entry, read its handler
 	# memory, free its portal: the runtime's control needs its pins
@@ -1041,20 +1041,20 @@ t_iso_windows() {
 		[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 01020304 ] && break
 		sleep 0.05
 	done
-	[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 01020304 ] || bad "B's put did not reach B's window"
+	[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 01020304 ] || isobad "B's put did not reach B's window"
 
 	# A's traffic is unaffected: its bytes are there, and the next put lands
-	[ "$(asA "$SPINCTL" window read veth2 1 0 4)" = aabbccdd ] || bad "A's bytes changed"
+	[ "$(asA "$SPINCTL" window read veth2 1 0 4)" = aabbccdd ] || isobad "A's bytes changed"
 	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 256 bits 7 data 11223344 rank 2 remote-off 4 >/dev/null
 	a_sees aabbccdd11223344
-	A "$SPINCTL" me show veth2 "$ia" | grep -q . || bad "A's entry is gone"
+	A "$SPINCTL" me show veth2 "$ia" | grep -q . || isobad "A's entry is gone"
 
 	# a revoked window is gone for its user
 	A "$SPINCTL" window revoke veth2 1
 	rc=0
 	asA "$SPINCTL" window read veth2 1 0 4 2>"$LOG/iso.err" || rc=$?
 	cat "$LOG/iso.err"
-	[ "$rc" -eq 8 ] && grep -q "no host window of slot 1" "$LOG/iso.err" || bad "revoked: exit $rc"
+	[ "$rc" -eq 8 ] && grep -q "no host window of slot 1" "$LOG/iso.err" || isobad "revoked: exit $rc"
 	[ "$ISO_BAD" = 0 ] || A "$SPINCTL" stats -v veth2
 	[ "$ISO_BAD" = 0 ]
 }
