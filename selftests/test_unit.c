@@ -1282,7 +1282,7 @@ static void handler_window_confined(void)
 	struct spin_rt *rt1 = NULL;
 	uint8_t *w1 = MAP_FAILED, want[4096];
 	size_t wlen = 0;
-	bool pt1_held = false, loaded = false;
+	bool pt1_held = false, loaded = false, reach_loaded = false;
 	int i0, i1;
 
 	reset();
@@ -1356,6 +1356,7 @@ static void handler_window_confined(void)
 		snprintf(path, sizeof(path), "%s/selftests/progs/win_reach.bpf.o", objdir);
 		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1"))
 			goto out;
+		reach_loaded = true;
 		sr.handler = "reach_s1";
 		sr.hpu_init = n;
 		sr.hpu_init_len = sizeof(n);
@@ -1376,14 +1377,15 @@ static void handler_window_confined(void)
 			for (int k = 3; k < 1 + SPIN_MAX_PROCS; k++)
 				ASSERT_EQ(n[k], 0, "no other window");
 		}
-		spin_handler_unload(rt, "reach_s1");
 	}
 out:
-	reset();
+	reset();	/* unlinks the entries: then their handlers unload */
 	if (pt1_held)
 		spin_pt_free(rt, pt1);
 	if (loaded)
-		spin_handler_unload(rt, "test_s1");
+		ASSERT_OK(spin_handler_unload(rt, "test_s1"), "test_s1 unloaded");
+	if (reach_loaded)
+		ASSERT_OK(spin_handler_unload(rt, "reach_s1"), "reach_s1 unloaded");
 	if (rt1)
 		spin_close(rt1);
 	if (wins >= 0)
