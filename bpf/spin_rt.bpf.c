@@ -1432,7 +1432,7 @@ reply:
 	r->len = c->mlength;
 	r->src = SPIN_SRC_HOST;
 	r->target_rank = rank;
-	r->src_off = c->start;
+	r->src_off = spin_win_addr(SPIN_PT_SLOT(me->pt), c->start);	/* its slot's window */
 	r->match_bits = q.bits;
 	r->remote_off = q.roff;
 	r->hdr_data = hdr_data;
@@ -1509,7 +1509,11 @@ static __noinline int spin_rx_hget(struct xdp_md *xdp, struct spin_stats *st)
 	bit = 1ull << (idx & 63);
 	if (__sync_fetch_and_or(&g->seen, bit) & bit)
 		return XDP_DROP;	/* a duplicate */
-	if (pay && spin_frame_to_host(xdp, SPIN_PAY_OFF, g->host_off + pkt_off, pay, c->bounce)) {
+	/* g->host_off is a window address made from the asking entry's slot
+	 * (handler.h, __spin_host_off): the entry's own window, re-checked */
+	if (pay && (SPIN_WIN_SLOT(g->host_off) != SPIN_PT_SLOT(me->pt) ||
+		    spin_frame_to_host(xdp, SPIN_PAY_OFF, spin_win_add(g->host_off, pkt_off), pay,
+				       c->bounce))) {
 		bpf_map_delete_elem(&spin_hgets, &k);
 		return spin_drop(st, SPIN_DROP_HOST_OOB);
 	}

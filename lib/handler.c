@@ -98,6 +98,30 @@ int spin_handler_slot(struct spin_rt *rt, const char *name)
 	return slot;
 }
 
+/*
+ * The spin_wins a handler program gets: an ARRAY_OF_MAPS with the window of
+ * the loading handle's process slot and nothing else, so the handler can
+ * reach no other process's window (docs/security.md, "Isolation"), whatever
+ * it looks up.  An fd, or -1 with errno set.
+ */
+static int own_wins(struct spin_rt *rt)
+{
+	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST], fd, e;
+	LIBBPF_OPTS(bpf_map_create_opts, o, .inner_map_fd = win);
+	uint32_t k = rt->slot;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "spin_wins", 4, 4, SPIN_MAX_PROCS, &o);
+	if (fd < 0)
+		return -1;
+	if (k >= SPIN_MAX_PROCS || bpf_map_update_elem(fd, &k, &win, 0)) {
+		e = k >= SPIN_MAX_PROCS ? EINVAL : errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 /* Name of a handler object without directory and .bpf.o / .o suffix. */
 static void default_name(const char *path, char *out, size_t len)
 {
@@ -346,7 +370,12 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 					  path, mn);
 			goto out;
 		}
-		fd = spin_obj_get_at(rt->dir_fd, mn);
+		if (!strcmp(mn, "spin_wins"))
+			fd = own_wins(rt);	/* its process's window only */
+		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */
+			fd = dup(rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST]);
+		else
+			fd = spin_obj_get_at(rt->dir_fd, mn);
 		if (fd < 0) {
 			err = spin_seterr(spin_errno_code(errno), "cannot open runtime map %s: %s", p,
 					  strerror(errno));

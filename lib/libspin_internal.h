@@ -53,9 +53,27 @@ enum spin_map_id {
 	SPIN_M_HPU_BIG,
 	SPIN_M_HGETS,
 	SPIN_M_STAGES,
+	SPIN_M_WINS,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];
+
+/*
+ * The byte offset in the window of process slot `slot` (wlen bytes) of
+ * len bytes at window address a (wire.h, SPIN_WIN_SHIFT), as the runtime
+ * hands them to the host; -1 when a names another slot's window or the
+ * range does not lie inside this one.
+ */
+static inline int spin_win_local(uint64_t a, uint32_t slot, uint64_t len, uint64_t wlen,
+				 uint64_t *off)
+{
+	uint64_t o = a & ((1ull << 40) - 1);
+
+	if ((a >> 40) != slot || o > wlen || len > wlen - o)
+		return -1;
+	*off = o;
+	return 0;
+}
 
 struct ring_buffer;
 
@@ -84,6 +102,12 @@ struct spin_rt {
 					 * search (me_slot) */
 	void *host;
 	size_t host_len;
+	/* the host window of this handle's process slot: spin_host for slot
+	 * 0 (win_fd -1), else the slot's own (win_fd, made by the Portals
+	 * layer when it takes the slot; docs/security.md, "Isolation") */
+	uint32_t slot;
+	int win_fd;
+	bool confined;			/* a Portals process's handle: its slot's portals and entries only (me.c) */
 
 	/* events: the ring of this process's slot (ring_fd, made by the
 	 * Portals layer for slots above 0), else spin_events */

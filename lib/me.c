@@ -60,6 +60,16 @@ static int hpu_check(uint32_t me)
 	return 0;
 }
 
+/* A handle confined to its process slot (a Portals process's) touches only
+ * the portals and entries of that slot. */
+static int slot_mine(struct spin_rt *rt, uint32_t pt, const char *what, uint32_t idx)
+{
+	if (!rt->confined || SPIN_PT_SLOT(pt) == rt->slot)
+		return 0;
+	return spin_seterr(SPIN_EPERM, "%s %u of '%s' belongs to process slot %u, not to this process (slot %u)",
+			   what, idx, rt->ifname, SPIN_PT_SLOT(pt), rt->slot);
+}
+
 static int pt_read(struct spin_rt *rt, uint32_t pt, struct spin_pt *v)
 {
 	if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_PT], &pt, v))
@@ -302,9 +312,11 @@ static int window_alloc(struct range *used, int n, uint64_t size, uint64_t len, 
 	return 0;
 }
 
-/* The window ranges entries use (2 per entry at most), allocated; NULL if
- * out of memory.  O(SPIN_MAX_ME): only a first-fit placement needs it. */
-static struct range *used_ranges(struct spin_rt *rt, int *n)
+/* The ranges entries of process slot `slot` use in that slot's window (2
+ * per entry at most; every slot has its own window, spin_wins), allocated;
+ * NULL if out of memory.  O(SPIN_MAX_ME): only a first-fit placement
+ * needs it. */
+static struct range *used_ranges(struct spin_rt *rt, uint32_t slot, int *n)
 {
 	struct range *r = malloc(sizeof(*r) * (2 * SPIN_MAX_ME + 2));
 
@@ -314,7 +326,7 @@ static struct range *used_ranges(struct spin_rt *rt, int *n)
 	for (uint32_t i = 0; i < SPIN_MAX_ME; i++) {
 		const struct spin_me *m = &rt->me[i];
 
-		if (me_state(rt, i) == SPIN_ME_FREE)
+		if (me_state(rt, i) == SPIN_ME_FREE || SPIN_PT_SLOT(m->pt) != slot)
 			continue;
 		if (m->host_len && !(m->options & SPIN_ME_XSK))
 			r[(*n)++] = (struct range){ m->host_off, add_sat(m->host_off, m->host_len) };
@@ -330,8 +342,8 @@ static struct range *used_ranges(struct spin_rt *rt, int *n)
  * the caller's (CLI, Portals, C API): checked without arithmetic that can
  * wrap, so [*off, *off + len) always lies inside the window.
  */
-static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t len,
-		 uint64_t size, struct range **usedp, int *n, uint64_t *off)
+static int place(struct spin_rt *rt, uint32_t slot, const char *what, uint64_t off_in,
+		 uint64_t len, uint64_t size, struct range **usedp, int *n, uint64_t *off)
 {
 	struct range *used;
 
@@ -344,7 +356,7 @@ static int place(struct spin_rt *rt, const char *what, uint64_t off_in, uint64_t
 			*off = 0;
 			return 0;
 		}
-		if (!*usedp && !(*usedp = used_ranges(rt, n)))
+		if (!*usedp && !(*usedp = used_ranges(rt, slot, n)))
 			return spin_seterr(SPIN_EFAIL, "out of memory");
 		if (window_alloc(*usedp, *n, size, len, off))
 			return spin_seterr(SPIN_ENOSPC,
@@ -599,7 +611,7 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	if (!rt || !s)
 		return spin_seterr(SPIN_EUSAGE, "spin_me_append: no runtime or spec");
 	big = s->hpu_size > SPIN_HPU_SIZE;
-	if ((err = pt_check(s->pt_index)))
+	if ((err = pt_check(s->pt_index)) || (err = slot_mine(rt, s->pt_index, "portal", s->pt_index)))
 		return err;
 	if (s->list != SPIN_LIST_PRIORITY && s->list != SPIN_LIST_OVERFLOW)
 		return spin_seterr(SPIN_EUSAGE, "bad list %d (priority or overflow)", s->list);
@@ -657,10 +669,10 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	if (opts & SPIN_ME_XSK)
 		host_off = 0;	/* process memory: nothing in the window */
 	else
-		err = place(rt, "the match entry buffer", s->host_off, s->host_len, size, &used,
+		err = place(rt, SPIN_PT_SLOT(s->pt_index), "the match entry buffer", s->host_off, s->host_len, size, &used,
 			    &n, &host_off);
 	if (!err)
-		err = place(rt, "handler host memory", s->hhost_off, s->hhost_len, size, &used, &n,
+		err = place(rt, SPIN_PT_SLOT(s->pt_index), "handler host memory", s->hhost_off, s->hhost_len, size, &used, &n,
 			    &hhost_off);
 	free(used);
 	if (err)
@@ -722,7 +734,9 @@ int spin_me_unlink(struct spin_rt *rt, uint32_t me_index)
 
 	if (!rt)
 		return spin_seterr(SPIN_EUSAGE, "spin_me_unlink: no runtime");
-	if ((err = me_check(me_index)) || (err = spin_lock(rt)))
+	if ((err = me_check(me_index)) ||
+	    (err = slot_mine(rt, rt->me[me_index].pt, "match entry", me_index)) ||
+	    (err = spin_lock(rt)))
 		return err;
 	if (me_state(rt, me_index) == SPIN_ME_FREE) {
 		me_reap(rt, me_index);
@@ -827,7 +841,8 @@ int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
 
 	if (!rt || (!buf && len))
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_read: no runtime or buffer");
-	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
+	if ((err = me_check(me_index)) || (err = hpu_check(me_index)) ||
+	    (err = slot_mine(rt, rt->me[me_index].pt, "match entry", me_index)))
 		return err;
 	if (me_index < SPIN_MAX_HPU_BIG && rt->me[me_index].hpu_size > SPIN_HPU_SIZE) {
 		if (len > rt->me[me_index].hpu_size)
@@ -849,7 +864,8 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 
 	if (!rt || (!buf && len))
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_write: no runtime or buffer");
-	if ((err = me_check(me_index)) || (err = hpu_check(me_index)))
+	if ((err = me_check(me_index)) || (err = hpu_check(me_index)) ||
+	    (err = slot_mine(rt, rt->me[me_index].pt, "match entry", me_index)))
 		return err;
 	if (me_index < SPIN_MAX_HPU_BIG && rt->me[me_index].hpu_size > SPIN_HPU_SIZE) {
 		if (len > rt->me[me_index].hpu_size)

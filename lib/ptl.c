@@ -243,10 +243,14 @@ static void reclaim_stale(struct ptl_ni *ni)
 		if (spin_pt_get(ni->rt, p, &pt) || !(pt.flags & SPIN_PT_ALLOCATED) ||
 		    !pt.owner_pid || spin_owner_alive(pt.owner_pid, pt.owner_start))
 			continue;
+		/* a dead owner's, in any slot: the one unlink across slots
+		 * the library does itself */
+		ni->rt->confined = false;
 		for (uint32_t i = 0; i < SPIN_MAX_ME; i++)
 			if (ni->rt->me[i].pt == p &&
 			    __atomic_load_n(&ni->rt->me[i].state, __ATOMIC_ACQUIRE) != SPIN_ME_FREE)
 				spin_me_unlink(ni->rt, i);
+		ni->rt->confined = true;
 		spin_pt_free(ni->rt, p);
 	}
 	n = spin_handler_list(ni->rt, hi, SPIN_MAX_HANDLERS);
@@ -335,11 +339,39 @@ static int slot_take(struct ptl_ni *ni, int want, bool pid_any)
 		}
 		ni->rt->ring_fd = ring;
 		ring = -1;
-	} else if (bpf_map_update_elem(rfd, &k, &ni->rt->map_fd[SPIN_M_EVENTS], 0)) {
-		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot put spin_events in spin_rings: %s",
+		/* and its own host window, the size of slot 0's: only this
+		 * process maps it; the runtime reaches it only for entries of
+		 * this slot's portals (docs/security.md, "Isolation").  A dead
+		 * holder's window goes with it, unread by the next holder. */
+		{
+			struct bpf_map_info info = {};
+			uint32_t ilen = sizeof(info);
+			LIBBPF_OPTS(bpf_map_create_opts, wo, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+			int win = -1;
+
+			if (!bpf_obj_get_info_by_fd(ni->rt->map_fd[SPIN_M_HOST], &info, &ilen))
+				win = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
+						     info.max_entries, &wo);
+			if (win < 0 || bpf_map_update_elem(ni->rt->map_fd[SPIN_M_WINS], &k, &win, 0)) {
+				rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot make the host window of slot %d: %s",
+						slot, strerror(errno));
+				if (win >= 0)
+					close(win);
+				goto out;
+			}
+			if (ni->rt->win_fd >= 0)
+				close(ni->rt->win_fd);
+			ni->rt->win_fd = win;
+		}
+	} else if (bpf_map_update_elem(rfd, &k, &ni->rt->map_fd[SPIN_M_EVENTS], 0) ||
+		   bpf_map_update_elem(ni->rt->map_fd[SPIN_M_WINS], &k,
+					&ni->rt->map_fd[SPIN_M_HOST], 0)) {
+		rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot put spin_events in spin_rings, or spin_host in spin_wins: %s",
 				strerror(errno));
 		goto out;
 	}
+	ni->rt->slot = k;
+	ni->rt->confined = true;
 	me = (struct spin_proc){ .active = 1, .rank = ni->rank, .pid = ni->pid, .queue = k,
 				 .owner_pid = (uint32_t)getpid(), .owner_start = spin_proc_start(0) };
 	if (bpf_map_update_elem(pfd, &k, &me, 0)) {
@@ -371,6 +403,7 @@ static void slot_release(struct ptl_ni *ni)
 		bpf_map_update_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &none, 0);
 		if (k) {
 			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_RINGS], &k);
+			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_WINS], &k);
 			/* an empty slot speaks as the node (spin_attach) */
 			__atomic_store_n(&ni->rt->cfg->proc_rank[k], ni->rt->cfg->my_rank, __ATOMIC_RELEASE);
 			__atomic_store_n(&ni->rt->cfg->proc_pid[k], ni->rt->cfg->my_pid, __ATOMIC_RELEASE);
@@ -2255,59 +2288,6 @@ static bool in_window(struct ptl_ni *ni, const void *p, uint64_t len)
 	return b >= ni->win && b <= ni->win + ni->win_len && len <= (uint64_t)(ni->win + ni->win_len - b);
 }
 
-/* The part [lo, hi) of the host window this process allocates from. */
-static int win_part(struct ptl_ni *ni, uint64_t *lo, uint64_t *hi)
-{
-	uint64_t share = (ni->win_len / 16) & ~(uint64_t)(SPIN_PAGE - 1);
-	int pfd = ni->rt->map_fd[SPIN_M_PROCS];
-	struct spin_proc pr;
-	uint32_t k;
-
-	if (spin_lock(ni->rt))
-		return ptl_seterr(PTL_FAIL, "PtlSpinHostAlloc: %s", spin_errmsg());
-	if (ptl_slot == 0) {
-		*lo = 0;
-		*hi = ni->win_len;
-		for (k = 1; k < SPIN_MAX_PROCS; k++)
-			if (!bpf_map_lookup_elem(pfd, &k, &pr) && pr.active &&
-			    spin_owner_alive(pr.owner_pid, pr.owner_start) && ni->win_len - k * share < *hi)
-				*hi = ni->win_len - k * share;
-		spin_unlock(ni->rt);
-		return PTL_OK;
-	}
-	*lo = ni->win_len - ptl_slot * share;
-	*hi = *lo + share;
-	k = 0;
-	if (!bpf_map_lookup_elem(pfd, &k, &pr) && pr.active &&
-	    spin_owner_alive(pr.owner_pid, pr.owner_start) && pr.win_hi > *lo) {
-		spin_unlock(ni->rt);
-		return ptl_seterr(PTL_NO_SPACE, "PtlSpinHostAlloc: the process in slot 0 of %s uses the "
-				  "part of the host window of slot %u (attach with more pages: "
-				  "SPIN_PTL_HOST_PAGES)", ni->ifname, ptl_slot);
-	}
-	spin_unlock(ni->rt);
-	return PTL_OK;
-}
-
-/* Slot 0 allocated up to end: record it (win_part of the others). */
-static int win_mark(struct ptl_ni *ni, uint64_t end)
-{
-	struct spin_proc pr;
-	uint32_t k = 0;
-	int err;
-
-	if ((err = spin_lock(ni->rt)))
-		return err;
-	if (!bpf_map_lookup_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &pr) && pr.win_hi < end) {
-		pr.win_hi = end;
-		if (bpf_map_update_elem(ni->rt->map_fd[SPIN_M_PROCS], &k, &pr, 0))
-			err = spin_seterr(spin_errno_code(errno), "cannot write spin_procs[0]: %s",
-					  strerror(errno));
-	}
-	spin_unlock(ni->rt);
-	return err;
-}
-
 int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
 {
 	struct ptl_ni *ni;
@@ -2324,14 +2304,10 @@ int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
 		ptl_unlock(ni);
 		return PTL_NO_SPACE;
 	}
-	/* this process's part of the window: slot k > 0 has the k-th
-	 * sixteenth from the top, slot 0 the rest below the slots in use,
-	 * and records how far up it allocated (docs/design.md, "Many Portals
-	 * processes per interface") */
-	if ((rc = win_part(ni, &lo, &hi)) != PTL_OK) {
-		ptl_unlock(ni);
-		return rc;
-	}
+	/* the whole window is this process's: each slot has its own
+	 * (spin_wins; docs/design.md, "Many Portals processes per
+	 * interface") */
+	hi = ni->win_len;
 	cand = lo;
 	/* first fit among the (unsorted, few) allocations */
 	do {
@@ -2349,8 +2325,6 @@ int PtlSpinHostAlloc(ptl_handle_ni_t nih, ptl_size_t length, void **addr)
 				"host window of %s that process slot %u has",
 				(unsigned long long)length, (unsigned long long)(hi - lo), ni->win_len,
 				ni->ifname, ptl_slot);
-	} else if (ptl_slot == 0 && win_mark(ni, cand + need)) {
-		rc = ptl_seterr(PTL_FAIL, "PtlSpinHostAlloc: %s", spin_errmsg());
 	} else {
 		ni->walloc[ni->n_walloc].off = cand;
 		ni->walloc[ni->n_walloc].len = need;

@@ -1163,7 +1163,10 @@ static int on_event(void *ctx, const struct spin_event *e)
 							   (sizeof(ni->sent_reply) /
 							    sizeof(ni->sent_reply[0]))];
 
-		if (r->src_off > ni->win_len || r->len > ni->win_len - r->src_off)
+		uint64_t src;
+
+		/* a window address of this process's window (wire.h) */
+		if (spin_win_local(r->src_off, ni->rt->slot, r->len, ni->win_len, &src))
 			break;
 		/* a repeated get that crossed the whole reply to its first
 		 * copy (it came before that reply was sent) has its answer */
@@ -1173,7 +1176,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 			break;
 		}
 		send_reply(ni, r->target_rank, e->pt_index, r->ack_msg_id, r->match_bits,
-			   r->remote_off, r->hdr_data, ni->win + r->src_off, r->len, r->ack_mlength,
+			   r->remote_off, r->hdr_data, ni->win + src, r->len, r->ack_mlength,
 			   r->ack_fail, r->ack_list);
 		sr->rank = r->target_rank;
 		sr->id = r->ack_msg_id;
@@ -1189,9 +1192,11 @@ static int on_event(void *ctx, const struct spin_event *e)
 			.flags = SPIN_F_FROM_HOST | (r->ack_req ? SPIN_F_ACK_REQ : 0),
 		};
 
-		if (r->src_off > ni->win_len || r->len > ni->win_len - r->src_off)
+		uint64_t src;
+
+		if (spin_win_local(r->src_off, ni->rt->slot, r->len, ni->win_len, &src))
 			break;
-		if (spin_xsk_send(ni->xsk, r->target_rank, &a, ni->win + r->src_off, r->len, NULL,
+		if (spin_xsk_send(ni->xsk, r->target_rank, &a, ni->win + src, r->len, NULL,
 				  NULL))
 			ni->drops++;
 		break;

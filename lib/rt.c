@@ -70,6 +70,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_HPU_BIG]	= "spin_hpu_big",
 	[SPIN_M_HGETS]		= "spin_hgets",
 	[SPIN_M_STAGES]		= "spin_stages",
+	[SPIN_M_WINS]		= "spin_wins",
 };
 
 /* ------------------------------------------------------------ checks -- */
@@ -669,7 +670,7 @@ int spin_open(const char *ifname, struct spin_rt **out)
 		return spin_seterr(SPIN_EFAIL, "out of memory");
 	for (int i = 0; i < SPIN_M_MAX; i++)
 		rt->map_fd[i] = -1;
-	rt->prog_rx_fd = rt->dir_fd = rt->ring_fd = -1;
+	rt->prog_rx_fd = rt->dir_fd = rt->ring_fd = rt->win_fd = -1;
 	pthread_mutex_init(&rt->mu, NULL);
 	snprintf(rt->ifname, sizeof(rt->ifname), "%s", ifname);
 	err = spin_pin_dir(ifname, rt->pin_dir, sizeof(rt->pin_dir));
@@ -773,6 +774,8 @@ void spin_close(struct spin_rt *rt)
 		close(rt->prog_rx_fd);
 	if (rt->ring_fd >= 0)
 		close(rt->ring_fd);
+	if (rt->win_fd >= 0)
+		close(rt->win_fd);
 	if (rt->dir_fd >= 0)
 		close(rt->dir_fd);
 	pthread_mutex_destroy(&rt->mu);
@@ -1041,15 +1044,19 @@ void *spin_host_mem(struct spin_rt *rt, size_t *len)
 	}
 	pthread_mutex_lock(&rt->mu);
 	if (!rt->host) {
-		if (map_info(rt->map_fd[SPIN_M_HOST], &info)) {
-			spin_seterr(SPIN_EFAIL, "cannot query spin_host: %s", strerror(errno));
+		/* this handle's slot's window only */
+		int fd = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST];
+
+		if (map_info(fd, &info)) {
+			spin_seterr(SPIN_EFAIL, "cannot query the host window of slot %u: %s", rt->slot,
+				    strerror(errno));
 			goto out;
 		}
 		l = (size_t)info.max_entries * SPIN_HOST_CHUNK;
-		m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED, rt->map_fd[SPIN_M_HOST], 0);
+		m = mmap(NULL, l, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (m == MAP_FAILED) {
-			spin_seterr(spin_errno_code(errno), "cannot mmap spin_host (%zu bytes): %s", l,
-				    strerror(errno));
+			spin_seterr(spin_errno_code(errno), "cannot mmap the host window of slot %u (%zu bytes): %s",
+				    rt->slot, l, strerror(errno));
 			goto out;
 		}
 		rt->host = m;
@@ -1082,6 +1089,7 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	struct spin_peer peer;
 	char ipbuf[INET_ADDRSTRLEN];
 	size_t hlen = 0;
+	uint64_t src;
 	uint8_t *host;
 	int err;
 
@@ -1094,9 +1102,9 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 	host = spin_host_mem(rt, &hlen);
 	if (!host)
 		return;
-	if (r->src_off > hlen || r->len > hlen - r->src_off) {
-		spin_warn("put from host: [%llu, +%u) outside the host window",
-			  (unsigned long long)r->src_off, r->len);
+	if (spin_win_local(r->src_off, rt->slot, r->len, hlen, &src)) {
+		spin_warn("put from host: [0x%llx, +%u) outside the host window of slot %u",
+			  (unsigned long long)r->src_off, r->len, rt->slot);
 		return;
 	}
 	if (!rt->sock) {
@@ -1130,7 +1138,7 @@ static void serve_put(struct spin_rt *rt, const struct spin_event *ev)
 		a.user_hdr[1] = r->ack_fail;
 		a.user_hdr[2] = r->ack_list;
 	}
-	err = spin_sock_send(rt->sock, &dst, &a, host + r->src_off, r->len, NULL);
+	err = spin_sock_send(rt->sock, &dst, &a, host + src, r->len, NULL);
 	if (err)
 		spin_warn("put from host to %s:%u failed: %s",
 			  inet_ntop(AF_INET, &dst.sin_addr, ipbuf, sizeof(ipbuf)),

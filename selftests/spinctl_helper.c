@@ -12,6 +12,7 @@
  *   spinctl_helper rendezvous DIR       publishing never follows a link
  *                                       planted in DIR, a FIFO is not read
  *   spinctl_helper owner IFACE          owner liveness: pid + start time
+ *   spinctl_helper pin-open PIN         another user opens and maps a pin
  *   spinctl_helper bpf-stats            hold BPF_ENABLE_STATS (run counts and
  *                                       run time of every program) until
  *                                       stdin closes; prints "on" when held
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -381,6 +383,33 @@ static int bpf_stats(void)
 	return 0;
 }
 
+/*
+ * pin-open PIN: what another application can do with a runtime pin it finds
+ * by name: open it (BPF_OBJ_GET), read it and, if it is mmap-able, map it
+ * writable.  Exit 1 when any of that worked, 0 (with the one-line error)
+ * when the open was refused.
+ */
+static int pin_open(const char *pin)
+{
+	int fd = bpf_obj_get(pin);
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info);
+
+	if (fd < 0) {
+		printf("%s: %s\n", pin, strerror(errno));
+		return errno == EACCES || errno == EPERM ? 0 : 2;
+	}
+	if (!bpf_obj_get_info_by_fd(fd, &info, &ilen) && (info.map_flags & BPF_F_MMAPABLE)) {
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		printf("%s: opened, mmap %s\n", pin, m == MAP_FAILED ? strerror(errno) : "worked");
+	} else {
+		printf("%s: opened\n", pin);
+	}
+	close(fd);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -396,7 +425,9 @@ int main(int argc, char **argv)
 		return owner(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "bpf-stats"))
 		return bpf_stats();
+	if (argc == 3 && !strcmp(argv[1], "pin-open"))
+		return pin_open(argv[2]);
 	fprintf(stderr, "usage: spinctl_helper me-huge IFACE | xdp-link IFACE PIN | tcx-count IFACE |\n"
-		"       rendezvous DIR | owner IFACE | bpf-stats\n");
+		"       rendezvous DIR | owner IFACE | bpf-stats | pin-open PIN\n");
 	return 2;
 }

@@ -949,6 +949,119 @@ t_good_input() {
 	[ ! -e "$TB/spin/ns$ino/veth2" ] || fail "pins left"
 }
 
+
+# ------------------------------------------------ isolation (issue 14) --
+
+# spinctl window against bad input: one line, its exit code, nothing
+# changed (the table's runtime veth0 has no granted window)
+t_bad_window() {
+	table_start
+	bad 2 "missing IFACE SLOT USER" window grant veth0 1
+	bad 2 "SLOT: .*out of range|SLOT: .*1\.\.7" window grant veth0 0 65534
+	bad 2 "SLOT: .*out of range|SLOT: .*1\.\.7" window grant veth0 8 65534
+	bad 2 "SLOT: bad number" window grant veth0 01 65534
+	bad 2 "USER: no user 'no-such-user-x'" window grant veth0 1 no-such-user-x
+	bad 2 "USER: .*out of range|USER: .*4294967294" window grant veth0 1 4294967295
+	bad 2 "unexpected argument" window grant veth0 1 65534 extra
+	bad 2 "missing IFACE SLOT" window revoke veth0
+	bad 8 "not granted" window revoke veth0 3
+	bad 2 "LEN: .*out of range|LEN: .*1\.\.4096" window read veth0 1 0 0
+	bad 2 "LEN: .*out of range|LEN: .*1\.\.4096" window read veth0 1 0 4097
+	bad 2 "OFF: " window read veth0 1 -1 4
+	bad 2 "HEX|hex" window write veth0 1 0 zz
+	bad 8 "no host window of slot 1" window read veth0 1 0 4
+	bad 2 "unknown verb|unknown" window frob veth0 1
+	table_end
+}
+
+# Two applications, two users without the runtime's pins: root grants slot
+# 1's host window to uid 65534 (A) and slot 2's to uid 65533 (B), and
+# makes an entry in each slot at the same window offset.  B tries to map,
+# read and write A's window, to open the runtime's maps, to place an entry
+# over A's range, to unlink A's entry and to read its handler memory:
+# each fails with one line and its exit code, and A's traffic goes on.
+UA=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+UB=(setpriv --reuid=65533 --regid=65533 --clear-groups)
+asA() { nsx "$NSA" env SPIN_BPFFS="$TB" "${UA[@]}" "$@"; }
+asB() { nsx "$NSA" env SPIN_BPFFS="$TB" "${UB[@]}" "$@"; }
+# every check runs (the harness ignores set -e: run_test calls it in an
+# if); isobad records a failure, the test's last line returns it
+isobad() { echo "FAILED: $*"; ISO_BAD=1; return 0; }
+# B's attempt: it must fail with exit $1 and one line naming $2
+refused() {
+	local want=$1 pat=$2 rc=0; shift 2
+	asB "$@" >"$LOG/iso.out" 2>"$LOG/iso.err" || rc=$?
+	cat "$LOG/iso.out" "$LOG/iso.err"
+	[ "$rc" -eq "$want" ] || isobad "B: '$*': exit $rc, want $want"
+	[ "$(wc -l <"$LOG/iso.err")" -eq 1 ] && grep -q "$pat" "$LOG/iso.err" ||
+		isobad "B: '$*': not one line naming '$pat'"
+}
+# wait (no time asserted) until A's window holds $1 at offset 0
+a_sees() {
+	local i
+	for i in $(seq 100); do
+		[ "$(asA "$SPINCTL" window read veth2 1 0 $((${#1} / 2)))" = "$1" ] && return 0
+		sleep 0.05
+	done
+	isobad "A's window: $(asA "$SPINCTL" window read veth2 1 0 $((${#1} / 2)) 2>&1), want $1"
+}
+t_iso_windows() {
+	local macb ia ib dir rc
+	ISO_BAD=0
+	dir=$TB/spin/ns$(ino_a)/veth2
+	macb=$(ip -n "$NSB" -o link show veth3 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+	nsx "$NSB" ethtool -K veth3 tx off >/dev/null 2>&1	# checksums in software
+	A "$SPINCTL" attach veth2 rank 1 >/dev/null
+	A "$SPINCTL" peer add veth2 2 10.77.41.2 mac "$macb"
+	A "$SPINCTL" pt alloc veth2 256		# slot 1's portal 0
+	A "$SPINCTL" pt alloc veth2 512		# slot 2's
+	A "$SPINCTL" window grant veth2 1 65534
+	A "$SPINCTL" window grant veth2 2 65533
+	ia=$(A "$SPINCTL" me append veth2 pt 256 bits 7 len 4096 off 0 no-events)
+	ib=$(A "$SPINCTL" me append veth2 pt 512 bits 7 len 4096 off 0 no-events)
+	ls -la "$dir"
+	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 256 bits 7 data aabbccdd rank 2 >/dev/null
+	a_sees aabbccdd
+	[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 00000000 ] ||
+		isobad "B's window at the same offset holds A's bytes"
+
+	# map, read, write A's window
+	refused 3 "not this user's" "$SPINCTL" window read veth2 1 0 4
+	refused 3 "not this user's" "$SPINCTL" window write veth2 1 0 00000000
+	# the whole window, the window table, entries, handler memory, by pin
+	for m in spin_host spin_wins spin_me spin_hpu spin_hpu_big spin_pt win1; do
+		asB "$HELPER" pin-open "$dir/$m" || isobad "B opened $m"
+	done
+	# place an entry over A's range, unlink A's entry, read its handler
+	# memory, free its portal: the runtime's control needs its pins
+	refused 3 "" "$SPINCTL" me append veth2 pt 256 bits 9 len 4096 off 0
+	refused 3 "" "$SPINCTL" me unlink veth2 "$ia"
+	refused 3 "" "$SPINCTL" me show veth2 "$ia"
+	refused 3 "" "$SPINCTL" pt free veth2 256
+	# root's entry of B's slot at A's offset reaches B's window only
+	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 512 bits 7 data 01020304 rank 2 >/dev/null
+	for i in $(seq 100); do
+		[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 01020304 ] && break
+		sleep 0.05
+	done
+	[ "$(asB "$SPINCTL" window read veth2 2 0 4)" = 01020304 ] || isobad "B's put did not reach B's window"
+
+	# A's traffic is unaffected: its bytes are there, and the next put lands
+	[ "$(asA "$SPINCTL" window read veth2 1 0 4)" = aabbccdd ] || isobad "A's bytes changed"
+	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 256 bits 7 data 11223344 rank 2 remote-off 4 >/dev/null
+	a_sees aabbccdd11223344
+	A "$SPINCTL" me show veth2 "$ia" | grep -q . || isobad "A's entry is gone"
+
+	# a revoked window is gone for its user
+	A "$SPINCTL" window revoke veth2 1
+	rc=0
+	asA "$SPINCTL" window read veth2 1 0 4 2>"$LOG/iso.err" || rc=$?
+	cat "$LOG/iso.err"
+	[ "$rc" -eq 8 ] && grep -q "no host window of slot 1" "$LOG/iso.err" || isobad "revoked: exit $rc"
+	[ "$ISO_BAD" = 0 ] || A "$SPINCTL" stats -v veth2
+	[ "$ISO_BAD" = 0 ]
+}
+
 # ------------------------------------------------------------- main --
 
 if ! setup >"$LOG/setup.log" 2>&1; then
@@ -977,6 +1090,8 @@ run_test stats_prom t_stats_prom
 run_test handler_check t_handler_check
 run_test dissector t_dissector
 run_test batch t_batch
+run_test bad_window t_bad_window
+run_test iso_windows t_iso_windows
 run_test bad_names t_bad_names	# last: its final rows break the old code's pins
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

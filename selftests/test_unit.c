@@ -28,6 +28,9 @@
 #include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
+/* handler_window_confined makes a handle of process slot 1, as the
+ * Portals layer does (struct spin_rt: slot, win_fd) */
+#include "../lib/libspin_internal.h"
 
 #define IFA	"spu0"
 #define IFB	"spu1"
@@ -634,6 +637,122 @@ static void deposit_single_packet(void)
 	ASSERT_EQ(me.bytes, 1000, "byte counter");
 }
 
+/*
+ * Each process slot has its own host window (spin_wins; docs/security.md,
+ * "Isolation"): a put to an entry of slot 1's portal lands in slot 1's
+ * window, never in slot 0's, even at the same offset; slot 0's entries
+ * are not reached through slot 1's; and with slot 1's window gone, its
+ * entries reach no memory at all (host_oob), slot 0's window unchanged.
+ */
+static void window_per_slot(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s0 = spec(0, 0x5105, 4096), s1 = spec(pt1, 0x5105, 4096);
+	struct spin_msg_args a = margs(0, next_id++, 0x5105);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info), k1 = 1;
+	uint8_t msg0[512], msg1[512], *w1 = MAP_FAILED, want[4096];
+	size_t wlen = 0;
+	bool pt1_held = false;
+	struct fr f;
+	int i0, i1;
+
+	reset();
+	fill(msg0, sizeof(msg0), 7);
+	fill(msg1, sizeof(msg1), 8);
+	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
+	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
+		goto out;
+	{
+		/* what a Portals process of slot 1 makes when it takes it */
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+
+		w1fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
+				      info.max_entries, &o);
+	}
+	if (!ASSERT_TRUE(w1fd >= 0, "slot 1's window made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, &w1fd, 0), 0, "slot 1's window in spin_wins"))
+		goto out;
+	wlen = (size_t)info.max_entries * SPIN_HOST_CHUNK;
+	w1 = mmap(NULL, wlen, PROT_READ | PROT_WRITE, MAP_SHARED, w1fd, 0);
+	if (!ASSERT_TRUE(w1 != MAP_FAILED, "slot 1's window mapped"))
+		goto out;
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0 allocated"))
+		goto out;
+	pt1_held = true;
+	/* the same window offset in both slots; no events (slot 1 has no ring) */
+	s0.host_off = s1.host_off = 0;
+	s0.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	s1.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	i0 = me_add(&s0);
+	i1 = me_add(&s1);
+	if (!ASSERT_TRUE(i0 >= 0 && i1 >= 0, "an entry in each slot at window offset 0"))
+		goto out;
+	memset(host, 0xee, 4096);
+	memset(w1, 0xdd, 4096);
+
+	a.pt_index = pt1;
+	mkpkt(&f, &a, sizeof(msg1), 0, sizeof(msg1), msg1);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "slot 1's put consumed");
+	ASSERT_MEM(w1, msg1, sizeof(msg1), "slot 1's put is in slot 1's window");
+	memset(want, 0xee, sizeof(want));
+	ASSERT_MEM(host, want, 4096, "slot 0's window unchanged by slot 1's put");
+
+	a.pt_index = 0;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg0), 0, sizeof(msg0), msg0);
+	ASSERT_EQ(run(&f, NULL), XDP_DROP, "slot 0's put consumed");
+	ASSERT_MEM(host, msg0, sizeof(msg0), "slot 0's put is in slot 0's window");
+	ASSERT_MEM(w1, msg1, sizeof(msg1), "slot 1's window unchanged by slot 0's put");
+
+	/* a get of slot 1's entry is answered from slot 1's window */
+	{
+		struct spin_me_spec sg = spec(pt1, 0x5106, 4096);
+		struct spin_msg_args g = margs(0, next_id++, 0x5106);
+		uint8_t nothing[1] = { 0 };
+		struct fr o;
+		int ig;
+
+		sg.options = SPIN_ME_OP_GET | SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		sg.host_off = 0;
+		ig = me_add(&sg);
+		if (ASSERT_TRUE(ig >= 0, "a get entry of slot 1 at offset 0")) {
+			g.op = SPIN_OP_GET;
+			g.pt_index = pt1;
+			mkpkt(&f, &g, 256, 0, 0, nothing);
+			if (ASSERT_EQ(run(&f, &o), XDP_TX, "slot 1's get answered"))
+				ASSERT_MEM(o.b + SPIN_PAY_OFF, w1, 256, "with slot 1's window's bytes");
+		}
+	}
+
+	/* slot 1's process went away (its window with it): its entries
+	 * reach no window, and never slot 0's */
+	ASSERT_EQ(bpf_map_delete_elem(wins, &k1), 0, "slot 1's window removed");
+	spin_stats_reset(rt);
+	memset(host, 0xee, 4096);
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg1), 0, sizeof(msg1), msg1);
+	run(&f, NULL);
+	ASSERT_EQ(drops(SPIN_DROP_HOST_OOB), 1, "no window for slot 1: host_oob");
+	ASSERT_MEM(host, want, 4096, "slot 0's window unchanged");
+out:
+	reset();
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (wins >= 0)
+		bpf_map_delete_elem(wins, &k1);
+	if (w1 != MAP_FAILED)
+		munmap(w1, wlen);
+	if (w1fd >= 0)
+		close(w1fd);
+	if (wins >= 0)
+		close(wins);
+	if (hfd >= 0)
+		close(hfd);
+}
+
 static void truncation(void)
 {
 	uint8_t msg[300];
@@ -1141,6 +1260,190 @@ static void handler_dma(void)
 		ASSERT_EQ(v.e[0].fail, SPIN_FAIL_HANDLER, "event reports the failure");
 	spin_me_get(rt, idx, &me);
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
+}
+
+/*
+ * A handler gets the window of its loader's process slot and no other
+ * (lib/handler.c, own_wins): the test handlers loaded through a handle of
+ * slot 1 DMA into slot 1's window for an entry of slot 1's portal, and
+ * reach nothing for an entry of slot 0 (host_oob), whose window stays as
+ * it was.
+ */
+static void handler_window_confined(void)
+{
+	static uint8_t msg[1000];
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct test_state init = { .mode = T_DMA };
+	struct spin_me_spec s0 = spec(0, 0x4c, 4096), s1 = spec(pt1, 0x4c, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x4c);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info), k1 = 1;
+	struct spin_rt *rt1 = NULL;
+	uint8_t *w1 = MAP_FAILED, want[4096];
+	size_t wlen = 0;
+	bool pt1_held = false, loaded = false, reach_loaded = false;
+	int i0, i1;
+
+	reset();
+	fill(msg, sizeof(msg), 9);
+	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
+	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
+		goto out;
+	{
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+
+		w1fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
+				      info.max_entries, &o);
+	}
+	if (!ASSERT_TRUE(w1fd >= 0, "slot 1's window made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, &w1fd, 0), 0, "slot 1's window in spin_wins"))
+		goto out;
+	wlen = (size_t)info.max_entries * SPIN_HOST_CHUNK;
+	w1 = mmap(NULL, wlen, PROT_READ | PROT_WRITE, MAP_SHARED, w1fd, 0);
+	if (!ASSERT_TRUE(w1 != MAP_FAILED, "slot 1's window mapped") ||
+	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
+	rt1->win_fd = dup(w1fd);
+	{
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "test_s1") >= 0, "handlers loaded by slot 1"))
+			goto out;
+		loaded = true;
+	}
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	pt1_held = true;
+	s0.handler = s1.handler = "test_s1";
+	s0.hpu_init = s1.hpu_init = &init;
+	s0.hpu_init_len = s1.hpu_init_len = sizeof(init);
+	s0.host_off = s1.host_off = 0;
+	s0.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	s1.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	i0 = me_add(&s0);
+	i1 = me_add(&s1);
+	if (!ASSERT_TRUE(i0 >= 0 && i1 >= 0, "an entry in each slot with slot 1's handler"))
+		goto out;
+	memset(host, 0xee, 4096);
+	memset(w1, 0xdd, 4096);
+	memset(want, 0xee, sizeof(want));
+
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(w1, msg, sizeof(msg), "slot 1's handler DMAs into slot 1's window");
+	ASSERT_EQ(tstate(i1).dma_errors, 0, "no DMA error in its own window");
+
+	spin_stats_reset(rt);
+	a.pt_index = 0;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(host, want, 4096, "slot 1's handler cannot write slot 0's window");
+	ASSERT_TRUE(tstate(i0).dma_errors > 0, "its DMA to slot 0's window fails");
+	ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "host_oob counted");
+
+	/* by map, not through the DMA API: spin_host by name, every slot of
+	 * spin_wins (selftests/progs/win_reach.bpf.c) */
+	{
+		char path[1024];
+		struct spin_me_spec sr = spec(0, 0x4f, 64);
+		uint64_t n[1 + SPIN_MAX_PROCS] = { 0 };
+		int ir;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/win_reach.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1"))
+			goto out;
+		reach_loaded = true;
+		sr.handler = "reach_s1";
+		sr.hpu_init = n;
+		sr.hpu_init_len = sizeof(n);
+		ir = me_add(&sr);
+		if (ASSERT_TRUE(ir >= 0, "an entry of slot 0 with it")) {
+			memset(host, 0xee, 4096);
+			memset(w1, 0xdd, 4096);
+			a.pt_index = 0;
+			a.match_bits = 0x4f;
+			a.msg_id = next_id++;
+			run_msg(&a, msg, 64, SPIN_MAX_SEG, NULL, &rc);
+			ASSERT_EQ(spin_hpu_read(rt, ir, n, sizeof(n)), 0, "its counts");
+			ASSERT_EQ(host[0], 0xee, "slot 0's window not written");
+			ASSERT_EQ(w1[0], 0x5a, "its own window written");
+			ASSERT_EQ(n[0], 1, "spin_host by name is its own window");
+			ASSERT_EQ(n[1], 0, "spin_wins[0] is empty for it");
+			ASSERT_EQ(n[2], 1, "spin_wins[1] is its own");
+			for (int k = 3; k < 1 + SPIN_MAX_PROCS; k++)
+				ASSERT_EQ(n[k], 0, "no other window");
+		}
+	}
+out:
+	reset();	/* unlinks the entries: then their handlers unload */
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "test_s1"), "test_s1 unloaded");
+	if (reach_loaded)
+		ASSERT_OK(spin_handler_unload(rt, "reach_s1"), "reach_s1 unloaded");
+	if (rt1)
+		spin_close(rt1);
+	if (wins >= 0)
+		bpf_map_delete_elem(wins, &k1);
+	if (w1 != MAP_FAILED)
+		munmap(w1, wlen);
+	if (w1fd >= 0)
+		close(w1fd);
+	if (wins >= 0)
+		close(wins);
+	if (hfd >= 0)
+		close(hfd);
+}
+
+/*
+ * A Portals process's handle (confined to its slot, as slot_take makes
+ * it) refuses another slot's entries and portals: unlink, handler memory
+ * written or read, an entry appended.  The other slot's entry stays and
+ * keeps taking puts.  (The library's check: a process with the runtime's
+ * pins can go around it; applications without them, docs/security.md.)
+ */
+static void handle_slot_checks(void)
+{
+	struct spin_me_spec s0 = spec(0, 0x4d, 4096), s1 = spec(0, 0x4e, 64);
+	struct spin_msg_args a = margs(0, 0, 0x4d);
+	struct test_state st = { 0 };
+	struct spin_rt *rt1 = NULL;
+	uint8_t msg[64];
+	struct spin_me me;
+	int i0, rc;
+
+	reset();
+	fill(msg, sizeof(msg), 10);
+	s0.hpu_init = &st;		/* handler memory, no handler */
+	s0.hpu_init_len = sizeof(st);
+	i0 = me_add(&s0);
+	if (!ASSERT_TRUE(i0 >= 0, "slot 0's entry") || !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;
+	rt1->confined = true;
+	ASSERT_EQ(spin_me_unlink(rt1, i0), -SPIN_EPERM, "unlink of slot 0's entry refused");
+	ASSERT_TRUE(strstr(spin_errmsg(), "belongs to process slot 0") != NULL, "the message names the owner");
+	ASSERT_EQ(spin_hpu_write(rt1, i0, &st, sizeof(st)), -SPIN_EPERM, "its handler memory not written");
+	ASSERT_EQ(spin_hpu_read(rt1, i0, &st, sizeof(st)), -SPIN_EPERM, "its handler memory not read");
+	rc = spin_me_append(rt1, &s1);
+	if (rc >= 0)
+		spin_me_unlink(rt, rc);
+	ASSERT_EQ(rc, -SPIN_EPERM, "no entry appended to slot 0's portal");
+	ASSERT_EQ(spin_me_get(rt, i0, &me), 0, "slot 0's entry");
+	ASSERT_EQ(me.state, SPIN_ME_ACTIVE, "still active");
+	memset(host + me.host_off, 0, 64);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "and still takes puts");
+out:
+	reset();
+	if (rt1)
+		spin_close(rt1);
 }
 
 /*
@@ -5514,6 +5817,7 @@ int main(int argc, char **argv)
 	RUN_TEST(drop_reasons);
 	RUN_TEST(deposit_single_packet);
 	RUN_TEST(truncation);
+	RUN_TEST(window_per_slot);
 	RUN_TEST(match_order);
 	RUN_TEST(use_once);
 	RUN_TEST(duplicates);
@@ -5523,6 +5827,8 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_order_and_counts);
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
+	RUN_TEST(handler_window_confined);
+	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
 	RUN_TEST(hapi_dma_errors);

@@ -16,6 +16,7 @@
 #include <endian.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -2896,6 +2897,118 @@ static const char help_pt[] =
 	"spinctl pt alloc IFACE INDEX [flowctrl]\n"
 	"spinctl pt free|enable|disable IFACE INDEX\n"
 	"spinctl pt list IFACE\n";
+
+/* ---------------------------------------------------------- window -- */
+
+/* USER: a name, or a uid (decimal or 0x hex); its group with it. */
+static int parse_user(const char *s, uint32_t *uid, uint32_t *gid)
+{
+	struct passwd *pw = getpwnam(s);
+
+	if (pw) {
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
+		return 0;
+	}
+	if (*s < '0' || *s > '9')
+		return usage_err("USER: no user '%s' (a name, or a uid)", s);
+	if (parse_u32r("USER", s, 0, UINT32_MAX - 1, uid))
+		return SPIN_EUSAGE;
+	pw = getpwuid(*uid);
+	*gid = pw ? pw->pw_gid : *uid;
+	return 0;
+}
+
+static int window_grant(int argc, char **argv)
+{
+	uint32_t slot = 0, uid = 0, gid = 0;
+	struct spin_rt *rt;
+	int err;
+
+	NEED(3, "IFACE SLOT USER");
+	if (argc > 3)
+		return usage_err("unexpected argument '%s'", argv[3]);
+	if ((err = parse_u32r("SLOT", argv[1], 1, SPIN_MAX_PROCS - 1, &slot)) ||
+	    (err = parse_user(argv[2], &uid, &gid)))
+		return err;
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_win_grant(rt, slot, uid, gid);
+	spin_close(rt);
+	if (err)
+		return fail(err);
+	if (json) {
+		jobj(NULL);
+		ju64("slot", slot);
+		ju64("uid", uid);
+		jobj_end();
+	}
+	return 0;
+}
+
+static int window_revoke(int argc, char **argv)
+{
+	uint32_t slot = 0;
+	struct spin_rt *rt;
+	int err;
+
+	NEED(2, "IFACE SLOT");
+	if (argc > 2)
+		return usage_err("unexpected argument '%s'", argv[2]);
+	if ((err = parse_u32r("SLOT", argv[1], 1, SPIN_MAX_PROCS - 1, &slot)))
+		return err;
+	if ((err = open_rt(argv[0], &rt)))
+		return err;
+	err = spin_win_revoke(rt, slot);
+	spin_close(rt);
+	return err ? fail(err) : 0;
+}
+
+/* window read IFACE SLOT OFF LEN / window write IFACE SLOT OFF HEX: the
+ * granted window, as its user (no runtime pin needed) */
+static int window_rw(int argc, char **argv, bool wr)
+{
+	uint32_t slot = 0;
+	uint64_t off = 0, len = 0;
+	uint8_t buf[4096], *m;
+	size_t wlen = 0, n = 0;
+	int err;
+
+	NEED(4, wr ? "IFACE SLOT OFF HEX" : "IFACE SLOT OFF LEN");
+	if (argc > 4)
+		return usage_err("unexpected argument '%s'", argv[4]);
+	if ((err = check_ifname("IFACE", argv[0])) ||
+	    (err = parse_u32r("SLOT", argv[1], 1, SPIN_MAX_PROCS - 1, &slot)) ||
+	    (err = parse_size("OFF", argv[2], 0, SPIN_MAX_HOST_BYTES, &off)))
+		return err;
+	if (wr) {
+		if ((err = parse_hex("HEX", argv[3], buf, sizeof(buf), &n)))
+			return err;
+		len = n;
+	} else if ((err = parse_size("LEN", argv[3], 1, sizeof(buf), &len))) {
+		return err;
+	}
+	if ((err = spin_win_open(argv[0], slot, (void **)&m, &wlen)))
+		return fail(err);
+	if (off > wlen || len > wlen - off) {
+		spin_win_close(m, wlen);
+		return usage_err("[%" PRIu64 ", +%" PRIu64 ") is outside the %zu-byte window of slot %u",
+				 off, len, wlen, slot);
+	}
+	if (wr) {
+		memcpy(m + off, buf, len);
+	} else {
+		for (uint64_t i = 0; i < len; i++)
+			printf("%02x", m[off + i]);
+		printf("\n");
+	}
+	spin_win_close(m, wlen);
+	return 0;
+}
+
+static int window_read(int argc, char **argv) { return window_rw(argc, argv, false); }
+static int window_write(int argc, char **argv) { return window_rw(argc, argv, true); }
+
 static const char help_me[] =
 	"spinctl me append IFACE pt N [bits X] [ignore X] [rank R|any] [pid P|any]\n"
 	"          [list priority|overflow] [op put|get|put,get] [use-once] [no-truncate]\n"
@@ -2906,6 +3019,11 @@ static const char help_me[] =
 	"spinctl me list IFACE\n"
 	"spinctl me show IFACE INDEX [state-bytes N]\n"
 	"spinctl me unlink IFACE INDEX\n";
+static const char help_window[] =
+	"spinctl window grant IFACE SLOT USER                 root: slot SLOT's host window to USER\n"
+	"spinctl window revoke IFACE SLOT\n"
+	"spinctl window read IFACE SLOT OFF LEN               as its user: LEN bytes (hex)\n"
+	"spinctl window write IFACE SLOT OFF HEX\n";
 static const char help_peer[] =
 	"spinctl peer add IFACE RANK IP [mac M] [port N] [dev IF] [pid P]\n"
 	"spinctl peer list IFACE\n"
@@ -2954,12 +3072,12 @@ static void usage(FILE *f)
 		"Objects and verbs may be abbreviated to a prefix that names only one of them\n"
 		"(stat is ambiguous; statu = status, ha li = handler list, me a = me append).\n"
 		"Numbers are decimal (no leading zeros) or 0x hex.\n\n"
-		"%s%s%s%s%s%s%s%s%s%s%s%s%s%s\n"
+		"%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s\n"
 		"Environment: SPIN_BPFFS (default /sys/fs/bpf), SPIN_OBJ_DIR (runtime object),\n"
 		"SPIN_HOSTFILE, SPIN_RANK, SPIN_SIZE (and the launcher's PMI_*, OMPI_COMM_WORLD_*).\n"
 		"Exit code: 0, 2 usage, or the SPIN_E* error (see docs/spinctl.md).\n",
 		help_attach, help_detach, help_status, help_stats, help_handler, help_pt, help_me,
-		help_peer, help_job, help_events, help_send, help_get, help_recv, help_batch);
+		help_peer, help_window, help_job, help_events, help_send, help_get, help_recv, help_batch);
 }
 
 static const struct cmd handler_cmds[] = {
@@ -2973,6 +3091,10 @@ static const struct cmd pt_cmds[] = {
 };
 static const struct cmd me_cmds[] = {
 	{ "list", me_list }, { "append", me_append }, { "show", me_show }, { "unlink", me_unlink }, {}
+};
+static const struct cmd window_cmds[] = {
+	{ "grant", window_grant }, { "revoke", window_revoke }, { "read", window_read },
+	{ "write", window_write }, {}
 };
 static const struct cmd peer_cmds[] = {
 	{ "list", peer_list }, { "add", peer_add }, { "del", peer_del }, { "delete", peer_del },
@@ -3037,6 +3159,7 @@ static int do_handler(int argc, char **argv) { return dispatch(handler_cmds, hel
 static int do_pt(int argc, char **argv) { return dispatch(pt_cmds, help_pt, argc, argv); }
 static int do_me(int argc, char **argv) { return dispatch(me_cmds, help_me, argc, argv); }
 static int do_peer(int argc, char **argv) { return dispatch(peer_cmds, help_peer, argc, argv); }
+static int do_window(int argc, char **argv) { return dispatch(window_cmds, help_window, argc, argv); }
 
 /* Objects without verbs: "spinctl attach help" shows their help. */
 #define SIMPLE(fn, help)						\
@@ -3086,7 +3209,7 @@ static int do_batch(int argc, char **argv);
 static const struct cmd objects[] = {
 	{ "status", do_status }, { "stats", do_stats }, { "attach", do_attach },
 	{ "detach", do_detach }, { "handler", do_handler }, { "me", do_me }, { "pt", do_pt },
-	{ "peer", do_peer }, { "job", do_job }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
+	{ "peer", do_peer }, { "window", do_window }, { "job", do_job }, { "events", do_events }, { "send", do_send }, { "recv", do_recv },
 	{ "get", do_get }, { "batch", do_batch },
 	{ "help", do_help },
 	{ "version", do_version }, {}

@@ -288,7 +288,8 @@ static __always_inline struct spin_me *__spin_me(struct spin_ctx *c)
 	return bpf_map_lookup_elem(&spin_me, &k);
 }
 
-/* Resolve a DMA offset to a byte offset in spin_host, or -1. */
+/* Resolve a DMA offset to a window address (SPIN_WIN_ADDR) in the entry's
+ * slot's window, or -1. */
 static __always_inline __s64 __spin_host_off(struct spin_ctx *c, ptl_size_t off,
 					      ptl_size_t len, unsigned int options)
 {
@@ -306,7 +307,9 @@ static __always_inline __s64 __spin_host_off(struct spin_ctx *c, ptl_size_t off,
 	}
 	if (len > lim || off > lim - len)
 		return -1;
-	return base + off;
+	/* a window address in the entry's process slot's window only
+	 * (wire.h, SPIN_WIN_SHIFT): -1 if it does not fit there */
+	return (__s64)spin_win_addr(SPIN_PT_SLOT(me->pt), base + off);
 }
 
 /*

@@ -106,16 +106,34 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_hpu_big SEC(".maps");
 
-/* Host memory window, mmap-ed by the owning processes as one contiguous
- * region of SPIN_HOST_CHUNK elements. */
+/* Host memory window of process slot 0, mmap-ed by its process as one
+ * contiguous region of SPIN_HOST_CHUNK elements. */
 struct spin_host_chunk { __u8 b[SPIN_HOST_CHUNK]; };
-struct {
+/* BPF_F_INNER_MAP: the windows' size is set at attach (host pages), not
+ * here, and an inner map's size must match the template's without it.
+ * libbpf 1.1 cannot resize a template (bpf_map__set_max_entries on an
+ * inner map crashes), so the flag it is. */
+struct spin_win_def {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SPIN_DEF_HOST_PAGES * SPIN_PAGE / SPIN_HOST_CHUNK);
 	__type(key, __u32);
 	__type(value, struct spin_host_chunk);
-	__uint(map_flags, BPF_F_MMAPABLE);
-} spin_host SEC(".maps");
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+};
+struct spin_win_def spin_host SEC(".maps");
+
+/* The host window of each process slot (wire.h, SPIN_WIN_SHIFT): slot 0's
+ * is spin_host, the others are made by their process when it takes the
+ * slot, and only it maps them.  A handler program gets, instead of this
+ * map, one that holds its own process's window only (lib/handler.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SPIN_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct spin_win_def);
+} spin_wins SEC(".maps") = {
+	.values = { [0] = &spin_host },
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -448,13 +466,46 @@ extern int bpf_dynptr_copy(struct bpf_dynptr *dst_ptr, __u32 dst_off,
  */
 #define SPIN_HOST_FAST	(SPIN_HOST_CHUNK - SPIN_MAX_DMA)
 
-/* The element holding window byte `off`, and the offset in it. */
-static __always_inline __u8 *spin_host_at(__u64 off, __u32 *in)
+/* The window address of byte `off` of slot's window; ~0 (no window) when
+ * off does not fit below the slot bits, so a huge offset can never carry
+ * into another slot's window. */
+static __always_inline __u64 spin_win_addr(__u32 slot, __u64 off)
 {
-	__u32 k = off / SPIN_HOST_CHUNK;
-	struct spin_host_chunk *p = bpf_map_lookup_elem(&spin_host, &k);
+	return off > SPIN_WIN_MASK || slot >= SPIN_MAX_PROCS ? ~0ull : SPIN_WIN_ADDR(slot, off);
+}
 
-	*in = off % SPIN_HOST_CHUNK;
+/* Window address a + add, in the same window (~0 if it would leave it). */
+static __always_inline __u64 spin_win_add(__u64 a, __u64 add)
+{
+	return add > SPIN_WIN_MASK ? ~0ull : spin_win_addr(SPIN_WIN_SLOT(a), SPIN_WIN_OFF(a) + add);
+}
+
+/* The element holding the byte at window address `a` (SPIN_WIN_ADDR), and
+ * the offset in it; NULL when the slot has no window or a is past its
+ * end. */
+static __always_inline __u8 *spin_host_at(__u64 a, __u32 *in)
+{
+	__u64 slot = SPIN_WIN_SLOT(a);
+	__u32 k = SPIN_WIN_OFF(a) / SPIN_HOST_CHUNK;
+	struct spin_host_chunk *p;
+	void *w;
+
+	*in = a % SPIN_HOST_CHUNK;
+	if (slot >= SPIN_MAX_PROCS)
+		return (__u8 *)0;
+#ifdef SPIN_RT_PROG
+	/* the runtime: slot 0's window is spin_host (spin_wins[0] always
+	 * holds it), whose lookup the verifier inlines; a handler always
+	 * goes through its own spin_wins (lib/handler.c) */
+	if (!slot) {
+		p = bpf_map_lookup_elem(&spin_host, &k);
+		return p ? p->b : (__u8 *)0;
+	}
+#endif
+	w = bpf_map_lookup_elem(&spin_wins, (const void *)&spin_slot_keys[slot & (SPIN_MAX_PROCS - 1)]);
+	if (!w)
+		return (__u8 *)0;
+	p = bpf_map_lookup_elem(w, &k);
 	return p ? p->b : (__u8 *)0;
 }
 

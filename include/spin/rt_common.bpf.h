@@ -74,6 +74,7 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 {
 	struct spin_stats *st = spin_stats_get();
 	__u32 len = c->pay_len, pkt_off = c->pkt_off, n = 0;
+	struct spin_me *me;
 
 	if (pkt_off < c->mlength) {
 		n = c->mlength - pkt_off;
@@ -87,7 +88,11 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 	}
 	if (!n)
 		return;
-	if (spin_frame_to_host(xdp, SPIN_PAY_OFF, c->start + pkt_off, n, c->bounce)) {
+	/* into the window of the entry's process slot only */
+	me = bpf_map_lookup_elem(&spin_me, &c->me);
+	if (!me || spin_frame_to_host(xdp, SPIN_PAY_OFF,
+				      spin_win_addr(SPIN_PT_SLOT(me->pt), c->start + pkt_off), n,
+				      c->bounce)) {
 		spin_drop_count(st, SPIN_DROP_HOST_OOB);
 		c->dropped += n;
 		c->fail = 1;

@@ -222,8 +222,24 @@ int spin_peer_get(struct spin_rt *rt, uint32_t rank, struct spin_peer *out);
 
 /* --------------------------------------------- host window, stats, events -- */
 
-/* Map the host window (shared, read-write). */
+/* Map the host window of this handle's process slot (shared, read-write):
+ * spin_host for slot 0 (spinctl, tools), a Portals process's own window
+ * for its slot (docs/security.md, "Isolation"). */
 void *spin_host_mem(struct spin_rt *rt, size_t *len);
+/* root: give process slot `slot` (1..7) of the runtime a new, zeroed host
+ * window, pinned as win<slot> in its pin directory, owned by uid:gid, mode
+ * 0600; entries of that slot's portals (SPIN_PT_OF(slot, p)) deposit into
+ * it and reach no other window.  -SPIN_EEXIST if a live Portals process
+ * holds the slot. */
+int spin_win_grant(struct spin_rt *rt, uint32_t slot, uint32_t uid, uint32_t gid);
+/* root: take the grant back (the pin goes, and the runtime stops writing
+ * the window). */
+int spin_win_revoke(struct spin_rt *rt, uint32_t slot);
+/* Any user: map the window of slot `slot` granted to this user (no other
+ * pin of the runtime is needed or reachable) at *mem, *len bytes; 0, or
+ * -SPIN_EPERM when it is another user's, -SPIN_ENOENT when not granted. */
+int spin_win_open(const char *ifname, uint32_t slot, void **mem, size_t *len);
+int spin_win_close(void *mem, size_t len);
 int spin_stats_read(struct spin_rt *rt, struct spin_stats *sum);
 int spin_stats_reset(struct spin_rt *rt);
 const char *spin_drop_name(int reason);

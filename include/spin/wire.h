@@ -276,6 +276,23 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 #define SPIN_MAX_PT		(SPIN_MAX_PROCS << SPIN_PT_SLOT_SHIFT)
 #define SPIN_PT_SLOT(pt)	((pt) >> SPIN_PT_SLOT_SHIFT)
 #define SPIN_PT_OF(slot, p)	((slot) << SPIN_PT_SLOT_SHIFT | (p))
+
+/*
+ * Each process slot has its own host window (spin_wins, an ARRAY_OF_MAPS
+ * of mmap-able arrays by slot; slot 0's is spin_host).  Inside the runtime
+ * a window address is slot << SPIN_WIN_SHIFT | byte offset in that slot's
+ * window ("window address"): the DMA helpers look the window up from it,
+ * and every address is made from the slot of the entry it belongs to, so
+ * an entry can reach only its own process's window.  Entries (host_off,
+ * hhost_off) and events (start) carry plain byte offsets in their slot's
+ * window; put requests handed to the host (spin_put_req.src_off of
+ * SPIN_SRC_HOST) and spin_hget.host_off carry window addresses.
+ */
+#define SPIN_WIN_SHIFT		40
+#define SPIN_WIN_MASK		((1ull << SPIN_WIN_SHIFT) - 1)
+#define SPIN_WIN_ADDR(slot, off) ((__u64)(slot) << SPIN_WIN_SHIFT | (off))
+#define SPIN_WIN_SLOT(a)	((a) >> SPIN_WIN_SHIFT)
+#define SPIN_WIN_OFF(a)		((a) & SPIN_WIN_MASK)
 /* Match entries of an interface, on any portal and list (no per-portal
  * cap): spin_me slots, matched through spin_mx and the portals' wildcard
  * lists (docs/design.md, "Matching").  Slots below SPIN_MAX_HPU have
@@ -700,7 +717,7 @@ struct spin_proc {
 	__u32	owner_pid;	/* OS pid and start time (spin_owner_alive) */
 	__u32	owner_start;
 	__u64	win_hi;		/* end of the host window it allocated from
-				 * (slot 0, which allocates from the bottom) */
+				 * (unused: every slot has its own window) */
 };
 
 /* Per-message state of multi-packet messages (spin_msgs, hash). */
@@ -847,7 +864,7 @@ struct spin_hget_key {
 	__u32	msg_id;
 };
 struct spin_hget {
-	__u64	host_off;	/* byte in spin_host where the reply's byte 0 goes */
+	__u64	host_off;	/* window address (SPIN_WIN_ADDR) of the reply's byte 0 */
 	__u64	me_seq;		/* the entry's seq when it asked (still the same
 				 * entry when the reply comes?) */
 	__u64	seen;		/* reply packets deposited (bit pkt_off / seg_size) */
