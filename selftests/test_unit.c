@@ -3882,12 +3882,14 @@ static void rare_drop_reasons(void)
 	 * slots (spin_src_quota): source 0, alone, takes half; source 1, one
 	 * of two, a third (1365); source 2 finds room (with two sources at
 	 * half each, the table was full for it) and takes the rest, then
-	 * the table is full.  They expire after FILL_TIMEOUT_NS: filling the
-	 * table takes about 20 ms (60 ms beside stress-ng --cpu 2 on 2 CPUs;
-	 * with the 100 ms timeout this test had once, some could expire
-	 * before the table was full), so none expires before the table is
-	 * full and counted. */
-#define FILL_TIMEOUT_NS	(2ull * 1000 * 1000 * 1000)
+	 * the table is full.  They expire after FILL_TIMEOUT_NS, which must
+	 * be longer than the fill takes, so that none expires before the
+	 * table is full and counted: with 65,536 slots that is about 1 s
+	 * quiet, and was 2.9 s on a loaded machine (load average 6-16), when
+	 * the 2 s this had before let messages expire mid-fill.  The test
+	 * then waits for the sweeper to expire them: the margin costs that
+	 * wait. */
+#define FILL_TIMEOUT_NS	(10ull * 1000 * 1000 * 1000)
 	a.seg_size = SPIN_MAX_SEG;
 	if (!ASSERT_OK(set_msg_timeout(FILL_TIMEOUT_NS), "message timeout for the fill"))
 		return;
