@@ -637,6 +637,28 @@ static void deposit_single_packet(void)
 	ASSERT_EQ(me.bytes, 1000, "byte counter");
 }
 
+/* What a Portals process of slot 1 makes when it takes the slot: a window
+ * shaped like spin_host (wins, hfd: the pinned spin_wins and spin_host),
+ * put in spin_wins[1] and mapped (*fd, *w, *len).  0, or -1 (asserted). */
+static int slot1_window(int wins, int hfd, int *fd, uint8_t **w, size_t *len)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info), k1 = 1;
+
+	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
+	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
+		return -1;
+	*fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK, info.max_entries,
+			     &o);
+	if (!ASSERT_TRUE(*fd >= 0, "slot 1's window made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, fd, 0), 0, "slot 1's window in spin_wins"))
+		return -1;
+	*len = (size_t)info.max_entries * SPIN_HOST_CHUNK;
+	*w = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	return ASSERT_TRUE(*w != MAP_FAILED, "slot 1's window mapped") ? 0 : -1;
+}
+
 /*
  * Each process slot has its own host window (spin_wins; docs/security.md,
  * "Isolation"): a put to an entry of slot 1's portal lands in slot 1's
@@ -650,8 +672,7 @@ static void window_per_slot(void)
 	struct spin_me_spec s0 = spec(0, 0x5105, 4096), s1 = spec(pt1, 0x5105, 4096);
 	struct spin_msg_args a = margs(0, next_id++, 0x5105);
 	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
-	struct bpf_map_info info = {};
-	uint32_t ilen = sizeof(info), k1 = 1;
+	uint32_t k1 = 1;
 	uint8_t msg0[512], msg1[512], *w1 = MAP_FAILED, want[4096];
 	size_t wlen = 0;
 	bool pt1_held = false;
@@ -661,22 +682,7 @@ static void window_per_slot(void)
 	reset();
 	fill(msg0, sizeof(msg0), 7);
 	fill(msg1, sizeof(msg1), 8);
-	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
-	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
-		goto out;
-	{
-		/* what a Portals process of slot 1 makes when it takes it */
-		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
-
-		w1fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
-				      info.max_entries, &o);
-	}
-	if (!ASSERT_TRUE(w1fd >= 0, "slot 1's window made") ||
-	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, &w1fd, 0), 0, "slot 1's window in spin_wins"))
-		goto out;
-	wlen = (size_t)info.max_entries * SPIN_HOST_CHUNK;
-	w1 = mmap(NULL, wlen, PROT_READ | PROT_WRITE, MAP_SHARED, w1fd, 0);
-	if (!ASSERT_TRUE(w1 != MAP_FAILED, "slot 1's window mapped"))
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen))
 		goto out;
 	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0 allocated"))
 		goto out;
@@ -1277,8 +1283,7 @@ static void handler_window_confined(void)
 	struct spin_me_spec s0 = spec(0, 0x4c, 4096), s1 = spec(pt1, 0x4c, 4096);
 	struct spin_msg_args a = margs(0, 0, 0x4c);
 	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
-	struct bpf_map_info info = {};
-	uint32_t ilen = sizeof(info), k1 = 1;
+	uint32_t k1 = 1;
 	struct spin_rt *rt1 = NULL;
 	uint8_t *w1 = MAP_FAILED, want[4096];
 	size_t wlen = 0;
@@ -1287,21 +1292,7 @@ static void handler_window_confined(void)
 
 	reset();
 	fill(msg, sizeof(msg), 9);
-	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
-	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
-		goto out;
-	{
-		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
-
-		w1fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
-				      info.max_entries, &o);
-	}
-	if (!ASSERT_TRUE(w1fd >= 0, "slot 1's window made") ||
-	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, &w1fd, 0), 0, "slot 1's window in spin_wins"))
-		goto out;
-	wlen = (size_t)info.max_entries * SPIN_HOST_CHUNK;
-	w1 = mmap(NULL, wlen, PROT_READ | PROT_WRITE, MAP_SHARED, w1fd, 0);
-	if (!ASSERT_TRUE(w1 != MAP_FAILED, "slot 1's window mapped") ||
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
 	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
 		goto out;
 	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
