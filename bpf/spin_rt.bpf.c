@@ -171,8 +171,17 @@ static __always_inline void spin_dd_forget(__u32 rank, __u32 id)
 					    SPIN_DD_OUT(id, SPIN_DD_FORGOT, 0, 0));
 }
 
+/* the credits of the socket on queue q, or NULL if it has none */
+static __always_inline struct spin_xsk_cr *spin_xsk_cr(struct spin_cfg *cfg, __u32 q)
+{
+	if (!cfg || q >= SPIN_MAX_PROCS)
+		return NULL;
+	q &= SPIN_MAX_PROCS - 1;
+	return cfg->xsk_cr[q].room ? &cfg->xsk_cr[q] : NULL;
+}
+
 /*
- * AF_XDP receive credits (spin_cfg.xsk_room, docs/reliable.md "Flow
+ * AF_XDP receive credits (spin_cfg.xsk_cr, docs/reliable.md "Flow
  * control"): take one for a frame about to be handed to the socket of
  * queue q; 0 if its process has not taken back enough frames from its
  * receive ring for another to fit.  A frame whose redirect then fails
@@ -180,21 +189,22 @@ static __always_inline void spin_dd_forget(__u32 rank, __u32 id)
  */
 static __always_inline int spin_xsk_take(struct spin_cfg *cfg, __u32 q)
 {
+	struct spin_xsk_cr *cr = spin_xsk_cr(cfg, q);
 	__u64 sent, taken;
 
-	if (!cfg || !cfg->xsk_room || q != cfg->xsk_queue)
+	if (!cr)
 		return 1;
-	sent = __sync_fetch_and_add(&cfg->xsk_sent, 1);
-	taken = *(volatile __u64 *)&cfg->xsk_taken;
+	sent = __sync_fetch_and_add(&cr->sent, 1);
+	taken = *(volatile __u64 *)&cr->taken;
 	if (sent == taken) {
 		/* the first frame in an empty ring: its wait starts now
 		 * (spin_xsk_stalled) */
-		cfg->xsk_seen = taken;
-		cfg->xsk_since_ns = bpf_ktime_get_ns();
+		cr->seen = taken;
+		cr->since_ns = bpf_ktime_get_ns();
 	}
-	if (sent - taken < cfg->xsk_room)
+	if (sent - taken < cr->room)
 		return 1;
-	__sync_fetch_and_add(&cfg->xsk_sent, -1);
+	__sync_fetch_and_add(&cr->sent, -1);
 	return 0;
 }
 
@@ -203,33 +213,36 @@ static __always_inline int spin_xsk_take(struct spin_cfg *cfg, __u32 q)
  * it has taken none for SPIN_XSK_STALL_NS (stopped, or computing without
  * calling the library)?  Only with credits on (the runtime then knows what
  * the ring holds) and a socket bound (a process that died has none: its
- * senders must time out, not wait).  The runtime notices xsk_taken moving
+ * senders must time out, not wait).  The runtime notices taken moving
  * here and when a frame finds the ring empty (spin_xsk_take).
  */
 static __always_inline bool spin_xsk_stalled(struct spin_cfg *cfg, __u32 q)
 {
+	struct spin_xsk_cr *cr = spin_xsk_cr(cfg, q);
 	__u64 taken, now;
 
-	if (!cfg || !cfg->xsk_room || q != cfg->xsk_queue)
+	if (!cr)
 		return false;
-	taken = *(volatile __u64 *)&cfg->xsk_taken;
-	if (*(volatile __u64 *)&cfg->xsk_sent == taken)
+	taken = *(volatile __u64 *)&cr->taken;
+	if (*(volatile __u64 *)&cr->sent == taken)
 		return false;		/* nothing waits */
 	now = bpf_ktime_get_ns();
-	if (cfg->xsk_seen != taken) {	/* it took some since we looked */
-		cfg->xsk_seen = taken;
-		cfg->xsk_since_ns = now;
+	if (cr->seen != taken) {	/* it took some since we looked */
+		cr->seen = taken;
+		cr->since_ns = now;
 		return false;
 	}
-	if (now - *(volatile __u64 *)&cfg->xsk_since_ns < SPIN_XSK_STALL_NS)
+	if (now - *(volatile __u64 *)&cr->since_ns < SPIN_XSK_STALL_NS)
 		return false;
 	return bpf_map_lookup_elem(&spin_xsks, &q) != NULL;
 }
 
 static __always_inline void spin_xsk_give(struct spin_cfg *cfg, __u32 q)
 {
-	if (cfg && cfg->xsk_room && q == cfg->xsk_queue)
-		__sync_fetch_and_add(&cfg->xsk_sent, -1);
+	struct spin_xsk_cr *cr = spin_xsk_cr(cfg, q);
+
+	if (cr)
+		__sync_fetch_and_add(&cr->sent, -1);
 }
 
 /* spin_xsk_redirect: the frame went into its process's ring, not to a

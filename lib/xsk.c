@@ -255,27 +255,36 @@ static int xsk_setup(struct spin_xsk *x, uint16_t flags, const char **what)
  */
 #define XSK_CREDIT_MARGIN	64
 
-static void credits_start(struct spin_xsk *x)
+/* the credits of this socket's queue (wire.h), or NULL */
+static struct spin_xsk_cr *credits_of(struct spin_xsk *x)
 {
 	struct spin_cfg *cfg = x->rt->cfg;
 
-	/* one socket's credits (spin_cfg has one set): queue 0's, the first
-	 * Portals process's; the others' frames beyond their ring are lost
-	 * and sent again (docs/design.md, "Many Portals processes") */
-	if (!cfg || x->nrx <= 2 * XSK_CREDIT_MARGIN || x->queue != 0)
+	return cfg && x->queue < SPIN_MAX_PROCS ? &cfg->xsk_cr[x->queue] : NULL;
+}
+
+static void credits_start(struct spin_xsk *x)
+{
+	struct spin_xsk_cr *cr = credits_of(x);
+
+	/* each queue of a process's slot has its own (queues past the
+	 * slots have none: their frames beyond the ring are lost and sent
+	 * again) */
+	if (!cr || x->nrx <= 2 * XSK_CREDIT_MARGIN)
 		return;
-	__atomic_store_n(&cfg->xsk_room, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&cfg->xsk_queue, x->queue, __ATOMIC_RELAXED);
-	__atomic_store_n(&cfg->xsk_taken, __atomic_load_n(&cfg->xsk_sent, __ATOMIC_ACQUIRE),
+	__atomic_store_n(&cr->room, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&cr->taken, __atomic_load_n(&cr->sent, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
-	__atomic_store_n(&cfg->xsk_room, x->nrx - XSK_CREDIT_MARGIN, __ATOMIC_RELEASE);
+	__atomic_store_n(&cr->room, x->nrx - XSK_CREDIT_MARGIN, __ATOMIC_RELEASE);
 	x->credits = true;
 }
 
 static void credits_stop(struct spin_xsk *x)
 {
-	if (x->credits && x->rt->cfg && x->rt->cfg->xsk_queue == x->queue)
-		__atomic_store_n(&x->rt->cfg->xsk_room, 0, __ATOMIC_RELEASE);
+	struct spin_xsk_cr *cr = credits_of(x);
+
+	if (x->credits && cr)
+		__atomic_store_n(&cr->room, 0, __ATOMIC_RELEASE);
 	x->credits = false;
 }
 
@@ -283,13 +292,13 @@ static void credits_stop(struct spin_xsk *x)
  * `empty`: the ring has nothing more. */
 static void credits_taken(struct spin_xsk *x, uint32_t n, bool empty)
 {
-	struct spin_cfg *cfg = x->rt->cfg;
+	struct spin_xsk_cr *cr = credits_of(x);
 	uint64_t sent, old, t;
 
-	if (!x->credits)
+	if (!x->credits || !cr)
 		return;
-	sent = __atomic_load_n(&cfg->xsk_sent, __ATOMIC_ACQUIRE);
-	old = __atomic_load_n(&cfg->xsk_taken, __ATOMIC_RELAXED);
+	sent = __atomic_load_n(&cr->sent, __ATOMIC_ACQUIRE);
+	old = __atomic_load_n(&cr->taken, __ATOMIC_RELAXED);
 	t = empty ? sent : old + n;
 	if (t > sent)	/* never ahead of the runtime: its difference is unsigned */
 		t = sent;
@@ -297,7 +306,7 @@ static void credits_taken(struct spin_xsk *x, uint32_t n, bool empty)
 		return;
 	if (empty && t - old > n)	/* counted by the runtime, never in the ring */
 		x->st.credits_lost += t - old - n;
-	__atomic_store_n(&cfg->xsk_taken, t, __ATOMIC_RELEASE);
+	__atomic_store_n(&cr->taken, t, __ATOMIC_RELEASE);
 }
 
 static int xdp_prog_is_runtime(struct spin_xsk *x, uint32_t *attached)

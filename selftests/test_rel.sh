@@ -188,7 +188,7 @@ rel stall_sender 0 "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:10,16777216:3 PTL_REL_KI
 # process memory, with more of them in flight than its AF_XDP ring holds
 # (no congestion window, which would keep the sender below the ring's
 # size): the ring fills, and the runtime answers "not now" for it instead
-# of dropping frames (receive credits, spin_cfg.xsk_room), so the sender
+# of dropping frames (receive credits, spin_cfg.xsk_cr), so the sender
 # waits and goes on; nothing lost.
 rel stall_receiver notnow "$CLEAN" "$CLEAN" PTL_REL_SPEC=65536:200 PTL_REL_KIND=malloc \
 	PTL_REL_TSTOP_MS=2500 PTL_REL_TSTOP_AT=1 SPIN_PTL_CC=0

@@ -108,7 +108,9 @@ static int setup(void)
 		perror("unshare(CLONE_NEWNET)");
 		return -1;
 	}
-	if (sh("ip link set lo up && ip link add " IFA " type veth peer name " IFB
+	/* two queues: slot 1's process binds queue 1 (xsk_credits_queue1) */
+	if (sh("ip link set lo up && ip link add " IFA " numrxqueues 2 numtxqueues 2 type veth peer name "
+	       IFB " numrxqueues 2 numtxqueues 2"
 	       " && ip addr add 10.77.9.1/24 dev " IFA " && ip link set " IFA " up && ip link set " IFB " up"))
 		return -1;
 	snprintf(path, sizeof(path), "%s/bpf/spin_rt.bpf.o", objdir);
@@ -5327,6 +5329,91 @@ static int xsk_got_cb(void *ctx, const struct spin_hdr *h, const void *pay, uint
 }
 
 /*
+ * Receive credits are per queue: the process of slot 1 binds its socket to
+ * queue 1, and frames for it that come in on queue 1 go to that socket
+ * (spin_xsk_redirect).  Its credits stop the runtime at its ring's size
+ * less the margin: the rest of a burst it does not read is refused
+ * xsk_full ("not now" to a reliable sender), none is lost in the kernel.
+ * (Only queue 0 had credits: the others' frames beyond the ring were
+ * dropped by the kernel unanswered.)
+ */
+static void xsk_credits_queue1(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s = spec(pt1, 0x95, 0);
+	struct spin_msg_args a = margs(0, 0, 0x95);
+	struct spin_xsk_opts xo = { .queue = 1, .frames = 512 };
+	struct spin_xsk *x = NULL;
+	uint8_t pay[64] = { 9 };
+	uint32_t n = 400, room = 512 / 2 - 64;
+	uint64_t full0;
+	int rings = -1, ring1 = -1;
+	bool held = false;
+	struct fr f;
+
+	reset();
+	s.options |= SPIN_ME_XSK | SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		return;
+	held = true;
+	if (me_add(&s) < 0)
+		goto out;
+	/* slot 1's ring, as its process makes when it takes the slot (an
+	 * XSK message needs room in its slot's ring, spin_admit) */
+	rings = pinned_map("spin_rings");
+	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
+		       "slot 1's ring in spin_rings"))
+		goto out;
+	if (spin_xsk_open(rt, &xo, &x) < 0) {
+		T_MSG("no AF_XDP socket on queue 1: %s", spin_errmsg());
+		ASSERT_TRUE(0, "AF_XDP socket on queue 1");
+		goto out;
+	}
+	full0 = drops(SPIN_DROP_XSK_FULL);
+	a.flags = SPIN_F_REL;
+	a.pt_index = pt1;
+	for (uint32_t i = 0; i < n; i++) {
+		struct xdp_md ctx = { .ingress_ifindex = if_nametoindex(IFA), .rx_queue_index = 1 };
+
+		a.msg_id = next_id++;
+		mkpkt(&f, &a, sizeof(pay), 0, sizeof(pay), pay);
+		ctx.data_end = (uint32_t)f.len;
+		{
+			/* not live: a live run's frames come in on queue 0;
+			 * this one's redirect is not carried out, so the
+			 * socket never takes a frame, as a process that does
+			 * not read */
+			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f.b, .data_size_in = f.len,
+				    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+			if (!ASSERT_OK(bpf_prog_test_run_opts(prog_fd, &o), "run on queue 1"))
+				break;
+			if (i == 0)
+				ASSERT_EQ(o.retval, XDP_REDIRECT, "redirected to slot 1's socket");
+		}
+	}
+	T_MSG("%u frames for slot 1 on queue 1, unread: %llu refused xsk_full", n,
+	      (unsigned long long)(drops(SPIN_DROP_XSK_FULL) - full0));
+	ASSERT_EQ(drops(SPIN_DROP_XSK_FULL) - full0, n - room,
+		  "all but the socket's credits refused xsk_full");
+	ASSERT_EQ(cfg_map()->xsk_cr[1].sent - cfg_map()->xsk_cr[1].taken, room, "the credits in use");
+out:
+	if (x)
+		spin_xsk_close(x);
+	if (rings >= 0) {
+		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
+		close(rings);
+	}
+	if (ring1 >= 0)
+		close(ring1);
+	if (held)
+		spin_pt_free(rt, pt1);
+	reset();
+}
+
+/*
  * xsk_auth: libspin checks the tag of the answers (REPLY, SACK) it
  * receives on its AF_XDP socket, with the key it read from the runtime
  * when it opened it.  To get a forged answer past the runtime's own check,
@@ -5861,6 +5948,7 @@ int main(int argc, char **argv)
 	RUN_TEST(sock_auth);
 	RUN_TEST(get_cap);
 	RUN_TEST(xsk_auth);
+	RUN_TEST(xsk_credits_queue1);
 	RUN_TEST(large_messages);
 	RUN_TEST(large_message_limits);
 	RUN_TEST(match_100k);

@@ -24,7 +24,7 @@
  * and libspin refuses an object built for another one.
  */
 /* 2: handler programs end in the runtime's finish stage (spin_stages) */
-#define SPIN_ABI_VERSION	2
+#define SPIN_ABI_VERSION	3
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 #define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
 
@@ -484,6 +484,28 @@ struct spin_stats {
 					 * source is not checked against the peer
 					 * table (attach option open; insecure) */
 
+/*
+ * AF_XDP receive credits of one socket (docs/reliable.md, "Flow control"):
+ * the runtime hands it at most room frames beyond those its process took
+ * back from its receive ring, so that ring never overflows; a frame beyond
+ * is refused, reliable ones with "not now".  Set by the process that binds
+ * the socket (room 0: no check), sent counted by the runtime, taken by the
+ * process.  Is the socket's process stalled (frames in its ring that it
+ * does not take)?  Kept by the runtime: seen is taken when it last looked,
+ * since_ns when taken last moved or the ring last went from empty to not
+ * (bpf_ktime_get_ns); see SPIN_XSK_STALL_NS.  One cache line each: the
+ * sockets' processes run on different CPUs.
+ */
+struct spin_xsk_cr {
+	__u32	room;
+	__u32	pad;
+	__u64	sent;
+	__u64	taken;
+	__u64	seen;
+	__u64	since_ns;
+	__u64	pad2[3];
+};
+
 /* Configuration of a runtime instance (spin_cfg, one element, mmap-able). */
 struct spin_cfg {
 	__u32	ifindex;
@@ -511,23 +533,6 @@ struct spin_cfg {
 				 * a get of more is refused (get_cap); 0 or
 				 * above SPIN_MAX_MSG: SPIN_MAX_MSG */
 	__u32	pad_get;
-	/* AF_XDP receive credits (docs/reliable.md, "Flow control"): the
-	 * runtime hands the socket of queue xsk_queue at most xsk_room frames
-	 * beyond those its process took back from its receive ring, so that
-	 * ring never overflows; a frame beyond is refused, reliable ones with
-	 * "not now".  Set by the process that binds the socket (xsk_room 0:
-	 * no check), xsk_sent counted by the runtime, xsk_taken by the
-	 * process. */
-	__u32	xsk_queue;
-	__u32	xsk_room;
-	__u64	xsk_sent;
-	__u64	xsk_taken;
-	/* Is the socket's process stalled (frames in its ring that it does
-	 * not take)?  Kept by the runtime: xsk_seen is xsk_taken when it last
-	 * looked, xsk_since_ns when xsk_taken last moved or the ring last
-	 * went from empty to not (bpf_ktime_get_ns); see SPIN_XSK_STALL_NS. */
-	__u64	xsk_seen;
-	__u64	xsk_since_ns;
 	__u64	me_seq;		/* next match entry sequence number, all portals
 				 * (host, under its lock): append order within
 				 * a list, and an entry's incarnation (spin_msg
@@ -540,6 +545,9 @@ struct spin_cfg {
 	 * for a map key. */
 	__u32	proc_rank[SPIN_MAX_PROCS];
 	__u32	proc_pid[SPIN_MAX_PROCS];
+	/* AF_XDP receive credits of the socket on each queue below
+	 * SPIN_MAX_PROCS (the queue of that slot's process; spin_xsk_cr) */
+	struct spin_xsk_cr xsk_cr[SPIN_MAX_PROCS];
 };
 
 /* The job's auth key (spin_auth, one element; not mmap-able, not in
