@@ -5,7 +5,7 @@
  *
  *   flood forge --if DEV --src-ip IP --dst-ip IP --dst-mac MAC --rank R
  *               --victim V --key K [--pt N] --bits B --get-bits G
- *               [--ms N] [--pps N]
+ *               [--ms N] [--pps N] [--fill]
  *     A job member gone bad: sends crafted sPIN frames from a raw socket on
  *     DEV, round robin, as fast as it can (or --pps per second) for --ms
  *     milliseconds: a put and an ack claiming the victim's rank V (from this
@@ -13,7 +13,12 @@
  *     two-packet message that never finishes, an ack of nothing, a get, a
  *     one-packet put asking for an ack (as rank R, with key K: its own
  *     rank), and a frame of an unknown version.  Every frame a new message
- *     id.  Prints "forge start_ns END_ns sent N failed N" (CLOCK_MONOTONIC).
+ *     id.  --fill: first SPIN_MAX_MSGS / 2 + 4096 of those unfinished
+ *     messages, more than one source's share of the message table (at most
+ *     half of it) whatever the send rate (round robin, one frame in 8 is
+ *     one: at 45,000 frames/s on a loaded machine, 3 s sent 17,000, fewer
+ *     than a share).  Prints "forge start_ns END_ns sent N failed N"
+ *     (CLOCK_MONOTONIC).
  *
  *   flood legit --dst IP --rank R --bits B [--pt N] [--port N] [--bind IP]
  *               [--count N | --ms N] [--len N] [--timeout-ms N]
@@ -137,11 +142,12 @@ static int forge_main(int argc, char **argv)
 		{ "if", 1, 0, 'i' }, { "src-ip", 1, 0, 's' }, { "dst-ip", 1, 0, 'd' },
 		{ "dst-mac", 1, 0, 'm' }, { "rank", 1, 0, 'r' }, { "victim", 1, 0, 'v' },
 		{ "key", 1, 0, 'k' }, { "pt", 1, 0, 'p' }, { "bits", 1, 0, 'b' },
-		{ "get-bits", 1, 0, 'g' }, { "ms", 1, 0, 't' }, { "pps", 1, 0, 'q' }, { 0 }
+		{ "get-bits", 1, 0, 'g' }, { "ms", 1, 0, 't' }, { "pps", 1, 0, 'q' },
+		{ "fill", 0, 0, 'f' }, { 0 }
 	};
 	struct forge fg = { .ad = { .sport = SPIN_DEFAULT_PORT, .dport = SPIN_DEFAULT_PORT } };
 	const char *ifname = NULL;
-	uint64_t ms = 1000, pps = 0, sent = 0, failed = 0, t0, t1, end;
+	uint64_t ms = 1000, pps = 0, sent = 0, failed = 0, t0, t1, end, fill = 0;
 	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
 	struct ether_addr *ea;
 	enum { B = 32 };
@@ -172,6 +178,7 @@ static int forge_main(int argc, char **argv)
 		case 'g': fg.get_bits = num(optarg); break;
 		case 't': ms = num(optarg); break;
 		case 'q': pps = num(optarg); break;
+		case 'f': fill = SPIN_MAX_MSGS / 2 + 4096; break;
 		default: return 2;
 		}
 	}
@@ -219,8 +226,12 @@ static int forge_main(int argc, char **argv)
 		n = pps ? 1 : B;
 		for (k = 0; k < n; k++) {
 			iov[k].iov_base = frames[k];
-			iov[k].iov_len = forge_frame(&fg, kind, frames[k], sizeof(frames[k]));
-			kind = (kind + 1) % F_KINDS;
+			if (fill && sent + failed + k < fill) {	/* --fill: first of all */
+				iov[k].iov_len = forge_frame(&fg, F_HALF_MSG, frames[k], sizeof(frames[k]));
+			} else {
+				iov[k].iov_len = forge_frame(&fg, kind, frames[k], sizeof(frames[k]));
+				kind = (kind + 1) % F_KINDS;
+			}
 			memset(&mm[k], 0, sizeof(mm[k]));
 			mm[k].msg_hdr.msg_iov = &iov[k];
 			mm[k].msg_hdr.msg_iovlen = 1;

@@ -90,7 +90,7 @@ flood_case() {
 	if [ $bad = 0 ]; then
 		nsx "$NF" "$FLOOD" forge --if veth0 --src-ip 10.78.1.3 --dst-ip 10.78.1.2 \
 			--dst-mac "$mac" --rank 2 --victim 0 --key $KEY --bits 1 --get-bits 2 \
-			--ms "$FLOOD_MS" >"$dir/forge" 2>&1 &
+			--fill --ms "$FLOOD_MS" >"$dir/forge" 2>&1 &
 		fpid=$!
 		nsx "$NL" env SPIN_JOB_KEY=$KEY "$FLOOD" legit --dst 10.78.1.2 --bind 10.78.1.1 \
 			--rank 0 --bits 1 --len 2000 --ms $((FLOOD_MS + 500)) --give-up-ms 60000 \
