@@ -500,6 +500,23 @@ static __always_inline int spin_walk_one(struct spin_match_q *q)
 /* Walk from entry `head`: its first entry (the common case: it takes the
  * message), then the rest with an open-coded iterator (no callback frame;
  * at most every slot once). */
+#ifdef SPIN_NO_KFUNCS
+/* without bpf_iter_num (maps.bpf.h, SPIN_NO_KFUNCS): bpf_loop, whose
+ * context must be on the stack: a pointer to q there (8 bytes of a stack
+ * that is nearly full) */
+static int spin_walk_cb(__u32 i, struct spin_match_q **q)
+{
+	return spin_walk_one(*q);
+}
+
+static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
+{
+	q->cur = head;
+	if (spin_walk_one(q))
+		return;
+	bpf_loop(SPIN_MAX_ME, spin_walk_cb, &q, 0);
+}
+#else
 static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 {
 	struct bpf_iter_num it;
@@ -514,6 +531,7 @@ static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 			break;
 	bpf_iter_num_destroy(&it);
 }
+#endif
 
 /*
  * The first entry of portal q->pt that takes the message, in Portals
@@ -788,6 +806,13 @@ static __always_inline void spin_gc_arm(void)
 		gc->armed = 0;
 }
 
+#ifdef SPIN_NO_KFUNCS
+/* no bpf_wq (Linux 6.10+): the waker is never ready (armed stays 0) and
+ * spin_rb_submit wakes the reader directly */
+static __always_inline void spin_waker_arm(void)
+{
+}
+#else
 /* The waker's work item: wake the event ring's reader. */
 static int spin_waker_run(void *map, int *key, void *value)
 {
@@ -809,6 +834,7 @@ static __always_inline void spin_waker_arm(void)
 	}
 	w->armed = 2;
 }
+#endif
 
 struct spin_wait {
 	struct spin_msg_key key;

@@ -14,9 +14,8 @@
 # /var/cache/spin-compat), never in the tree.  KVM is used when /dev/kvm
 # works, software emulation (TCG) otherwise.
 #
-# Without a command the guest runs: the demo (COUNT=200), selftests/test_unit,
-# selftests/test_veth.sh, then both again with every fallback forced
-# (SPIN_COMPAT_FORCE=all).  One "compat: ..." summary line per run and a
+# Without a command the guest runs the demo (COUNT=200), selftests/test_unit
+# and selftests/test_veth.sh (selftests/compat_guest.sh).  One "compat: ..." summary line per run and a
 # closing "N passed, N failed, N skipped"; exit 0 only if all passed.
 #
 # Environment: SPIN_COMPAT_CACHE, SPIN_COMPAT_MEM (MiB, default 2048),

@@ -97,16 +97,45 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 		st->deposited_bytes += n;
 }
 
+#ifndef SPIN_NO_KFUNCS
 /* open-coded iterators (Linux 6.4+): a loop the verifier checks once, in
  * the caller's frame */
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __weak __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __weak __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
+#endif
 
 /* Delete bitmap chunks 1..n of message key (those that exist); each delete
  * that succeeds gives the source's chunk back.  An open-coded iterator: no
  * callback frame in handler programs, whose stack may be full, and one
  * pass of the verifier over the loop. */
+#ifdef SPIN_NO_KFUNCS
+/* without bpf_iter_num (maps.bpf.h, SPIN_NO_KFUNCS): bpf_loop */
+struct spin_chunks_free_q {
+	struct spin_msg_chunk_key ck;
+	struct spin_src *s;
+};
+
+static int spin_chunks_free_cb(__u32 i, struct spin_chunks_free_q *q)
+{
+	q->ck.chunk = i + 1;
+	if (!bpf_map_delete_elem(&spin_msg_bits, &q->ck) && q->s)
+		__sync_fetch_and_add(&q->s->chunks, -1);
+	return 0;
+}
+
+static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u32 n)
+{
+	struct spin_chunks_free_q q = {
+		.ck = { .src_rank = key->src_rank, .msg_id = key->msg_id },
+	};
+
+	q.s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
+	if (n >= SPIN_MSG_MAX_CHUNKS)
+		n = SPIN_MSG_MAX_CHUNKS - 1;
+	bpf_loop(n, spin_chunks_free_cb, &q, 0);
+}
+#else
 static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u32 n)
 {
 	struct spin_msg_chunk_key ck = { .src_rank = key->src_rank, .msg_id = key->msg_id };
@@ -124,6 +153,7 @@ static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u
 	}
 	bpf_iter_num_destroy(&it);
 }
+#endif
 
 /* Remove a message's state, its bitmap chunks first (so a new message with
  * the same key, which can only be created once the state is gone, never
