@@ -239,8 +239,13 @@ static __noinline long spin_xsk_ring(struct xdp_md *xdp)
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return -1;
 	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
-	if (!rb || len < 1 || len > SPIN_FRAME_REC_MAX ||
+	if (!rb || len > SPIN_FRAME_REC_MAX ||
 	    bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE)
+		return -1;
+	/* apart: clang merges the two bounds into one unsigned compare of
+	 * len - 1, from which 6.1's verifier learns no lower bound */
+	asm volatile("" : "+r"(len));
+	if ((__s32)len < 1)	/* signed: 6.1 learns nothing from len == 0 */
 		return -1;
 	r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
@@ -1268,6 +1273,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	/* header only, but for a reliable re-get's bitmap (wire.h): whole
 	 * 64-bit words, at most one packet's worth */
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
@@ -1444,6 +1450,7 @@ static __noinline int spin_rx_hget(struct xdp_md *xdp, struct spin_stats *st)
 	if (!g)
 		return -1;
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	msg_len = bpf_ntohl(sh->msg_len);
 	pkt_off = bpf_ntohl(sh->pkt_off);
 	seg = bpf_ntohs(sh->seg_size);
@@ -1530,6 +1537,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	if (!st || !cfg || (void *)(sh + 1) > end)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
@@ -1716,6 +1724,7 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_dup(xdp, bpf_ntohl(sh->src_rank), bpf_ntohl(sh->msg_id), 1);
 	}
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
 		return spin_drop(st, SPIN_DROP_MALFORMED);

@@ -474,13 +474,15 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	fallbacks = spin_compat_fallbacks();
 	if (fallbacks < 0)
 		return fallbacks;
-	if (!o->obj_path) {
+	{
 		char given[PATH_MAX];
 
+		/* a path given is loaded as is if it has no helpers-only build */
 		snprintf(given, sizeof(given), "%s", obj_path);
 		err = spin_compat_obj(given, obj_path, sizeof(obj_path));
-		if (err < 0)
+		if (err < 0 && !o->obj_path)
 			return err;
+		err = 0;
 	}
 
 	cfg.ifindex = s.ifindex;

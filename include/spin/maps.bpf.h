@@ -338,6 +338,31 @@ struct {
  * bpf_loop or bounded loops, and bpf_probe_read_kernel copies.  libspin
  * picks them when the kernel lacks a kfunc (docs/kernels.md).
  */
+/* len (a variable) is not 0, as a test 6.1's verifier learns len >= 1
+ * from (a signed compare; it learns nothing from len != 0), where a
+ * helper takes len as a size that must not be 0 */
+#ifdef SPIN_NO_KFUNCS
+#define SPIN_LEN_NZ(len) ({ asm volatile("" : "+r"(len)); (__s32)(len) > 0; })
+#else
+#define SPIN_LEN_NZ(len) ((len) != 0)
+#endif
+
+/* SPIN_LEN_IN: len, known to be in [1, max] (max a power of two),
+ * recomputed so that 6.1's verifier knows it too (a helper's size must not
+ * be 0).  SPIN_U16: a 16-bit value from bpf_ntohs, masked so that 6.1's
+ * verifier, which does not bound a byte swap's result, knows it. */
+#ifdef SPIN_NO_KFUNCS
+#define SPIN_LEN_IN(len, max)							\
+	do {									\
+		asm volatile("" : "+r"(len));					\
+		(len) = (((len) - 1) & ((max) - 1)) + 1;			\
+	} while (0)
+#define SPIN_U16(v)	do { asm volatile("" : "+r"(v)); (v) &= 0xffff; } while (0)
+#else
+#define SPIN_LEN_IN(len, max)	do { } while (0)
+#define SPIN_U16(v)		do { } while (0)
+#endif
+
 #ifndef SPIN_NO_KFUNCS
 extern int bpf_wq_init(struct bpf_wq *wq, void *p__map, unsigned int flags) __weak __ksym;
 extern int bpf_wq_start(struct bpf_wq *wq, unsigned int flags) __weak __ksym;
@@ -506,6 +531,7 @@ static __always_inline int spin_host_bounce(__u64 off, __u8 *bounce, __u32 len, 
 		n = len;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (to_host ? spin_copy_end(b, SPIN_HOST_CHUNK, in + n, bounce, SPIN_MAX_DMA, n, n) :
 		      spin_copy_end(bounce, SPIN_MAX_DMA, n, b, SPIN_HOST_CHUNK, in + n, n))
 		return -1;
@@ -572,10 +598,11 @@ static __always_inline int spin_frame_to_host(struct xdp_md *xdp, __u32 foff, __
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_xdp_load_bytes(xdp, foff, b + in, len) ? -1 : 0;
 	if (bpf_xdp_load_bytes(xdp, foff, bounce, len))
@@ -590,10 +617,11 @@ static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u32 foff, __
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_xdp_store_bytes(xdp, foff, b + in, len) ? -1 : 0;
 	if (spin_host_bounce(off, bounce, len, 0))
@@ -607,10 +635,11 @@ static __always_inline int spin_ptr_to_host(const void *src, __u64 off, __u32 le
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_probe_read_kernel(b + in, len, src) ? -1 : 0;
 	if (bpf_probe_read_kernel(bounce, len, src))
@@ -626,10 +655,11 @@ static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_probe_read_kernel(dst, len, b + in) ? -1 : 0;
 	if (spin_host_bounce(off, bounce, len, 0))

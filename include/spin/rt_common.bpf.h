@@ -347,6 +347,7 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 	if (!c || (void *)(udp + 1) > end)
 		return 0;
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen > 1500 - 20)
 		return 0;
 	ulen &= 2047;	/* (the verifier keeps this bound) */
@@ -445,7 +446,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		return spin_drop(st, SPIN_DROP_NO_PEER);
 
 	/* payload that is elsewhere in this frame moves through scratch */
-	if (len && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
+	if (SPIN_LEN_NZ(len) && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
 		if (bpf_xdp_load_bytes(xdp, src_off, c->scratch, len))
 			return spin_drop(st, SPIN_DROP_PUT_FAILED);
 		src = SPIN_SRC_SCRATCH;
@@ -462,7 +463,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			goto to_host;
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	}
-	if (src == SPIN_SRC_SCRATCH && len &&
+	if (src == SPIN_SRC_SCRATCH && SPIN_LEN_NZ(len) &&
 	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, SPIN_PAY_OFF, src_off, len, c->bounce))
