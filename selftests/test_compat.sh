@@ -108,6 +108,7 @@ spin_bpffs_ensure || { echo "FAIL compat/setup (no bpffs)"; echo "0 passed, 1 fa
 run_test force_bad t_force_bad
 run_test kfuncs_objects t_kfuncs_objects
 run_test tc_cls_bpf t_tc_cls_bpf
+# shellcheck disable=SC2053  # FILTER is a glob (-t)
 if [ -z "$FILTER" ] || [[ pingpong_forced == $FILTER ]]; then
 	spin_run_test compat pingpong_forced t_pingpong_forced 40
 fi
