@@ -73,12 +73,21 @@ HDRS := $(wildcard include/spin/*.h)
 SAMPLE_BPF  := $(patsubst %.bpf.c,%.bpf.o,$(filter-out samples/pingpong/%,$(wildcard samples/*/*.bpf.c))) \
 	samples/pingpong/pingpong_stream.bpf.o samples/pingpong/pingpong_store.bpf.o
 
+# The helpers-only objects for kernels without the kfuncs the others call
+# (-DSPIN_NO_KFUNCS, docs/kernels.md): the runtime and every handler the
+# demo and the unit and veth suites load.  libspin loads X.compat.bpf.o
+# instead of X.bpf.o when the kernel lacks them (or SPIN_COMPAT_FORCE).
+COMPAT_BPF := bpf/spin_rt.compat.bpf.o samples/pingpong/pingpong_stream.compat.bpf.o \
+	samples/pingpong/pingpong_store.compat.bpf.o \
+	$(patsubst %.bpf.c,%.compat.bpf.o,$(filter-out selftests/progs/impair.bpf.c \
+		selftests/progs/xdp_pass.bpf.c,$(wildcard selftests/progs/*.bpf.c)))
+
 # Userspace programs: tools/*.c, samples/*/*_host.c, bench/*.c, selftests/*.c
 TOOLS      := tools/spinctl
 HOST_SRCS  := $(filter-out %.bpf.c,$(wildcard samples/*/*.c bench/*.c selftests/*.c))
 HOST_BINS  := $(HOST_SRCS:.c=)
 
-all: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
+all: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(COMPAT_BPF) $(HOST_BINS)
 
 vmlinux/$(ARCH)/vmlinux.h:
 	$(call msg,GEN,$@)
@@ -87,6 +96,15 @@ vmlinux/$(ARCH)/vmlinux.h:
 %.bpf.o: %.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -c $< -o $@
+
+%.compat.bpf.o: %.bpf.c $(HDRS) vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -DSPIN_NO_KFUNCS -c $< -o $@
+
+samples/pingpong/pingpong_%.compat.bpf.o: samples/pingpong/pingpong.bpf.c $(HDRS)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPS) -DSPIN_NO_KFUNCS \
+		-DSTREAMING=$(if $(filter stream,$*),1,0) -c $< -o $@
 
 samples/pingpong/pingpong_stream.bpf.o: samples/pingpong/pingpong.bpf.c $(HDRS)
 	$(call msg,BPF,$@)
@@ -193,11 +211,11 @@ INSTALL_DIRS = $(BINDIR) $(LIBDIR) $(PKGCONFIGDIR) $(SPINLIBDIR) $(BPFINCLUDEDIR
 	$(INCLUDEDIR)/spin $(MANDIR)/man8 $(MANDIR)/man7 $(MANDIR)/man3 $(BASHCOMPDIR) \
 	$(UNITDIR) $(DOCDIR)
 
-install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc tools/spin@.service \
+install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o bpf/spin_rt.compat.bpf.o lib/spin.pc tools/spin@.service \
 		tools/spin.conf
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 755 tools/spinctl $(DESTDIR)$(BINDIR)/
-	install -m 644 bpf/spin_rt.bpf.o $(DESTDIR)$(SPINLIBDIR)/
+	install -m 644 bpf/spin_rt.bpf.o bpf/spin_rt.compat.bpf.o $(DESTDIR)$(SPINLIBDIR)/
 	install -m 644 $(LIBSPIN) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(LIBSPIN_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspin.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libspin.so
@@ -216,7 +234,7 @@ install: $(LIBSPIN) $(LIBSPIN_SO) $(TOOLS) bpf/spin_rt.bpf.o lib/spin.pc tools/s
 	install -m 644 tools/spin@.service $(DESTDIR)$(UNITDIR)/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/spinctl $(DESTDIR)$(SPINLIBDIR)/spin_rt.bpf.o
+	rm -f $(DESTDIR)$(BINDIR)/spinctl $(DESTDIR)$(SPINLIBDIR)/spin_rt.bpf.o $(DESTDIR)$(SPINLIBDIR)/spin_rt.compat.bpf.o
 	rm -f $(DESTDIR)$(LIBDIR)/libspin.a $(DESTDIR)$(LIBDIR)/libspin.so.$(SOVER) \
 		$(DESTDIR)$(LIBDIR)/libspin.so $(DESTDIR)$(LIBDIR)/libportals.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/spin.pc $(DESTDIR)$(INCLUDEDIR)/portals4.h
@@ -230,7 +248,7 @@ uninstall:
 		$(DESTDIR)$(INCLUDEDIR)/spin $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	$(Q)rm -f lib/*.o $(LIBSPIN) $(LIBSPIN_SO) lib/libspin.so lib/libspin.map lib/spin.pc lib/paths.stamp tools/spin@.service tools/spin.conf $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(HOST_BINS)
+	$(Q)rm -f lib/*.o $(LIBSPIN) $(LIBSPIN_SO) lib/libspin.so lib/libspin.map lib/spin.pc lib/paths.stamp tools/spin@.service tools/spin.conf $(TOOLS) $(BPF_OBJS) $(SAMPLE_BPF) $(COMPAT_BPF) $(HOST_BINS)
 	$(Q)rm -f $(DEPFILES)
 
 DEPFILES := $(wildcard lib/*.d tools/*.d bpf/*.d bench/*.d selftests/*.d selftests/progs/*.d samples/*/*.d)

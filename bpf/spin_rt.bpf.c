@@ -263,8 +263,13 @@ static __noinline long spin_xsk_ring(struct xdp_md *xdp)
 	if ((void *)(sh + 1) > spin_xdp_end(xdp))
 		return -1;
 	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
-	if (!rb || len < 1 || len > SPIN_FRAME_REC_MAX ||
+	if (!rb || len > SPIN_FRAME_REC_MAX ||
 	    bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE)
+		return -1;
+	/* apart: clang merges the two bounds into one unsigned compare of
+	 * len - 1, from which 6.1's verifier learns no lower bound */
+	asm volatile("" : "+r"(len));
+	if ((__s32)len < 1)	/* signed: 6.1 learns nothing from len == 0 */
 		return -1;
 	r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
@@ -524,6 +529,23 @@ static __always_inline int spin_walk_one(struct spin_match_q *q)
 /* Walk from entry `head`: its first entry (the common case: it takes the
  * message), then the rest with an open-coded iterator (no callback frame;
  * at most every slot once). */
+#ifdef SPIN_NO_KFUNCS
+/* without bpf_iter_num (maps.bpf.h, SPIN_NO_KFUNCS): bpf_loop, whose
+ * context must be on the stack: a pointer to q there (8 bytes of a stack
+ * that is nearly full) */
+static int spin_walk_cb(__u32 i, struct spin_match_q **q)
+{
+	return spin_walk_one(*q);
+}
+
+static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
+{
+	q->cur = head;
+	if (spin_walk_one(q))
+		return;
+	bpf_loop(SPIN_MAX_ME, spin_walk_cb, &q, 0);
+}
+#else
 static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 {
 	struct bpf_iter_num it;
@@ -538,6 +560,7 @@ static __always_inline void spin_walk(struct spin_match_q *q, __u32 head)
 			break;
 	bpf_iter_num_destroy(&it);
 }
+#endif
 
 /*
  * The first entry of portal q->pt that takes the message, in Portals
@@ -812,6 +835,13 @@ static __always_inline void spin_gc_arm(void)
 		gc->armed = 0;
 }
 
+#ifdef SPIN_NO_KFUNCS
+/* no bpf_wq (Linux 6.10+): the waker is never ready (armed stays 0) and
+ * spin_rb_submit wakes the reader directly */
+static __always_inline void spin_waker_arm(void)
+{
+}
+#else
 /* The waker's work item: wake the event ring's reader. */
 static int spin_waker_run(void *map, int *key, void *value)
 {
@@ -833,6 +863,7 @@ static __always_inline void spin_waker_arm(void)
 	}
 	w->armed = 2;
 }
+#endif
 
 struct spin_wait {
 	struct spin_msg_key key;
@@ -1326,6 +1357,7 @@ static __always_inline int spin_rx_get(struct xdp_md *xdp, struct spin_stats *st
 	/* header only, but for a reliable re-get's bitmap (wire.h): whole
 	 * 64-bit words, at most one packet's worth */
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
@@ -1502,6 +1534,7 @@ static __noinline int spin_rx_hget(struct xdp_md *xdp, struct spin_stats *st)
 	if (!g)
 		return -1;
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	msg_len = bpf_ntohl(sh->msg_len);
 	pkt_off = bpf_ntohl(sh->pkt_off);
 	seg = bpf_ntohs(sh->seg_size);
@@ -1592,6 +1625,7 @@ static __always_inline int spin_rx_amo(struct xdp_md *xdp, __u32 op, struct spin
 	if (!st || !cfg || (void *)(sh + 1) > end)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
 		return spin_drop(st, SPIN_DROP_MALFORMED);
@@ -1778,6 +1812,7 @@ int spin_rx(struct xdp_md *xdp)
 		return spin_dup(xdp, bpf_ntohl(sh->src_rank), bpf_ntohl(sh->msg_id), 1);
 	}
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen < 8 + sizeof(*sh) || (void *)udp + ulen > end ||
 	    bpf_ntohs(ip->tot_len) != ulen + 20)
 		return spin_drop(st, SPIN_DROP_MALFORMED);

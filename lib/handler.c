@@ -171,7 +171,12 @@ static int check_open(const char *path, struct bpf_object **obj, struct bpf_prog
 	struct bpf_program *prog;
 	int err;
 
-	*obj = bpf_object__open_file(path, NULL);
+	char opath[PATH_MAX];
+	int err0 = spin_compat_obj(path, opath, sizeof(opath));	/* *.compat.bpf.o? */
+
+	if (err0 < 0)
+		return err0;
+	*obj = bpf_object__open_file(opath, NULL);
 	if (!*obj)
 		return spin_seterr(SPIN_EFAIL, "cannot open handler object %s: %s", path,
 				   *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
@@ -319,7 +324,13 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 
 		obj = bpf_object__open_mem(buf, len, &oo);
 	} else {
-		obj = bpf_object__open_file(path, NULL);
+		char opath[PATH_MAX];
+
+		err = spin_compat_obj(path, opath, sizeof(opath));	/* *.compat.bpf.o? */
+		if (err < 0)
+			goto out;
+		err = 0;
+		obj = bpf_object__open_file(opath, NULL);
 	}
 	if (!obj) {
 		err = spin_seterr(SPIN_EFAIL, "cannot open handler object %s: %s", path,
@@ -402,8 +413,12 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 		if (log[0]) {
 			const char *line = spin_vlog_set(log);
 
-			err = spin_seterr(SPIN_EVERIFIER, "verifier rejected handler '%s' (%s): %s", name,
-					  path, line);
+			int fb = buf ? 0 : spin_compat_fallbacks();
+
+			err = spin_seterr(SPIN_EVERIFIER, "verifier rejected handler '%s' (%s%s): %s",
+					  name, path, fb > 0 && (fb & SPIN_COMPAT_KFUNCS) ?
+					  ", its helpers-only build: a spin_for loop over a count "
+					  "from data needs bpf_iter_num, Linux 6.4" : "", line);
 		} else {
 			err = spin_seterr(e == EPERM ? SPIN_EPERM : SPIN_EFAIL,
 					  "cannot load handler object %s: %s", path,

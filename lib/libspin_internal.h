@@ -133,6 +133,16 @@ int spin_seterr(int code, const char *fmt, ...) __attribute__((format(printf, 2,
 int spin_errno_code(int err);
 /* A warning that does not fail the operation: stderr, "spin: warning: ...". */
 void spin_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* compat.c: kernel features spin falls back from (docs/kernels.md) */
+#define SPIN_COMPAT_KFUNCS	1	/* no bpf_wq/bpf_iter_num/bpf_dynptr_copy: *.compat.bpf.o */
+#define SPIN_COMPAT_TCX		2	/* no tcx: clsact + cls_bpf */
+/* The fallbacks to take (missing or forced by SPIN_COMPAT_FORCE), or a
+ * negative SPIN_E* for a bad SPIN_COMPAT_FORCE. */
+int spin_compat_fallbacks(void);
+/* The object to load for path: path, or (1) its .compat.bpf.o sibling when
+ * the kernel lacks kfuncs; a negative SPIN_E* when that is missing. */
+int spin_compat_obj(const char *path, char *out, size_t len);
 /* libbpf output capture. */
 void spin_libbpf_init(void);
 void spin_libbpf_reset(void);

@@ -314,6 +314,46 @@ static int if_mac(const char *ifname, uint8_t mac[6])
 #define SPIN_PIN_PROG_TC	"prog_tc"
 #define SPIN_TCX_INGRESS	46
 
+/* TC ingress without tcx (before Linux 6.6, or SPIN_COMPAT_FORCE=tcx): a
+ * clsact qdisc (left in place at detach, as tc(8) does: others may use
+ * it) and a cls_bpf filter with spin's handle and priority. */
+#define SPIN_TC_HANDLE	0x5350
+#define SPIN_TC_PRIO	0x5350
+
+static int tc_cls_attach(int ifindex, int prog_fd)
+{
+	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = SPIN_TC_HANDLE, .priority = SPIN_TC_PRIO,
+		    .prog_fd = prog_fd);
+	int r = bpf_tc_hook_create(&h);
+
+	if ((r && r != -EEXIST) || (r = bpf_tc_attach(&h, &o))) {
+		errno = -r;
+		return -1;
+	}
+	return 0;
+}
+
+/* Detach spin's fan-out program from TC ingress, attached either way;
+ * 0 if it is not attached (any more). */
+static int tc_detach(int prog_fd, int ifindex)
+{
+	LIBBPF_OPTS(bpf_tc_hook, h, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = SPIN_TC_HANDLE, .priority = SPIN_TC_PRIO);
+	int r;
+
+	if (!bpf_prog_detach2(prog_fd, ifindex, (enum bpf_attach_type)SPIN_TCX_INGRESS))
+		return 0;
+	if (errno != ENOENT && errno != EINVAL)	/* EINVAL: no tcx (< 6.6) */
+		return -1;
+	r = bpf_tc_detach(&h, &o);
+	if (r && r != -ENOENT && r != -EINVAL) {
+		errno = -r;
+		return -1;
+	}
+	return 0;
+}
+
 struct attach_state {
 	bool tc_attached;	/* spin_tc (pinned as prog_tc) */
 	struct bpf_object *obj;
@@ -335,8 +375,7 @@ static void attach_rollback(struct attach_state *s)
 	if (s->tc_attached) {
 		int fd = s->pins.dir >= 0 ? spin_obj_get_at(s->pins.dir, SPIN_PIN_PROG_TC) : -1;
 
-		if (fd < 0 || bpf_prog_detach2(fd, s->ifindex,
-					       (enum bpf_attach_type)SPIN_TCX_INGRESS))
+		if (fd < 0 || tc_detach(fd, s->ifindex))
 			spin_warn("rollback: cannot detach spin_tc from ifindex %d: %s",
 				  s->ifindex, strerror(errno));
 		if (fd >= 0)
@@ -365,6 +404,7 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	struct spin_cfg cfg = {};
 	char obj_path[PATH_MAX];
 	const char *ifname;
+	int fallbacks;
 	uint64_t rnd = 0;
 	__u32 k = 0, pages;
 	int err, fd, perr;
@@ -432,6 +472,20 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 	err = find_rt_obj(o->obj_path, obj_path, sizeof(obj_path));
 	if (err)
 		return err;
+	/* the helpers-only runtime where the kernel lacks its kfuncs */
+	fallbacks = spin_compat_fallbacks();
+	if (fallbacks < 0)
+		return fallbacks;
+	{
+		char given[PATH_MAX];
+
+		/* a path given is loaded as is if it has no helpers-only build */
+		snprintf(given, sizeof(given), "%s", obj_path);
+		err = spin_compat_obj(given, obj_path, sizeof(obj_path));
+		if (err < 0 && !o->obj_path)
+			return err;
+		err = 0;
+	}
 
 	cfg.ifindex = s.ifindex;
 	cfg.my_rank = o->rank;
@@ -565,8 +619,15 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 					  SPIN_PIN_PROG_TC, strerror(errno));
 			goto out;
 		}
-		if (bpf_prog_attach_opts(bpf_program__fd(ptc), s.ifindex,
-					 (enum bpf_attach_type)SPIN_TCX_INGRESS, NULL)) {
+		int r = -1;
+
+		errno = EINVAL;
+		if (!(fallbacks & SPIN_COMPAT_TCX))
+			r = bpf_prog_attach_opts(bpf_program__fd(ptc), s.ifindex,
+						 (enum bpf_attach_type)SPIN_TCX_INGRESS, NULL);
+		if (r && errno == EINVAL)	/* no tcx (< 6.6): cls_bpf */
+			r = tc_cls_attach(s.ifindex, bpf_program__fd(ptc));
+		if (r) {
 			spin_warn("cannot attach the fan-out program at TC ingress of '%s': %s; "
 				  "handlers can send one device put per invocation", ifname,
 				  strerror(errno));
@@ -885,8 +946,7 @@ int spin_detach(const char *ifname)
 	/* 2. the fan-out program at TC ingress */
 	fd = ifindex ? spin_obj_get_at(pins.dir, SPIN_PIN_PROG_TC) : -1;
 	if (fd >= 0) {
-		if (bpf_prog_detach2(fd, ifindex, (enum bpf_attach_type)SPIN_TCX_INGRESS) &&
-		    errno != ENOENT)
+		if (tc_detach(fd, ifindex))
 			detach_fail(&e, SPIN_EXDP, "cannot detach the fan-out program (TC ingress) "
 				    "from '%s': %s", ifname, strerror(errno));
 		close(fd);

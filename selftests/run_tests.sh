@@ -43,6 +43,7 @@ pins_before=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
 run_suite unit selftests/test_unit
 run_suite softfloat selftests/test_softfloat
 run_suite veth selftests/test_veth.sh
+run_suite compat selftests/test_compat.sh
 run_suite spinctl selftests/test_spinctl.sh
 run_suite install selftests/test_install.sh
 run_suite ktap selftests/test_ktap.sh

@@ -146,10 +146,12 @@ typedef struct {
 
 /* ------------------------------------------------------ iteration -- */
 
+#ifndef SPIN_NO_KFUNCS
 /* open-coded iterators (Linux 6.4+) */
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __weak __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __weak __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
+#endif
 
 /*
  * spin_for(i, start, end) { ... }: a plain loop of i = start .. end - 1 (i
@@ -167,6 +169,12 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
  * pointer (an offset into the packet) makes every iteration a new state.
  * samples/datatypes/datatypes.bpf.c is an example.
  */
+#ifdef SPIN_NO_KFUNCS
+/* Without bpf_iter_num (kernels before 6.4, maps.bpf.h): a bounded loop,
+ * which the verifier walks once per iteration: a trip count that depends
+ * on the packet may not verify there. */
+#define spin_for(i, start, end)	for ((i) = (start); (i) < (end); (i)++)
+#else
 #define spin_for(i, start, end)							\
 	for (struct bpf_iter_num __spin_it					\
 		     __attribute__((aligned(8), cleanup(bpf_iter_num_destroy))),	\
@@ -175,6 +183,7 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
 		      (void)bpf_iter_num_destroy, (void *)0);			\
 	     ({ int *__spin_ip = bpf_iter_num_next(&__spin_it);		\
 		__spin_ip && ((i) = *__spin_ip, (i) >= (start) && (i) < (end)); }); )
+#endif
 
 /* ---------------------------------------------------- internals -- */
 

@@ -347,11 +347,47 @@ struct {
 	__type(value, struct spin_waker);
 } spin_waker SEC(".maps");
 
+/*
+ * SPIN_NO_KFUNCS: the build for kernels whose XDP programs cannot call the
+ * kfuncs used here (bpf_wq 6.10, bpf_iter_num 6.4, bpf_dynptr_copy 6.16;
+ * Debian 12's 6.1 has none of them, and a kernel before 6.4 refuses an
+ * object that merely names a missing kfunc).  Those objects
+ * (*.compat.bpf.o) use helpers only: direct ring-buffer wake-ups,
+ * bpf_loop or bounded loops, and bpf_probe_read_kernel copies.  libspin
+ * picks them when the kernel lacks a kfunc (docs/kernels.md).
+ */
+/* len (a variable) is not 0, as a test 6.1's verifier learns len >= 1
+ * from (a signed compare; it learns nothing from len != 0), where a
+ * helper takes len as a size that must not be 0 */
+#ifdef SPIN_NO_KFUNCS
+#define SPIN_LEN_NZ(len) ({ asm volatile("" : "+r"(len)); (__s32)(len) > 0; })
+#else
+#define SPIN_LEN_NZ(len) ((len) != 0)
+#endif
+
+/* SPIN_LEN_IN: len, known to be in [1, max] (max a power of two),
+ * recomputed so that 6.1's verifier knows it too (a helper's size must not
+ * be 0).  SPIN_U16: a 16-bit value from bpf_ntohs, masked so that 6.1's
+ * verifier, which does not bound a byte swap's result, knows it. */
+#ifdef SPIN_NO_KFUNCS
+#define SPIN_LEN_IN(len, max)							\
+	do {									\
+		asm volatile("" : "+r"(len));					\
+		(len) = (((len) - 1) & ((max) - 1)) + 1;			\
+	} while (0)
+#define SPIN_U16(v)	do { asm volatile("" : "+r"(v)); (v) &= 0xffff; } while (0)
+#else
+#define SPIN_LEN_IN(len, max)	do { } while (0)
+#define SPIN_U16(v)		do { } while (0)
+#endif
+
+#ifndef SPIN_NO_KFUNCS
 extern int bpf_wq_init(struct bpf_wq *wq, void *p__map, unsigned int flags) __weak __ksym;
 extern int bpf_wq_start(struct bpf_wq *wq, unsigned int flags) __weak __ksym;
 extern int bpf_wq_set_callback_impl(struct bpf_wq *wq,
 				    int (callback_fn)(void *map, int *key, void *value),
 				    unsigned int flags, void *aux) __weak __ksym;
+#endif
 
 /* The job's auth key (wire.h, "Authenticator"): written once at attach,
  * never mmap-ed (spin_cfg is). */
@@ -450,11 +486,13 @@ static __always_inline int spin_drop(struct spin_stats *st, int reason)
 	return XDP_DROP;
 }
 
+#ifndef SPIN_NO_KFUNCS
 /* kfuncs of the target kernel (6.4+ / 6.16+) */
 extern int bpf_dynptr_from_xdp(struct xdp_md *x, __u64 flags,
 			       struct bpf_dynptr *ptr__uninit) __ksym;
 extern int bpf_dynptr_copy(struct bpf_dynptr *dst_ptr, __u32 dst_off,
 			   struct bpf_dynptr *src_ptr, __u32 src_off, __u32 size) __ksym;
+#endif
 
 /*
  * Copies between the host window and frames, handler memory or the per-CPU
@@ -509,6 +547,63 @@ static __always_inline __u8 *spin_host_at(__u64 a, __u32 *in)
 	return p ? p->b : (__u8 *)0;
 }
 
+#ifdef SPIN_NO_KFUNCS
+/* One power-of-two piece of spin_copy_end: the piece m bytes before both
+ * ends; its offsets are checked against the buffers' sizes, which is all
+ * the verifier needs (no relation between two variables). */
+#define SPIN_COPY_PIECE(k)							\
+	if (n & (1u << (k))) {							\
+		__u32 m = n & ~((1u << (k)) - 1);				\
+		__s64 od = (__s64)de - m, os = (__s64)se - m;			\
+										\
+		if (od < 0 || od > dsize - (1u << (k)) ||			\
+		    os < 0 || os > ssize - (1u << (k)))			\
+			return -1;						\
+		/* the checked offsets, not (dst + de) - m */			\
+		asm volatile("" : "+r"(od), "+r"(os));				\
+		if (bpf_probe_read_kernel(dst + od, 1u << (k), src + os))	\
+			return -1;						\
+	}
+
+/* dst[de - n, de) = src[se - n, se), n <= SPIN_MAX_DMA, dst and src of
+ * dsize and ssize bytes: at most 13 helper calls (the bits of n). */
+static __always_inline int spin_copy_end(__u8 *dst, __u32 dsize, __u32 de,
+					 const __u8 *src, __u32 ssize, __u32 se, __u32 n)
+{
+	if (n > SPIN_MAX_DMA)
+		return -1;
+	SPIN_COPY_PIECE(12) SPIN_COPY_PIECE(11) SPIN_COPY_PIECE(10) SPIN_COPY_PIECE(9)
+	SPIN_COPY_PIECE(8) SPIN_COPY_PIECE(7) SPIN_COPY_PIECE(6) SPIN_COPY_PIECE(5)
+	SPIN_COPY_PIECE(4) SPIN_COPY_PIECE(3) SPIN_COPY_PIECE(2) SPIN_COPY_PIECE(1)
+	SPIN_COPY_PIECE(0)
+	return 0;
+}
+
+/* Window [off, off+len) <-> bounce[0, len) without dynptrs: the piece in
+ * the first element ends at its end or at off+len, the rest starts the
+ * next one. */
+static __always_inline int spin_host_bounce(__u64 off, __u8 *bounce, __u32 len, int to_host)
+{
+	__u32 in, n = SPIN_HOST_CHUNK - off % SPIN_HOST_CHUNK;
+	__u8 *b = spin_host_at(off, &in);
+
+	if (n > len)
+		n = len;
+	if (!b || len > SPIN_MAX_DMA)
+		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
+	if (to_host ? spin_copy_end(b, SPIN_HOST_CHUNK, in + n, bounce, SPIN_MAX_DMA, n, n) :
+		      spin_copy_end(bounce, SPIN_MAX_DMA, n, b, SPIN_HOST_CHUNK, in + n, n))
+		return -1;
+	if (n == len)
+		return 0;
+	b = spin_host_at(off + n, &in);
+	if (!b)
+		return -1;
+	return to_host ? spin_copy_end(b, SPIN_HOST_CHUNK, len - n, bounce, SPIN_MAX_DMA, len, len - n) :
+			 spin_copy_end(bounce, SPIN_MAX_DMA, len, b, SPIN_HOST_CHUNK, len - n, len - n);
+}
+#else
 /*
  * Overwrite a dynptr that is no longer used.  Everything here is inlined
  * into the handler, so the compiler may give the dynptr's stack slot to a
@@ -554,6 +649,7 @@ static __always_inline int spin_host_bounce(__u64 off, __u8 *bounce, __u32 len, 
 	spin_dynptr_kill(&hd);
 	return rc;
 }
+#endif /* SPIN_NO_KFUNCS */
 
 /* Frame bytes at foff -> window. */
 static __always_inline int spin_frame_to_host(struct xdp_md *xdp, __u32 foff, __u64 off,
@@ -562,10 +658,11 @@ static __always_inline int spin_frame_to_host(struct xdp_md *xdp, __u32 foff, __
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_xdp_load_bytes(xdp, foff, b + in, len) ? -1 : 0;
 	if (bpf_xdp_load_bytes(xdp, foff, bounce, len))
@@ -580,10 +677,11 @@ static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u32 foff, __
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_xdp_store_bytes(xdp, foff, b + in, len) ? -1 : 0;
 	if (spin_host_bounce(off, bounce, len, 0))
@@ -597,10 +695,11 @@ static __always_inline int spin_ptr_to_host(const void *src, __u64 off, __u32 le
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_probe_read_kernel(b + in, len, src) ? -1 : 0;
 	if (bpf_probe_read_kernel(bounce, len, src))
@@ -616,10 +715,11 @@ static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u
 	__u32 in;
 	__u8 *b = spin_host_at(off, &in);
 
-	if (!len)
+	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
+	SPIN_LEN_IN(len, SPIN_MAX_DMA);
 	if (in <= SPIN_HOST_FAST)
 		return bpf_probe_read_kernel(dst, len, b + in) ? -1 : 0;
 	if (spin_host_bounce(off, bounce, len, 0))
@@ -710,6 +810,9 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 		bpf_ringbuf_submit(e, flags);
 		return;
 	}
+#ifdef SPIN_NO_KFUNCS	/* armed is never 2 without bpf_wq: not reached */
+	bpf_ringbuf_submit(e, flags);
+#else
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	if (bpf_wq_start(&w->wq, 0)) {
 		spin_rb_doorbell();	/* cannot defer it: wake now */
@@ -718,6 +821,7 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 	st = spin_stats_get();
 	if (st)
 		st->wakes_deferred++;
+#endif
 }
 
 /* The event ring is nearly full: its reader fell behind (admission). */

@@ -102,16 +102,45 @@ static __always_inline void spin_deposit(struct xdp_md *xdp, struct spin_ctx *c)
 		st->deposited_bytes += n;
 }
 
+#ifndef SPIN_NO_KFUNCS
 /* open-coded iterators (Linux 6.4+): a loop the verifier checks once, in
  * the caller's frame */
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __weak __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __weak __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __weak __ksym;
+#endif
 
 /* Delete bitmap chunks 1..n of message key (those that exist); each delete
  * that succeeds gives the source's chunk back.  An open-coded iterator: no
  * callback frame in handler programs, whose stack may be full, and one
  * pass of the verifier over the loop. */
+#ifdef SPIN_NO_KFUNCS
+/* without bpf_iter_num (maps.bpf.h, SPIN_NO_KFUNCS): bpf_loop */
+struct spin_chunks_free_q {
+	struct spin_msg_chunk_key ck;
+	struct spin_src *s;
+};
+
+static int spin_chunks_free_cb(__u32 i, struct spin_chunks_free_q *q)
+{
+	q->ck.chunk = i + 1;
+	if (!bpf_map_delete_elem(&spin_msg_bits, &q->ck) && q->s)
+		__sync_fetch_and_add(&q->s->chunks, -1);
+	return 0;
+}
+
+static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u32 n)
+{
+	struct spin_chunks_free_q q = {
+		.ck = { .src_rank = key->src_rank, .msg_id = key->msg_id },
+	};
+
+	q.s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
+	if (n >= SPIN_MSG_MAX_CHUNKS)
+		n = SPIN_MSG_MAX_CHUNKS - 1;
+	bpf_loop(n, spin_chunks_free_cb, &q, 0);
+}
+#else
 static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u32 n)
 {
 	struct spin_msg_chunk_key ck = { .src_rank = key->src_rank, .msg_id = key->msg_id };
@@ -129,6 +158,7 @@ static __always_inline void spin_chunks_free(const struct spin_msg_key *key, __u
 	}
 	bpf_iter_num_destroy(&it);
 }
+#endif
 
 /* Remove a message's state, its bitmap chunks first (so a new message with
  * the same key, which can only be created once the state is gone, never
@@ -322,6 +352,7 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 	if (!c || (void *)(udp + 1) > end)
 		return 0;
 	ulen = bpf_ntohs(udp->len);
+	SPIN_U16(ulen);
 	if (ulen > 1500 - 20)
 		return 0;
 	ulen &= 2047;	/* (the verifier keeps this bound) */
@@ -420,7 +451,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		return spin_drop(st, SPIN_DROP_NO_PEER);
 
 	/* payload that is elsewhere in this frame moves through scratch */
-	if (len && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
+	if (SPIN_LEN_NZ(len) && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
 		if (bpf_xdp_load_bytes(xdp, src_off, c->scratch, len))
 			return spin_drop(st, SPIN_DROP_PUT_FAILED);
 		src = SPIN_SRC_SCRATCH;
@@ -437,7 +468,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			goto to_host;
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	}
-	if (src == SPIN_SRC_SCRATCH && len &&
+	if (src == SPIN_SRC_SCRATCH && SPIN_LEN_NZ(len) &&
 	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, SPIN_PAY_OFF, src_off, len, c->bounce))
