@@ -661,6 +661,23 @@ static int slot1_window(int wins, int hfd, int *fd, uint8_t **w, size_t *len)
 	return ASSERT_TRUE(*w != MAP_FAILED, "slot 1's window mapped") ? 0 : -1;
 }
 
+/* Undo slot1_window (and close wins and hfd): any of it may be missing. */
+static void slot1_window_free(int wins, int hfd, int fd, uint8_t *w, size_t len)
+{
+	uint32_t k1 = 1;
+
+	if (wins >= 0)
+		bpf_map_delete_elem(wins, &k1);
+	if (w != MAP_FAILED)
+		munmap(w, len);
+	if (fd >= 0)
+		close(fd);
+	if (wins >= 0)
+		close(wins);
+	if (hfd >= 0)
+		close(hfd);
+}
+
 /*
  * Each process slot has its own host window (spin_wins; docs/security.md,
  * "Isolation"): a put to an entry of slot 1's portal lands in slot 1's
@@ -749,16 +766,7 @@ out:
 	reset();
 	if (pt1_held)
 		spin_pt_free(rt, pt1);
-	if (wins >= 0)
-		bpf_map_delete_elem(wins, &k1);
-	if (w1 != MAP_FAILED)
-		munmap(w1, wlen);
-	if (w1fd >= 0)
-		close(w1fd);
-	if (wins >= 0)
-		close(wins);
-	if (hfd >= 0)
-		close(hfd);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
 }
 
 static void truncation(void)
@@ -1285,7 +1293,6 @@ static void handler_window_confined(void)
 	struct spin_me_spec s0 = spec(0, 0x4c, 4096), s1 = spec(pt1, 0x4c, 4096);
 	struct spin_msg_args a = margs(0, 0, 0x4c);
 	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
-	uint32_t k1 = 1;
 	struct spin_rt *rt1 = NULL;
 	uint8_t *w1 = MAP_FAILED, want[4096];
 	size_t wlen = 0;
@@ -1381,16 +1388,7 @@ out:
 		ASSERT_OK(spin_handler_unload(rt, "reach_s1"), "reach_s1 unloaded");
 	if (rt1)
 		spin_close(rt1);
-	if (wins >= 0)
-		bpf_map_delete_elem(wins, &k1);
-	if (w1 != MAP_FAILED)
-		munmap(w1, wlen);
-	if (w1fd >= 0)
-		close(w1fd);
-	if (wins >= 0)
-		close(wins);
-	if (hfd >= 0)
-		close(hfd);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
 }
 
 /*
