@@ -135,6 +135,7 @@ EOW
 	timeout -k 2 "$secs" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
 		--output-filename "$dir/mpi" \
 		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
+		-x SPIN_RENDEZVOUS_MS=$(((secs - 20) * 1000)) \
 		-x PTL_TEST_NPROCS="$np" -x PTL_TEST_TOP="$TOP" \
 		"$dir/wrap" "$BIN" "$case" >"$dir/out.0" 2>&1
 	rc=$?
@@ -482,7 +483,7 @@ run_mpirun_mproc() {
 	if ! mp_topo; then
 		echo "FAIL ptl/mpirun_mproc (topology)"; FAIL=$((FAIL + 1)); return
 	fi
-	mpirun_case mpirun_mproc 16 4 "$TAG-m-r" mproc 120
+	mpirun_case mpirun_mproc 16 4 "$TAG-m-r" mproc 180
 }
 run_mpirun_mproc
 run_case spin_pingpong spin_pingpong 2 2
