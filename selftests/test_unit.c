@@ -5301,17 +5301,29 @@ static void get_cap(void)
 	events();
 }
 
+/* Run f as received on IFA's queue q: 0 or -errno; *act (if not NULL) the
+ * program's action.  live: for real (BPF_F_TEST_XDP_LIVE_FRAMES: an
+ * XDP_REDIRECT reaches the AF_XDP socket, but the kernel runs live frames
+ * on queue 0 whatever q says); else the redirect is not carried out. */
+static int run_on_queue(struct fr *f, uint32_t q, bool live, uint32_t *act)
+{
+	struct xdp_md ctx = { .data_end = (uint32_t)f->len, .ingress_ifindex = if_nametoindex(IFA),
+			      .rx_queue_index = q };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1,
+		    .flags = live ? BPF_F_TEST_XDP_LIVE_FRAMES : 0);
+	int err = bpf_prog_test_run_opts(prog_fd, &o);
+
+	if (act)
+		*act = o.retval;
+	return err;
+}
+
 /* Run f for real (live frames): an XDP_REDIRECT reaches the AF_XDP socket
  * bound on IFA's queue 0. */
 static int run_live(struct fr *f)
 {
-	struct xdp_md ctx = { .data_end = (uint32_t)f->len, .ingress_ifindex = if_nametoindex(IFA),
-			      .rx_queue_index = 0 };
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f->b, .data_size_in = f->len,
-		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1,
-		    .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
-
-	return bpf_prog_test_run_opts(prog_fd, &o);
+	return run_on_queue(f, 0, true, NULL);
 }
 
 struct xsk_got { int n; uint32_t ids[8]; };
@@ -5373,24 +5385,17 @@ static void xsk_credits_queue1(void)
 	a.flags = SPIN_F_REL;
 	a.pt_index = pt1;
 	for (uint32_t i = 0; i < n; i++) {
-		struct xdp_md ctx = { .ingress_ifindex = if_nametoindex(IFA), .rx_queue_index = 1 };
+		uint32_t act = 0;
 
 		a.msg_id = next_id++;
 		mkpkt(&f, &a, sizeof(pay), 0, sizeof(pay), pay);
-		ctx.data_end = (uint32_t)f.len;
-		{
-			/* not live: a live run's frames come in on queue 0;
-			 * this one's redirect is not carried out, so the
-			 * socket never takes a frame, as a process that does
-			 * not read */
-			LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = f.b, .data_size_in = f.len,
-				    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
-
-			if (!ASSERT_OK(bpf_prog_test_run_opts(prog_fd, &o), "run on queue 1"))
-				break;
-			if (i == 0)
-				ASSERT_EQ(o.retval, XDP_REDIRECT, "redirected to slot 1's socket");
-		}
+		/* not live: a live run's frames come in on queue 0; this
+		 * one's redirect is not carried out, so the socket never
+		 * takes a frame, as a process that does not read */
+		if (!ASSERT_OK(run_on_queue(&f, 1, false, &act), "run on queue 1"))
+			break;
+		if (i == 0)
+			ASSERT_EQ(act, XDP_REDIRECT, "redirected to slot 1's socket");
 	}
 	T_MSG("%u frames for slot 1 on queue 1, unread: %llu refused xsk_full", n,
 	      (unsigned long long)(drops(SPIN_DROP_XSK_FULL) - full0));
