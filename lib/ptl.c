@@ -2182,6 +2182,7 @@ int PtlMDBind(ptl_handle_ni_t nih, const ptl_md_t *md, ptl_handle_md_t *mdh)
 		ni->md[i].used = true;
 		ni->md[i].view = (uint8_t)view;
 		ni->md[i].busy = 0;
+		ni->md[i].ctl = false;
 		ni->md[i].md = *md;
 		ni->md[i].buf = b;
 		b.iov = NULL;
@@ -2208,6 +2209,22 @@ static bool md_triggered(struct ptl_ni *ni, ptl_handle_md_t mdh)
 			return true;
 	}
 	return false;
+}
+
+int ptl_md_set_ctl(ptl_handle_md_t mdh)
+{
+	struct ptl_ni *ni;
+	struct ptl_mdr *m;
+	int rc;
+
+	ni = ptl_enter(&rc);
+	if (!ni)
+		return rc;
+	m = ptl_md_get(ni, mdh);
+	if (m)
+		m->ctl = true;
+	ptl_unlock(ni);
+	return m ? PTL_OK : PTL_ARG_INVALID;
 }
 
 int PtlMDRelease(ptl_handle_md_t mdh)

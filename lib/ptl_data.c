@@ -247,8 +247,10 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 	if (rel && rank >= 0) {
 		int rc = ptl_rel_window(ni, a.msg_id);
 
-		/* puts and atomics wait for the congestion window too */
-		if (rc == PTL_OK && (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC))
+		/* puts and atomics wait for the congestion window too; the
+		 * library's keep-alives go past it (ptl_md_set_ctl) */
+		if (rc == PTL_OK && (o->wire_op == SPIN_OP_PUT || o->wire_op == SPIN_OP_ATOMIC) &&
+		    !o->md->ctl)
 			rc = ptl_rel_cc_wait(ni, (uint32_t)rank);
 		/* gets, for room in this process's ring for their replies */
 		else if (rc == PTL_OK && o->wire_op == SPIN_OP_GET)

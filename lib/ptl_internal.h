@@ -136,6 +136,9 @@ struct ptl_mdr {
 	uint8_t gen;
 	uint8_t view;		/* its operations go to this view's portals */
 	uint32_t busy;		/* operations waiting for an ack or reply */
+	bool ctl;		/* the library's own keep-alive traffic: its puts
+				 * do not wait for the congestion window
+				 * (ptl_md_set_ctl) */
 	ptl_md_t md;
 	struct ptl_buf buf;	/* its memory (buf.len bounds the offsets) */
 };
@@ -524,6 +527,10 @@ int ptl_seterr(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 struct ptl_eq *ptl_eq_get(struct ptl_ni *ni, ptl_handle_eq_t h);
 struct ptl_ct *ptl_ct_get(struct ptl_ni *ni, ptl_handle_ct_t h);
 struct ptl_mdr *ptl_md_get(struct ptl_ni *ni, ptl_handle_md_t h);
+/* MD mdh carries the library's own small control messages (a shipper's
+ * lease puts): they go out past a full congestion window, counted in it,
+ * so that a thread keeping the window full cannot hold them back. */
+int ptl_md_set_ctl(ptl_handle_md_t mdh);
 struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h);
 ptl_handle_me_t ptl_me_handle(struct ptl_ni *ni, const struct ptl_mer *m);
 

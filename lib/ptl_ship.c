@@ -190,6 +190,7 @@ struct ship_entry {
 	int prog;
 	int slot;		/* runtime slot: its key in the program's spin_hpu */
 	bool keep;		/* shipped with SPIN_SHIP_F_KEEP: no lease */
+	uint64_t calls;		/* its invocations when the lease sweep last looked */
 	uint32_t hpu_len;
 	ptl_handle_me_t me;
 	ptl_handle_hpu_mem_t hpu;
@@ -227,7 +228,9 @@ struct ptl_ship {
 	struct ship_prog prog[SHIP_N_PROG];
 	struct ship_entry ent[SHIP_N_ENTRY];
 	uint64_t hits, loads;
-	uint64_t *seen_us;	/* per rank: its last request or lease put */
+	uint64_t *seen_us;	/* per rank: its last request, lease put or
+				 * message to its entries (lease_sweep) */
+	uint64_t swept_us;	/* when lease_sweep last looked */
 	uint8_t lease_buf[8];
 	ptl_handle_me_t lease_me;	/* any rank's lease puts */
 	bool lease_on;
@@ -246,6 +249,8 @@ struct ptl_ship {
 	uint32_t *lease_ms;	/* per rank: its lease (its answers), 0: none */
 	pthread_t renew;	/* puts the leases of what it shipped */
 	bool renew_on;
+	bool renew_set;		/* $SPIN_SHIP_RENEW_MS given: renew_ms */
+	uint32_t renew_ms;	/* its period (0: no lease puts at all) */
 	uint64_t lease_word;
 	ptl_handle_md_t lease_md;
 };
@@ -1089,6 +1094,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 	E->rank = rank;
 	E->id = q->entry_id;
 	E->keep = !!(ntohs(q->flags) & SPIN_SHIP_F_KEEP);
+	E->calls = 0;
 	E->prog = pi;
 	E->hpu_len = hpu_len ? hpu_len : 8;
 	if (old)
@@ -1263,23 +1269,40 @@ static void on_lease(struct ptl_ship *S, const ptl_event_t *ev)
 }
 
 /*
- * The entries of senders whose lease ended (killed, or cut off: no request
- * and no lease put for lease_ms) go, and their programs with their last
- * entry.  Entries shipped with SPIN_SHIP_F_KEEP stay.  Lock held.
+ * The entries of senders whose lease ended (killed, or cut off: no request,
+ * no lease put and no message to their entries for lease_ms) go, and their
+ * programs with their last entry.  Entries shipped with SPIN_SHIP_F_KEEP
+ * stay.  A sender's entries take messages from it only (me_make), so one
+ * that sends to them is alive whatever became of its lease puts: a busy
+ * sender on a loaded machine did not get one through in 10 s.  Looks at
+ * most every tick_ms.  Lock held.
  */
-static void lease_sweep(struct ptl_ship *S)
+static void lease_sweep(struct ptl_ship *S, uint32_t tick_ms)
 {
 	uint64_t now = ptl_now_us(), lease = (uint64_t)S->pol.lease_ms * 1000;
 
-	if (!lease)
+	if (!lease || now - S->swept_us < (uint64_t)tick_ms * 1000)
 		return;
+	S->swept_us = now;
+	for (int i = 0; i < SHIP_N_ENTRY; i++) {
+		struct ship_entry *E = &S->ent[i];
+		uint64_t calls;
+
+		if (!E->used || E->keep)
+			continue;
+		calls = invocations(E->me);
+		if (calls != E->calls) {
+			E->calls = calls;
+			S->seen_us[E->rank] = now;
+		}
+	}
 	for (int i = 0; i < SHIP_N_ENTRY; i++) {
 		struct ship_entry *E = &S->ent[i];
 
 		if (!E->used || E->keep || now - S->seen_us[E->rank] <= lease)
 			continue;
-		fprintf(stderr, "spin: ship: rank %u's lease ended (nothing from it for %u ms): its entry %u removed\n",
-			E->rank, S->pol.lease_ms, E->id);
+		fprintf(stderr, "spin: ship: rank %u's lease ended (nothing from it for %llu ms, lease %u ms): its entry %u removed\n",
+			E->rank, (unsigned long long)(now - S->seen_us[E->rank]) / 1000, S->pol.lease_ms, E->id);
 		entry_remove(S, E);
 	}
 }
@@ -1340,7 +1363,7 @@ static void *ship_thread(void *arg)
 		while (!S->stop && ((rc = ptl_eq_take(S->eq, &ev)) == PTL_OK || rc == PTL_EQ_DROPPED))
 			dispatch(S, &ev);
 		pthread_mutex_lock(&S->mu);
-		lease_sweep(S);
+		lease_sweep(S, (uint32_t)tick);
 		pthread_mutex_unlock(&S->mu);
 	}
 	return NULL;
@@ -1539,6 +1562,9 @@ static int sender_on_locked(ptl_handle_ni_t nih, struct ptl_ship **out)
 	S->lease_ms = calloc(S->size, sizeof(*S->lease_ms));
 	if (!S->rin || !S->rin_me || !S->rin_on || !S->shipped || !S->lease_ms)
 		return seterr(PTL_NO_SPACE, "out of memory");
+	S->renew_set = getenv("SPIN_SHIP_RENEW_MS") != NULL;
+	if (S->renew_set && (rc = env_u32("SPIN_SHIP_RENEW_MS", 0, 0, 86400000, &S->renew_ms)))
+		return rc;
 	pthread_mutex_lock(&S->mu);
 	S->sender = true;
 	pthread_mutex_unlock(&S->mu);
@@ -1563,10 +1589,15 @@ static uint64_t ship_timeout_ms(void)
  * shipped to (their answers say how long), a put of no consequence to each
  * of them (SPIN_SHIP_K_LEASE).  When this process dies, however it dies,
  * the puts stop and each target removes what it shipped a lease later.
+ * The puts go past a full congestion window (ptl_md_set_ctl: the
+ * application's own puts to that rank could hold them back for as long as
+ * it sends), and one that could not be sent is tried again in 50 ms.
  */
 static void *renew_thread(void *arg)
 {
 	struct ptl_ship *S = arg;
+
+	bool again = false;	/* a put of the last round was not sent */
 
 	pthread_setname_np(pthread_self(), "ptl-ship-lease");
 	for (;;) {
@@ -1579,8 +1610,12 @@ static void *renew_thread(void *arg)
 			if (S->shipped[r] && S->lease_ms[r] && (!ms || S->lease_ms[r] < ms))
 				ms = S->lease_ms[r];
 		ms = ms ? ms / 4 : 1000;
+		if (S->renew_set)
+			ms = S->renew_ms;
 		if (ms < 10)
 			ms = 10;
+		if (again && ms > 50)
+			ms = 50;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ns = (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000;
 		ts.tv_sec += (time_t)(ns / 1000000000);
@@ -1592,6 +1627,7 @@ static void *renew_thread(void *arg)
 			return NULL;
 		}
 		pthread_mutex_unlock(&S->mu);
+		again = false;
 		for (uint32_t r = 0; r < S->size; r++) {
 			int rc;
 
@@ -1600,7 +1636,9 @@ static void *renew_thread(void *arg)
 			rc = PtlPut(S->lease_md, 0, sizeof(S->lease_word), PTL_NO_ACK_REQ,
 				    (ptl_process_t){ .rank = r }, SPIN_SHIP_PT,
 				    SPIN_SHIP_BITS(SPIN_SHIP_K_LEASE, 0), 0, NULL, 0);
-			if (rc != PTL_OK && rc != PTL_NO_SPACE)
+			if (rc == PTL_NO_SPACE)
+				again = true;
+			else if (rc != PTL_OK)
 				fprintf(stderr, "spin: ship: cannot renew the lease at rank %u: %s\n", r,
 					PtlSpinErrmsg());
 		}
@@ -1613,13 +1651,17 @@ static void renew_start(ptl_handle_ni_t nih, struct ptl_ship *S)
 	ptl_md_t md = { 0 };
 
 	pthread_mutex_lock(&sender_mu);
-	if (!S->renew_on) {
+	/* $SPIN_SHIP_RENEW_MS=0: this process's messages to its entries
+	 * alone keep them (lease_sweep) */
+	if (!S->renew_on && !(S->renew_set && !S->renew_ms)) {
 		md.start = &S->lease_word;
 		md.length = sizeof(S->lease_word);
 		md.eq_handle = PTL_EQ_NONE;
 		md.ct_handle = PTL_CT_NONE;
 		if (PtlMDBind(nih, &md, &S->lease_md) != PTL_OK) {
 			fprintf(stderr, "spin: ship: no lease for what this process ships: %s\n", PtlSpinErrmsg());
+		} else if (ptl_md_set_ctl(S->lease_md) != PTL_OK) {
+			PtlMDRelease(S->lease_md);
 		} else if (pthread_create(&S->renew, NULL, renew_thread, S)) {
 			fprintf(stderr, "spin: ship: cannot start the lease thread\n");
 			PtlMDRelease(S->lease_md);

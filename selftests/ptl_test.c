@@ -6244,6 +6244,60 @@ static void c_ship_lease(void)
 	fini_ni();
 }
 
+/*
+ * A sender's messages to its shipped entries keep them (docs/shipping.md,
+ * "Removal"): rank 1 runs with SPIN_SHIP_RENEW_MS=0 (no lease puts), ships
+ * ship_v1 to rank 0 and sends a message to it every 100 ms for 3 leases;
+ * rank 0 checks the program is still there, then that it goes a lease
+ * after rank 1 stopped sending (so nothing else kept it).  Beside
+ * stress-ng a busy sender's lease puts did not get through for 10 s and
+ * its code went while it sent.  SPIN_SHIP_LEASE_MS=2000 at rank 0.
+ */
+static void c_ship_traffic(void)
+{
+	int lease = getenv("SPIN_SHIP_LEASE_MS") ? atoi(getenv("SPIN_SHIP_LEASE_MS")) : 10000;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 1) {
+		ptl_process_t t = { .rank = 0 };
+		ptl_spin_ship_result_t r;
+		size_t l1;
+		uint8_t *v1 = ship_obj("ship_v1.bpf.o", &l1);
+		uint64_t end;
+		int n = 0;
+
+		barrier("st.up");
+		RC(PtlSpinHandlerShip(ni, v1, l1, &t, 1, 5, 32, 0, &r), PTL_OK);
+		barrier("st.shipped");
+		end = now_ms() + 3 * (uint64_t)lease;
+		for (; now_ms() < end && n < 1000; n++) {
+			ship_invoke(&t, 1, PtlSpinShipBits(ni, 5), 1);
+			msleep(100);
+		}
+		LOG("%d messages to the shipped entry in 3 leases", n);
+		barrier("st.sent");
+		barrier("st.gone");	/* alive, silent, until rank 0 saw it go */
+		free(v1);
+	} else if (R == 0) {
+		uint32_t held;
+		uint64_t t0;
+
+		barrier("st.up");
+		barrier("st.shipped");
+		CHK_EQ(ship_held(NULL), 1, "rank 1's program is here");
+		barrier("st.sent");
+		CHK_EQ(ship_held(NULL), 1, "rank 1 sent to it, no lease put: its program stays (3 leases)");
+		t0 = now_ms();
+		while ((held = ship_held(NULL)) != 0 && now_ms() - t0 < (uint64_t)lease + 12000)
+			msleep(100);
+		CHK_EQ(held, 0, "rank 1 silent: its program went a lease later");
+		LOG("silent sender's program removed %llu ms after its last message (lease %d ms)",
+		    (unsigned long long)(now_ms() - t0), lease);
+		barrier("st.gone");
+	}
+	fini_ni();
+}
+
 /* A target without SPIN_SHIP_ALLOW takes no code: the sender learns it. */
 static void c_ship_off(void)
 {
@@ -6515,6 +6569,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "rel_gone", c_rel_gone }, { "self", c_self }, { "shmem", c_shmem }, { "iovec", c_iovec }, { "trigme", c_trigme }, { "spin_self", c_spin_self }, { "rel_incast", c_rel_incast },
 	{ "bigmap", c_bigmap }, { "ship", c_ship }, { "ship_fail", c_ship_fail },
 	{ "ship_peek", c_ship_peek }, { "ship_lease", c_ship_lease },
+	{ "ship_traffic", c_ship_traffic },
 	{ "ship_off", c_ship_off }, { "ship_serve", c_ship_serve }, { "matchorder", c_matchorder },
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
 	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },

@@ -249,6 +249,10 @@ run_ship_lease() {
 	report "$name" "$dir" 2 $r0 $r1
 }
 run_ship_lease
+# rank 1 puts no leases (SPIN_SHIP_RENEW_MS=0) but sends to its entry at
+# rank 0: its messages keep the program there, which goes once they stop
+run_case ship_traffic ship_traffic 2 2 spin SPIN_SHIP_ALLOW=0,1 SPIN_SHIP_LEASE_MS=2000 \
+	SPIN_SHIP_RENEW_MS=0
 # spinctl handler push/query/unship from rank 0's namespace to rank 1's
 # Portals process; the push stays after spinctl exits.  ship_push: rank 1
 # is ptl_test's ship_serve; ship_serve_cli: 'spinctl handler serve'.
