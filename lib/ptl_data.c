@@ -50,6 +50,17 @@ uint64_t ptl_now_us(void)
 /* --------------------------------------------------- pending operations -- */
 
 static int n_pending;
+static bool timed(const struct ptl_pending *p)
+{
+	return p->deadline_ms && p->deadline_ms != UINT64_MAX;
+}
+
+/* p fails at ms unless answered (tick) */
+static void set_deadline(struct ptl_ni *ni, struct ptl_pending *p, uint64_t ms)
+{
+	ni->n_timed += !timed(p);
+	p->deadline_ms = ms;
+}
 
 struct ptl_pending *ptl_pend_find(struct ptl_ni *ni, uint32_t id)
 {
@@ -77,7 +88,7 @@ static struct ptl_pending *pend_add(struct ptl_ni *ni, uint32_t id)
 		struct ptl_pending *p = &ni->pend[(id + k) & (PTL_N_PENDING - 1)];
 
 		if (!p->msg_id) {
-			memset(p, 0, sizeof(*p));
+			memset(p, 0, offsetof(struct ptl_pending, inl));
 			p->msg_id = id;
 			n_pending++;
 			return p;
@@ -90,10 +101,13 @@ static void pend_del(struct ptl_ni *ni, struct ptl_pending *p)
 {
 	ptl_rel_unlink(ni, p);
 	ptl_rel_reply_done(ni, p);
-	free(p->copy);
+	if (p->copy != p->inl)
+		free(p->copy);
 	p->copy = NULL;
 	free(p->bitmap);
 	p->bitmap = NULL;
+	if (timed(p))
+		ni->n_timed--;
 	p->msg_id = 0;
 	p->tomb = true;
 	n_pending--;
@@ -279,7 +293,10 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 		p->user_ptr = o->user_ptr;
 		p->aop = o->wire_op == SPIN_OP_GET ? 0 : o->aop;
 		p->adt = o->wire_op == SPIN_OP_GET ? 0 : o->adt;
-		p->deadline_ms = rel ? UINT64_MAX : spin_now_ms() + ni->timeout_ms;
+		if (rel)
+			p->deadline_ms = UINT64_MAX;
+		else
+			set_deadline(ni, p, spin_now_ms() + ni->timeout_ms);
 		p->want_ack = want_ack;
 		rmd->busy++;
 	}
@@ -306,6 +323,8 @@ static int start_op(struct ptl_ni *ni, const struct op *o)
 			p->copy = gather;
 			gather = NULL;
 		}
+		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 && !p->copy && o->len <= PTL_PEND_INLINE)
+			p->copy = p->inl;
 		if (o->wire_op == SPIN_OP_PUT && p->npkts == 1 &&
 		    (p->copy || (p->copy = malloc(o->len ?: 1)))) {
 			if (p->buf != p->copy)
@@ -1016,7 +1035,7 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	 * for the timeout, ptl_rel.c: a target busy with other replies is
 	 * not gone) */
 	if (!p->rel)
-		p->deadline_ms = spin_now_ms() + ni->timeout_ms;
+		set_deadline(ni, p, spin_now_ms() + ni->timeout_ms);
 	if (p->reply_cr) {	/* its room in the ring is free again */
 		p->reply_cr--;
 		ni->reply_out--;
@@ -1261,7 +1280,8 @@ static void tick(struct ptl_ni *ni)
 	if (now < ni->next_tick_ms)
 		return;
 	ni->next_tick_ms = now + 10;
-	if (n_pending > 0)
+	/* reliable messages have their own timers (ptl_rel_tick) */
+	if (ni->n_timed > 0)
 		for (int i = 0; i < PTL_N_PENDING; i++) {
 			struct ptl_pending *p = &ni->pend[i];
 
@@ -1665,4 +1685,5 @@ void ptl_data_fini(struct ptl_ni *ni)
 		if (ni->rx[i].used)
 			rx_free(ni, &ni->rx[i]);
 	n_pending = 0;
+	ni->n_timed = 0;
 }

@@ -59,6 +59,8 @@ _Static_assert(PTL_N_ME % PTL_ME_CHUNK == 0 && PTL_N_ME <= (1 << 20), "handles h
 #define PTL_UX_CHAINS	4	/* exact key, bits key, portal, source key */
 _Static_assert(PTL_N_UNEX % PTL_UNEX_CHUNK == 0, "whole chunks");
 #define PTL_N_PENDING	8192	/* initiator ops waiting for an ack or reply */
+#define PTL_PEND_INLINE	64	/* a put this short keeps its copy in its
+				 * pending entry (no malloc per message) */
 #define PTL_N_RX	1024	/* target messages being received over AF_XDP */
 #define PTL_N_ARMED	16	/* entries with a wake threshold, per wait */
 #define PTL_MAX_IOVECS	4096	/* iovecs of one MD or entry (max_iovecs) */
@@ -284,7 +286,8 @@ struct ptl_pending {
 	bool quiet;		/* one packet, no ack event wanted: acknowledged in
 				 * bulk by a probe's range ack (wire.h) */
 	bool send_posted;	/* its send event is out already */
-	uint8_t *copy;		/* its bytes, copied (quiet messages) */
+	uint8_t *copy;		/* its bytes, copied (quiet messages): inl, or
+				 * allocated (freed with it) */
 	struct spin_msg_args args;	/* as sent: msg_id, SPIN_F_REL */
 	const uint8_t *buf;	/* its bytes: the MD's, until the answer
 				 * (npkts above: its packets) */
@@ -305,6 +308,8 @@ struct ptl_pending {
 	 * rank's window allows */
 	uint32_t sent_upto;	/* packets [0, sent_upto) were sent at least once */
 	uint32_t cc_out;	/* of them, counted in flight for its rank */
+	/* last: pend_add does not clear it */
+	uint8_t inl[PTL_PEND_INLINE];	/* a small one-packet put's copy */
 };
 
 /* Congestion window of one target rank (ptl_rel.c, docs/reliable.md):
@@ -459,6 +464,7 @@ struct ptl_ni {
 	bool reliable;		/* $SPIN_PTL_RELIABLE, default 1 */
 	uint64_t rto_us, srtt_us, rttvar_us, rto_min_us, rto_max_us;
 	int32_t rel_head, rel_tail;	/* reliable pending messages, oldest first */
+	int n_timed;		/* pending operations with a deadline_ms (not reliable) */
 	uint64_t rel_next_us;	/* earliest retransmission timer (UINT64_MAX: none) */
 	ptl_spin_rel_stats_t rs;
 	struct ptl_ldd *ldd[SPIN_MAX_PEERS];

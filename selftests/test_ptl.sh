@@ -474,6 +474,7 @@ run_case bigmap bigmap 2 2
 # rank 2 is in the map and has an address, but no runtime and no process
 nsx "$(ptl_ns "$TAG" 2)" "$TOP/tools/spinctl" detach veth0 >/dev/null 2>&1
 run_case unknown unknown 2 3 spin SPIN_PTL_TIMEOUT_MS=1000
+run_case unknown_norel unknown 2 3 spin SPIN_PTL_TIMEOUT_MS=1000 SPIN_PTL_RELIABLE=0
 run_kill
 run_case phys phys 4 4
 run_case launcher_ompi ring 2 2 ompi
