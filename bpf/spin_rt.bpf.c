@@ -60,9 +60,13 @@ static __always_inline __u64 *spin_msg_word(struct spin_msg *m, const struct spi
 {
 	struct spin_msg_chunk_key ck;
 	struct spin_msg_chunk *ch;
+	__u64 w = idx / 64;
 
-	if (idx < SPIN_CHUNK_PKTS)
-		return &m->bitmap[(idx / 64) & (SPIN_BITMAP_WORDS - 1)];
+	if (idx < SPIN_CHUNK_PKTS) {
+		/* (the compiler drops a mask here: idx < 4096) */
+		SPIN_BOUND(w, SPIN_BITMAP_WORDS - 1);
+		return &m->bitmap[w];
+	}
 	ck.src_rank = key->src_rank;
 	ck.msg_id = key->msg_id;
 	ck.chunk = idx / SPIN_CHUNK_PKTS;
@@ -2171,8 +2175,11 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	if (!same) {
 		if (bpf_skb_change_tail(skb, SPIN_PAY_OFF + len, 0))
 			return -1;
-		if (len && bpf_skb_store_bytes(skb, SPIN_PAY_OFF, e->data, len, 0))
-			return -1;
+		if (SPIN_LEN_NZ(len)) {
+			SPIN_LEN_CLAMP(len, SPIN_MAX_SEG);
+			if (bpf_skb_store_bytes(skb, SPIN_PAY_OFF, e->data, len, 0))
+				return -1;
+		}
 	}
 	tot_len = bpf_htons(20 + 8 + sizeof(h.sh) + len);
 	__builtin_memcpy(h.eth.h_dest, peer->mac, 6);
@@ -2244,6 +2251,25 @@ __noinline int spin_tc_put(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass
 	return rc;
 }
 
+#ifdef SPIN_NO_KFUNCS
+/* spin_tc's loop as a bpf_loop callback: 6.1's verifier walked the plain
+ * loop's 126 iterations, each branch on n apart, past its 10^6
+ * instructions */
+struct spin_tc_q {
+	struct __sk_buff *skb;
+	__u64 t0;
+	__u32 n, cpu, have0, id0;
+};
+
+static int spin_tc_cb(__u32 i, struct spin_tc_q *q)
+{
+	__u32 k = i < q->n ? i : i - q->n;
+
+	spin_tc_put(q->skb, q->cpu, q->t0 + k, (i < q->n ? SPIN_TC_SAME : 0) | q->have0, q->id0 + k);
+	return 0;
+}
+#endif
+
 /*
  * spin_tc, at TC ingress (tcx) of the runtime's interface: the second half
  * of a fan-out (spin_fanout in rt_common.bpf.h).  A frame that the runtime
@@ -2286,6 +2312,14 @@ int spin_tc(struct __sk_buff *skb)
 			st->fanout_copies++;
 	}
 	/* two passes over the queued puts; spin_tc_put counts its failures */
+#ifdef SPIN_NO_KFUNCS
+	{
+		struct spin_tc_q q = { .skb = skb, .t0 = t0, .n = n, .cpu = cpu,
+				       .have0 = have0, .id0 = id0 };
+
+		bpf_loop(2 * n, spin_tc_cb, &q, 0);
+	}
+#else
 	for (__u32 i = 0; i < 2 * (SPIN_MAX_PUTS - 1); i++) {
 		__u32 k = i < n ? i : i - n;
 
@@ -2293,6 +2327,7 @@ int spin_tc(struct __sk_buff *skb)
 			break;
 		spin_tc_put(skb, cpu, t0 + k, (i < n ? SPIN_TC_SAME : 0) | have0, id0 + k);
 	}
+#endif
 	if (failed)
 		spin_drop_count(st, SPIN_DROP_PUT_FAILED);
 	return TC_ACT_SHOT;

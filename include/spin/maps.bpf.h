@@ -376,9 +376,25 @@ struct {
 		(len) = (((len) - 1) & ((max) - 1)) + 1;			\
 	} while (0)
 #define SPIN_U16(v)	do { asm volatile("" : "+r"(v)); (v) &= 0xffff; } while (0)
+/* SPIN_BOUND: v (64-bit), known to be <= max, clamped on the register
+ * that is then used, so that 6.1's verifier knows it too (it kept no bound
+ * from a compare of a copy reloaded from the stack) */
+#define SPIN_BOUND(v, max)	asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(v) : "i"(max))
+/* SPIN_LEN_CLAMP: len, known to be in [1, max], clamped there on the
+ * register then used (a spilled copy had lost len >= 1) */
+#define SPIN_LEN_CLAMP(len, max)						\
+	asm volatile("if %0 <= %1 goto +1; %0 = %1; if %0 s> 0 goto +1; %0 = 1"	\
+		     : "+r"(len) : "i"(max))
+/* SPIN_SET(p): pointer p, checked by the caller, tested again where it is
+ * used (6.1's verifier followed a path on which a copy of it reloaded from
+ * the stack was NULL) */
+#define SPIN_SET(p)	({ asm volatile("" : "+r"(p)); (p) != 0; })
 #else
 #define SPIN_LEN_IN(len, max)	do { } while (0)
 #define SPIN_U16(v)		do { } while (0)
+#define SPIN_BOUND(v, max)	do { } while (0)
+#define SPIN_SET(p)		1
+#define SPIN_LEN_CLAMP(len, max)	do { } while (0)
 #endif
 
 #ifndef SPIN_NO_KFUNCS
@@ -651,20 +667,32 @@ static __always_inline int spin_host_bounce(__u64 off, __u8 *bounce, __u32 len, 
 }
 #endif /* SPIN_NO_KFUNCS */
 
+/* b + in when a DMA of up to SPIN_MAX_DMA bytes from there stays in b's
+ * chunk (in <= SPIN_HOST_FAST), else NULL (the bounce buffer's way). */
+static __always_inline __u8 *spin_host_fast(__u8 *b, __u32 in)
+{
+	__u64 i = in;
+
+	if (i > SPIN_HOST_FAST)
+		return NULL;
+	SPIN_BOUND(i, SPIN_HOST_FAST);
+	return b + i;
+}
+
 /* Frame bytes at foff -> window. */
 static __always_inline int spin_frame_to_host(struct xdp_md *xdp, __u32 foff, __u64 off,
 					      __u32 len, __u8 *bounce)
 {
 	__u32 in;
-	__u8 *b = spin_host_at(off, &in);
+	__u8 *b = spin_host_at(off, &in), *f;
 
 	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
 	SPIN_LEN_IN(len, SPIN_MAX_DMA);
-	if (in <= SPIN_HOST_FAST)
-		return bpf_xdp_load_bytes(xdp, foff, b + in, len) ? -1 : 0;
+	if ((f = spin_host_fast(b, in)))
+		return bpf_xdp_load_bytes(xdp, foff, f, len) ? -1 : 0;
 	if (bpf_xdp_load_bytes(xdp, foff, bounce, len))
 		return -1;
 	return spin_host_bounce(off, bounce, len, 1);
@@ -675,15 +703,15 @@ static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u32 foff, __
 					      __u32 len, __u8 *bounce)
 {
 	__u32 in;
-	__u8 *b = spin_host_at(off, &in);
+	__u8 *b = spin_host_at(off, &in), *f;
 
 	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
 	SPIN_LEN_IN(len, SPIN_MAX_DMA);
-	if (in <= SPIN_HOST_FAST)
-		return bpf_xdp_store_bytes(xdp, foff, b + in, len) ? -1 : 0;
+	if ((f = spin_host_fast(b, in)))
+		return bpf_xdp_store_bytes(xdp, foff, f, len) ? -1 : 0;
 	if (spin_host_bounce(off, bounce, len, 0))
 		return -1;
 	return bpf_xdp_store_bytes(xdp, foff, bounce, len) ? -1 : 0;
@@ -693,15 +721,15 @@ static __always_inline int spin_host_to_frame(struct xdp_md *xdp, __u32 foff, __
 static __always_inline int spin_ptr_to_host(const void *src, __u64 off, __u32 len, __u8 *bounce)
 {
 	__u32 in;
-	__u8 *b = spin_host_at(off, &in);
+	__u8 *b = spin_host_at(off, &in), *f;
 
 	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
 	SPIN_LEN_IN(len, SPIN_MAX_DMA);
-	if (in <= SPIN_HOST_FAST)
-		return bpf_probe_read_kernel(b + in, len, src) ? -1 : 0;
+	if ((f = spin_host_fast(b, in)))
+		return bpf_probe_read_kernel(f, len, src) ? -1 : 0;
 	if (bpf_probe_read_kernel(bounce, len, src))
 		return -1;
 	return spin_host_bounce(off, bounce, len, 1);
@@ -713,15 +741,15 @@ static __always_inline int spin_ptr_to_host(const void *src, __u64 off, __u32 le
 static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u8 *bounce)
 {
 	__u32 in;
-	__u8 *b = spin_host_at(off, &in);
+	__u8 *b = spin_host_at(off, &in), *f;
 
 	if (!SPIN_LEN_NZ(len))
 		return 0;
 	if (!b || len > SPIN_MAX_DMA)
 		return -1;
 	SPIN_LEN_IN(len, SPIN_MAX_DMA);
-	if (in <= SPIN_HOST_FAST)
-		return bpf_probe_read_kernel(dst, len, b + in) ? -1 : 0;
+	if ((f = spin_host_fast(b, in)))
+		return bpf_probe_read_kernel(dst, len, f) ? -1 : 0;
 	if (spin_host_bounce(off, bounce, len, 0))
 		return -1;
 	return bpf_probe_read_kernel(dst, len, bounce) ? -1 : 0;

@@ -454,6 +454,7 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 
 	/* payload that is elsewhere in this frame moves through scratch */
 	if (SPIN_LEN_NZ(len) && src == SPIN_SRC_PACKET && src_off != SPIN_PAY_OFF) {
+		SPIN_LEN_CLAMP(len, SPIN_MAX_SEG);
 		if (bpf_xdp_load_bytes(xdp, src_off, c->scratch, len))
 			return spin_drop(st, SPIN_DROP_PUT_FAILED);
 		src = SPIN_SRC_SCRATCH;
@@ -470,9 +471,11 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 			goto to_host;
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	}
-	if (src == SPIN_SRC_SCRATCH && SPIN_LEN_NZ(len) &&
-	    bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
-		return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	if (src == SPIN_SRC_SCRATCH && SPIN_LEN_NZ(len)) {
+		SPIN_LEN_CLAMP(len, SPIN_MAX_SEG);
+		if (bpf_xdp_store_bytes(xdp, SPIN_PAY_OFF, c->scratch, len))
+			return spin_drop(st, SPIN_DROP_PUT_FAILED);
+	}
 	if (src == SPIN_SRC_HOST && spin_host_to_frame(xdp, SPIN_PAY_OFF, src_off, len, c->bounce))
 		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 
@@ -495,6 +498,8 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	ip->ttl = 64;
 	ip->protocol = IPPROTO_UDP;
 	ip->check = csum;
+	if (!SPIN_SET(cfg))
+		return spin_drop(st, SPIN_DROP_PUT_FAILED);
 	udp->source = cfg->port;
 	udp->dest = peer->port;
 	udp->len = bpf_htons(8 + sizeof(*sh) + len);
