@@ -1392,6 +1392,128 @@ out:
 }
 
 /*
+ * A handler program ends in its own finish stage (lib/handler.c, fin_load),
+ * loaded with its maps and bound to its loader's slot: what a hostile
+ * handler of slot 1 leaves in spin_ctx, or writes into its own entry,
+ * cannot point the stage at slot 0's window (selftests/progs/fin_steer.bpf.c).
+ * Before, every handler program ended in the runtime's spin_finish, with
+ * the runtime's maps, and each of these reached slot 0's window.
+ */
+struct fin_steer {
+	uint64_t mode, victim_me, victim_pt, victim_addr, put_rank, headers, completions;
+};
+
+static void handler_finish_confined(void)
+{
+	static uint8_t msg[1000];
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sv = spec(0, 0x4d, 4096), sa = spec(pt1, 0x4e, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x4e);
+	struct fin_steer fs = { 0 }, got;
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
+	struct spin_rt *rt1 = NULL;
+	uint8_t *w1 = MAP_FAILED, want[4096];
+	size_t wlen = 0;
+	bool pt1_held = false, loaded = false;
+	int iv, ia;
+
+	reset();
+	fill(msg, sizeof(msg), 11);
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
+	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
+	rt1->win_fd = dup(w1fd);
+	{
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/fin_steer.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "steer_s1") >= 0,
+				 "fin_steer loaded by slot 1"))
+			goto out;
+		loaded = true;
+	}
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	pt1_held = true;
+	/* the victim: slot 0's entry at window offset 0, no handler */
+	sv.host_off = 0;
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	/* the attacker: slot 1's entry with slot 1's handler */
+	sa.host_off = 0;
+	sa.handler = "steer_s1";
+	sa.hpu_init = &fs;
+	sa.hpu_init_len = sizeof(fs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "a victim entry in slot 0, an attacker in slot 1"))
+		goto out;
+	memset(want, 0xee, sizeof(want));
+	a.pt_index = pt1;
+
+	/* mode 0: it steers nothing; its stage deposits into its own window
+	 * and comes back to it for the completion */
+	memset(host, 0xee, 4096);
+	memset(w1, 0xdd, 4096);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(w1, msg, sizeof(msg), "its finish stage deposits into slot 1's window");
+	ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
+	ASSERT_EQ(got.completions, 1, "its stage came back for the completion");
+	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+
+	for (uint64_t mode = 1; mode <= 3; mode++) {
+		static const char *const what[] = {
+			"", "spin_ctx names slot 0's entry", "its own entry moved to slot 0's portal",
+			"a put from slot 0's window",
+		};
+		struct fr f, o;
+
+		fs = (struct fin_steer){
+			.mode = mode, .victim_me = iv, .victim_pt = 0,
+			.victim_addr = SPIN_WIN_ADDR(0, 0), .put_rank = 0,
+		};
+		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
+		memset(host, 0xee, 4096);
+		memset(w1, 0xdd, 4096);
+		spin_stats_reset(rt);
+		a.msg_id = next_id++;
+		if (mode == 3) {
+			/* one packet; the put's frame comes back */
+			mkpkt(&f, &a, 64, 0, 64, msg);
+			memset(&o, 0, sizeof(o));
+			rc = run(&f, &o);
+			T_MSG("%s: verdict %d, put_failed %llu", what[mode], rc,
+			      (unsigned long long)drops(SPIN_DROP_PUT_FAILED));
+			ASSERT_TRUE(rc != XDP_TX || o.len < SPIN_PAY_OFF + 64 ||
+				    memcmp(o.b + SPIN_PAY_OFF, want, 64),
+				    "no frame carries slot 0's window");
+			ASSERT_TRUE(drops(SPIN_DROP_PUT_FAILED) > 0, "the put fails");
+		} else {
+			run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+			T_MSG("%s: host_oob %llu", what[mode],
+			      (unsigned long long)drops(SPIN_DROP_HOST_OOB));
+			ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "the deposit fails (host_oob)");
+		}
+		ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+		ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
+		ASSERT_TRUE(got.headers > 0, "it ran");
+		if (mode == 2)	/* its entry back on its portal, for the unlink */
+			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
+	}
+out:
+	reset();	/* unlinks the entries: then the handler unloads */
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "steer_s1"), "steer_s1 unloaded");
+	if (rt1)
+		spin_close(rt1);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/*
  * A Portals process's handle (confined to its slot, as slot_take makes
  * it) refuses another slot's entries and portals: unlink, handler memory
  * written or read, an entry appended.  The other slot's entry stays and
@@ -5911,6 +6033,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
 	RUN_TEST(handler_window_confined);
+	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
