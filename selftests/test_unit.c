@@ -1514,6 +1514,83 @@ out:
 }
 
 /*
+ * Shipped code's finish stage is loaded with its private maps: a handler
+ * program loaded as lib/ptl_ship.c loads one (spin_handler_load_mem_subst,
+ * spin_host replaced by one chunk of its own) deposits into that chunk,
+ * never into the window, whether it steers nothing or points spin_ctx at
+ * another entry of the same slot.  Before, the runtime's spin_finish
+ * deposited both into the real window.
+ */
+static void handler_finish_private_window(void)
+{
+	static uint8_t msg[1000], obj[1 << 20], chunk[SPIN_HOST_CHUNK];
+	struct spin_me_spec sv = spec(0, 0x50, 4096), sa = spec(0, 0x51, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x51);
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP);
+	struct spin_map_subst sub = { "spin_host", -1 };
+	struct fin_steer fs = { 0 };
+	uint8_t want[4096];
+	char path[1024];
+	bool loaded = false;
+	uint32_t k0 = 0;
+	size_t n = 0;
+	FILE *f;
+	int iv, ia, rc;
+
+	reset();
+	fill(msg, sizeof(msg), 12);
+	snprintf(path, sizeof(path), "%s/selftests/progs/fin_steer.bpf.o", objdir);
+	f = fopen(path, "rb");
+	if (f) {
+		n = fread(obj, 1, sizeof(obj), f);
+		fclose(f);
+	}
+	if (!ASSERT_TRUE(n > 0 && n < sizeof(obj), "fin_steer.bpf.o read"))
+		return;
+	sub.fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_host", 4, SPIN_HOST_CHUNK, 1, &mo);
+	if (!ASSERT_TRUE(sub.fd >= 0, "a one-chunk window of its own"))
+		return;
+	if (!ASSERT_TRUE(spin_handler_load_mem_subst(rt, obj, n, "steer_priv", &sub, 1) >= 0,
+			 "loaded with its own window, as shipped code is"))
+		goto out;
+	loaded = true;
+	sv.host_off = 8192;		/* another entry of the same slot */
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	sa.host_off = 0;
+	sa.handler = "steer_priv";
+	sa.hpu_init = &fs;
+	sa.hpu_init_len = sizeof(fs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "two entries of slot 0"))
+		goto out;
+	memset(want, 0xee, sizeof(want));
+	for (uint64_t mode = 0; mode <= 1; mode++) {
+		uint64_t at = mode ? 8192 : 0;	/* where the context says */
+
+		fs = (struct fin_steer){ .mode = mode, .victim_me = iv, .victim_pt = 0 };
+		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
+		memset(host, 0xee, 12288);
+		memset(chunk, 0, sizeof(chunk));
+		ASSERT_EQ(bpf_map_update_elem(sub.fd, &k0, chunk, 0), 0, "its window zeroed");
+		a.msg_id = next_id++;
+		run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+		ASSERT_MEM(host, want, 4096, "the window untouched at its entry's offset");
+		ASSERT_MEM(host + 8192, want, 4096, "the window untouched at the other entry's");
+		ASSERT_EQ(bpf_map_lookup_elem(sub.fd, &k0, chunk), 0, "its window read");
+		ASSERT_MEM(chunk + at, msg, sizeof(msg),
+			   mode ? "steered, its stage deposits into its own window"
+				: "its stage deposits into its own window");
+	}
+out:
+	reset();
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "steer_priv"), "steer_priv unloaded");
+	close(sub.fd);
+}
+
+/*
  * A Portals process's handle (confined to its slot, as slot_take makes
  * it) refuses another slot's entries and portals: unlink, handler memory
  * written or read, an entry appended.  The other slot's entry stays and
@@ -6034,6 +6111,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_dma);
 	RUN_TEST(handler_window_confined);
 	RUN_TEST(handler_finish_confined);
+	RUN_TEST(handler_finish_private_window);
 	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
