@@ -683,6 +683,38 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 	return handler_load(rt, path, NULL, 0, name, NULL, 0);
 }
 
+int spin_handler_load_slot(struct spin_rt *rt, const char *path, const char *name, uint32_t slot)
+{
+	uint32_t oslot, k = slot, id = 0;
+	int ofd, fd, err;
+
+	if (!rt || !path)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_load_slot: no runtime or object path");
+	if (slot >= SPIN_MAX_PROCS)
+		return spin_seterr(SPIN_EUSAGE, "process slot %u out of range (0..%d)", slot,
+				   SPIN_MAX_PROCS - 1);
+	if (slot == rt->slot)
+		return spin_handler_load(rt, path, name);
+	/* the slot's window, from spin_wins (the map's id) */
+	if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_WINS], &k, &id) || !id)
+		return spin_seterr(SPIN_ENOENT, "process slot %u of '%s' has no window (grant one: "
+				   "'spinctl window grant %s %u USER')", slot, rt->ifname, rt->ifname,
+				   slot);
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return spin_seterr(spin_errno_code(errno), "cannot open the window of slot %u: %s", slot,
+				   strerror(errno));
+	oslot = rt->slot;
+	ofd = rt->win_fd;
+	rt->slot = slot;
+	rt->win_fd = slot ? fd : -1;	/* slot 0's is spin_host */
+	err = spin_handler_load(rt, path, name);
+	rt->slot = oslot;
+	rt->win_fd = ofd;
+	close(fd);
+	return err;
+}
+
 int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name)
 {
 	if (!rt || !buf || !len || !name)
