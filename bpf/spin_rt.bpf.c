@@ -1183,12 +1183,14 @@ static __always_inline void spin_tail_call_handler(struct xdp_md *xdp, __u32 slo
  * spin_fin_slot set to its process slot, and puts it in the handler
  * program's own spin_stages: whatever the handler leaves in spin_ctx or
  * writes into the maps it holds, its finish stage reaches no other
- * process's window or event ring (lib/handler.c, docs/security.md).  A handler program that asks for the default deposit
- * (SPIN_PH_DSTAGE: its header handler said PROCEED, or it has no payload
- * handler) comes here before its completion handler: the stage deposits
- * and accounts the packet and, if it completed the message and the
- * program has a completion handler (SPIN_PH_HAS_CH), enters the program
- * again for it (SPIN_PH_RESUME), which comes back here to finish.
+ * process's window or event ring (lib/handler.c, docs/security.md).
+ * A handler program that asks for the default deposit (SPIN_PH_DSTAGE: its
+ * header handler said PROCEED, or it has no payload handler) comes here
+ * before its completion handler: the stage deposits and accounts the
+ * packet and, if it completed the message and the program has a
+ * completion handler (SPIN_PH_HAS_CH), enters the program again for it
+ * (SPIN_PH_RESUME, through spin_stages[SPIN_STAGE_SELF]), which comes back
+ * here to finish.
  */
 SEC("xdp")
 int spin_finish(struct xdp_md *xdp)
