@@ -1514,6 +1514,85 @@ out:
 }
 
 /*
+ * A handler program gets an empty spin_handlers (lib/handler.c): a hostile
+ * one of slot 1 (selftests/progs/hop_steer.bpf.c) that points spin_ctx at
+ * slot 0's entry and tail-calls every handler slot finds no program, so
+ * slot 0's handler, which DMAs its entry's payload into slot 0's window,
+ * never runs on its context.  With the runtime's spin_handlers it did.
+ */
+static void handler_no_foreign_tail_call(void)
+{
+	static uint8_t msg[1000];
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct test_state init = { .mode = T_DMA };
+	struct spin_me_spec sv = spec(0, 0x52, 4096), sa = spec(pt1, 0x53, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x53);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
+	struct spin_rt *rt1 = NULL;
+	uint8_t *w1 = MAP_FAILED, want[4096];
+	uint64_t hs[3] = { 0 };
+	size_t wlen = 0;
+	bool pt1_held = false, loaded = false;
+	int iv, ia;
+
+	reset();
+	fill(msg, sizeof(msg), 13);
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
+	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;
+	rt1->win_fd = dup(w1fd);
+	{
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/hop_steer.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "hop_s1") >= 0, "hop_steer loaded by slot 1"))
+			goto out;
+		loaded = true;
+	}
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	pt1_held = true;
+	/* the victim: slot 0's entry whose handler (slot 0's) DMAs its payload */
+	sv.host_off = 0;
+	sv.handler = "test";
+	sv.hpu_init = &init;
+	sv.hpu_init_len = sizeof(init);
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	if (!ASSERT_TRUE(iv >= 0, "the victim entry"))
+		goto out;
+	hs[0] = iv;
+	sa.host_off = 0;
+	sa.handler = "hop_s1";
+	sa.hpu_init = hs;
+	sa.hpu_init_len = sizeof(hs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(ia >= 0, "the attacker's entry"))
+		goto out;
+	memset(want, 0xee, sizeof(want));
+	memset(host, 0xee, 4096);
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_EQ(spin_hpu_read(rt, ia, hs, sizeof(hs)), 0, "its handler memory");
+	ASSERT_TRUE(hs[1] > 0, "it ran");
+	ASSERT_EQ(hs[2], hs[1], "no handler program took its tail calls");
+	ASSERT_EQ(tstate(iv).pay_calls, 0, "slot 0's handler never ran");
+	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+out:
+	reset();
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "hop_s1"), "hop_s1 unloaded");
+	if (rt1)
+		spin_close(rt1);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/*
  * Shipped code's finish stage is loaded with its private maps: a handler
  * program loaded as lib/ptl_ship.c loads one (spin_handler_load_mem_subst,
  * spin_host replaced by one chunk of its own) deposits into that chunk,
@@ -6112,6 +6191,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_window_confined);
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_finish_private_window);
+	RUN_TEST(handler_no_foreign_tail_call);
 	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
