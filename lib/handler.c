@@ -371,7 +371,9 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			continue;
 		}
 		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
-		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn))
+		/* the runtime's maps are spin_*: never another pin of the
+		 * directory (win<slot>, a window granted to a user) */
+		if (strncmp(mn, "spin_", 5) || !spin_name_ok(mn) || !exists_at(rt->dir_fd, mn))
 			return spin_seterr(SPIN_EFAIL,
 					   "handler object %s declares map %s that is not a spin runtime map",
 					   path, mn);

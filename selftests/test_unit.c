@@ -1514,6 +1514,54 @@ out:
 }
 
 /*
+ * A handler object's maps are bound to the runtime's maps (spin_*), never
+ * to another pin of the interface's directory: one that declares a map
+ * named win1, the pin of slot 1's granted window (spinctl window grant),
+ * is refused (selftests/progs/win_pin.bpf.c).  Before, it was bound to
+ * slot 1's window, whoever loaded it, and wrote it.
+ */
+static void handler_window_pin(void)
+{
+	static uint8_t msg[64];
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc, loaded;
+	struct spin_me_spec s0 = spec(0, 0x54, 64);
+	struct spin_msg_args a = margs(0, 0, 0x54);
+	uint8_t *w1 = MAP_FAILED;
+	size_t wlen = 0;
+	bool pinned = false;
+	char pin[1024], path[1024];
+
+	reset();
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+		goto out;
+	snprintf(pin, sizeof(pin), "%s/win1", rt->pin_dir);
+	if (!ASSERT_EQ(bpf_obj_pin(w1fd, pin), 0, "slot 1's window pinned as win1, as a grant does"))
+		goto out;
+	pinned = true;
+	memset(w1, 0xdd, 64);
+	snprintf(path, sizeof(path), "%s/selftests/progs/win_pin.bpf.o", objdir);
+	loaded = spin_handler_load(rt, path, "winpin");
+	ASSERT_TRUE(loaded < 0, "a handler naming win1 is refused");
+	if (loaded < 0) {
+		ASSERT_TRUE(strstr(spin_errmsg(), "not a spin runtime map") != NULL, "the reason");
+	} else {
+		s0.handler = "winpin";
+		if (me_add(&s0) >= 0) {
+			a.msg_id = next_id++;
+			run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+		}
+		reset();
+		spin_handler_unload(rt, "winpin");
+	}
+	ASSERT_EQ(w1[0], 0xdd, "slot 1's window untouched");
+out:
+	reset();
+	if (pinned)
+		unlink(pin);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/*
  * A handler program gets an empty spin_handlers (lib/handler.c): a hostile
  * one of slot 1 (selftests/progs/hop_steer.bpf.c) that points spin_ctx at
  * slot 0's entry and tail-calls every handler slot finds no program, so
@@ -6192,6 +6240,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_finish_private_window);
 	RUN_TEST(handler_no_foreign_tail_call);
+	RUN_TEST(handler_window_pin);
 	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);
