@@ -1181,13 +1181,20 @@ static __always_inline void spin_tail_call_handler(struct xdp_md *xdp, __u32 slo
  * The finish stage (spin_stages[SPIN_STAGE_FINISH]): every handler program
  * ends with a tail call here, so the runtime's finish code (counters,
  * events, the put and answer frames with their auth tag, fan-out) and the
- * default deposit are in the runtime once instead of in each handler
- * program.  A handler program that asks for the default deposit
- * (SPIN_PH_DSTAGE: its header handler said PROCEED, or it has no payload
- * handler) comes here before its completion handler: the stage deposits
- * and accounts the packet and, if it completed the message and the
- * program has a completion handler (SPIN_PH_HAS_CH), enters the program
- * again for it (SPIN_PH_RESUME), which comes back here to finish.
+ * default deposit are in the runtime object once instead of in each
+ * handler program.  libspin loads this program again for every handler
+ * program, with that program's maps (its process's window only) and
+ * spin_fin_slot set to its process slot, and puts it in the handler
+ * program's own spin_stages: whatever the handler leaves in spin_ctx or
+ * writes into the maps it holds, its finish stage reaches no other
+ * process's window or event ring (lib/handler.c, docs/security.md).
+ * A handler program that asks for the default deposit (SPIN_PH_DSTAGE: its
+ * header handler said PROCEED, or it has no payload handler) comes here
+ * before its completion handler: the stage deposits and accounts the
+ * packet and, if it completed the message and the program has a
+ * completion handler (SPIN_PH_HAS_CH), enters the program again for it
+ * (SPIN_PH_RESUME, through spin_stages[SPIN_STAGE_SELF]), which comes back
+ * here to finish.
  */
 SEC("xdp")
 int spin_finish(struct xdp_md *xdp)
@@ -1225,8 +1232,10 @@ int spin_finish(struct xdp_md *xdp)
 			struct spin_me *me = bpf_map_lookup_elem(&spin_me, &c->me);
 
 			c->phases |= SPIN_PH_RESUME;
+			/* the handler program this stage was loaded for, never
+			 * another (its own spin_stages) */
 			if (me && me->handler)
-				spin_tail_call_handler(xdp, me->handler - 1);
+				bpf_tail_call_static(xdp, &spin_stages, SPIN_STAGE_SELF);
 			/* the program went away meanwhile: the message fails */
 			c->phases &= ~SPIN_PH_RESUME;
 			c->fail = 1;

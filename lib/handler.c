@@ -37,6 +37,14 @@ static int handlers_dir(struct spin_rt *rt, int *fd)
 	return spin_pins_handlers(rt->dir_fd, rt->pin_dir, fd);
 }
 
+/* stages/ of the runtime's pin directory, opened and checked (made if
+ * create: a runtime attached before it existed has none); -SPIN_ENOENT
+ * without create when it is missing. */
+static int stages_dir(struct spin_rt *rt, bool create, int *fd)
+{
+	return spin_dir_open_at(rt->dir_fd, rt->pin_dir, SPIN_STAGES_DIR, create, NULL, fd);
+}
+
 /* Whether name exists in dir_fd (a pin or anything else), not following links. */
 static bool exists_at(int dir_fd, const char *name)
 {
@@ -99,14 +107,15 @@ int spin_handler_slot(struct spin_rt *rt, const char *name)
 }
 
 /*
- * The spin_wins a handler program gets: an ARRAY_OF_MAPS with the window of
- * the loading handle's process slot and nothing else, so the handler can
+ * The spin_wins a handler program and its finish stage get: an
+ * ARRAY_OF_MAPS with win (the window of the loading handle's process slot,
+ * or a shipped program's own) at that slot and nothing else, so they can
  * reach no other process's window (docs/security.md, "Isolation"), whatever
- * it looks up.  An fd, or -1 with errno set.
+ * they look up.  An fd, or -1 with errno set.
  */
-static int own_wins(struct spin_rt *rt)
+static int own_wins(struct spin_rt *rt, int win)
 {
-	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST], fd, e;
+	int fd, e;
 	LIBBPF_OPTS(bpf_map_create_opts, o, .inner_map_fd = win);
 	uint32_t k = rt->slot;
 
@@ -283,20 +292,220 @@ out:
 }
 
 /*
+ * The maps a handler program and its finish stage get instead of the
+ * runtime's (docs/security.md, "Handlers"): its process's window under
+ * both names (spin_wins holding only it, spin_host), a spin_stages of its
+ * own (its finish stage, itself) and an empty spin_handlers (no tail call
+ * into another process's handler program with a spin_ctx of its making).
+ */
+struct own_maps {
+	int wins, host, stages, handlers;
+};
+
+static void own_close(struct own_maps *o)
+{
+	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers };
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (*f[i] >= 0)
+			close(*f[i]);
+		*f[i] = -1;
+	}
+}
+
+static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int n_subst,
+		    struct own_maps *o)
+{
+	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST];
+
+	o->wins = o->host = o->stages = o->handlers = -1;
+	for (int k = 0; k < n_subst; k++)	/* a shipped program's own window */
+		if (!strcmp(subst[k].name, "spin_host"))
+			win = subst[k].fd;
+	o->wins = own_wins(rt, win);
+	o->host = dup(win);
+	o->stages = bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, "spin_stages", 4, 4, SPIN_MAX_STAGES,
+				   NULL);
+	o->handlers = o->stages < 0 ? -1 :
+		      bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, "spin_handlers", 4, 4,
+				     SPIN_MAX_HANDLERS, NULL);
+	if (o->wins < 0 || o->host < 0 || o->handlers < 0) {
+		int e = errno;
+
+		own_close(o);
+		return spin_seterr(spin_errno_code(e), "cannot make a handler program's own maps: %s",
+				   strerror(e));
+	}
+	return 0;
+}
+
+/*
+ * Bind every map obj declares (path names it in messages): to the
+ * caller's (subst: a shipped program's own), to the handler's own (o), or
+ * to the runtime's pinned one of that name.  An object declaring a map the
+ * runtime has not is refused.
+ */
+static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *path,
+		     const struct spin_map_subst *subst, int n_subst, const struct own_maps *o)
+{
+	struct bpf_map *map;
+	char p[PATH_MAX + 64];
+	int fd, err;
+
+	bpf_object__for_each_map(map, obj) {
+		const char *mn = bpf_map__name(map);
+
+		if (bpf_map__is_internal(map))
+			continue;	/* .rodata/.data/.bss: created normally (not the ABI's) */
+		fd = -1;
+		for (int k = 0; k < n_subst; k++)
+			if (!strcmp(subst[k].name, mn))
+				fd = subst[k].fd;
+		if (fd >= 0) {
+			/* the caller's map instead of the runtime's (shipped
+			 * code: its own handler memory, window, ...) */
+			err = bpf_map__reuse_fd(map, fd);
+			if (err)
+				return spin_seterr(SPIN_EFAIL, "cannot use the private map %s for %s: %s",
+						   mn, path, strerror(-err));
+			continue;
+		}
+		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
+		/* the runtime's maps are spin_*: never another pin of the
+		 * directory (win<slot>, a window granted to a user) */
+		if (strncmp(mn, "spin_", 5) || !spin_name_ok(mn) || !exists_at(rt->dir_fd, mn))
+			return spin_seterr(SPIN_EFAIL,
+					   "handler object %s declares map %s that is not a spin runtime map",
+					   path, mn);
+		if (!strcmp(mn, "spin_wins"))
+			fd = dup(o->wins);	/* its process's window only */
+		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */
+			fd = dup(o->host);
+		else if (!strcmp(mn, "spin_stages"))	/* its finish stage, itself */
+			fd = dup(o->stages);
+		else if (!strcmp(mn, "spin_handlers"))	/* no other handler program */
+			fd = dup(o->handlers);
+		else
+			fd = spin_obj_get_at(rt->dir_fd, mn);
+		if (fd < 0)
+			return spin_seterr(spin_errno_code(errno), "cannot open runtime map %s: %s", p,
+					   strerror(errno));
+		err = bpf_map__reuse_fd(map, fd);
+		close(fd);	/* reuse_fd dup()s it */
+		if (err)
+			return spin_seterr(SPIN_EFAIL, "cannot reuse runtime map %s for %s: %s", mn, path,
+					   strerror(-err));
+	}
+	return 0;
+}
+
+/* The tag (a hash of the instructions, map references left out) of
+ * program fd; 0 or -1. */
+static int prog_tag(int fd, __u8 tag[BPF_TAG_SIZE])
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -1;
+	memcpy(tag, info.tag, BPF_TAG_SIZE);
+	return 0;
+}
+
+/*
+ * A handler program's finish stage: the runtime object's spin_finish
+ * loaded again with the maps the handler program has (o, subst, the
+ * runtime's pins for the rest) and spin_fin_slot set to the loading
+ * process's slot (maps.bpf.h), so that it reaches that slot's window and
+ * event ring only, whatever spin_ctx says.  It must be the program the
+ * runtime was attached with (same tag as the runtime's spin_finish).
+ * *fin: its fd.
+ */
+static int fin_load(struct spin_rt *rt, const char *name, const struct spin_map_subst *subst,
+		    int n_subst, const struct own_maps *o, int *fin)
+{
+	struct bpf_object *obj = NULL;
+	struct bpf_program *prog, *pf;
+	struct bpf_map *m;
+	char path[PATH_MAX];
+	__u8 want[BPF_TAG_SIZE], got[BPF_TAG_SIZE];
+	__u32 k = SPIN_STAGE_FINISH, id = 0, me_slot;
+	size_t sz = 0;
+	const void *ro;
+	int err, rfd;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "spin_fin");
+
+	*fin = -1;
+	if ((err = spin_rt_obj_find(path, sizeof(path))))
+		return err;
+	obj = bpf_object__open_file(path, &oo);
+	if (!obj)
+		return spin_seterr(SPIN_EFAIL, "cannot open runtime object %s: %s", path,
+				   *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
+	err = spin_obj_abi_check(obj, path, "runtime object");
+	if (err)
+		goto out;
+	pf = bpf_object__find_program_by_name(obj, "spin_finish");
+	m = bpf_object__find_map_by_name(obj, SPIN_FIN_SECTION);
+	ro = m ? bpf_map__initial_value(m, &sz) : NULL;
+	if (!pf || !ro || sz < sizeof(__u32)) {
+		err = spin_seterr(SPIN_EFAIL, "runtime object %s has no spin_finish or no %s: rebuild it",
+				  path, SPIN_FIN_SECTION);
+		goto out;
+	}
+	bpf_object__for_each_program(prog, obj)
+		bpf_program__set_autoload(prog, prog == pf);
+	me_slot = rt->slot < SPIN_MAX_PROCS ? rt->slot : 0;
+	if (sz != sizeof(me_slot) || bpf_map__set_initial_value(m, &me_slot, sizeof(me_slot))) {
+		err = spin_seterr(SPIN_EFAIL, "cannot set the finish stage's slot in %s", path);
+		goto out;
+	}
+	err = maps_bind(rt, obj, path, subst, n_subst, o);
+	if (err)
+		goto out;
+	if (bpf_object__load(obj)) {
+		err = spin_seterr(SPIN_EFAIL, "cannot load the finish stage of handler '%s' from %s: %s",
+				  name, path, *spin_libbpf_last() ? spin_libbpf_last() : strerror(errno));
+		goto out;
+	}
+	/* the runtime's own, for its tag */
+	rfd = -1;
+	if (!bpf_map_lookup_elem(rt->map_fd[SPIN_M_STAGES], &k, &id))
+		rfd = bpf_prog_get_fd_by_id(id);
+	if (prog_tag(rfd, want) || prog_tag(bpf_program__fd(pf), got) ||
+	    memcmp(want, got, sizeof(want))) {
+		err = spin_seterr(SPIN_EFAIL,
+				  "runtime object %s is not the one '%s' was attached with (its spin_finish "
+				  "differs): set SPIN_OBJ_DIR to the attached runtime's directory",
+				  path, rt->ifname);
+		if (rfd >= 0)
+			close(rfd);
+		goto out;
+	}
+	close(rfd);
+	*fin = dup(bpf_program__fd(pf));
+	err = *fin < 0 ? spin_seterr(SPIN_EFAIL, "dup: %s", strerror(errno)) : 0;
+out:
+	bpf_object__close(obj);
+	return err;
+}
+
+/*
  * Load a handler object from a file (path) or from memory (buf, len; path
- * then only names it in messages), against the runtime's maps.
+ * then only names it in messages), against the runtime's maps, with its
+ * own finish stage.
  */
 static int handler_load(struct spin_rt *rt, const char *path, const void *buf, size_t len,
 			const char *name, const struct spin_map_subst *subst, int n_subst)
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
-	struct bpf_map *map;
+	struct own_maps own = { -1, -1, -1, -1 };
 	char p[PATH_MAX + 64];
-	__u32 ids[SPIN_MAX_HANDLERS];
+	__u32 ids[SPIN_MAX_HANDLERS], k;
 	char *log = NULL;
-	int err, slot = -1, fd, hfd = -1;
-	bool pinned = false;
+	int err, slot = -1, fd, hfd = -1, sfd = -1, fin = -1;
+	bool pinned = false, spinned = false;
 
 	spin_libbpf_reset();
 	spin_vlog_clear();
@@ -318,6 +527,12 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 				  name, rt->ifname);
 		goto out;
 	}
+	/* its own spin_stages is pinned as stages/<name>: a program array
+	 * empties when nothing holds it open */
+	err = stages_dir(rt, true, &sfd);
+	if (err)
+		goto out;
+	unlinkat(sfd, name, 0);	/* a leftover of a handler that is gone */
 
 	if (buf) {
 		LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = name);
@@ -354,52 +569,12 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 	bpf_object__for_each_program(prog, obj)
 		if (prog != entry)
 			bpf_program__set_autoload(prog, false);
-	bpf_object__for_each_map(map, obj) {
-		const char *mn = bpf_map__name(map);
-
-		if (bpf_map__is_internal(map))
-			continue;	/* .rodata/.data/.bss: created normally (not the ABI's) */
-		fd = -1;
-		for (int k = 0; k < n_subst; k++)
-			if (!strcmp(subst[k].name, mn))
-				fd = subst[k].fd;
-		if (fd >= 0) {
-			/* the caller's map instead of the runtime's (shipped
-			 * code: its own handler memory, window, ...) */
-			err = bpf_map__reuse_fd(map, fd);
-			if (err) {
-				err = spin_seterr(SPIN_EFAIL, "cannot use the private map %s for %s: %s",
-						  mn, path, strerror(-err));
-				goto out;
-			}
-			continue;
-		}
-		snprintf(p, sizeof(p), "%s/%s", rt->pin_dir, mn);
-		if (!spin_name_ok(mn) || !exists_at(rt->dir_fd, mn)) {
-			err = spin_seterr(SPIN_EFAIL,
-					  "handler object %s declares map %s that is not a spin runtime map",
-					  path, mn);
-			goto out;
-		}
-		if (!strcmp(mn, "spin_wins"))
-			fd = own_wins(rt);	/* its process's window only */
-		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */
-			fd = dup(rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST]);
-		else
-			fd = spin_obj_get_at(rt->dir_fd, mn);
-		if (fd < 0) {
-			err = spin_seterr(spin_errno_code(errno), "cannot open runtime map %s: %s", p,
-					  strerror(errno));
-			goto out;
-		}
-		err = bpf_map__reuse_fd(map, fd);
-		close(fd);	/* reuse_fd dup()s it */
-		if (err) {
-			err = spin_seterr(SPIN_EFAIL, "cannot reuse runtime map %s for %s: %s", mn, path,
-					  strerror(-err));
-			goto out;
-		}
-	}
+	err = own_make(rt, subst, n_subst, &own);
+	if (err)
+		goto out;
+	err = maps_bind(rt, obj, path, subst, n_subst, &own);
+	if (err)
+		goto out;
 	log = malloc(SPIN_LOG_BUF_SIZE);
 	if (!log) {
 		err = spin_seterr(SPIN_EFAIL, "out of memory");
@@ -426,6 +601,18 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 		}
 		goto out;
 	}
+	/* its finish stage, then both in its spin_stages */
+	err = fin_load(rt, name, subst, n_subst, &own, &fin);
+	if (err)
+		goto out;
+	k = SPIN_STAGE_FINISH;
+	if (bpf_map_update_elem(own.stages, &k, &fin, BPF_ANY) ||
+	    (k = SPIN_STAGE_SELF,
+	     bpf_map_update_elem(own.stages, &k, &(int){ bpf_program__fd(entry) }, BPF_ANY))) {
+		err = spin_seterr(SPIN_EFAIL, "cannot fill the stages of handler '%s': %s", name,
+				  strerror(errno));
+		goto out;
+	}
 
 	err = read_slots(rt, ids);
 	if (err)
@@ -441,6 +628,12 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 				  SPIN_MAX_HANDLERS, rt->ifname);
 		goto out;
 	}
+	if (spin_obj_pin_at(own.stages, sfd, name)) {
+		err = spin_seterr(spin_errno_code(errno), "cannot pin %s/%s/%s: %s", rt->pin_dir,
+				  SPIN_STAGES_DIR, name, strerror(errno));
+		goto out;
+	}
+	spinned = true;
 	handler_path(rt, name, p, sizeof(p));
 	if (spin_obj_pin_at(bpf_program__fd(entry), hfd, name)) {
 		err = spin_seterr(spin_errno_code(errno), "cannot pin %s: %s", p, strerror(errno));
@@ -454,16 +647,23 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 				  "incompatible with the runtime?)", name, slot, strerror(errno));
 		goto out;
 	}
-	pinned = false;
+	pinned = spinned = false;
 	spin_gen_bump(rt);
 	err = slot;
 out:
 	if (pinned)
 		unlinkat(hfd, name, 0);
+	if (spinned)
+		unlinkat(sfd, name, 0);
+	if (sfd >= 0)
+		close(sfd);
 	if (hfd >= 0)
 		close(hfd);
 	spin_unlock(rt);
 	bpf_object__close(obj);
+	if (fin >= 0)
+		close(fin);
+	own_close(&own);
 	free(log);
 	return err;
 }
@@ -483,6 +683,38 @@ int spin_handler_load(struct spin_rt *rt, const char *path, const char *name)
 				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
 				   name);
 	return handler_load(rt, path, NULL, 0, name, NULL, 0);
+}
+
+int spin_handler_load_slot(struct spin_rt *rt, const char *path, const char *name, uint32_t slot)
+{
+	uint32_t oslot, k = slot, id = 0;
+	int ofd, fd, err;
+
+	if (!rt || !path)
+		return spin_seterr(SPIN_EUSAGE, "spin_handler_load_slot: no runtime or object path");
+	if (slot >= SPIN_MAX_PROCS)
+		return spin_seterr(SPIN_EUSAGE, "process slot %u out of range (0..%d)", slot,
+				   SPIN_MAX_PROCS - 1);
+	if (slot == rt->slot)
+		return spin_handler_load(rt, path, name);
+	/* the slot's window, from spin_wins (the map's id) */
+	if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_WINS], &k, &id) || !id)
+		return spin_seterr(SPIN_ENOENT, "process slot %u of '%s' has no window (grant one: "
+				   "'spinctl window grant %s %u USER')", slot, rt->ifname, rt->ifname,
+				   slot);
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return spin_seterr(spin_errno_code(errno), "cannot open the window of slot %u: %s", slot,
+				   strerror(errno));
+	oslot = rt->slot;
+	ofd = rt->win_fd;
+	rt->slot = slot;
+	rt->win_fd = slot ? fd : -1;	/* slot 0's is spin_host */
+	err = spin_handler_load(rt, path, name);
+	rt->slot = oslot;
+	rt->win_fd = ofd;
+	close(fd);
+	return err;
 }
 
 int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name)
@@ -506,6 +738,20 @@ int spin_handler_load_mem_subst(struct spin_rt *rt, const void *buf, size_t len,
 				   "bad handler name '%s' (1-63 characters, no '/', spaces or leading '.')",
 				   name);
 	return handler_load(rt, name, buf, len, name, subst, n_subst);
+}
+
+/* Unpin a handler program's spin_stages: the program array empties (when
+ * no one holds it open), and the program and its finish stage go. */
+static void stages_unpin(struct spin_rt *rt, const char *name)
+{
+	int sfd;
+
+	if (stages_dir(rt, false, &sfd))
+		return;
+	if (unlinkat(sfd, name, 0) && errno != ENOENT)
+		spin_warn("cannot remove %s/%s/%s: %s", rt->pin_dir, SPIN_STAGES_DIR, name,
+			  strerror(errno));
+	close(sfd);
 }
 
 static int me_refs(struct spin_rt *rt, int slot, int *first)
@@ -546,10 +792,12 @@ int spin_handler_unload(struct spin_rt *rt, const char *name)
 	slot = spin_handler_slot(rt, name);
 	if (slot < 0) {
 		err = slot;
-		/* pinned but not in the array: just remove the pin */
+		/* pinned but not in the array: just remove the pins */
 		if (err == -SPIN_ENOENT && spin_name_ok(name) && exists_at(hfd, name) &&
-		    !unlinkat(hfd, name, 0))
+		    !unlinkat(hfd, name, 0)) {
+			stages_unpin(rt, name);
 			err = 0;
+		}
 		goto out;
 	}
 	if (me_refs(rt, slot, &first)) {
@@ -565,6 +813,7 @@ int spin_handler_unload(struct spin_rt *rt, const char *name)
 	handler_path(rt, name, p, sizeof(p));
 	if (unlinkat(hfd, name, 0))
 		spin_warn("cannot remove %s: %s", p, strerror(errno));
+	stages_unpin(rt, name);
 	spin_gen_bump(rt);
 	err = 0;
 out:

@@ -16,6 +16,8 @@
 /* Default bpffs mount point; the environment variable SPIN_BPFFS overrides. */
 #define SPIN_BPFFS_DEFAULT	"/sys/fs/bpf"
 #define SPIN_HANDLER_DIR	"handlers"	/* below the pin dir */
+#define SPIN_STAGES_DIR		"stages"	/* ... a handler program's own spin_stages,
+						 * by its name (lib/handler.c) */
 #define SPIN_PIN_PROG_RX	"prog_rx"
 #define SPIN_HANDLER_PROG	"spin_handler_entry"
 #define SPIN_LOG_BUF_SIZE	(1u << 20)
@@ -228,6 +230,10 @@ struct spin_map_subst {
 };
 int spin_handler_load_mem_subst(struct spin_rt *rt, const void *buf, size_t len, const char *name,
 				const struct spin_map_subst *subst, int n_subst);
+/* The runtime object attach would load without a path (SPIN_OBJ_DIR, next
+ * to the program, the library directory; its helpers-only build where the
+ * kernel needs it): the handler programs' finish stages come from it. */
+int spin_rt_obj_find(char *out, size_t len);
 /* Remove directory name below parent_fd and everything in it without
  * following symbolic links; 0 or -errno of the first failure. */
 int spin_rm_pins_at(int parent_fd, const char *name);

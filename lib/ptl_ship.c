@@ -745,6 +745,16 @@ static int prog_maps_check(const struct ship_prog *P, uint32_t id, char *reason,
 		}
 		if (!ok && strchr(mi.name, '.'))
 			ok = true;	/* .rodata/.data/.bss of this load */
+		if (!ok && mi.type == BPF_MAP_TYPE_PROG_ARRAY && !strcmp(mi.name, "spin_stages")) {
+			/* its own stages (lib/handler.c): the program itself at
+			 * SPIN_STAGE_SELF, its finish stage loaded with its maps */
+			__u32 k = SPIN_STAGE_SELF, v = 0;
+			int sfd = bpf_map_get_fd_by_id(ids[i]);
+
+			ok = sfd >= 0 && !bpf_map_lookup_elem(sfd, &k, &v) && v == id;
+			if (sfd >= 0)
+				close(sfd);
+		}
 		if (!ok) {
 			snprintf(reason, rlen, "the loaded program uses map %s, which shipped code may not",
 				 mi.name);

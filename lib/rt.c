@@ -271,6 +271,17 @@ static int find_rt_obj(const char *given, char *out, size_t len)
 			   "%s): build it with 'make' or set SPIN_OBJ_DIR", SPIN_LIBDIR);
 }
 
+int spin_rt_obj_find(char *out, size_t len)
+{
+	char found[PATH_MAX];
+	int err = find_rt_obj(NULL, found, sizeof(found));
+
+	if (err)
+		return err;
+	err = spin_compat_obj(found, out, len);	/* the helpers-only build? */
+	return err < 0 ? err : 0;
+}
+
 /* First IPv4 address of the interface (network order), 0 if none. */
 static uint32_t if_ipv4(const char *ifname)
 {

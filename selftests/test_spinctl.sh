@@ -1006,7 +1006,7 @@ a_sees() {
 	isobad "A's window: $(asA "$SPINCTL" window read veth2 1 0 $((${#1} / 2)) 2>&1), want $1"
 }
 t_iso_windows() {
-	local macb ia ib dir rc
+	local macb ia ib ih i0 oob oob0 dir rc
 	ISO_BAD=0
 	dir=$TB/spin/ns$(ino_a)/veth2
 	macb=$(ip -n "$NSB" -o link show veth3 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
@@ -1051,6 +1051,43 @@ t_iso_windows() {
 	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 256 bits 7 data 11223344 rank 2 remote-off 4 >/dev/null
 	a_sees aabbccdd11223344
 	A "$SPINCTL" me show veth2 "$ia" | grep -q . || isobad "A's entry is gone"
+
+	# a handler for B's entries: loaded as slot 2's ('slot 2'), it and its
+	# finish stage reach B's window; loaded as spinctl's (slot 0's), its
+	# stage's deposit into B's window fails (host_oob), B's bytes stay
+	A "$SPINCTL" handler load veth2 bench/null_handler.bpf.o name null2 slot 2 >/dev/null ||
+		isobad "handler load ... slot 2"
+	A "$SPINCTL" handler load veth2 bench/null_handler.bpf.o name null0 >/dev/null ||
+		isobad "handler load"
+	rc=0
+	A "$SPINCTL" handler load veth2 bench/null_handler.bpf.o name null3 slot 3 \
+		>/dev/null 2>"$LOG/iso.err" || rc=$?
+	cat "$LOG/iso.err"
+	[ "$rc" -eq 8 ] && grep -q "process slot 3 of 'veth2' has no window" "$LOG/iso.err" ||
+		isobad "handler load ... slot 3 (no window): exit $rc"
+	ih=$(A "$SPINCTL" me append veth2 pt 512 bits 8 len 4096 off 64 no-events handler null2)
+	i0=$(A "$SPINCTL" me append veth2 pt 512 bits 9 len 4096 off 128 no-events handler null0)
+	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 512 bits 8 data a1a2a3a4 rank 2 >/dev/null
+	for i in $(seq 100); do
+		[ "$(asB "$SPINCTL" window read veth2 2 64 4)" = a1a2a3a4 ] && break
+		sleep 0.05
+	done
+	[ "$(asB "$SPINCTL" window read veth2 2 64 4)" = a1a2a3a4 ] ||
+		isobad "slot 2's handler did not deposit into B's window"
+	oob0=$(A "$SPINCTL" -j stats veth2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["host_oob"])')
+	nsx "$NSB" "$SPINCTL" send to 10.77.41.1 pt 512 bits 9 data b1b2b3b4 rank 2 >/dev/null
+	for i in $(seq 100); do
+		oob=$(A "$SPINCTL" -j stats veth2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["host_oob"])')
+		[ "$oob" -gt "$oob0" ] && break
+		sleep 0.05
+	done
+	[ "$oob" -gt "$oob0" ] || isobad "slot 0's handler on B's entry: no host_oob"
+	[ "$(asB "$SPINCTL" window read veth2 2 128 4)" = 00000000 ] ||
+		isobad "slot 0's handler reached B's window"
+	A "$SPINCTL" me unlink veth2 "$ih"
+	A "$SPINCTL" me unlink veth2 "$i0"
+	A "$SPINCTL" handler unload veth2 null2
+	A "$SPINCTL" handler unload veth2 null0
 
 	# a revoked window is gone for its user
 	A "$SPINCTL" window revoke veth2 1

@@ -1392,6 +1392,332 @@ out:
 }
 
 /*
+ * A handler program ends in its own finish stage (lib/handler.c, fin_load),
+ * loaded with its maps and bound to its loader's slot: what a hostile
+ * handler of slot 1 leaves in spin_ctx, or writes into its own entry,
+ * cannot point the stage at slot 0's window (selftests/progs/fin_steer.bpf.c).
+ * Before, every handler program ended in the runtime's spin_finish, with
+ * the runtime's maps, and each of these reached slot 0's window.
+ */
+struct fin_steer {
+	uint64_t mode, victim_me, victim_pt, victim_addr, put_rank, headers, completions;
+};
+
+static void handler_finish_confined(void)
+{
+	static uint8_t msg[1000];
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sv = spec(0, 0x4d, 4096), sa = spec(pt1, 0x4e, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x4e);
+	struct fin_steer fs = { 0 }, got;
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
+	struct spin_rt *rt1 = NULL;
+	uint8_t *w1 = MAP_FAILED, want[4096];
+	size_t wlen = 0;
+	bool pt1_held = false, loaded = false;
+	int iv, ia;
+
+	reset();
+	fill(msg, sizeof(msg), 11);
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
+	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
+	rt1->win_fd = dup(w1fd);
+	{
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/fin_steer.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "steer_s1") >= 0,
+				 "fin_steer loaded by slot 1"))
+			goto out;
+		loaded = true;
+	}
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	pt1_held = true;
+	/* the victim: slot 0's entry at window offset 0, no handler */
+	sv.host_off = 0;
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	/* the attacker: slot 1's entry with slot 1's handler */
+	sa.host_off = 0;
+	sa.handler = "steer_s1";
+	sa.hpu_init = &fs;
+	sa.hpu_init_len = sizeof(fs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "a victim entry in slot 0, an attacker in slot 1"))
+		goto out;
+	memset(want, 0xee, sizeof(want));
+	a.pt_index = pt1;
+
+	/* mode 0: it steers nothing; its stage deposits into its own window
+	 * and comes back to it for the completion */
+	memset(host, 0xee, 4096);
+	memset(w1, 0xdd, 4096);
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_MEM(w1, msg, sizeof(msg), "its finish stage deposits into slot 1's window");
+	ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
+	ASSERT_EQ(got.completions, 1, "its stage came back for the completion");
+	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+
+	for (uint64_t mode = 1; mode <= 3; mode++) {
+		static const char *const what[] = {
+			"", "spin_ctx names slot 0's entry", "its own entry moved to slot 0's portal",
+			"a put from slot 0's window",
+		};
+		struct fr f, o;
+
+		fs = (struct fin_steer){
+			.mode = mode, .victim_me = iv, .victim_pt = 0,
+			.victim_addr = SPIN_WIN_ADDR(0, 0), .put_rank = 0,
+		};
+		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
+		memset(host, 0xee, 4096);
+		memset(w1, 0xdd, 4096);
+		spin_stats_reset(rt);
+		a.msg_id = next_id++;
+		if (mode == 3) {
+			/* one packet; the put's frame comes back */
+			mkpkt(&f, &a, 64, 0, 64, msg);
+			memset(&o, 0, sizeof(o));
+			rc = run(&f, &o);
+			T_MSG("%s: verdict %d, put_failed %llu", what[mode], rc,
+			      (unsigned long long)drops(SPIN_DROP_PUT_FAILED));
+			ASSERT_TRUE(rc != XDP_TX || o.len < SPIN_PAY_OFF + 64 ||
+				    memcmp(o.b + SPIN_PAY_OFF, want, 64),
+				    "no frame carries slot 0's window");
+			ASSERT_TRUE(drops(SPIN_DROP_PUT_FAILED) > 0, "the put fails");
+		} else {
+			run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+			T_MSG("%s: host_oob %llu", what[mode],
+			      (unsigned long long)drops(SPIN_DROP_HOST_OOB));
+			ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "the deposit fails (host_oob)");
+		}
+		ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+		ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
+		ASSERT_TRUE(got.headers > 0, "it ran");
+		if (mode == 2)	/* its entry back on its portal, for the unlink */
+			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
+	}
+out:
+	reset();	/* unlinks the entries: then the handler unloads */
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "steer_s1"), "steer_s1 unloaded");
+	if (rt1)
+		spin_close(rt1);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/*
+ * A handler object's maps are bound to the runtime's maps (spin_*), never
+ * to another pin of the interface's directory: one that declares a map
+ * named win1, the pin of slot 1's granted window (spinctl window grant),
+ * is refused (selftests/progs/win_pin.bpf.c).  Before, it was bound to
+ * slot 1's window, whoever loaded it, and wrote it.
+ */
+static void handler_window_pin(void)
+{
+	static uint8_t msg[64];
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc, loaded;
+	struct spin_me_spec s0 = spec(0, 0x54, 64);
+	struct spin_msg_args a = margs(0, 0, 0x54);
+	uint8_t *w1 = MAP_FAILED;
+	size_t wlen = 0;
+	bool pinned = false;
+	char pin[1024], path[1024];
+
+	reset();
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+		goto out;
+	snprintf(pin, sizeof(pin), "%s/win1", rt->pin_dir);
+	if (!ASSERT_EQ(bpf_obj_pin(w1fd, pin), 0, "slot 1's window pinned as win1, as a grant does"))
+		goto out;
+	pinned = true;
+	memset(w1, 0xdd, 64);
+	snprintf(path, sizeof(path), "%s/selftests/progs/win_pin.bpf.o", objdir);
+	loaded = spin_handler_load(rt, path, "winpin");
+	ASSERT_TRUE(loaded < 0, "a handler naming win1 is refused");
+	if (loaded < 0) {
+		ASSERT_TRUE(strstr(spin_errmsg(), "not a spin runtime map") != NULL, "the reason");
+	} else {
+		s0.handler = "winpin";
+		if (me_add(&s0) >= 0) {
+			a.msg_id = next_id++;
+			run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+		}
+		reset();
+		spin_handler_unload(rt, "winpin");
+	}
+	ASSERT_EQ(w1[0], 0xdd, "slot 1's window untouched");
+out:
+	reset();
+	if (pinned)
+		unlink(pin);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/*
+ * A handler program gets an empty spin_handlers (lib/handler.c): a hostile
+ * one of slot 1 (selftests/progs/hop_steer.bpf.c) that points spin_ctx at
+ * slot 0's entry and tail-calls every handler slot finds no program, so
+ * slot 0's handler, which DMAs its entry's payload into slot 0's window,
+ * never runs on its context.  With the runtime's spin_handlers it did.
+ */
+static void handler_no_foreign_tail_call(void)
+{
+	static uint8_t msg[1000];
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct test_state init = { .mode = T_DMA };
+	struct spin_me_spec sv = spec(0, 0x52, 4096), sa = spec(pt1, 0x53, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x53);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
+	struct spin_rt *rt1 = NULL;
+	uint8_t *w1 = MAP_FAILED, want[4096];
+	uint64_t hs[3] = { 0 };
+	size_t wlen = 0;
+	bool pt1_held = false, loaded = false;
+	int iv, ia;
+
+	reset();
+	fill(msg, sizeof(msg), 13);
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
+	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+		goto out;
+	rt1->slot = 1;
+	rt1->win_fd = dup(w1fd);
+	{
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/hop_steer.bpf.o", objdir);
+		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "hop_s1") >= 0, "hop_steer loaded by slot 1"))
+			goto out;
+		loaded = true;
+	}
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	pt1_held = true;
+	/* the victim: slot 0's entry whose handler (slot 0's) DMAs its payload */
+	sv.host_off = 0;
+	sv.handler = "test";
+	sv.hpu_init = &init;
+	sv.hpu_init_len = sizeof(init);
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	if (!ASSERT_TRUE(iv >= 0, "the victim entry"))
+		goto out;
+	hs[0] = iv;
+	sa.host_off = 0;
+	sa.handler = "hop_s1";
+	sa.hpu_init = hs;
+	sa.hpu_init_len = sizeof(hs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(ia >= 0, "the attacker's entry"))
+		goto out;
+	memset(want, 0xee, sizeof(want));
+	memset(host, 0xee, 4096);
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+	ASSERT_EQ(spin_hpu_read(rt, ia, hs, sizeof(hs)), 0, "its handler memory");
+	ASSERT_TRUE(hs[1] > 0, "it ran");
+	ASSERT_EQ(hs[2], hs[1], "no handler program took its tail calls");
+	ASSERT_EQ(tstate(iv).pay_calls, 0, "slot 0's handler never ran");
+	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+out:
+	reset();
+	if (pt1_held)
+		spin_pt_free(rt, pt1);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "hop_s1"), "hop_s1 unloaded");
+	if (rt1)
+		spin_close(rt1);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/*
+ * Shipped code's finish stage is loaded with its private maps: a handler
+ * program loaded as lib/ptl_ship.c loads one (spin_handler_load_mem_subst,
+ * spin_host replaced by one chunk of its own) deposits into that chunk,
+ * never into the window, whether it steers nothing or points spin_ctx at
+ * another entry of the same slot.  Before, the runtime's spin_finish
+ * deposited both into the real window.
+ */
+static void handler_finish_private_window(void)
+{
+	static uint8_t msg[1000], obj[1 << 20], chunk[SPIN_HOST_CHUNK];
+	struct spin_me_spec sv = spec(0, 0x50, 4096), sa = spec(0, 0x51, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x51);
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_INNER_MAP);
+	struct spin_map_subst sub = { "spin_host", -1 };
+	struct fin_steer fs = { 0 };
+	uint8_t want[4096];
+	char path[1024];
+	bool loaded = false;
+	uint32_t k0 = 0;
+	size_t n = 0;
+	FILE *f;
+	int iv, ia, rc;
+
+	reset();
+	fill(msg, sizeof(msg), 12);
+	snprintf(path, sizeof(path), "%s/selftests/progs/fin_steer.bpf.o", objdir);
+	f = fopen(path, "rb");
+	if (f) {
+		n = fread(obj, 1, sizeof(obj), f);
+		fclose(f);
+	}
+	if (!ASSERT_TRUE(n > 0 && n < sizeof(obj), "fin_steer.bpf.o read"))
+		return;
+	sub.fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_host", 4, SPIN_HOST_CHUNK, 1, &mo);
+	if (!ASSERT_TRUE(sub.fd >= 0, "a one-chunk window of its own"))
+		return;
+	if (!ASSERT_TRUE(spin_handler_load_mem_subst(rt, obj, n, "steer_priv", &sub, 1) >= 0,
+			 "loaded with its own window, as shipped code is"))
+		goto out;
+	loaded = true;
+	sv.host_off = 8192;		/* another entry of the same slot */
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	sa.host_off = 0;
+	sa.handler = "steer_priv";
+	sa.hpu_init = &fs;
+	sa.hpu_init_len = sizeof(fs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "two entries of slot 0"))
+		goto out;
+	memset(want, 0xee, sizeof(want));
+	for (uint64_t mode = 0; mode <= 1; mode++) {
+		uint64_t at = mode ? 8192 : 0;	/* where the context says */
+
+		fs = (struct fin_steer){ .mode = mode, .victim_me = iv, .victim_pt = 0 };
+		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
+		memset(host, 0xee, 12288);
+		memset(chunk, 0, sizeof(chunk));
+		ASSERT_EQ(bpf_map_update_elem(sub.fd, &k0, chunk, 0), 0, "its window zeroed");
+		a.msg_id = next_id++;
+		run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
+		ASSERT_MEM(host, want, 4096, "the window untouched at its entry's offset");
+		ASSERT_MEM(host + 8192, want, 4096, "the window untouched at the other entry's");
+		ASSERT_EQ(bpf_map_lookup_elem(sub.fd, &k0, chunk), 0, "its window read");
+		ASSERT_MEM(chunk + at, msg, sizeof(msg),
+			   mode ? "steered, its stage deposits into its own window"
+				: "its stage deposits into its own window");
+	}
+out:
+	reset();
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "steer_priv"), "steer_priv unloaded");
+	close(sub.fd);
+}
+
+/*
  * A Portals process's handle (confined to its slot, as slot_take makes
  * it) refuses another slot's entries and portals: unlink, handler memory
  * written or read, an entry appended.  The other slot's entry stays and
@@ -5911,6 +6237,10 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_drops);
 	RUN_TEST(handler_dma);
 	RUN_TEST(handler_window_confined);
+	RUN_TEST(handler_finish_confined);
+	RUN_TEST(handler_finish_private_window);
+	RUN_TEST(handler_no_foreign_tail_call);
+	RUN_TEST(handler_window_pin);
 	RUN_TEST(handle_slot_checks);
 	RUN_TEST(dma_from_host_stack_vars);
 	RUN_TEST(hapi_dma_atomics);

@@ -902,18 +902,24 @@ static int handler_load(int argc, char **argv)
 	char nbuf[64];
 	struct spin_rt *rt;
 	int err, slot, n;
+	uint64_t ps = UINT64_MAX;	/* the process slot it is loaded for */
 
 	NEED(2, "IFACE FILE");
 	file = argv[1];
 	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "name"))
+		if (!strcmp(argv[i], "name")) {
 			name = OPTARG("name");
-		else
+		} else if (!strcmp(argv[i], "slot")) {
+			if ((err = parse_num("slot", OPTARG("slot"), 0, SPIN_MAX_PROCS - 1, &ps)))
+				return err;
+		} else {
 			return usage_err("unknown handler load option '%s'", argv[i]);
+		}
 	}
 	if ((err = open_rt(argv[0], &rt)))
 		return err;
-	slot = spin_handler_load(rt, file, name);
+	slot = ps == UINT64_MAX ? spin_handler_load(rt, file, name) :
+				  spin_handler_load_slot(rt, file, name, (uint32_t)ps);
 	if (slot < 0) {
 		spin_close(rt);
 		return fail(slot);
@@ -2879,7 +2885,8 @@ static const char help_batch[] =
 	"    and '...' quote) in order; stop at the first that fails, with its exit\n"
 	"    code, detaching the runtimes this batch attached\n";
 static const char help_handler[] =
-	"spinctl handler load IFACE FILE [name NAME]   (NAME: FILE without .bpf.o)\n"
+	"spinctl handler load IFACE FILE [name NAME] [slot N]   (NAME: FILE without .bpf.o;\n"
+	"    N: the process slot whose window it and its finish stage reach, 0 by default)\n"
 	"spinctl handler list IFACE\n"
 	"spinctl handler unload IFACE NAME\n"
 	"spinctl handler push IFACE FILE rank R[,R...] entry ID [hpu N] [host N]\n"

@@ -948,11 +948,12 @@ static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spi
 }
 
 /*
- * The end of every handler program: a tail call into the runtime's finish
- * stage (spin_finish, bpf/spin_rt.bpf.c), which does the default deposit
- * if asked, counters, the completion event and the puts.  Only when the
- * stage is missing (a runtime not attached by libspin, which installs it
- * at attach) does it return: XDP_ABORTED (the xdp_exception tracepoint).
+ * The end of every handler program: a tail call into its finish stage
+ * (the runtime object's spin_finish, bpf/spin_rt.bpf.c, which libspin
+ * loads for this program with its maps and puts in its own spin_stages),
+ * which does the default deposit if asked, counters, the completion event
+ * and the puts.  Only when the stage is missing (a program not loaded by
+ * libspin) does it return: XDP_ABORTED (the xdp_exception tracepoint).
  */
 static __always_inline int __spin_to_finish(struct xdp_md *xdp)
 {

@@ -315,9 +315,28 @@ struct {
 static const volatile __u32 spin_slot_keys[SPIN_MAX_PROCS] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 _Static_assert(SPIN_MAX_PROCS == 8, "spin_slot_keys lists every slot");
 
+#ifdef SPIN_RT_PROG
+/*
+ * Whose finish stage this program is.  The runtime's own programs:
+ * SPIN_MAX_PROCS, every process slot.  lib/handler.c loads spin_finish
+ * again for every handler program, with that program's maps, and sets this
+ * to the process slot that loaded it: then no window and no event ring of
+ * another slot is reached, whatever spin_ctx and the maps the handler can
+ * write say (docs/security.md, "Handlers").  Read-only data the kernel
+ * freezes: the verifier knows the value, so the runtime's programs carry
+ * no check.
+ */
+const volatile __u32 spin_fin_slot SEC(SPIN_FIN_SECTION) = SPIN_MAX_PROCS;
+#define SPIN_SLOT_BARRED(s)	(spin_fin_slot < SPIN_MAX_PROCS && (s) != spin_fin_slot)
+#else
+#define SPIN_SLOT_BARRED(s)	0	/* a handler: its maps confine it (lib/handler.c) */
+#endif
+
 /* The ring of the process that owns runtime portal pt, or NULL. */
 static __always_inline void *spin_ring_of(__u32 pt)
 {
+	if (SPIN_SLOT_BARRED(SPIN_PT_SLOT(pt)))
+		return (void *)0;
 	return bpf_map_lookup_elem(&spin_rings,
 				   (const void *)&spin_slot_keys[SPIN_PT_SLOT(pt) & (SPIN_MAX_PROCS - 1)]);
 }
@@ -439,8 +458,11 @@ struct {
 	__type(value, __u32);
 } spin_handlers SEC(".maps");
 
-/* The runtime's shared stages (SPIN_STAGE_*): handler programs end with a
- * tail call into the finish stage instead of carrying its code. */
+/* The stages (SPIN_STAGE_*): handler programs end with a tail call into
+ * the finish stage instead of carrying its code.  Each handler program
+ * gets a map of its own here, holding the finish stage loaded for it with
+ * its maps and itself (lib/handler.c); the runtime's holds the runtime's
+ * spin_finish, which no handler program reaches. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, SPIN_MAX_STAGES);
@@ -545,7 +567,7 @@ static __always_inline __u8 *spin_host_at(__u64 a, __u32 *in)
 	void *w;
 
 	*in = a % SPIN_HOST_CHUNK;
-	if (slot >= SPIN_MAX_PROCS)
+	if (slot >= SPIN_MAX_PROCS || SPIN_SLOT_BARRED(slot))
 		return (__u8 *)0;
 #ifdef SPIN_RT_PROG
 	/* the runtime: slot 0's window is spin_host (spin_wins[0] always

@@ -259,7 +259,9 @@ static __always_inline void spin_post(struct xdp_md *xdp, struct spin_stats *st,
 	void *rb;
 
 	/* slot 0's ring directly; another process's through spin_rings */
-	if (SPIN_PT_SLOT(c->pt)) {
+	if (SPIN_SLOT_BARRED(SPIN_PT_SLOT(c->pt))) {
+		e = NULL;	/* a handler's finish stage: not its slot's */
+	} else if (SPIN_PT_SLOT(c->pt)) {
 		rb = spin_ring_of(c->pt);
 		e = rb ? bpf_ringbuf_reserve(rb, sizeof(*e), 0) : NULL;
 	} else {

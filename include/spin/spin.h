@@ -115,6 +115,11 @@ void spin_set_verbose(int level);
 int spin_handler_load(struct spin_rt *rt, const char *path, const char *name);
 /* The same from len bytes at buf (a shipped object, docs/shipping.md). */
 int spin_handler_load_mem(struct spin_rt *rt, const void *buf, size_t len, const char *name);
+/* Load it as process slot `slot`'s (0..SPIN_MAX_PROCS-1), whatever the
+ * handle's: it and its finish stage reach that slot's window only (root,
+ * for the entries of a slot granted with spin_win_grant; -SPIN_ENOENT if
+ * the slot has no window). */
+int spin_handler_load_slot(struct spin_rt *rt, const char *path, const char *name, uint32_t slot);
 int spin_handler_unload(struct spin_rt *rt, const char *name);
 const char *spin_verifier_log(void);
 

@@ -23,9 +23,13 @@
  * runtime and every handler object carry it (spin_abi_version, maps.bpf.h)
  * and libspin refuses an object built for another one.
  */
-/* 2: handler programs end in the runtime's finish stage (spin_stages) */
-#define SPIN_ABI_VERSION	3
+/* 2: handler programs end in the runtime's finish stage (spin_stages)
+ * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF) */
+#define SPIN_ABI_VERSION	4
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
+/* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
+ * finish stage it loads for a handler program */
+#define SPIN_FIN_SECTION	".rodata.spin_fin"
 #define SPIN_DEFAULT_PORT	7717	/* UDP port of sPIN traffic */
 
 /* ---------------------------------------------------------------- wire -- */
@@ -301,11 +305,15 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 #define SPIN_MAX_HPU		4096	/* entries with handler memory (16 MiB) */
 #define SPIN_ME_NIL		0xffffffffu	/* no entry (end of a list) */
 #define SPIN_MAX_HANDLERS	64	/* handler programs per interface */
-/* The runtime's stages a handler program tail-calls (spin_stages): the
- * finish stage (spin_finish in bpf/spin_rt.bpf.c) deposits when the
- * handler asks for the default deposit, runs counters, events and puts. */
+/* The stages a handler program tail-calls (spin_stages, a program array
+ * of the handler program's own, lib/handler.c): the finish stage
+ * (spin_finish in bpf/spin_rt.bpf.c, loaded for this handler program with
+ * its maps) deposits when the handler asks for the default deposit, runs
+ * counters, events and puts; it enters the handler program again
+ * (SPIN_STAGE_SELF) for its completion handler. */
 #define SPIN_STAGE_FINISH	0
-#define SPIN_MAX_STAGES		1
+#define SPIN_STAGE_SELF		1
+#define SPIN_MAX_STAGES		2
 #define SPIN_MAX_PEERS		65536	/* logical ranks (spin_peers, spin_src: arrays) */
 #define SPIN_DEDUP_SLOTS	1024	/* recent message ids remembered per peer */
 /* Sources with a duplicate window at once (spin_dedup, a hash that holds
