@@ -65,7 +65,7 @@ static __always_inline __u64 *spin_msg_word(struct spin_msg *m, const struct spi
 	if (idx < SPIN_CHUNK_PKTS) {
 		/* (the compiler drops a mask here: idx < 4096) */
 		SPIN_BOUND(w, SPIN_BITMAP_WORDS - 1);
-		return &m->bitmap[w];
+		return &m->bitmap[w & (SPIN_BITMAP_WORDS - 1)];
 	}
 	ck.src_rank = key->src_rank;
 	ck.msg_id = key->msg_id;
