@@ -887,16 +887,27 @@ static int spin_wait_cb(__u32 i, struct spin_wait *w)
  * SPIN_DEDUP_SOURCES windows are in use. */
 static const struct spin_dedup spin_dd_zero;
 
-static __noinline struct spin_dedup *spin_dd_window(__u32 rank)
+static __noinline struct spin_dedup *spin_dd_new(__u32 rank)
+{
+	struct spin_dedup *d;
+
+	bpf_map_update_elem(&spin_dedup, &rank, &spin_dd_zero, BPF_NOEXIST);
+	d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	if (d)
+		spin_gc_arm();
+	return d;
+}
+
+/* (the lookup inline: a call and its return cost more than the rest on
+ * the per-packet path; only a source's first packet goes out of line) */
+static __always_inline struct spin_dedup *spin_dd_window(__u32 rank)
 {
 	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
 
 	if (!d) {
-		bpf_map_update_elem(&spin_dedup, &rank, &spin_dd_zero, BPF_NOEXIST);
-		d = bpf_map_lookup_elem(&spin_dedup, &rank);
+		d = spin_dd_new(rank);
 		if (!d)
 			return NULL;
-		spin_gc_arm();
 	}
 	if (!*(volatile __u32 *)&d->used)
 		d->used = 1;

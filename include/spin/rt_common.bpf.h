@@ -895,9 +895,13 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if ((me->options & SPIN_ME_USE_ONCE) &&
 		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
 			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
-		/* a retransmission of it is answered from the window */
-		spin_dd_note(c->key.src_rank, c->key.msg_id, SPIN_DD_DONE, fail, me->list,
-			     c->mlength);
+		/* a retransmission of it is answered from the window: only
+		 * a reliable message's is (spin_dup, spin_get_again and a
+		 * probe's range ack read the outcome for SPIN_F_REL
+		 * packets only), so others skip the window's hash lookup */
+		if (fl & SPIN_F_REL)
+			spin_dd_note(c->key.src_rank, c->key.msg_id, SPIN_DD_DONE, fail,
+				     me->list, c->mlength);
 	}
 	/* the message is complete: its state goes now (a late duplicate
 	 * packet is caught by the per-source id window when it arrives) */
