@@ -650,6 +650,31 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 }
 
 /*
+ * spin_search's answer for the common case, inline (without the call and
+ * the loops): a priority list of wildcard entries only (no exact entry of
+ * any source kind on it, counted as spin_search counts them) whose first
+ * entry takes the message.  That entry is the match: nothing on the
+ * priority list is older, and a match there ends the search.  0 (q->best
+ * ~0u) when the case is not this one; spin_search decides then.
+ */
+static __always_inline int spin_search_first(const struct spin_pt *pt, struct spin_match_q *q)
+{
+	q->best = ~0u;
+	if (*(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][0] |
+	    *(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][1] |
+	    *(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][2] |
+	    *(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][3])
+		return 0;
+	if (!*(volatile __u32 *)&pt->n_wild[SPIN_LIST_PRIORITY])
+		return 0;
+	q->list = SPIN_LIST_PRIORITY;
+	q->best_seq = ~0ull;
+	q->cur = *(volatile __u32 *)&pt->wild_head[SPIN_LIST_PRIORITY];
+	spin_walk_one(q);
+	return q->best != ~0u;
+}
+
+/*
  * Portals matching on one portal table entry.  A use-once entry is claimed
  * with compare-and-swap; if another CPU claimed it first, search again.
  * A message refused by admission (q->admit, spin_admit) claims nothing:
@@ -664,7 +689,8 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 		__u64 mlength;
 		__u32 best;
 
-		spin_search(q);
+		if (!spin_search_first(pt, q))
+			spin_search(q);
 		best = q->best;
 		if (best == ~0u)
 			return -1;
