@@ -42,6 +42,7 @@
  *          --src-rank R (0) --dst-rank R (1) --pt N (0) --match-bits B (0)
  *          --job-key K (0: none)
  *          --auth-key HEX|FILE: tag the frames with this auth key
+ *          --flags F: the sPIN header's flags (SPIN_F_*; 0x8: reliable)
  *          --fresh N: see above
  *          --csv FILE --label NAME: append
  *             "label,size,mode,n,runs,ns_median,ns_min,ns_max,action"
@@ -186,6 +187,7 @@ static void usage(FILE *f)
 		"  --sport N               UDP source port (default: --port)\n"
 		"  --src-rank R --dst-rank R --pt N --match-bits B --job-key K  sPIN header\n"
 		"  --auth-key HEX|FILE  tag the frames (wire.h, \"Authenticator\")\n"
+		"  --flags F               the sPIN header's flags (SPIN_F_*, e.g. 0x8 reliable)\n"
 		"  --fresh N               N single runs on fresh pings per run instead of --repeat\n"
 		"  --csv FILE --label NAME append label,size,mode,n,runs,ns_median,ns_min,ns_max,action\n"
 		"  --quiet                 only the result line\n", SPIN_DEFAULT_PORT);
@@ -212,6 +214,7 @@ int main(int argc, char **argv)
 		{ "match-bits", required_argument, NULL, 9 },
 		{ "job-key", required_argument, NULL, 10 },
 		{ "auth-key", required_argument, NULL, 11 },
+		{ "flags", required_argument, NULL, 12 },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -277,6 +280,7 @@ int main(int argc, char **argv)
 				return SPIN_EUSAGE;
 			}
 			break;
+		case 12: fs.args.flags = strtoul(optarg, &end, 0); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SPIN_EUSAGE;
 		}

@@ -654,6 +654,31 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 }
 
 /*
+ * spin_search's answer for the common case, inline (without the call and
+ * the loops): a priority list of wildcard entries only (no exact entry of
+ * any source kind on it, counted as spin_search counts them) whose first
+ * entry takes the message.  That entry is the match: nothing on the
+ * priority list is older, and a match there ends the search.  0 (q->best
+ * ~0u) when the case is not this one; spin_search decides then.
+ */
+static __always_inline int spin_search_first(const struct spin_pt *pt, struct spin_match_q *q)
+{
+	q->best = ~0u;
+	if (*(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][0] |
+	    *(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][1] |
+	    *(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][2] |
+	    *(volatile __u32 *)&pt->n_exact[SPIN_LIST_PRIORITY][3])
+		return 0;
+	if (!*(volatile __u32 *)&pt->n_wild[SPIN_LIST_PRIORITY])
+		return 0;
+	q->list = SPIN_LIST_PRIORITY;
+	q->best_seq = ~0ull;
+	q->cur = *(volatile __u32 *)&pt->wild_head[SPIN_LIST_PRIORITY];
+	spin_walk_one(q);
+	return q->best != ~0u;
+}
+
+/*
  * Portals matching on one portal table entry.  A use-once entry is claimed
  * with compare-and-swap; if another CPU claimed it first, search again.
  * A message refused by admission (q->admit, spin_admit) claims nothing:
@@ -668,7 +693,8 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
 		__u64 mlength;
 		__u32 best;
 
-		spin_search(q);
+		if (!spin_search_first(pt, q))
+			spin_search(q);
 		best = q->best;
 		if (best == ~0u)
 			return -1;
@@ -891,16 +917,27 @@ static int spin_wait_cb(__u32 i, struct spin_wait *w)
  * SPIN_DEDUP_SOURCES windows are in use. */
 static const struct spin_dedup spin_dd_zero;
 
-static __noinline struct spin_dedup *spin_dd_window(__u32 rank)
+static __noinline struct spin_dedup *spin_dd_new(__u32 rank)
+{
+	struct spin_dedup *d;
+
+	bpf_map_update_elem(&spin_dedup, &rank, &spin_dd_zero, BPF_NOEXIST);
+	d = bpf_map_lookup_elem(&spin_dedup, &rank);
+	if (d)
+		spin_gc_arm();
+	return d;
+}
+
+/* (the lookup inline: a call and its return cost more than the rest on
+ * the per-packet path; only a source's first packet goes out of line) */
+static __always_inline struct spin_dedup *spin_dd_window(__u32 rank)
 {
 	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
 
 	if (!d) {
-		bpf_map_update_elem(&spin_dedup, &rank, &spin_dd_zero, BPF_NOEXIST);
-		d = bpf_map_lookup_elem(&spin_dedup, &rank);
+		d = spin_dd_new(rank);
 		if (!d)
 			return NULL;
-		spin_gc_arm();
 	}
 	if (!*(volatile __u32 *)&d->used)
 		d->used = 1;
@@ -1097,8 +1134,9 @@ static __noinline int spin_reject(struct xdp_md *xdp, struct spin_stats *st,
 
 /* Default work for an entry without handlers (or whose handler program is
  * missing): deposit, account, finish.  A global function, so the verifier
- * checks it once. */
-__noinline int spin_default(struct xdp_md *xdp)
+ * checks it once.  note: as spin_do_finish's (0: the caller writes a
+ * reliable message's outcome to the duplicate window). */
+__noinline int spin_default(struct xdp_md *xdp, __u32 note)
 {
 	struct spin_ctx *c = spin_ctx_get();
 	struct spin_stats *st = spin_stats_get();
@@ -1147,7 +1185,7 @@ __noinline int spin_default(struct xdp_md *xdp)
 	if (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD))
 		spin_deposit(xdp, c);
 	spin_account(c, m);
-	return spin_do_finish(xdp, c, st, cfg, 1);
+	return spin_do_finish(xdp, c, st, cfg, 1, note);
 }
 
 /*
@@ -1242,18 +1280,19 @@ int spin_finish(struct xdp_md *xdp)
 			spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
 		}
 	}
-	return spin_do_finish(xdp, c, st, cfg, 0);
+	return spin_do_finish(xdp, c, st, cfg, 0, 1);
 }
 
-/* Go to the entry's handler program, or do the default work. */
+/* Go to the entry's handler program, or do the default work (note: as
+ * spin_default's; a handler program's finish stage always notes). */
 static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
-					 struct spin_me *me, struct spin_stats *st)
+					 struct spin_me *me, struct spin_stats *st, __u32 note)
 {
 	__u32 h = me->handler;
 
 	if (me->options & SPIN_ME_XSK) {
 		c->phases = SPIN_PH_XSK;
-		return spin_default(xdp);
+		return spin_default(xdp, 1);
 	}
 	if (h && !c->msg_dropped) {
 		spin_tail_call_handler(xdp, h - 1);
@@ -1262,7 +1301,32 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 		c->phases &= ~SPIN_PH_PAYLOAD;
 		spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
 	}
-	return spin_default(xdp);
+	return spin_default(xdp, note);
+}
+
+/*
+ * A single-packet message to entry me, whose source's duplicate window d
+ * spin_rx holds: dispatched as spin_dispatch does; when the default work
+ * ran here (no handler program, or a missing one: a handler program
+ * returns through the finish stage, which notes it itself), a reliable
+ * message's outcome goes into d directly, where spin_do_finish would
+ * have looked the window up again (exactly when it would have noted: it
+ * completed, the finish step was reached, and it did not go to an AF_XDP
+ * socket, which notes its own).
+ */
+static __always_inline int spin_dispatch_single(struct xdp_md *xdp, struct spin_ctx *c,
+						struct spin_me *me, struct spin_stats *st,
+						struct spin_dedup *d, __u32 id, __be16 flags)
+{
+	__u32 list = me->list, note = !(flags & bpf_htons(SPIN_F_REL)) || !d, fail;
+	int act;
+
+	act = spin_dispatch(xdp, c, me, st, note);
+	if (!note && c->done && !c->drop_reason && !(c->phases & SPIN_PH_XSK)) {
+		fail = c->msg_dropped ? SPIN_FAIL_DROPPED : c->fail ? SPIN_FAIL_HANDLER : SPIN_FAIL_OK;
+		spin_dd_set(d, id, SPIN_DD_DONE, fail, list, c->mlength);
+	}
+	return act;
 }
 
 /* An acknowledgement for a message this node sent: an event for the host,
@@ -1867,7 +1931,7 @@ int spin_rx(struct xdp_md *xdp)
 		if (!me)
 			return spin_drop(st, SPIN_DROP_NO_MATCH);
 		st->msgs++;
-		return spin_dispatch(xdp, c, me, st);
+		return spin_dispatch_single(xdp, c, me, st, dd, msg_id, sh->flags);
 	}
 
 	/* multi-packet message: 0 < msg_len <= SPIN_MAX_MSG, pkt_off + pay_len
@@ -1978,7 +2042,7 @@ int spin_rx(struct xdp_md *xdp)
 			__sync_lock_test_and_set(&m->status, SPIN_MSG_RUNNING);
 			c->phases = SPIN_PH_DEPOSIT;
 		}
-		return spin_dispatch(xdp, c, me, st);
+		return spin_dispatch(xdp, c, me, st, 1);
 	}
 
 existing:
@@ -2054,7 +2118,7 @@ existing:
 				 SPIN_DROP_MSG_DROPPED);
 	}
 	c->phases = (m->flags & SPIN_MSGF_PROCEED) ? SPIN_PH_DEPOSIT : SPIN_PH_PAYLOAD;
-	return spin_dispatch(xdp, c, me, st);
+	return spin_dispatch(xdp, c, me, st, 1);
 }
 
 /* ------------------------------------------------------------ fan-out -- */

@@ -662,18 +662,25 @@ static __always_inline __u32 spin_hdr_flags(struct xdp_md *xdp)
 	return (void *)(sh + 1) <= end ? bpf_ntohs(sh->flags) : 0;
 }
 
-/* Record in message (rank, id)'s duplicate-window slot what became of it
- * (wire.h, struct spin_dedup), if the slot is still the message's. */
-static __always_inline void spin_dd_note(__u32 rank, __u32 id, __u32 state, __u32 fail,
-					 __u32 list, __u32 len)
+/* Record in message id's slot of its source's duplicate window d what
+ * became of it (wire.h, struct spin_dedup), if the slot is still the
+ * message's. */
+static __always_inline void spin_dd_set(struct spin_dedup *d, __u32 id, __u32 state, __u32 fail,
+					__u32 list, __u32 len)
 {
-	struct spin_dedup *d = bpf_map_lookup_elem(&spin_dedup, &rank);
 	__u32 k = id & (SPIN_DEDUP_SLOTS - 1);
 
 	if (!d || d->id[k] != id)
 		return;
 	d->len[k] = len;
 	d->out[k] = SPIN_DD_OUT(id, state, fail, list);
+}
+
+/* The same for message (rank, id), its window looked up. */
+static __always_inline void spin_dd_note(__u32 rank, __u32 id, __u32 state, __u32 fail,
+					 __u32 list, __u32 len)
+{
+	spin_dd_set(bpf_map_lookup_elem(&spin_dedup, &rank), id, state, fail, list, len);
 }
 
 /* Turn this frame into an answer to the reliable message (rank, id) it
@@ -861,11 +868,13 @@ static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct s
  * stage (spin_finish) every handler program tail-calls.  With sack 0 (the
  * finish stage) an incomplete message's packet that asks for a SACK gets
  * none, as before handler programs ended in the stage: its SACK goes out
- * when its duplicate comes (spin_rx).
+ * when its duplicate comes (spin_rx).  With note 0 a completed reliable
+ * message's outcome is not written to the duplicate window here: the
+ * caller holds the window and writes it (spin_rx, spin_note_outcome).
  */
 static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c,
 					  struct spin_stats *st, struct spin_cfg *cfg,
-					  const int sack)
+					  const int sack, int note)
 {
 	struct spin_me *me;
 	__u32 k = c->me, fl = spin_hdr_flags(xdp);
@@ -902,9 +911,13 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if ((me->options & SPIN_ME_USE_ONCE) &&
 		    __sync_val_compare_and_swap(&me->state, SPIN_ME_CLAIMED, SPIN_ME_FREE) == SPIN_ME_CLAIMED)
 			spin_post(xdp, st, SPIN_EV_AUTO_UNLINK, 0, c, me, NULL);
-		/* a retransmission of it is answered from the window */
-		spin_dd_note(c->key.src_rank, c->key.msg_id, SPIN_DD_DONE, fail, me->list,
-			     c->mlength);
+		/* a retransmission of it is answered from the window: only
+		 * a reliable message's is (spin_dup, spin_get_again and a
+		 * probe's range ack read the outcome for SPIN_F_REL
+		 * packets only), so others skip the window's hash lookup */
+		if ((fl & SPIN_F_REL) && note)
+			spin_dd_note(c->key.src_rank, c->key.msg_id, SPIN_DD_DONE, fail,
+				     me->list, c->mlength);
 	}
 	/* the message is complete: its state goes now (a late duplicate
 	 * packet is caught by the per-source id window when it arrives) */
