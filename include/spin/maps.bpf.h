@@ -312,7 +312,64 @@ struct {
 
 /* Keys of spin_rings in read-only memory: a lookup with one of them takes
  * no stack, which the answering paths do not have to spare. */
+/* len (a variable) is not 0, as a test 6.1's verifier learns len >= 1
+ * from (a signed compare; it learns nothing from len != 0), where a
+ * helper takes len as a size that must not be 0 */
+#ifdef SPIN_NO_KFUNCS
+#define SPIN_LEN_NZ(len) ({ asm volatile("" : "+r"(len)); (__s32)(len) > 0; })
+#else
+#define SPIN_LEN_NZ(len) ((len) != 0)
+#endif
+
+/* SPIN_LEN_IN: len, known to be in [1, max] (max a power of two),
+ * recomputed so that 6.1's verifier knows it too (a helper's size must not
+ * be 0).  SPIN_U16: a 16-bit value from bpf_ntohs, masked so that 6.1's
+ * verifier, which does not bound a byte swap's result, knows it. */
+#ifdef SPIN_NO_KFUNCS
+#define SPIN_LEN_IN(len, max)							\
+	do {									\
+		asm volatile("" : "+r"(len));					\
+		(len) = (((len) - 1) & ((max) - 1)) + 1;			\
+	} while (0)
+#define SPIN_U16(v)	do { asm volatile("" : "+r"(v)); (v) &= 0xffff; } while (0)
+/* SPIN_BOUND: v (64-bit), known to be <= max, clamped on the register
+ * that is then used, so that 6.1's verifier knows it too (it kept no bound
+ * from a compare of a copy reloaded from the stack) */
+#define SPIN_BOUND(v, max)	asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(v) : "i"(max))
+/* SPIN_LEN_CLAMP: len, known to be in [1, max], clamped there on the
+ * register then used (a spilled copy had lost len >= 1) */
+#define SPIN_LEN_CLAMP(len, max)						\
+	asm volatile("if %0 <= %1 goto +1; %0 = %1; if %0 s> 0 goto +1; %0 = 1"	\
+		     : "+r"(len) : "i"(max))
+/* SPIN_CLAMP_S: signed v, known to be in [0, max], clamped there on the
+ * register then used */
+#define SPIN_CLAMP_S(v, max)							\
+	asm volatile("if %0 s>= 0 goto +1; %0 = 0; if %0 s<= %1 goto +1; %0 = %1"	\
+		     : "+r"(v) : "r"((__s64)(max)))
+/* SPIN_SET(p): pointer p, checked by the caller, tested again where it is
+ * used (6.1's verifier followed a path on which a copy of it reloaded from
+ * the stack was NULL) */
+#define SPIN_SET(p)	({ asm volatile("" : "+r"(p)); (p) != 0; })
+#else
+#define SPIN_LEN_IN(len, max)	do { } while (0)
+#define SPIN_U16(v)		do { } while (0)
+#define SPIN_BOUND(v, max)	do { } while (0)
+#define SPIN_SET(p)		1
+#define SPIN_LEN_CLAMP(len, max)	do { } while (0)
+#endif
+
 static const volatile __u32 spin_slot_keys[SPIN_MAX_PROCS] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+
+/* &spin_slot_keys[slot] for a slot the caller checked (< SPIN_MAX_PROCS);
+ * bounded again on the register used (the compiler drops the mask after
+ * the caller's check, and 6.1's verifier kept no bound of that check) */
+static __always_inline const void *spin_slot_key(__u32 slot)
+{
+	__u64 i = slot;
+
+	SPIN_BOUND(i, SPIN_MAX_PROCS - 1);
+	return (const void *)&spin_slot_keys[i & (SPIN_MAX_PROCS - 1)];
+}
 _Static_assert(SPIN_MAX_PROCS == 8, "spin_slot_keys lists every slot");
 
 #ifdef SPIN_RT_PROG
@@ -337,8 +394,7 @@ static __always_inline void *spin_ring_of(__u32 pt)
 {
 	if (SPIN_SLOT_BARRED(SPIN_PT_SLOT(pt)))
 		return (void *)0;
-	return bpf_map_lookup_elem(&spin_rings,
-				   (const void *)&spin_slot_keys[SPIN_PT_SLOT(pt) & (SPIN_MAX_PROCS - 1)]);
+	return bpf_map_lookup_elem(&spin_rings, spin_slot_key(SPIN_PT_SLOT(pt) & (SPIN_MAX_PROCS - 1)));
 }
 
 /* AF_XDP sockets of processes, by receive queue (SPIN_ME_XSK entries). */
@@ -375,46 +431,6 @@ struct {
  * bpf_loop or bounded loops, and bpf_probe_read_kernel copies.  libspin
  * picks them when the kernel lacks a kfunc (docs/kernels.md).
  */
-/* len (a variable) is not 0, as a test 6.1's verifier learns len >= 1
- * from (a signed compare; it learns nothing from len != 0), where a
- * helper takes len as a size that must not be 0 */
-#ifdef SPIN_NO_KFUNCS
-#define SPIN_LEN_NZ(len) ({ asm volatile("" : "+r"(len)); (__s32)(len) > 0; })
-#else
-#define SPIN_LEN_NZ(len) ((len) != 0)
-#endif
-
-/* SPIN_LEN_IN: len, known to be in [1, max] (max a power of two),
- * recomputed so that 6.1's verifier knows it too (a helper's size must not
- * be 0).  SPIN_U16: a 16-bit value from bpf_ntohs, masked so that 6.1's
- * verifier, which does not bound a byte swap's result, knows it. */
-#ifdef SPIN_NO_KFUNCS
-#define SPIN_LEN_IN(len, max)							\
-	do {									\
-		asm volatile("" : "+r"(len));					\
-		(len) = (((len) - 1) & ((max) - 1)) + 1;			\
-	} while (0)
-#define SPIN_U16(v)	do { asm volatile("" : "+r"(v)); (v) &= 0xffff; } while (0)
-/* SPIN_BOUND: v (64-bit), known to be <= max, clamped on the register
- * that is then used, so that 6.1's verifier knows it too (it kept no bound
- * from a compare of a copy reloaded from the stack) */
-#define SPIN_BOUND(v, max)	asm volatile("if %0 <= %1 goto +1; %0 = %1" : "+r"(v) : "i"(max))
-/* SPIN_LEN_CLAMP: len, known to be in [1, max], clamped there on the
- * register then used (a spilled copy had lost len >= 1) */
-#define SPIN_LEN_CLAMP(len, max)						\
-	asm volatile("if %0 <= %1 goto +1; %0 = %1; if %0 s> 0 goto +1; %0 = 1"	\
-		     : "+r"(len) : "i"(max))
-/* SPIN_SET(p): pointer p, checked by the caller, tested again where it is
- * used (6.1's verifier followed a path on which a copy of it reloaded from
- * the stack was NULL) */
-#define SPIN_SET(p)	({ asm volatile("" : "+r"(p)); (p) != 0; })
-#else
-#define SPIN_LEN_IN(len, max)	do { } while (0)
-#define SPIN_U16(v)		do { } while (0)
-#define SPIN_BOUND(v, max)	do { } while (0)
-#define SPIN_SET(p)		1
-#define SPIN_LEN_CLAMP(len, max)	do { } while (0)
-#endif
 
 #ifndef SPIN_NO_KFUNCS
 extern int bpf_wq_init(struct bpf_wq *wq, void *p__map, unsigned int flags) __weak __ksym;
@@ -578,7 +594,7 @@ static __always_inline __u8 *spin_host_at(__u64 a, __u32 *in)
 		return p ? p->b : (__u8 *)0;
 	}
 #endif
-	w = bpf_map_lookup_elem(&spin_wins, (const void *)&spin_slot_keys[slot & (SPIN_MAX_PROCS - 1)]);
+	w = bpf_map_lookup_elem(&spin_wins, spin_slot_key(slot));
 	if (!w)
 		return (__u8 *)0;
 	p = bpf_map_lookup_elem(w, &k);
@@ -597,8 +613,12 @@ static __always_inline __u8 *spin_host_at(__u64 a, __u32 *in)
 		if (od < 0 || od > dsize - (1u << (k)) ||			\
 		    os < 0 || os > ssize - (1u << (k)))			\
 			return -1;						\
-		/* the checked offsets, not (dst + de) - m */			\
-		asm volatile("" : "+r"(od), "+r"(os));				\
+		/* the checked offsets, clamped again on the registers	\
+		 * used: 6.1 checked a copy and added one recomputed	\
+		 * from the stack ("makes map_value pointer be out of	\
+		 * bounds") */							\
+		SPIN_CLAMP_S(od, dsize - (1u << (k)));				\
+		SPIN_CLAMP_S(os, ssize - (1u << (k)));				\
 		if (bpf_probe_read_kernel(dst + od, 1u << (k), src + os))	\
 			return -1;						\
 	}
