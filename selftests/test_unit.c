@@ -2784,6 +2784,89 @@ static void fanout(void)
 }
 
 /*
+ * Fan-out copies go each to its own target's process: with four targets
+ * in four process slots at their addresses (spin_peer.slot 1, 2, 3, 0),
+ * every frame on the wire names its target's slot in pt_index's high
+ * byte, not put 0's, and speaks for the process whose entry's handler
+ * made the puts (its slot's proc_rank/proc_pid), as put 0 does.  Before,
+ * spin_tc kept put 0's pt_index and the runtime's own pid in every copy.
+ */
+static void fanout_slots(void)
+{
+	struct spin_me_spec s = spec(0, 0x47, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x47);
+	struct test_state init = { .mode = T_PUT_FAN };
+	struct spin_cfg *cfg = cfg_map();
+	uint32_t pid0 = 0, want_slot[4] = { 1, 2, 3, 0 };
+	uint8_t msg[200];
+	int idx, got = 0, seen[4] = { 0 };
+	struct wire w;
+	struct fr f, o;
+
+	reset();
+	if (!ASSERT_TRUE(cfg != NULL, "spin_cfg mapped"))
+		return;
+	fill(msg, sizeof(msg), 78);
+	for (int i = 0; i < 4; i++) {
+		struct spin_peer_spec p = { .rank = 2 + i, .pid = 3, .port = 7002 + i,
+					    .mac = FAN_PEER_MAC(2 + i), .slot = want_slot[i] };
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "10.77.9.%d", 102 + i);
+		inet_pton(AF_INET, ip, &p.ip);
+		if (!ASSERT_TRUE(spin_peer_add(rt, &p) >= 0, "a peer in its slot"))
+			goto out;
+	}
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	init.fan_n = 4;
+	for (int i = 0; i < 4; i++)
+		init.fan_rank[i] = 2 + i;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	/* the entry's process (slot 0) has a pid of its own */
+	pid0 = __atomic_load_n(&cfg->proc_pid[0], __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cfg->proc_pid[0], 0x5157, __ATOMIC_SEQ_CST);
+	spin_stats_reset(rt);
+	if (wire_open(&w))
+		goto out;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	for (uint64_t t0 = t_now_ns(); got < 4 && t_now_ns() - t0 < WAIT_NS;) {
+		const struct udphdr *u = (const void *)(o.b + 14 + 20);
+		const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+		int n = wire_next(&w, &o);
+		uint32_t i = ntohs(u->dest) - 7002;
+
+		if (!n || i >= 4)
+			continue;
+		seen[i]++;
+		got++;
+		if (!ASSERT_EQ(ntohs(h->pt_index), SPIN_PT_OF(want_slot[i], 0),
+			       "a copy names its target's slot, portal 0"))
+			T_MSG("copy to rank %u (slot %u)", 2 + i, want_slot[i]);
+		ASSERT_EQ(ntohl(h->src_pid), 0x5157, "a copy speaks for the entry's process");
+		ASSERT_EQ(be64toh(h->match_bits), 0x100 + i, "a copy has its put's match bits");
+	}
+	close(w.sock);
+	ASSERT_EQ(got, 4, "4 frames on the wire");
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(seen[i], 1, "one frame per target");
+	ASSERT_EQ(stats().fanout_copies, 4, "4 copies sent by spin_tc");
+out:
+	if (pid0)
+		__atomic_store_n(&cfg->proc_pid[0], pid0, __ATOMIC_SEQ_CST);
+	reset();
+	for (int r = 2; r < 6; r++)
+		spin_peer_del(rt, r);
+	base_peers(2, 4);	/* as the other tests expect them */
+}
+
+/*
  * Many puts from one invocation (issue 16): 64 puts, device and host mixed
  * (put 0 from host, puts of handler memory, of host memory and of the
  * packet itself), each with its own bytes, length, target (16 ranks),
@@ -2987,6 +3070,113 @@ static void many_puts(void)
 		spin_peer_del(rt, r);
 	base_peers(2, 4);
 	handler_done("puts");
+}
+
+/* ring_buffer__consume callback: count the PUT_FROM_HOST events and the
+ * portal they name (fanout_host_slot1). */
+struct pfh_seen {
+	int n;
+	uint32_t pt_index;
+};
+
+static int pfh_cb(void *ctx, void *data, size_t len)
+{
+	struct pfh_seen *p = ctx;
+	const struct spin_event *e = data;
+
+	if (len >= sizeof(*e) && e->kind == SPIN_EV_PUT_FROM_HOST) {
+		p->n++;
+		p->pt_index = e->pt_index;
+	}
+	return 0;
+}
+
+/*
+ * A queued put from host longer than a packet, made by the handler of an
+ * entry of slot 1's process while put 0 went to a target in slot 0: its
+ * PUT_FROM_HOST request goes to slot 1's ring, naming slot 1's portal,
+ * since slot 1's process is the one to send it.  (spin_tc posted it to
+ * slot 0's ring, with put 0's target's slot in the portal index.)
+ */
+static void fanout_host_slot1(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s = spec(pt1, 0x48, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x48);
+	static struct puts_state init;
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
+	int rings = -1, ring1 = -1, idx;
+	struct ring_buffer *rb = NULL;
+	struct pfh_seen seen = { 0 };
+	uint8_t msg[100], *w1 = MAP_FAILED;
+	size_t wlen = 0;
+	bool held = false, loaded = false;
+	char path[1024];
+	struct wire w;
+	struct fr f;
+
+	reset();
+	fill(msg, sizeof(msg), 64);
+	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
+	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler"))
+		goto out;
+	loaded = true;
+	if (fan_peers(2) || slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+		goto out;
+	rings = pinned_map("spin_rings");
+	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
+		       "slot 1's ring in spin_rings") ||
+	    !ASSERT_TRUE((rb = ring_buffer__new(ring1, pfh_cb, &seen, NULL)) != NULL,
+			 "slot 1's ring read"))
+		goto out;
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	held = true;
+	memset(&init, 0, sizeof(init));
+	init.n = 2;
+	init.op[0] = (struct puts_op){ .kind = PUTS_DEV, .len = 16, .rank = 2 };
+	init.op[1] = (struct puts_op){ .kind = PUTS_HOST, .len = 3000, .off = 100, .rank = 3 };
+	s.handler = "puts";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.host_off = 0;
+	s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (idx < 0 || wire_open(&w))
+		goto out;
+	spin_stats_reset(rt);
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	close(w.sock);
+	for (uint64_t t0 = t_now_ns(); !seen.n && t_now_ns() - t0 < WAIT_NS;) {
+		ring_buffer__consume(rb);
+		if (!seen.n)
+			usleep(10000);
+	}
+	ASSERT_EQ(seen.n, 1, "one put-from-host request in slot 1's ring");
+	ASSERT_EQ(seen.pt_index, pt1, "naming slot 1's portal");
+	ASSERT_EQ(stats().tx_host_queued, 1, "put from host queued to the host");
+out:
+	ring_buffer__free(rb);
+	if (rings >= 0) {
+		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
+		close(rings);
+	}
+	if (ring1 >= 0)
+		close(ring1);
+	reset();	/* unlinks the entry: then its handler unloads */
+	if (held)
+		spin_pt_free(rt, pt1);
+	for (int r = 2; r < 4; r++)
+		spin_peer_del(rt, r);
+	base_peers(2, 4);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "puts"), "puts unloaded");
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
 }
 
 /*
@@ -6253,6 +6443,8 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
 	RUN_TEST(fanout);
+	RUN_TEST(fanout_slots);
+	RUN_TEST(fanout_host_slot1);
 	RUN_TEST(many_puts);
 	RUN_TEST(room_scratch);
 	RUN_TEST(room_msg_state);

@@ -641,7 +641,7 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 	m->cpu = bpf_get_smp_processor_id();
 	m->t0 = c->putq_t0;
 	m->id0 = c->seq;
-	m->pad = 0;
+	m->slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
 	/* message ids of the queued puts: the ones after put 0's */
 	c->seq += n;
 	if (st)

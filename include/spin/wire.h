@@ -994,7 +994,8 @@ struct spin_fanout_meta {
 	__u64	t0;		/* ticket of the first */
 	__u32	id0;		/* message id sequence of the first (the CPU's
 				 * id space, as put 0's; the others follow) */
-	__u32	pad;
+	__u32	slot;		/* the process slot of the entry whose handler
+				 * made the puts: every copy speaks for it */
 } __attribute__((packed, aligned(4)));
 _Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits the XDP headroom");
 
