@@ -2035,6 +2035,9 @@ int spin_rx(struct xdp_md *xdp)
 		if (!me)
 			return spin_drop(st, SPIN_DROP_NO_MATCH);
 		m->me_seq = me->seq;
+		/* in flight into the entry until spin_msg_free (PtlMEUnlink:
+		 * PTL_IN_USE); counted before the flag that says so */
+		__sync_fetch_and_add(&me->busy, 1);
 		m->flags |= SPIN_MSGF_MATCHED;
 		st->msgs++;
 		if (!me->handler) {

@@ -761,6 +761,10 @@ static struct ptl_rx *rx_find(struct ptl_ni *ni, uint32_t rank, uint32_t id, boo
 
 static void rx_gone(struct ptl_ni *ni, struct ptl_rx *r)
 {
+	struct ptl_mer *m = ptl_me_get(ni, r->meh);
+
+	if (m && m->rx_busy)	/* one message in flight into it less */
+		m->rx_busy--;
 	r->bitmap = NULL;
 	r->used = false;
 	r->tomb = true;
@@ -849,6 +853,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		r->me = *m;
 		ptl_buf_get(&r->me.buf);	/* its iovecs stay while it arrives */
 		r->meh = ptl_me_handle(ni, m);
+		m->rx_busy++;
 		r->h = *h;
 		r->h.pkt_off = 0;
 		r->off = me_place(m, be64toh(h->remote_off), msg_len, &r->mlength);

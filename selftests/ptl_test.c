@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <arpa/inet.h>
 #include <linux/types.h>
 #include <spin/portals4.h>
@@ -6557,6 +6559,121 @@ static void c_matchorder(void)
 	free(order);
 }
 
+/*
+ * meinuse: PtlMEUnlink of an entry a message is still arriving into returns
+ * PTL_IN_USE (Portals 4.1, PtlMEUnlink: "the match list entry has pending
+ * operations and cannot be unlinked"), for a window entry (the runtime's
+ * message state, spin_me.busy) and for an ordinary-memory entry (the
+ * library's reassembly); once the message has come whole, its event is
+ * there and the entry unlinks.  Rank 1 sends the first of the message's
+ * three packets by hand, from a UDP socket (what the runtime sees from any
+ * sender), then on the same socket a one-packet put to a marker entry: the
+ * marker's event says the first packet is in.  It sends the first packet
+ * again every 50 ms (a reliable message lives while its packets come), so
+ * the message never expires, however loaded the machine; the rest comes
+ * once rank 0 has checked.  Before, PtlMEUnlink unlinked the entry and the
+ * rest of the message was dropped (me_gone): no event.
+ */
+#define MIU_LEN (2 * SPIN_MAX_SEG + 100)	/* three packets */
+
+static void miu_send(int fd, const struct sockaddr_in *to, const struct spin_msg_args *a,
+		     uint32_t msg_len, uint32_t off, uint32_t seed)
+{
+	uint8_t b[sizeof(struct spin_hdr) + SPIN_MAX_SEG];
+	uint32_t n = msg_len - off < SPIN_MAX_SEG ? msg_len - off : SPIN_MAX_SEG;
+
+	spin_hdr_build((struct spin_hdr *)b, a, msg_len, off);
+	for (uint32_t i = 0; i < n; i++)
+		b[sizeof(struct spin_hdr) + i] = pat(seed, off + i);
+	if (sendto(fd, b, sizeof(struct spin_hdr) + n, 0, (const void *)to, sizeof(*to)) < 0)
+		FAIL("sendto: %s", strerror(errno));
+}
+
+static void c_meinuse(void)
+{
+	ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
+	char ctx[128], rest[64];
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 0) {
+		eq = eq_new(64);
+		pt_new(0, eq, PT_DATA);
+	}
+	for (int k = 0; k < 2; k++) {
+		snprintf(ctx, sizeof(ctx), "a message arriving into a %s entry", kname[k]);
+		snprintf(rest, sizeof(rest), "miu.rest.%d", k);
+		if (R == 0) {
+			uint8_t *buf = kbuf(k, MIU_LEN), *mark = kbuf(K_MAL, 64);
+			void *uptr = (void *)(uintptr_t)(0x6000 + k);
+			ptl_handle_me_t h, mh;
+
+			memset(buf, 0xee, MIU_LEN);
+			h = me_add(PT_DATA, buf, MIU_LEN, PTL_ME_OP_PUT, 0x600 + k, 0, PTL_CT_NONE,
+				   PTL_PRIORITY_LIST, uptr);
+			mh = me_add(PT_DATA, mark, 64, PTL_ME_OP_PUT, 0x680 + k, 0, PTL_CT_NONE,
+				    PTL_PRIORITY_LIST, NULL);
+			barrierf("miu.ready.%d", k);
+			if (want_ev(eq, &ev, T_EV_MS, "the marker"))
+				CHKEV("the marker", &ev, .m = F_TYPE | F_MB, .type = PTL_EVENT_PUT,
+				      .mb = 0x680 + k);
+			RC(PtlMEUnlink(h), PTL_IN_USE);
+			CHK(strstr(PtlSpinErrmsg(), "still arriving") != NULL, "PtlSpinErrmsg says why: %s",
+			    PtlSpinErrmsg());
+			RC(PtlMEUnlink(h), PTL_IN_USE);	/* and again: nothing changed */
+			touch(rest, 0);
+			if (want_ev(eq, &ev, T_EV_MS, ctx)) {
+				CHKEV(ctx, &ev, .m = TGT_M & ~(F_HDR | F_INI), .type = PTL_EVENT_PUT,
+				      .pt = PT_DATA, .mb = 0x600 + k, .rlen = MIU_LEN, .mlen = MIU_LEN,
+				      .roff = 0, .uptr = uptr, .start = buf, .list = PTL_PRIORITY_LIST);
+				check_pat(ctx, buf, MIU_LEN, 40 + k);
+			}
+			RC(PtlMEUnlink(h), PTL_OK);
+			RC(PtlMEUnlink(h), PTL_ARG_INVALID);
+			RC(PtlMEUnlink(mh), PTL_OK);
+			no_ev(eq, 50, ctx);
+		} else if (R == 1) {
+			ptl_process_t map[2], me;
+			ptl_size_t got = 0;
+			struct sockaddr_in to = { .sin_family = AF_INET,
+						  .sin_port = htons(SPIN_DEFAULT_PORT) };
+			const char *jk = getenv("SPIN_JOB_KEY");
+			struct spin_msg_args a = {
+				.op = SPIN_OP_PUT, .pt_index = PT_DATA, .src_rank = 1, .dst_rank = 0,
+				.match_bits = 0x600 + k, .flags = SPIN_F_REL,
+				.job_key = jk ? (uint32_t)strtoul(jk, NULL, 0) : 0,
+				/* an id of its own, newer than any this rank sent */
+				.msg_id = 0x40000000u | (uint32_t)(now_us() & 0xfffff) << 4 | (uint32_t)k,
+			}, m = a;
+			uint64_t end = now_ms() + 60000;
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+			OK(PtlGetMap(ni, 2, map, &got));
+			OK(PtlGetPhysId(ni, &me));
+			if (fd < 0)
+				DIE("socket: %s", strerror(errno));
+			to.sin_addr.s_addr = htonl(map[0].phys.nid);
+			a.src_pid = m.src_pid = me.phys.pid;
+			m.match_bits = 0x680 + k;
+			m.msg_id = a.msg_id + 0x100;
+			barrierf("miu.ready.%d", k);
+			miu_send(fd, &to, &a, MIU_LEN, 0, 40 + k);
+			miu_send(fd, &to, &m, 8, 0, 9);
+			while (!exists(rest, 0)) {
+				if (now_ms() > end)
+					DIE("rank 0 never checked the entry");
+				msleep(50);
+				miu_send(fd, &to, &a, MIU_LEN, 0, 40 + k);
+			}
+			miu_send(fd, &to, &a, MIU_LEN, SPIN_MAX_SEG, 40 + k);
+			miu_send(fd, &to, &a, MIU_LEN, 2 * SPIN_MAX_SEG, 40 + k);
+			close(fd);
+		}
+		barrierf("miu.done.%d", k);
+	}
+	fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -6574,6 +6691,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
 	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },
 	{ "unexorder", c_unexorder },
+	{ "meinuse", c_meinuse },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };

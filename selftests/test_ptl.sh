@@ -314,6 +314,7 @@ run_ship_push ship_serve_cli spinctl
 run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2
+run_case meinuse meinuse 2 2
 run_case managelocal managelocal 2 2
 run_case uhrlength uhrlength 2 2
 run_case overflow overflow 2 2

@@ -3807,6 +3807,77 @@ static void gets(void)
 	ASSERT_EQ(drops(SPIN_DROP_BAD_OP), 0, "no bad_op");
 }
 
+/*
+ * spin_me.busy counts the messages of more than one packet in flight into
+ * an entry (PtlMEUnlink's PTL_IN_USE): one from the first packet that
+ * matches to the last, whatever comes between (duplicates, a second
+ * message); a one-packet message never counts; a message whose entry was
+ * unlinked and whose slot was taken by another entry since is not counted
+ * against the new one when it ends.  (Before, there was no count: the
+ * field was padding.)
+ */
+static void me_busy(void)
+{
+	static uint8_t msg[3 * SPIN_MAX_SEG];
+	struct spin_me_spec s = spec(0, 0x4a, 16384);
+	struct spin_msg_args a = margs(0, 0, 0x4a), b;
+	struct spin_me me;
+	struct fr f;
+	int idx, idx2;
+
+	reset();
+	fill(msg, sizeof(msg), 12);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	a.msg_id = next_id++;
+	a.seg_size = SPIN_MAX_SEG;
+	b = a;
+	b.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "first packet: one message in flight");
+	run(&f, NULL);		/* its duplicate */
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	mkpkt(&f, &b, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 2, "a second message: two");
+	mkpkt(&f, &a, sizeof(msg), 2 * SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "the first complete: one");
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "the first deposited");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "a one-packet message is never in flight");
+	/* the entry goes (spinctl's unlink, or its process died) and another
+	 * takes its slot: the second message's end leaves the new one at 0 */
+	ASSERT_OK(spin_me_unlink(rt, idx), "entry unlinked under the message");
+	idx2 = me_add(&s);
+	if (!ASSERT_EQ(idx2, idx, "the next entry takes the slot"))
+		return;
+	spin_me_get(rt, idx2, &me);
+	ASSERT_EQ(me.busy, 0, "a new entry: 0");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx2, &me);
+	ASSERT_EQ(me.busy, 1, "a message into the new entry: 1");
+	for (uint32_t off = SPIN_MAX_SEG; off < sizeof(msg); off += SPIN_MAX_SEG) {
+		mkpkt(&f, &b, sizeof(msg), off, SPIN_MAX_SEG, msg);
+		run(&f, NULL);
+	}
+	spin_me_get(rt, idx2, &me);
+	ASSERT_EQ(me.busy, 1, "the old entry's message ended: the new entry's count unchanged");
+	ASSERT_TRUE(drops(SPIN_DROP_ME_GONE) > 0, "its packets went nowhere (me_gone)");
+	reset();
+}
+
 #define TEST_TIMEOUT_NS	(1500ull * 1000 * 1000)
 static void message_timeout(void)
 {
@@ -3834,6 +3905,8 @@ static void message_timeout(void)
 	t0 = t_now_ns();
 	run(&f, NULL);
 	set_msg_timeout(MSG_TIMEOUT_NS);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "a message in flight into the entry (spin_me.busy)");
 	/* the sweeper expires it after TEST_TIMEOUT_NS plus up to one sweep
 	 * period (250 ms); on a loaded machine later: wait for the event */
 	memset(&v, 0, sizeof(v));
@@ -3853,6 +3926,7 @@ static void message_timeout(void)
 	spin_me_get(rt, idx, &me);
 	ASSERT_EQ(me.state, SPIN_ME_FREE, "use-once entry released");
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
+	ASSERT_EQ(me.busy, 0, "the expired message is no longer in flight into it");
 	/* a late packet of the expired message starts a new message */
 	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
@@ -6454,6 +6528,7 @@ int main(int argc, char **argv)
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
+	RUN_TEST(me_busy);
 	RUN_TEST(fuzz_frames);
 	RUN_TEST(rare_drop_reasons);
 	RUN_TEST(src_quota);

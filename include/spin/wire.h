@@ -24,8 +24,9 @@
  * and libspin refuses an object built for another one.
  */
 /* 2: handler programs end in the runtime's finish stage (spin_stages)
- * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF) */
-#define SPIN_ABI_VERSION	4
+ * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF)
+ * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs too */
+#define SPIN_ABI_VERSION	5
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -666,7 +667,14 @@ struct spin_me {
 	__u32	hpu_len;	/* bytes of handler memory in use */
 	__u32	hpu_size;	/* bytes of handler memory (SPIN_HPU_SIZE, or up to
 				 * SPIN_HPU_BIG_SIZE in spin_hpu_big) */
-	__u32	pad_hpu;
+	__u32	busy;	/* messages of more than one packet the runtime has
+			 * matched to it and not finished (spin_msgs states
+			 * with SPIN_MSGF_MATCHED; added when the first packet
+			 * matches, taken when spin_msg_free removes the state,
+			 * if the entry still has the state's seq): PtlMEUnlink
+			 * returns PTL_IN_USE while it is above 0 (a signed
+			 * look: a take racing with a reuse of the slot cannot
+			 * make it look busy for ever).  0 at append. */
 	/* counters: kept per CPU in spin_me_ct by the runtime (no atomics
 	 * on the fast path); spin_me_get() fills these with the sums */
 	__u64	ct_success;
