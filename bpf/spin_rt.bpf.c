@@ -872,20 +872,29 @@ static __always_inline void spin_waker_arm(void)
 {
 }
 #else
-/* The waker's work item: wake the event ring's reader. */
+/* A waker's work item: wake the reader of its slot's ring (its key). */
 static int spin_waker_run(void *map, int *key, void *value)
 {
-	spin_rb_doorbell();
+	spin_rb_doorbell(bpf_map_lookup_elem(&spin_rings, key));
 	return 0;
 }
 
+/* Set up every slot's waker, once: slot 0's claims the setup (armed 1)
+ * and is ready last, so a packet that finds it ready finds them all. */
 static __always_inline void spin_waker_arm(void)
 {
-	__u32 zero = 0;
-	struct spin_waker *w = bpf_map_lookup_elem(&spin_waker, &zero);
+	struct spin_waker *w = bpf_map_lookup_elem(&spin_waker, (const void *)&spin_slot_keys[0]);
 
 	if (!w || w->armed || __sync_val_compare_and_swap(&w->armed, 0, 1))
 		return;
+	for (__u32 k = SPIN_MAX_PROCS - 1; k > 0; k--) {
+		struct spin_waker *o = bpf_map_lookup_elem(&spin_waker,
+							   (const void *)&spin_slot_keys[k]);
+
+		if (o && !o->armed && !bpf_wq_init(&o->wq, &spin_waker, 0) &&
+		    !bpf_wq_set_callback_impl(&o->wq, spin_waker_run, 0, NULL))
+			o->armed = 2;
+	}
 	if (bpf_wq_init(&w->wq, &spin_waker, 0) ||
 	    bpf_wq_set_callback_impl(&w->wq, spin_waker_run, 0, NULL)) {
 		w->armed = 0;

@@ -4870,14 +4870,17 @@ static void c_wakeus(void)
  * missing ends when that period runs out, and PtlSpinWaitStats says so,
  * whatever the machine's speed.  A wait that found its put before it slept
  * (a busy machine) proves nothing: puts go on until WK_N waits slept, at
- * most WK_MAX. */
+ * most WK_MAX.  Rank 1 waits, rank 0 puts; with 4 ranks, 2 per address
+ * (test_ptl.sh wake_slot1), rank 1 is the process in slot 1 of its
+ * address (its own ring, spin_rings[1]) and rank 2, at the other address,
+ * puts: slot 1's wake-ups must be deferred too (they were direct). */
 #define WK_N	20
 #define WK_MAX	(3 * WK_N)
 
 static void c_wake(void)
 {
 	const char *want = getenv("PTL_TEST_WAKE");
-	int more = 1;
+	int more = 1, putter = N > 2 ? 2 : 0;
 
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
 	if (R == 1) {
@@ -4934,14 +4937,16 @@ static void c_wake(void)
 		else
 			CHK_EQ(d1 - d0, 0, "wake-ups deferred in direct mode");
 		spin_close(rt);
-	} else if (R == 0) {
+	} else {
 		uint8_t *src = kbuf(K_MAL, 64);
 		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
 
 		barrier("wk.ready");
 		for (int i = 0; i < WK_MAX && more; i++) {
 			usleep(5000 + 500 * (i % 10));	/* rank 1 is asleep */
-			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+			if (R == putter)
+				RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0),
+				   PTL_OK);
 			barrierf("wk.got.%d", i);
 			get_file("wk.more", &more, sizeof(more));
 		}

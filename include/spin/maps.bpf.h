@@ -349,11 +349,12 @@ struct {
 	__type(value, __u32);
 } spin_xsks SEC(".maps");
 
-/* Deferred wake-ups of the event ring's reader (SPIN_CFG_F_WAKE_DEFER):
- * the packet path posts quietly and starts this work item (BPF workqueue,
- * Linux 6.10+); it wakes the reader from a kernel worker thread once the
+/* Deferred wake-ups of the event rings' readers (SPIN_CFG_F_WAKE_DEFER):
+ * the packet path posts quietly and starts the work item of the ring's
+ * process slot (BPF workqueue, Linux 6.10+, one per slot: element k wakes
+ * spin_rings[k]); it wakes the reader from a kernel worker thread once the
  * CPU's packet work is done (spin_rb_submit).  Set up by the runtime on
- * its first packet. */
+ * its first packet, all slots at once. */
 struct spin_waker {
 	struct bpf_wq wq;
 	__u32 armed;		/* 0 no, 1 being set up, 2 ready */
@@ -361,7 +362,7 @@ struct spin_waker {
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SPIN_MAX_PROCS);
 	__type(key, __u32);
 	__type(value, struct spin_waker);
 } spin_waker SEC(".maps");
@@ -819,11 +820,11 @@ static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_
 	return BPF_RB_NO_WAKEUP;
 }
 
-/* Wake the event ring's reader now, without an event: an empty record,
- * discarded, with a forced wake-up (consumers skip it). */
-static __always_inline void spin_rb_doorbell(void)
+/* Wake the reader of ring rb (spin_rings) now, without an event: an empty
+ * record, discarded, with a forced wake-up (consumers skip it). */
+static __always_inline void spin_rb_doorbell(void *rb)
 {
-	void *e = bpf_ringbuf_reserve(&spin_events, 8, 0);
+	void *e = rb ? bpf_ringbuf_reserve(rb, 8, 0) : NULL;
 
 	if (e)
 		bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
@@ -840,23 +841,27 @@ static __always_inline void spin_rb_doorbell(void)
 static __noinline void spin_rb_submit(void *e, __u64 flags)
 {
 	struct spin_cfg *cfg = spin_cfg_get();
-	__u32 zero = 0, rank = ((struct spin_event *)e)->src_rank;
+	__u32 rank = ((struct spin_event *)e)->src_rank;
+	__u32 slot = SPIN_PT_SLOT(((struct spin_event *)e)->pt_index) & (SPIN_MAX_PROCS - 1);
 	struct spin_stats *st;
 	struct spin_waker *w;
 	struct spin_src *src;
 
-	/* another process's ring than slot 0's (spin_events): the deferred
-	 * wake-ups and the sources' shares are spin_events' only */
-	if (SPIN_PT_SLOT(((struct spin_event *)e)->pt_index)) {
-		bpf_ringbuf_submit(e, flags == BPF_RB_NO_WAKEUP ? BPF_RB_NO_WAKEUP : 0);
-		return;
+	if (slot) {
+		/* another process's ring than slot 0's (spin_events): the
+		 * sources' shares are spin_events' only; a direct wake-up
+		 * wakes a reader that has caught up */
+		if (flags != BPF_RB_NO_WAKEUP)
+			flags = 0;
+	} else {
+		/* the event counts towards its source's share (spin_src_ev_over) */
+		src = bpf_map_lookup_elem(&spin_src, &rank);
+		if (src)
+			__sync_fetch_and_add(&src->ev_new, 1);
 	}
-	/* the event counts towards its source's share (spin_src_ev_over) */
-	src = bpf_map_lookup_elem(&spin_src, &rank);
-	if (src)
-		__sync_fetch_and_add(&src->ev_new, 1);
 	if (flags == BPF_RB_NO_WAKEUP || !cfg || !(cfg->flags & SPIN_CFG_F_WAKE_DEFER) ||
-	    !(w = bpf_map_lookup_elem(&spin_waker, &zero)) || w->armed != 2) {
+	    !(w = bpf_map_lookup_elem(&spin_waker, (const void *)&spin_slot_keys[slot])) ||
+	    w->armed != 2) {
 		bpf_ringbuf_submit(e, flags);
 		return;
 	}
@@ -865,7 +870,8 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 #else
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	if (bpf_wq_start(&w->wq, 0)) {
-		spin_rb_doorbell();	/* cannot defer it: wake now */
+		/* cannot defer it: wake now */
+		spin_rb_doorbell(bpf_map_lookup_elem(&spin_rings, (const void *)&spin_slot_keys[slot]));
 		return;
 	}
 	st = spin_stats_get();

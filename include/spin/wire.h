@@ -25,7 +25,8 @@
  */
 /* 2: handler programs end in the runtime's finish stage (spin_stages)
  * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF)
- * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs too */
+ * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs
+ *    too; spin_waker has an element per process slot */
 #define SPIN_ABI_VERSION	5
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
