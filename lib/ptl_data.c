@@ -1013,10 +1013,20 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		ptl_pend_complete(ni, p, ptl_fail_of(fail), 0, (ptl_list_t)be64toh(h->user_hdr[2]));
 		return;
 	}
+	/* from the wire: a reply is never longer than its get, has at most
+	 * the packets a message may have, and each of its packets agrees
+	 * with the first on its length and cut; else it is dropped, and the
+	 * get waits on (for its target's answer, or its timeout) */
+	if (msg_len > p->len || (seg && spin_npkts(msg_len, seg) > SPIN_MSG_MAX_PKTS) ||
+	    (p->npkts && (msg_len != p->rlen || seg != p->rseg))) {
+		ni->drops++;
+		return;
+	}
 	md = &ni->md[p->md];
 	if (!p->npkts) {
 		p->npkts = seg ? spin_npkts(msg_len, seg) : 1;
 		p->rseg = seg;
+		p->rlen = msg_len;
 		if (p->npkts > 1) {
 			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
 			if (!p->bitmap) {

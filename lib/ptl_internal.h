@@ -277,6 +277,7 @@ struct ptl_pending {
 	uint32_t got, npkts;
 	uint64_t *bitmap;
 	uint32_t rseg;		/* the reply's packet size (its bitmap's unit) */
+	uint32_t rlen;		/* the reply's length (its first packet's msg_len) */
 	ptl_op_t aop;
 	ptl_datatype_t adt;
 	/* reliable delivery (ptl_rel.c) */

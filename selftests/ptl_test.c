@@ -6679,6 +6679,99 @@ static void c_meinuse(void)
 	fini_ni();
 }
 
+/*
+ * reply_forged: a reply is checked against its get.  Rank 1 takes its
+ * runtime off its interface (nothing there answers rank 0's get), learns
+ * the get's message id from rank 0 (its runtime's next id, read before
+ * PtlGet) and answers it by hand from a UDP socket: first with a reply of
+ * 3000 bytes to a get of 100 (three packets), then with the right one.
+ * The long one is dropped (PTL_SR_DROP_COUNT), the get completes with the
+ * second: mlength 100, its bytes.  (Before, the long reply completed the
+ * get: a REPLY event of mlength 3000 for 100 bytes asked, the wrong
+ * bytes.)  Rank 1 attaches its runtime again at the end (PtlNIInit).
+ */
+#define RF_LEN	100
+#define RF_BAD	3000
+
+static void c_reply_forged(void)
+{
+	uint32_t id = 0;
+
+	if (R == 0) {
+		ptl_handle_eq_t eq;
+		uint8_t *buf;
+		ptl_handle_md_t md;
+		ptl_sr_value_t d0 = 0, d1 = 0;
+		struct spin_status ss;
+		struct spin_rt *rt;
+		ptl_event_t ev;
+
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		eq = eq_new(16);
+		buf = kbuf(K_MAL, 4096);
+		memset(buf, 0xee, 4096);
+		md = md_new(buf, 4096, 0, eq, PTL_CT_NONE);
+		barrier("rf.detached");
+		if (spin_open(getenv("SPIN_IFACE"), &rt) < 0 || spin_get_status(rt, &ss) < 0)
+			DIE("spin_open/status: %s", spin_errmsg());
+		id = (uint32_t)ss.cfg.next_msg_id & 0xffffff;
+		if (!id)
+			id = 1;
+		spin_close(rt);
+		put_file("rf.id", &id, sizeof(id));
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &d0), PTL_OK);
+		RC(PtlGet(md, 0, RF_LEN, rank_proc(1), PT_DATA, 0x77, 0, U(0x77)), PTL_OK);
+		barrier("rf.asked");
+		if (want_ev(eq, &ev, T_EV_MS, "the get's reply"))
+			CHKEV("the get's reply", &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = RF_LEN,
+			      .roff = 0, .uptr = U(0x77), .fail = PTL_NI_OK);
+		check_pat("the right reply's bytes", buf, RF_LEN, 62);
+		check_byte("past the get", buf + RF_LEN, 4096 - RF_LEN, 0xee);
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &d1), PTL_OK);
+		CHK(d1 - d0 >= 3, "the long reply's 3 packets dropped (%llu)", (unsigned long long)(d1 - d0));
+		no_ev(eq, 50, "one reply");
+		barrier("rf.done");
+		RC(PtlMDRelease(md), PTL_OK);
+		fini_ni();
+	} else if (R == 1) {
+		ptl_process_t map[2];
+		ptl_size_t got = 0;
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(SPIN_DEFAULT_PORT) };
+		const char *jk = getenv("SPIN_JOB_KEY");
+		struct spin_msg_args a = {
+			.op = SPIN_OP_REPLY, .pt_index = PT_DATA, .src_rank = 1, .dst_rank = 0,
+			.match_bits = 0x77, .job_key = jk ? (uint32_t)strtoul(jk, NULL, 0) : 0,
+		};
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		/* rank 0's address, then nothing on this interface answers */
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		OK(PtlGetMap(ni, 2, map, &got));
+		fini_ni();
+		if (spin_detach(getenv("SPIN_IFACE")) < 0)
+			DIE("spin_detach: %s", spin_errmsg());
+		if (fd < 0)
+			DIE("socket: %s", strerror(errno));
+		to.sin_addr.s_addr = htonl(map[0].phys.nid);
+		barrier("rf.detached");
+		barrier("rf.asked");
+		get_file("rf.id", &id, sizeof(id));
+		a.msg_id = id;
+		for (uint32_t off = 0; off < RF_BAD; off += SPIN_MAX_SEG)
+			miu_send(fd, &to, &a, RF_BAD, off, 61);
+		msleep(20);
+		miu_send(fd, &to, &a, RF_LEN, 0, 62);
+		close(fd);
+		barrier("rf.done");
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);	/* the runtime again */
+		fini_ni();
+	} else {
+		barrier("rf.detached");
+		barrier("rf.asked");
+		barrier("rf.done");
+	}
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -6697,6 +6790,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },
 	{ "unexorder", c_unexorder },
 	{ "meinuse", c_meinuse },
+	{ "reply_forged", c_reply_forged },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
