@@ -648,7 +648,7 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 		return 0;
 	if (spin_events_full(me->pt))
 		return 1 + SPIN_DROP_HOST_QUEUE_FULL;
-	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank))
+	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank, me->pt))
 		return 1 + SPIN_DROP_EV_QUOTA;
 	return 0;
 }
@@ -761,7 +761,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		 * source's share of the ring */
 		if (me->options & SPIN_ME_EVENT_COMM_DISABLE)
 			goto out;
-		if (spin_src_ev_over(key->src_rank)) {
+		if (spin_src_ev_over(key->src_rank, me->pt)) {
 			spin_drop_count(g->st, SPIN_DROP_EV_QUOTA);
 			goto out;
 		}
@@ -1350,7 +1350,7 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 
 	if (!st)
 		return XDP_DROP;
-	if (spin_src_ev_over(bpf_ntohl(sh->src_rank)))
+	if (spin_src_ev_over(bpf_ntohl(sh->src_rank), bpf_ntohs(sh->pt_index)))
 		return spin_drop(st, SPIN_DROP_EV_QUOTA);
 	/* the ring of the process that sent the message (pt_index: wire.h) */
 	rb = spin_ring_of(bpf_ntohs(sh->pt_index));

@@ -4803,6 +4803,101 @@ static void event_ring_admission(void)
 	spin_pt_free(rt, 6);
 }
 
+/* ring_buffer__consume callback: count the records */
+static int count_recs_cb(void *ctx, void *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/*
+ * The ring of the process in slot 1 (nobody reads it) is shared out among
+ * the sources as slot 0's is: rank 0 takes its share and is refused
+ * (ev_quota), rank 1 is taken until the ring is nearly full
+ * (host_queue_full).  Once the ring is read, rank 0 is taken again; a new
+ * ring in the slot (a new process) starts everyone's counts again.
+ * (Before, slot 1's ring had no shares: rank 0 filled it.)
+ */
+static void event_ring_admission_slot1(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s = spec(pt1, 0xa8, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa8);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
+	int rings = -1, ring1 = -1, ring2 = -1, acked0, acked1, got = 0;
+	struct ring_buffer *rb = NULL;
+	uint32_t id = 0x580000;
+	uint8_t *w1 = MAP_FAILED;
+	size_t wlen = 0;
+	bool held = false;
+	struct fr o;
+
+	reset();
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+		goto out;
+	rings = pinned_map("spin_rings");
+	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
+		       "slot 1's ring in spin_rings") ||
+	    !ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	held = true;
+	if (me_add(&s) < 0)
+		goto out;
+	a.flags = SPIN_F_ACK_REQ;
+	a.pt_index = pt1;
+	acked0 = puts_until_refused(&a, &id);
+	T_MSG("rank 0: %d puts into slot 1 acked, then refused (share %u events)", acked0,
+	      (unsigned)SPIN_SRC_EV_QUOTA);
+	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "one rank takes its share of slot 1's ring");
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
+	a.src_rank = 1;
+	acked1 = puts_until_refused(&a, &id);
+	T_MSG("rank 1: %d puts acked, then refused", acked1);
+	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
+	/* read: rank 0 is taken again */
+	if (!ASSERT_TRUE((rb = ring_buffer__new(ring1, count_recs_cb, &got, NULL)) != NULL,
+			 "slot 1's ring read"))
+		goto out;
+	ring_buffer__consume(rb);
+	ASSERT_EQ(got, acked0 + acked1, "one event per accepted put");
+	a.src_rank = 0;
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "rank 0 accepted again once the ring was read");
+	/* a new process's ring in the slot: rank 0 fills its share anew */
+	ring2 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(ring2 >= 0, "a second ring") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring2, 0), 0, "it replaces the first"))
+		goto out;
+	acked0 = puts_until_refused(&a, &id);
+	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "rank 0's share of the new ring");
+	ring_buffer__free(rb);
+	got = 0;
+	if (!ASSERT_TRUE((rb = ring_buffer__new(ring2, count_recs_cb, &got, NULL)) != NULL,
+			 "the new ring read"))
+		goto out;
+	ring_buffer__consume(rb);
+	ASSERT_EQ(got, acked0, "its events");
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "rank 0 accepted again once the new ring was read");
+out:
+	ring_buffer__free(rb);
+	if (rings >= 0) {
+		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
+		close(rings);
+	}
+	if (ring1 >= 0)
+		close(ring1);
+	if (ring2 >= 0)
+		close(ring2);
+	reset();
+	if (held)
+		spin_pt_free(rt, pt1);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
 /* An AF_XDP socket on queue 0 of the runtime's interface, registered in
  * spin_xsks (BPF_PROG_RUN runs on queue 0), or NULL. */
 static struct spin_xsk *xsk_on_queue0(void)
@@ -6537,6 +6632,7 @@ int main(int argc, char **argv)
 	RUN_TEST(nacks);
 	RUN_TEST(flow_control);
 	RUN_TEST(event_ring_admission);
+	RUN_TEST(event_ring_admission_slot1);
 	RUN_TEST(not_now_keeps_older);
 	RUN_TEST(verifier_rejection);
 	RUN_TEST(stale_message_entry);

@@ -231,6 +231,16 @@ struct {
 	__type(value, struct spin_gc);
 } spin_gc SEC(".maps");
 
+/* The sources' shares of the rings of process slots 1..7 (wire.h, struct
+ * spin_src_ev): memory follows the pairs in use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_SRC_EV_PAIRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct spin_src_ev);
+} spin_src_ev SEC(".maps");
+
 /* The source ranks holding message-table slots (spin_src.msgs > 0), one
  * counter: each may hold SPIN_MAX_MSGS / (n + 1) (spin_src_quota). */
 struct {
@@ -848,9 +858,16 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 	struct spin_src *src;
 
 	if (slot) {
-		/* another process's ring than slot 0's (spin_events): the
-		 * sources' shares are spin_events' only; a direct wake-up
-		 * wakes a reader that has caught up */
+		/* another process's ring than slot 0's (spin_events): its
+		 * source's share of that ring (spin_src_ev_over); a direct
+		 * wake-up wakes a reader that has caught up */
+		__u32 k = SPIN_SRC_EV_KEY(rank, slot);
+		struct spin_src_ev *se = bpf_map_lookup_elem(&spin_src_ev, &k);
+
+		/* (made by the admission that let the event's message or ack
+		 * in, spin_src_ev_over_slot) */
+		if (se)
+			__sync_fetch_and_add(&se->ev_new, 1);
 		if (flags != BPF_RB_NO_WAKEUP)
 			flags = 0;
 	} else {
@@ -898,11 +915,48 @@ static __always_inline bool spin_events_full(__u32 pt)
  * keeps at most SPIN_SRC_EV_QUOTA events in the ring.  Racing CPUs may
  * lose an update of the counts (a few events either way).
  */
-static __always_inline bool spin_src_ev_over(__u32 rank)
+/* A source's first counts in a slot's ring (read-only: no stack). */
+static const volatile struct spin_src_ev spin_src_ev_zero = { 0 };
+
+/* spin_src_ev_over for the ring of a process slot above 0 (runtime portal
+ * pt's), counted in spin_src_ev; the source's first look makes its counts
+ * there (when the map is full, it has none: no share) */
+static __noinline bool spin_src_ev_over_slot(__u32 rank, __u32 pt)
 {
-	struct spin_src *s = bpf_map_lookup_elem(&spin_src, &rank);
+	__u32 k = SPIN_SRC_EV_KEY(rank, SPIN_PT_SLOT(pt));
+	struct spin_src_ev *s = bpf_map_lookup_elem(&spin_src_ev, &k);
+	void *rb = spin_ring_of(pt);
 	__u64 cons, prod;
 
+	if (!s) {
+		bpf_map_update_elem(&spin_src_ev, &k, (const void *)&spin_src_ev_zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&spin_src_ev, &k);
+	}
+	if (!s || !rb)
+		return false;
+	cons = bpf_ringbuf_query(rb, BPF_RB_CONS_POS);
+	prod = bpf_ringbuf_query(rb, BPF_RB_PROD_POS);
+	if (*(volatile __u64 *)&s->ev_mark > prod) {
+		/* a mark in the slot's previous ring: this one is new */
+		s->ev_old = 0;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	} else if (cons >= *(volatile __u64 *)&s->ev_mark) {
+		s->ev_old = cons >= prod ? 0 : s->ev_new;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	}
+	return s->ev_old + s->ev_new >= SPIN_SRC_EV_QUOTA;
+}
+
+static __always_inline bool spin_src_ev_over(__u32 rank, __u32 pt)
+{
+	struct spin_src *s;
+	__u64 cons, prod;
+
+	if (SPIN_PT_SLOT(pt))
+		return spin_src_ev_over_slot(rank, pt);
+	s = bpf_map_lookup_elem(&spin_src, &rank);
 	if (!s)
 		return false;
 	cons = bpf_ringbuf_query(&spin_events, BPF_RB_CONS_POS);

@@ -26,7 +26,7 @@
 /* 2: handler programs end in the runtime's finish stage (spin_stages)
  * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF)
  * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs
- *    too; spin_waker has an element per process slot */
+ *    too; spin_waker has an element per process slot; spin_src_ev */
 #define SPIN_ABI_VERSION	5
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
@@ -1083,6 +1083,23 @@ struct spin_event {
 #define SPIN_EVENTS_RESERVE	(64 << 10)
 #define SPIN_EV_REC_SIZE	((((__u32)sizeof(struct spin_event) + 7) & ~7u) + 8)
 #define SPIN_SRC_EV_QUOTA	((SPIN_EVENTS_SIZE / 2) / SPIN_EV_REC_SIZE)
+
+/* The same share in the rings of process slots 1..7 (spin_rings; slot 0's
+ * is spin_events, counted in spin_src): spin_src_ev, a hash by
+ * SPIN_SRC_EV_KEY(rank, slot) of the counts (as spin_src's ev_*), made by
+ * the source's first event in that ring and never freed.  Room for every
+ * source with a duplicate window in every other slot; a pair beyond that
+ * is not counted (no share).  A process that takes a slot makes a new
+ * ring, whose positions start again at 0: a mark beyond its producer
+ * position is an old ring's, and the counts start again. */
+struct spin_src_ev {
+	__u32	ev_old;
+	__u32	ev_new;
+	__u64	ev_mark;
+};
+#define SPIN_SRC_EV_PAIRS	(SPIN_DEDUP_SOURCES * (SPIN_MAX_PROCS - 1))	/* 28,672 */
+#define SPIN_SRC_EV_KEY(rank, slot)	((__u32)(rank) << 3 | ((__u32)(slot) & (SPIN_MAX_PROCS - 1)))
+_Static_assert(SPIN_MAX_PROCS == 8 && SPIN_MAX_PEERS <= (1u << 29), "SPIN_SRC_EV_KEY: 3 bits of slot");
 
 /*
  * Shipped handlers (docs/shipping.md): a process sends a handler object to
