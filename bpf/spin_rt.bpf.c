@@ -63,8 +63,11 @@ static __always_inline __u64 *spin_msg_word(struct spin_msg *m, const struct spi
 	__u64 w = idx / 64;
 
 	if (idx < SPIN_CHUNK_PKTS) {
-		/* (the compiler drops a mask here: idx < 4096) */
+		/* (the compiler drops a mask here: idx < 4096; the empty
+		 * asm makes it keep one, which the verifier needs where the
+		 * bound of idx was lost through a spill) */
 		SPIN_BOUND(w, SPIN_BITMAP_WORDS - 1);
+		asm volatile("" : "+r"(w));
 		return &m->bitmap[w & (SPIN_BITMAP_WORDS - 1)];
 	}
 	ck.src_rank = key->src_rank;
@@ -2413,8 +2416,9 @@ int spin_tc(struct __sk_buff *skb)
 	/* two passes over the queued puts; spin_tc_put counts its failures */
 #ifdef SPIN_NO_KFUNCS
 	{
+		/* (have0 carries the slot too: pass's bits above SPIN_TC_SLOT_SHIFT) */
 		struct spin_tc_q q = { .skb = skb, .t0 = t0, .n = n, .cpu = cpu,
-				       .have0 = have0, .id0 = id0 };
+				       .have0 = have0 | slot, .id0 = id0 };
 
 		bpf_loop(2 * n, spin_tc_cb, &q, 0);
 	}
