@@ -2753,8 +2753,16 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 	m->seq = ++ni->seq;
 	m->match_rank = (uint32_t)rank;
 	m->rx_busy = 0;
+	/* an NI that asked for a smaller max_msg_size takes at most that of
+	 * a message (mlength), as the reference implementation does; the
+	 * runtime, which deposits window entries, does not know the NI's
+	 * limit, so such an entry (without handlers) is served by the
+	 * library, where the cap is applied (me_place) */
+	m->max_len = ni->lim[ptl_pt_view(pt)].max_msg_size < SPIN_MAX_MSG ?
+		     ni->lim[ptl_pt_view(pt)].max_msg_size : 0;
 	m->window = ptl_buf_flat(bp) && (!me->length || in_window(ni, me->start, me->length)) &&
-		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len;
+		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len &&
+		    (!m->max_len || hd);
 	m->buf = *bp;
 	bp->iov = NULL;	/* the entry's now */
 	m->used = true;

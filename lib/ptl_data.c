@@ -692,6 +692,8 @@ static uint64_t me_place(struct ptl_mer *m, uint64_t roff, uint64_t rlen, uint64
 	uint64_t off = (m->me.options & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
 
 	*mlength = off >= m->buf.len ? 0 : (rlen < m->buf.len - off ? rlen : m->buf.len - off);
+	if (m->max_len && *mlength > m->max_len)	/* its NI's max_msg_size */
+		*mlength = m->max_len;
 	if (m->me.options & PTL_ME_MANAGE_LOCAL)
 		m->local_off += *mlength;
 	return off;

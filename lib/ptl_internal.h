@@ -168,6 +168,8 @@ struct ptl_mer {
 	struct ptl_buf buf;	/* its memory (buf.len: its length in bytes) */
 	uint32_t rx_busy;	/* messages the library is reassembling into it
 				 * (ptl_rx; PtlMEUnlink: PTL_IN_USE) */
+	uint64_t max_len;	/* its NI's max_msg_size: a message's mlength
+				 * is at most that (0: no cap, spin's) */
 };
 
 struct ptl_ptr {

@@ -6772,6 +6772,94 @@ static void c_reply_forged(void)
 	}
 }
 
+/*
+ * msgsize_target: a target NI whose desired limits ask for max_msg_size
+ * 1000 takes at most 1000 bytes of a message (mlength), as the reference
+ * implementation does: rank 0 (spin's limits) puts 3000 bytes into a
+ * window entry and an ordinary-memory entry of rank 1 and gets 3000 back.
+ * The PUT and GET events, the ACK and the REPLY say 1000, and only 1000
+ * bytes move each way.  (Before, the target took all 3000 while its
+ * PtlNIInit said 1000.)
+ */
+#define MT_MAX	1000
+#define MT_LEN	3000
+
+static void c_msgsize_target(void)
+{
+	ptl_event_t ev;
+	char ctx[96];
+
+	if (R == 1) {
+		ptl_ni_limits_t w;
+		ptl_handle_eq_t eq;
+		uint8_t *buf[2];
+
+		memset(&w, 0xff, sizeof(w));
+		w.max_msg_size = MT_MAX;
+		want_lim = &w;
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		want_lim = NULL;
+		CHK_EQ(lim.max_msg_size, MT_MAX, "max_msg_size");
+		eq = eq_new(64);
+		pt_new(0, eq, PT_DATA);
+		for (int k = 0; k < 2; k++) {
+			buf[k] = kbuf(k, 4096);
+			memset(buf[k], 0xee, 4096);
+			me_add(PT_DATA, buf[k], 4096, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0x900 + k, 0,
+			       PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x900 + k));
+		}
+		barrier("mt.ready");
+		for (int k = 0; k < 2; k++) {
+			snprintf(ctx, sizeof(ctx), "a put of %d into a %s entry", MT_LEN, kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MB | F_RLEN | F_MLEN | F_START, .type = PTL_EVENT_PUT,
+				      .mb = 0x900 + k, .rlen = MT_LEN, .mlen = MT_MAX, .start = buf[k]);
+			check_pat(ctx, buf[k], MT_MAX, 70 + k);
+			check_byte(ctx, buf[k] + MT_MAX, 4096 - MT_MAX, 0xee);
+			snprintf(ctx, sizeof(ctx), "a get of %d from a %s entry", MT_LEN, kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MB | F_RLEN | F_MLEN, .type = PTL_EVENT_GET,
+				      .mb = 0x900 + k, .rlen = MT_LEN, .mlen = MT_MAX);
+		}
+		barrier("mt.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq;
+		uint8_t *src;
+		ptl_handle_md_t md;
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		eq = eq_new(64);
+		src = kbuf(K_MAL, 8192);
+		md = md_new(src, 8192, 0, eq, PTL_CT_NONE);
+		barrier("mt.ready");
+		for (int k = 0; k < 2; k++) {
+			snprintf(ctx, sizeof(ctx), "a put of %d into a %s entry", MT_LEN, kname[k]);
+			fill(src, MT_LEN, 70 + k);
+			RC(PtlPut(md, 0, MT_LEN, PTL_ACK_REQ, rank_proc(1), PT_DATA, 0x900 + k, 0, U(1), 0),
+			   PTL_OK);
+			if (collect(eq, T_EV_MS, 2, want, evs, ctx))
+				CHKEV(ctx, &evs[1], .m = F_TYPE | F_MLEN | F_FAIL, .type = PTL_EVENT_ACK,
+				      .mlen = MT_MAX, .fail = PTL_NI_OK);
+			snprintf(ctx, sizeof(ctx), "a get of %d from a %s entry", MT_LEN, kname[k]);
+			memset(src + 4096, 0xee, 4096);
+			RC(PtlGet(md, 4096, MT_LEN, rank_proc(1), PT_DATA, 0x900 + k, 0, U(2)), PTL_OK);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MLEN | F_FAIL, .type = PTL_EVENT_REPLY,
+				      .mlen = MT_MAX, .fail = PTL_NI_OK);
+			check_pat(ctx, src + 4096, MT_MAX, 70 + k);
+			check_byte(ctx, src + 4096 + MT_MAX, 4096 - MT_MAX, 0xee);
+		}
+		barrier("mt.done");
+	} else {
+		barrier("mt.ready");
+		barrier("mt.done");
+	}
+	if (R < 2)
+		fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -6791,6 +6879,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "unexorder", c_unexorder },
 	{ "meinuse", c_meinuse },
 	{ "reply_forged", c_reply_forged },
+	{ "msgsize_target", c_msgsize_target },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };

@@ -325,6 +325,7 @@ run_case truncate truncate 2 2
 run_case useonce useonce 2 2
 run_case meinuse meinuse 2 2
 run_case reply_forged reply_forged 2 2 spin SPIN_PTL_TIMEOUT_MS=30000
+run_case msgsize_target msgsize_target 2 2
 run_case managelocal managelocal 2 2
 run_case uhrlength uhrlength 2 2
 run_case overflow overflow 2 2
