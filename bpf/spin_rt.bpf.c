@@ -63,8 +63,11 @@ static __always_inline __u64 *spin_msg_word(struct spin_msg *m, const struct spi
 	__u64 w = idx / 64;
 
 	if (idx < SPIN_CHUNK_PKTS) {
-		/* (the compiler drops a mask here: idx < 4096) */
+		/* (the compiler drops a mask here: idx < 4096; the empty
+		 * asm makes it keep one, which the verifier needs where the
+		 * bound of idx was lost through a spill) */
 		SPIN_BOUND(w, SPIN_BITMAP_WORDS - 1);
+		asm volatile("" : "+r"(w));
 		return &m->bitmap[w & (SPIN_BITMAP_WORDS - 1)];
 	}
 	ck.src_rank = key->src_rank;
@@ -648,7 +651,7 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 		return 0;
 	if (spin_events_full(me->pt))
 		return 1 + SPIN_DROP_HOST_QUEUE_FULL;
-	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank))
+	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank, me->pt))
 		return 1 + SPIN_DROP_EV_QUOTA;
 	return 0;
 }
@@ -761,7 +764,7 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		 * source's share of the ring */
 		if (me->options & SPIN_ME_EVENT_COMM_DISABLE)
 			goto out;
-		if (spin_src_ev_over(key->src_rank)) {
+		if (spin_src_ev_over(key->src_rank, me->pt)) {
 			spin_drop_count(g->st, SPIN_DROP_EV_QUOTA);
 			goto out;
 		}
@@ -872,20 +875,29 @@ static __always_inline void spin_waker_arm(void)
 {
 }
 #else
-/* The waker's work item: wake the event ring's reader. */
+/* A waker's work item: wake the reader of its slot's ring (its key). */
 static int spin_waker_run(void *map, int *key, void *value)
 {
-	spin_rb_doorbell();
+	spin_rb_doorbell(bpf_map_lookup_elem(&spin_rings, key));
 	return 0;
 }
 
+/* Set up every slot's waker, once: slot 0's claims the setup (armed 1)
+ * and is ready last, so a packet that finds it ready finds them all. */
 static __always_inline void spin_waker_arm(void)
 {
-	__u32 zero = 0;
-	struct spin_waker *w = bpf_map_lookup_elem(&spin_waker, &zero);
+	struct spin_waker *w = bpf_map_lookup_elem(&spin_waker, (const void *)&spin_slot_keys[0]);
 
 	if (!w || w->armed || __sync_val_compare_and_swap(&w->armed, 0, 1))
 		return;
+	for (__u32 k = SPIN_MAX_PROCS - 1; k > 0; k--) {
+		struct spin_waker *o = bpf_map_lookup_elem(&spin_waker,
+							   (const void *)&spin_slot_keys[k]);
+
+		if (o && !o->armed && !bpf_wq_init(&o->wq, &spin_waker, 0) &&
+		    !bpf_wq_set_callback_impl(&o->wq, spin_waker_run, 0, NULL))
+			o->armed = 2;
+	}
 	if (bpf_wq_init(&w->wq, &spin_waker, 0) ||
 	    bpf_wq_set_callback_impl(&w->wq, spin_waker_run, 0, NULL)) {
 		w->armed = 0;
@@ -1341,7 +1353,7 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 
 	if (!st)
 		return XDP_DROP;
-	if (spin_src_ev_over(bpf_ntohl(sh->src_rank)))
+	if (spin_src_ev_over(bpf_ntohl(sh->src_rank), bpf_ntohs(sh->pt_index)))
 		return spin_drop(st, SPIN_DROP_EV_QUOTA);
 	/* the ring of the process that sent the message (pt_index: wire.h) */
 	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
@@ -2035,6 +2047,9 @@ int spin_rx(struct xdp_md *xdp)
 		if (!me)
 			return spin_drop(st, SPIN_DROP_NO_MATCH);
 		m->me_seq = me->seq;
+		/* in flight into the entry until spin_msg_free (PtlMEUnlink:
+		 * PTL_IN_USE); counted before the flag that says so */
+		__sync_fetch_and_add(&me->busy, 1);
 		m->flags |= SPIN_MSGF_MATCHED;
 		st->msgs++;
 		if (!me->handler) {
@@ -2155,11 +2170,13 @@ static __always_inline int spin_tc_sign(struct __sk_buff *skb)
 }
 
 /* A queued put from host longer than a packet: the owning process sends
- * it (SPIN_EV_PUT_FROM_HOST, as spin_do_put's for put 0). */
+ * it (SPIN_EV_PUT_FROM_HOST, as spin_do_put's for put 0), through the ring
+ * of the slot of portal pti. */
 static __always_inline int spin_tc_to_host(const struct spin_putq_ent *e, __u32 pti,
 					   struct spin_stats *st)
 {
-	struct spin_event *ev = bpf_ringbuf_reserve(&spin_events, sizeof(*ev), 0);
+	void *rb = spin_ring_of(pti);
+	struct spin_event *ev = rb ? bpf_ringbuf_reserve(rb, sizeof(*ev), 0) : NULL;
 	__u32 k = e->me;
 	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &k);
 
@@ -2200,6 +2217,8 @@ static __always_inline int spin_tc_hget(const struct spin_putq_ent *e, __u32 ran
 
 #define SPIN_TC_SAME	0x1	/* pass: the puts of put 0's bytes (frame unchanged) */
 #define SPIN_TC_HAVE0	0x2	/* the frame holds put 0 */
+#define SPIN_TC_SLOT_SHIFT 8	/* pass >> 8: the slot of the process whose
+				 * handler made the puts (spin_fanout_meta.slot) */
 
 /*
  * Queued put t of CPU cpu's ring (wire.h, struct spin_putq_ent), message id
@@ -2213,7 +2232,8 @@ static __always_inline int spin_tc_hget(const struct spin_putq_ent *e, __u32 ran
 static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass,
 					__u32 id)
 {
-	__u32 k = (__u32)t & (SPIN_PUTQ_SIZE - 1), len, rank, same, ifindex, hget;
+	__u32 k = (__u32)t & (SPIN_PUTQ_SIZE - 1), len, rank, same, ifindex, hget, pti;
+	__u32 slot = (pass >> SPIN_TC_SLOT_SHIFT) & (SPIN_MAX_PROCS - 1);
 	struct spin_stats *st = spin_stats_get();
 	struct spin_cfg *cfg = spin_cfg_get();
 	struct spin_putq_ent *e;
@@ -2235,8 +2255,11 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 		return -1;
 	hget = e->r.kind == SPIN_PUT_HGET;
 	len = hget ? 0 : e->r.len;	/* a GET has no payload */
+	/* the portal of the frame (its low byte: put 0 may have put its own
+	 * target's slot in the high byte) in the puts' own process's slot */
+	pti = SPIN_PT_OF(slot, bpf_ntohs(h.sh.pt_index) & ((1u << SPIN_PT_SLOT_SHIFT) - 1));
 	if (!hget && e->r.src == SPIN_SRC_HOST)
-		return spin_tc_to_host(e, bpf_ntohs(h.sh.pt_index), st);
+		return spin_tc_to_host(e, pti, st);
 	if (len > SPIN_MAX_SEG)
 		return -1;
 	rank = e->r.target_rank;
@@ -2283,8 +2306,13 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	h.sh.op = hget ? SPIN_OP_GET : SPIN_OP_PUT;
 	h.sh.flags = bpf_htons(e->r.kind == SPIN_PUT_HOST ? SPIN_F_FROM_HOST : SPIN_F_FROM_DEVICE);
 	h.sh.seg_size = bpf_htons(len ? len : SPIN_MAX_SEG);
-	h.sh.src_rank = bpf_htonl(cfg->my_rank);
-	h.sh.src_pid = bpf_htonl(cfg->my_pid);
+	/* from the process whose handler made the put, to its target's
+	 * process (as spin_do_put for put 0: docs/design.md, "Many Portals
+	 * processes per interface") */
+	h.sh.src_rank = bpf_htonl(cfg->proc_rank[slot]);
+	h.sh.src_pid = bpf_htonl(cfg->proc_pid[slot]);
+	h.sh.pt_index = bpf_htons(SPIN_PT_OF((__u32)peer->slot & (SPIN_MAX_PROCS - 1),
+					     pti & ((1u << SPIN_PT_SLOT_SHIFT) - 1)));
 	h.sh.job_key = bpf_htonl(cfg->job_key);
 	h.sh.msg_id = bpf_htonl(((cpu + 1) << 24) | (id & 0xffffff));
 	h.sh.match_bits = bpf_cpu_to_be64(e->r.match_bits);
@@ -2360,7 +2388,7 @@ int spin_tc(struct __sk_buff *skb)
 	const struct spin_fanout_meta *pm = meta;
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
-	__u32 n, cpu, id0, ifindex0, have0, failed = 0;
+	__u32 n, cpu, id0, ifindex0, have0, slot, failed = 0;
 	__u64 t0;
 
 	if ((void *)(pm + 1) > data || pm->magic != SPIN_FANOUT_MAGIC)
@@ -2374,6 +2402,7 @@ int spin_tc(struct __sk_buff *skb)
 	t0 = pm->t0;
 	id0 = pm->id0;
 	ifindex0 = pm->ifindex0;
+	slot = (pm->slot & (SPIN_MAX_PROCS - 1)) << SPIN_TC_SLOT_SHIFT;
 	if (n > SPIN_MAX_PUTS - 1)
 		n = SPIN_MAX_PUTS - 1;
 	have0 = ifindex0 ? SPIN_TC_HAVE0 : 0;
@@ -2387,8 +2416,9 @@ int spin_tc(struct __sk_buff *skb)
 	/* two passes over the queued puts; spin_tc_put counts its failures */
 #ifdef SPIN_NO_KFUNCS
 	{
+		/* (have0 carries the slot too: pass's bits above SPIN_TC_SLOT_SHIFT) */
 		struct spin_tc_q q = { .skb = skb, .t0 = t0, .n = n, .cpu = cpu,
-				       .have0 = have0, .id0 = id0 };
+				       .have0 = have0 | slot, .id0 = id0 };
 
 		bpf_loop(2 * n, spin_tc_cb, &q, 0);
 	}
@@ -2398,7 +2428,7 @@ int spin_tc(struct __sk_buff *skb)
 
 		if (i >= 2 * n)
 			break;
-		spin_tc_put(skb, cpu, t0 + k, (i < n ? SPIN_TC_SAME : 0) | have0, id0 + k);
+		spin_tc_put(skb, cpu, t0 + k, (i < n ? SPIN_TC_SAME : 0) | have0 | slot, id0 + k);
 	}
 #endif
 	if (failed)

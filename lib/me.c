@@ -698,6 +698,7 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->hpu_size = big ? s->hpu_size : SPIN_HPU_SIZE;
 	m->wake_count = 0;
 	m->wake_at = 0;
+	m->busy = 0;
 	m->pt = s->pt_index;
 	me_counters_reset(rt, idx);
 	if (big) {

@@ -2752,8 +2752,17 @@ static int me_link(struct ptl_ni *ni, uint32_t pt, ptl_pt_index_t upt, const ptl
 	m->rt = -1;
 	m->seq = ++ni->seq;
 	m->match_rank = (uint32_t)rank;
+	m->rx_busy = 0;
+	/* an NI that asked for a smaller max_msg_size takes at most that of
+	 * a message (mlength), as the reference implementation does; the
+	 * runtime, which deposits window entries, does not know the NI's
+	 * limit, so such an entry (without handlers) is served by the
+	 * library, where the cap is applied (me_place) */
+	m->max_len = ni->lim[ptl_pt_view(pt)].max_msg_size < SPIN_MAX_MSG ?
+		     ni->lim[ptl_pt_view(pt)].max_msg_size : 0;
 	m->window = ptl_buf_flat(bp) && (!me->length || in_window(ni, me->start, me->length)) &&
-		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len;
+		    !(me->options & PTL_ME_MANAGE_LOCAL) && me->length <= ni->win_len &&
+		    (!m->max_len || hd);
 	m->buf = *bp;
 	bp->iov = NULL;	/* the entry's now */
 	m->used = true;
@@ -3056,7 +3065,19 @@ int PtlTriggeredLEUnlink(ptl_handle_le_t leh, ptl_handle_ct_t trig_ct, ptl_size_
 	return PtlTriggeredMEUnlink(leh, trig_ct, threshold);
 }
 
-int PtlMEUnlink(ptl_handle_me_t meh)
+/* A message is arriving into entry m: the library is reassembling one, or
+ * the runtime has matched one of more than one packet to it and not
+ * finished it (spin_me.busy).  (Read after a progress pass: what has
+ * arrived whole by then is finished.) */
+static bool me_in_use(struct ptl_ni *ni, const struct ptl_mer *m)
+{
+	return m->rx_busy ||
+	       (m->rt >= 0 && (int32_t)__atomic_load_n(&ni->rt->me[m->rt].busy, __ATOMIC_ACQUIRE) > 0);
+}
+
+/* PtlMEUnlink; with force, also an entry in use (the library's own
+ * entries, ptl_ship.c: their handler goes with them) */
+static int me_unlink(ptl_handle_me_t meh, bool force)
 {
 	struct ptl_ni *ni;
 	struct ptl_mer *m;
@@ -3070,6 +3091,20 @@ int PtlMEUnlink(ptl_handle_me_t meh)
 		ptl_unlock(ni);
 		return PTL_ARG_INVALID;
 	}
+	/* what has arrived first: a message whose last packet is here is
+	 * finished, and the entry may have been used up meanwhile */
+	ptl_progress(ni);
+	if (!(m = ptl_me_get(ni, meh))) {
+		ptl_unlock(ni);
+		return PTL_OK;
+	}
+	/* Portals 4.1: "PTL_IN_USE: the match list entry has pending
+	 * operations and cannot be unlinked" */
+	if (!force && me_in_use(ni, m)) {
+		ptl_unlock(ni);
+		return ptl_seterr(PTL_IN_USE,
+				  "PtlMEUnlink: a message is still arriving into the entry (its event has not come yet): try again after it");
+	}
 	if (m->rt >= 0)
 		spin_me_unlink(ni->rt, m->rt);
 	/* completions already posted for it are still delivered */
@@ -3079,6 +3114,16 @@ int PtlMEUnlink(ptl_handle_me_t meh)
 		me_free(ni, m);
 	ptl_unlock(ni);
 	return PTL_OK;
+}
+
+int PtlMEUnlink(ptl_handle_me_t meh)
+{
+	return me_unlink(meh, false);
+}
+
+int ptl_me_unlink_force(ptl_handle_me_t meh)
+{
+	return me_unlink(meh, true);
 }
 
 /* An entry used up (use-once, min_free, or consumed by the unexpected list

@@ -692,6 +692,8 @@ static uint64_t me_place(struct ptl_mer *m, uint64_t roff, uint64_t rlen, uint64
 	uint64_t off = (m->me.options & PTL_ME_MANAGE_LOCAL) ? m->local_off : roff;
 
 	*mlength = off >= m->buf.len ? 0 : (rlen < m->buf.len - off ? rlen : m->buf.len - off);
+	if (m->max_len && *mlength > m->max_len)	/* its NI's max_msg_size */
+		*mlength = m->max_len;
 	if (m->me.options & PTL_ME_MANAGE_LOCAL)
 		m->local_off += *mlength;
 	return off;
@@ -761,6 +763,10 @@ static struct ptl_rx *rx_find(struct ptl_ni *ni, uint32_t rank, uint32_t id, boo
 
 static void rx_gone(struct ptl_ni *ni, struct ptl_rx *r)
 {
+	struct ptl_mer *m = ptl_me_get(ni, r->meh);
+
+	if (m && m->rx_busy)	/* one message in flight into it less */
+		m->rx_busy--;
 	r->bitmap = NULL;
 	r->used = false;
 	r->tomb = true;
@@ -849,6 +855,7 @@ static void on_put(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *p
 		r->me = *m;
 		ptl_buf_get(&r->me.buf);	/* its iovecs stay while it arrives */
 		r->meh = ptl_me_handle(ni, m);
+		m->rx_busy++;
 		r->h = *h;
 		r->h.pkt_off = 0;
 		r->off = me_place(m, be64toh(h->remote_off), msg_len, &r->mlength);
@@ -1008,10 +1015,20 @@ static void on_reply(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		ptl_pend_complete(ni, p, ptl_fail_of(fail), 0, (ptl_list_t)be64toh(h->user_hdr[2]));
 		return;
 	}
+	/* from the wire: a reply is never longer than its get, has at most
+	 * the packets a message may have, and each of its packets agrees
+	 * with the first on its length and cut; else it is dropped, and the
+	 * get waits on (for its target's answer, or its timeout) */
+	if (msg_len > p->len || (seg && spin_npkts(msg_len, seg) > SPIN_MSG_MAX_PKTS) ||
+	    (p->npkts && (msg_len != p->rlen || seg != p->rseg))) {
+		ni->drops++;
+		return;
+	}
 	md = &ni->md[p->md];
 	if (!p->npkts) {
 		p->npkts = seg ? spin_npkts(msg_len, seg) : 1;
 		p->rseg = seg;
+		p->rlen = msg_len;
 		if (p->npkts > 1) {
 			p->bitmap = calloc((p->npkts + 63) / 64, sizeof(uint64_t));
 			if (!p->bitmap) {

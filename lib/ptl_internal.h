@@ -166,6 +166,10 @@ struct ptl_mer {
 	void *user_ptr;
 	ptl_me_t me;
 	struct ptl_buf buf;	/* its memory (buf.len: its length in bytes) */
+	uint32_t rx_busy;	/* messages the library is reassembling into it
+				 * (ptl_rx; PtlMEUnlink: PTL_IN_USE) */
+	uint64_t max_len;	/* its NI's max_msg_size: a message's mlength
+				 * is at most that (0: no cap, spin's) */
 };
 
 struct ptl_ptr {
@@ -275,6 +279,7 @@ struct ptl_pending {
 	uint32_t got, npkts;
 	uint64_t *bitmap;
 	uint32_t rseg;		/* the reply's packet size (its bitmap's unit) */
+	uint32_t rlen;		/* the reply's length (its first packet's msg_len) */
 	ptl_op_t aop;
 	ptl_datatype_t adt;
 	/* reliable delivery (ptl_rel.c) */
@@ -539,6 +544,9 @@ struct ptl_mdr *ptl_md_get(struct ptl_ni *ni, ptl_handle_md_t h);
 int ptl_md_set_ctl(ptl_handle_md_t mdh);
 struct ptl_mer *ptl_me_get(struct ptl_ni *ni, ptl_handle_me_t h);
 ptl_handle_me_t ptl_me_handle(struct ptl_ni *ni, const struct ptl_mer *m);
+/* PtlMEUnlink, also of an entry a message is arriving into (its events
+ * are dropped): for the library's own entries (lock not held) */
+int ptl_me_unlink_force(ptl_handle_me_t meh);
 
 /* ptl_me.c: the entry table and its match index (lock held) */
 static inline struct ptl_mer *ptl_me_at(struct ptl_ni *ni, uint32_t i)

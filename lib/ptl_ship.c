@@ -384,6 +384,7 @@ static const char *const ship_maps_ok[] = {
 	"spin_auth", "spin_cfg", "spin_ctx", "spin_dedup", "spin_events", "spin_host", "spin_hpu",
 	"spin_hscratch", "spin_me", "spin_me_ct", "spin_msg_bits", "spin_msgs", "spin_mstate",
 	"spin_mstate_pc", "spin_peers", "spin_putq", "spin_rings", "spin_src", "spin_src_active",
+	"spin_src_ev",
 	"spin_stages", "spin_stats", "spin_waker",
 };
 
@@ -828,7 +829,7 @@ static void prog_drop(struct ptl_ship *S, int i)
 
 	if (--P->refs > 0)
 		return;
-	PtlMEUnlink(P->me);
+	ptl_me_unlink_force(P->me);
 	hpu_del(P, P->slot);
 	PtlHPUFreeMem(P->hpu);
 	host_free(S, &P->host);
@@ -839,7 +840,7 @@ static void prog_drop(struct ptl_ship *S, int i)
 
 static void entry_remove(struct ptl_ship *S, struct ship_entry *E)
 {
-	PtlMEUnlink(E->me);
+	ptl_me_unlink_force(E->me);
 	hpu_del(&S->prog[E->prog], E->slot);
 	PtlHPUFreeMem(E->hpu);
 	host_free(S, &E->host);
@@ -1060,7 +1061,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 		}
 		P->slot = hpu_add(P, P->me, r->reason, sizeof(r->reason));
 		if (P->slot < 0) {
-			PtlMEUnlink(P->me);
+			ptl_me_unlink_force(P->me);
 			PtlHPUFreeMem(P->hpu);
 			PtlSpinHandlerUnload(P->h);
 			priv_close(P);
@@ -1094,7 +1095,7 @@ static void do_ship(struct ptl_ship *S, uint32_t rank, const struct spin_ship_re
 	}
 	E->slot = hpu_add(&S->prog[pi], E->me, r->reason, sizeof(r->reason));
 	if (E->slot < 0) {
-		PtlMEUnlink(E->me);
+		ptl_me_unlink_force(E->me);
 		PtlHPUFreeMem(E->hpu);
 		prog_drop(S, pi);
 		r->status = SPIN_SHIP_E_FAIL;
@@ -1983,14 +1984,14 @@ void ptl_ship_fini(struct ptl_ni *ni, ptl_handle_ni_t nih)
 		}
 	for (uint32_t r = 0; S->ctl_me && r < S->size; r++)
 		if (S->ctl_buf[r])
-			PtlMEUnlink(S->ctl_me[r]);
+			ptl_me_unlink_force(S->ctl_me[r]);
 	if (S->target)
-		PtlMEUnlink(S->deny_me);
+		ptl_me_unlink_force(S->deny_me);
 	if (S->lease_on)
-		PtlMEUnlink(S->lease_me);
+		ptl_me_unlink_force(S->lease_me);
 	for (uint32_t r = 0; S->rin_on && r < S->size; r++)
 		if (S->rin_on[r])
-			PtlMEUnlink(S->rin_me[r]);
+			ptl_me_unlink_force(S->rin_me[r]);
 	if (S->target)
 		PtlMDRelease(S->rep_md);
 	if (S->pt_on)

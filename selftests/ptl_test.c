@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <arpa/inet.h>
 #include <linux/types.h>
 #include <spin/portals4.h>
@@ -4868,14 +4870,17 @@ static void c_wakeus(void)
  * missing ends when that period runs out, and PtlSpinWaitStats says so,
  * whatever the machine's speed.  A wait that found its put before it slept
  * (a busy machine) proves nothing: puts go on until WK_N waits slept, at
- * most WK_MAX. */
+ * most WK_MAX.  Rank 1 waits, rank 0 puts; with 4 ranks, 2 per address
+ * (test_ptl.sh wake_slot1), rank 1 is the process in slot 1 of its
+ * address (its own ring, spin_rings[1]) and rank 2, at the other address,
+ * puts: slot 1's wake-ups must be deferred too (they were direct). */
 #define WK_N	20
 #define WK_MAX	(3 * WK_N)
 
 static void c_wake(void)
 {
 	const char *want = getenv("PTL_TEST_WAKE");
-	int more = 1;
+	int more = 1, putter = N > 2 ? 2 : 0;
 
 	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
 	if (R == 1) {
@@ -4932,14 +4937,16 @@ static void c_wake(void)
 		else
 			CHK_EQ(d1 - d0, 0, "wake-ups deferred in direct mode");
 		spin_close(rt);
-	} else if (R == 0) {
+	} else {
 		uint8_t *src = kbuf(K_MAL, 64);
 		ptl_handle_md_t md = md_new(src, 64, 0, PTL_EQ_NONE, PTL_CT_NONE);
 
 		barrier("wk.ready");
 		for (int i = 0; i < WK_MAX && more; i++) {
 			usleep(5000 + 500 * (i % 10));	/* rank 1 is asleep */
-			RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0), PTL_OK);
+			if (R == putter)
+				RC(PtlPut(md, 0, 64, PTL_NO_ACK_REQ, rank_proc(1), PT_DATA, 1, 0, NULL, 0),
+				   PTL_OK);
 			barrierf("wk.got.%d", i);
 			get_file("wk.more", &more, sizeof(more));
 		}
@@ -6557,6 +6564,302 @@ static void c_matchorder(void)
 	free(order);
 }
 
+/*
+ * meinuse: PtlMEUnlink of an entry a message is still arriving into returns
+ * PTL_IN_USE (Portals 4.1, PtlMEUnlink: "the match list entry has pending
+ * operations and cannot be unlinked"), for a window entry (the runtime's
+ * message state, spin_me.busy) and for an ordinary-memory entry (the
+ * library's reassembly); once the message has come whole, its event is
+ * there and the entry unlinks.  Rank 1 sends the first of the message's
+ * three packets by hand, from a UDP socket (what the runtime sees from any
+ * sender), then on the same socket a one-packet put to a marker entry: the
+ * marker's event says the first packet is in.  It sends the first packet
+ * again every 50 ms (a reliable message lives while its packets come), so
+ * the message never expires, however loaded the machine; the rest comes
+ * once rank 0 has checked.  Before, PtlMEUnlink unlinked the entry and the
+ * rest of the message was dropped (me_gone): no event.
+ */
+#define MIU_LEN (2 * SPIN_MAX_SEG + 100)	/* three packets */
+
+static void miu_send(int fd, const struct sockaddr_in *to, const struct spin_msg_args *a,
+		     uint32_t msg_len, uint32_t off, uint32_t seed)
+{
+	uint8_t b[sizeof(struct spin_hdr) + SPIN_MAX_SEG];
+	uint32_t n = msg_len - off < SPIN_MAX_SEG ? msg_len - off : SPIN_MAX_SEG;
+
+	spin_hdr_build((struct spin_hdr *)b, a, msg_len, off);
+	for (uint32_t i = 0; i < n; i++)
+		b[sizeof(struct spin_hdr) + i] = pat(seed, off + i);
+	if (sendto(fd, b, sizeof(struct spin_hdr) + n, 0, (const void *)to, sizeof(*to)) < 0)
+		FAIL("sendto: %s", strerror(errno));
+}
+
+static void c_meinuse(void)
+{
+	ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
+	char ctx[128], rest[64];
+	ptl_event_t ev;
+
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	if (R == 0) {
+		eq = eq_new(64);
+		pt_new(0, eq, PT_DATA);
+	}
+	for (int k = 0; k < 2; k++) {
+		snprintf(ctx, sizeof(ctx), "a message arriving into a %s entry", kname[k]);
+		snprintf(rest, sizeof(rest), "miu.rest.%d", k);
+		if (R == 0) {
+			uint8_t *buf = kbuf(k, MIU_LEN), *mark = kbuf(K_MAL, 64);
+			void *uptr = (void *)(uintptr_t)(0x6000 + k);
+			ptl_handle_me_t h, mh;
+
+			memset(buf, 0xee, MIU_LEN);
+			h = me_add(PT_DATA, buf, MIU_LEN, PTL_ME_OP_PUT, 0x600 + k, 0, PTL_CT_NONE,
+				   PTL_PRIORITY_LIST, uptr);
+			mh = me_add(PT_DATA, mark, 64, PTL_ME_OP_PUT, 0x680 + k, 0, PTL_CT_NONE,
+				    PTL_PRIORITY_LIST, NULL);
+			barrierf("miu.ready.%d", k);
+			if (want_ev(eq, &ev, T_EV_MS, "the marker"))
+				CHKEV("the marker", &ev, .m = F_TYPE | F_MB, .type = PTL_EVENT_PUT,
+				      .mb = 0x680 + k);
+			RC(PtlMEUnlink(h), PTL_IN_USE);
+			CHK(strstr(PtlSpinErrmsg(), "still arriving") != NULL, "PtlSpinErrmsg says why: %s",
+			    PtlSpinErrmsg());
+			RC(PtlMEUnlink(h), PTL_IN_USE);	/* and again: nothing changed */
+			touch(rest, 0);
+			if (want_ev(eq, &ev, T_EV_MS, ctx)) {
+				CHKEV(ctx, &ev, .m = TGT_M & ~(F_HDR | F_INI), .type = PTL_EVENT_PUT,
+				      .pt = PT_DATA, .mb = 0x600 + k, .rlen = MIU_LEN, .mlen = MIU_LEN,
+				      .roff = 0, .uptr = uptr, .start = buf, .list = PTL_PRIORITY_LIST);
+				check_pat(ctx, buf, MIU_LEN, 40 + k);
+			}
+			RC(PtlMEUnlink(h), PTL_OK);
+			RC(PtlMEUnlink(h), PTL_ARG_INVALID);
+			RC(PtlMEUnlink(mh), PTL_OK);
+			no_ev(eq, 50, ctx);
+		} else if (R == 1) {
+			ptl_process_t map[2], me;
+			ptl_size_t got = 0;
+			struct sockaddr_in to = { .sin_family = AF_INET,
+						  .sin_port = htons(SPIN_DEFAULT_PORT) };
+			const char *jk = getenv("SPIN_JOB_KEY");
+			struct spin_msg_args a = {
+				.op = SPIN_OP_PUT, .pt_index = PT_DATA, .src_rank = 1, .dst_rank = 0,
+				.match_bits = 0x600 + k, .flags = SPIN_F_REL,
+				.job_key = jk ? (uint32_t)strtoul(jk, NULL, 0) : 0,
+				/* an id of its own, newer than any this rank sent */
+				.msg_id = 0x40000000u | (uint32_t)(now_us() & 0xfffff) << 4 | (uint32_t)k,
+			}, m = a;
+			uint64_t end = now_ms() + 60000;
+			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+			OK(PtlGetMap(ni, 2, map, &got));
+			OK(PtlGetPhysId(ni, &me));
+			if (fd < 0)
+				DIE("socket: %s", strerror(errno));
+			to.sin_addr.s_addr = htonl(map[0].phys.nid);
+			a.src_pid = m.src_pid = me.phys.pid;
+			m.match_bits = 0x680 + k;
+			m.msg_id = a.msg_id + 0x100;
+			barrierf("miu.ready.%d", k);
+			miu_send(fd, &to, &a, MIU_LEN, 0, 40 + k);
+			miu_send(fd, &to, &m, 8, 0, 9);
+			while (!exists(rest, 0)) {
+				if (now_ms() > end)
+					DIE("rank 0 never checked the entry");
+				msleep(50);
+				miu_send(fd, &to, &a, MIU_LEN, 0, 40 + k);
+			}
+			miu_send(fd, &to, &a, MIU_LEN, SPIN_MAX_SEG, 40 + k);
+			miu_send(fd, &to, &a, MIU_LEN, 2 * SPIN_MAX_SEG, 40 + k);
+			close(fd);
+		}
+		barrierf("miu.done.%d", k);
+	}
+	fini_ni();
+}
+
+/*
+ * reply_forged: a reply is checked against its get.  Rank 1 takes its
+ * runtime off its interface (nothing there answers rank 0's get), learns
+ * the get's message id from rank 0 (its runtime's next id, read before
+ * PtlGet) and answers it by hand from a UDP socket: first with a reply of
+ * 3000 bytes to a get of 100 (three packets), then with the right one.
+ * The long one is dropped (PTL_SR_DROP_COUNT), the get completes with the
+ * second: mlength 100, its bytes.  (Before, the long reply completed the
+ * get: a REPLY event of mlength 3000 for 100 bytes asked, the wrong
+ * bytes.)  Rank 1 attaches its runtime again at the end (PtlNIInit).
+ */
+#define RF_LEN	100
+#define RF_BAD	3000
+
+static void c_reply_forged(void)
+{
+	uint32_t id = 0;
+
+	if (R == 0) {
+		ptl_handle_eq_t eq;
+		uint8_t *buf;
+		ptl_handle_md_t md;
+		ptl_sr_value_t d0 = 0, d1 = 0;
+		struct spin_status ss;
+		struct spin_rt *rt;
+		ptl_event_t ev;
+
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		eq = eq_new(16);
+		buf = kbuf(K_MAL, 4096);
+		memset(buf, 0xee, 4096);
+		md = md_new(buf, 4096, 0, eq, PTL_CT_NONE);
+		barrier("rf.detached");
+		if (spin_open(getenv("SPIN_IFACE"), &rt) < 0 || spin_get_status(rt, &ss) < 0)
+			DIE("spin_open/status: %s", spin_errmsg());
+		id = (uint32_t)ss.cfg.next_msg_id & 0xffffff;
+		if (!id)
+			id = 1;
+		spin_close(rt);
+		put_file("rf.id", &id, sizeof(id));
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &d0), PTL_OK);
+		RC(PtlGet(md, 0, RF_LEN, rank_proc(1), PT_DATA, 0x77, 0, U(0x77)), PTL_OK);
+		barrier("rf.asked");
+		if (want_ev(eq, &ev, T_EV_MS, "the get's reply"))
+			CHKEV("the get's reply", &ev, .m = REPLY_M, .type = PTL_EVENT_REPLY, .mlen = RF_LEN,
+			      .roff = 0, .uptr = U(0x77), .fail = PTL_NI_OK);
+		check_pat("the right reply's bytes", buf, RF_LEN, 62);
+		check_byte("past the get", buf + RF_LEN, 4096 - RF_LEN, 0xee);
+		RC(PtlNIStatus(ni, PTL_SR_DROP_COUNT, &d1), PTL_OK);
+		CHK(d1 - d0 >= 3, "the long reply's 3 packets dropped (%llu)", (unsigned long long)(d1 - d0));
+		no_ev(eq, 50, "one reply");
+		barrier("rf.done");
+		RC(PtlMDRelease(md), PTL_OK);
+		fini_ni();
+	} else if (R == 1) {
+		ptl_process_t map[2];
+		ptl_size_t got = 0;
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(SPIN_DEFAULT_PORT) };
+		const char *jk = getenv("SPIN_JOB_KEY");
+		struct spin_msg_args a = {
+			.op = SPIN_OP_REPLY, .pt_index = PT_DATA, .src_rank = 1, .dst_rank = 0,
+			.match_bits = 0x77, .job_key = jk ? (uint32_t)strtoul(jk, NULL, 0) : 0,
+		};
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		/* rank 0's address, then nothing on this interface answers */
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		OK(PtlGetMap(ni, 2, map, &got));
+		fini_ni();
+		if (spin_detach(getenv("SPIN_IFACE")) < 0)
+			DIE("spin_detach: %s", spin_errmsg());
+		if (fd < 0)
+			DIE("socket: %s", strerror(errno));
+		to.sin_addr.s_addr = htonl(map[0].phys.nid);
+		barrier("rf.detached");
+		barrier("rf.asked");
+		get_file("rf.id", &id, sizeof(id));
+		a.msg_id = id;
+		for (uint32_t off = 0; off < RF_BAD; off += SPIN_MAX_SEG)
+			miu_send(fd, &to, &a, RF_BAD, off, 61);
+		msleep(20);
+		miu_send(fd, &to, &a, RF_LEN, 0, 62);
+		close(fd);
+		barrier("rf.done");
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);	/* the runtime again */
+		fini_ni();
+	} else {
+		barrier("rf.detached");
+		barrier("rf.asked");
+		barrier("rf.done");
+	}
+}
+
+/*
+ * msgsize_target: a target NI whose desired limits ask for max_msg_size
+ * 1000 takes at most 1000 bytes of a message (mlength), as the reference
+ * implementation does: rank 0 (spin's limits) puts 3000 bytes into a
+ * window entry and an ordinary-memory entry of rank 1 and gets 3000 back.
+ * The PUT and GET events, the ACK and the REPLY say 1000, and only 1000
+ * bytes move each way.  (Before, the target took all 3000 while its
+ * PtlNIInit said 1000.)
+ */
+#define MT_MAX	1000
+#define MT_LEN	3000
+
+static void c_msgsize_target(void)
+{
+	ptl_event_t ev;
+	char ctx[96];
+
+	if (R == 1) {
+		ptl_ni_limits_t w;
+		ptl_handle_eq_t eq;
+		uint8_t *buf[2];
+
+		memset(&w, 0xff, sizeof(w));
+		w.max_msg_size = MT_MAX;
+		want_lim = &w;
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		want_lim = NULL;
+		CHK_EQ(lim.max_msg_size, MT_MAX, "max_msg_size");
+		eq = eq_new(64);
+		pt_new(0, eq, PT_DATA);
+		for (int k = 0; k < 2; k++) {
+			buf[k] = kbuf(k, 4096);
+			memset(buf[k], 0xee, 4096);
+			me_add(PT_DATA, buf[k], 4096, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0x900 + k, 0,
+			       PTL_CT_NONE, PTL_PRIORITY_LIST, U(0x900 + k));
+		}
+		barrier("mt.ready");
+		for (int k = 0; k < 2; k++) {
+			snprintf(ctx, sizeof(ctx), "a put of %d into a %s entry", MT_LEN, kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MB | F_RLEN | F_MLEN | F_START, .type = PTL_EVENT_PUT,
+				      .mb = 0x900 + k, .rlen = MT_LEN, .mlen = MT_MAX, .start = buf[k]);
+			check_pat(ctx, buf[k], MT_MAX, 70 + k);
+			check_byte(ctx, buf[k] + MT_MAX, 4096 - MT_MAX, 0xee);
+			snprintf(ctx, sizeof(ctx), "a get of %d from a %s entry", MT_LEN, kname[k]);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MB | F_RLEN | F_MLEN, .type = PTL_EVENT_GET,
+				      .mb = 0x900 + k, .rlen = MT_LEN, .mlen = MT_MAX);
+		}
+		barrier("mt.done");
+	} else if (R == 0) {
+		ptl_handle_eq_t eq;
+		uint8_t *src;
+		ptl_handle_md_t md;
+		int want[2] = { PTL_EVENT_SEND, PTL_EVENT_ACK };
+		ptl_event_t evs[2];
+
+		init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+		eq = eq_new(64);
+		src = kbuf(K_MAL, 8192);
+		md = md_new(src, 8192, 0, eq, PTL_CT_NONE);
+		barrier("mt.ready");
+		for (int k = 0; k < 2; k++) {
+			snprintf(ctx, sizeof(ctx), "a put of %d into a %s entry", MT_LEN, kname[k]);
+			fill(src, MT_LEN, 70 + k);
+			RC(PtlPut(md, 0, MT_LEN, PTL_ACK_REQ, rank_proc(1), PT_DATA, 0x900 + k, 0, U(1), 0),
+			   PTL_OK);
+			if (collect(eq, T_EV_MS, 2, want, evs, ctx))
+				CHKEV(ctx, &evs[1], .m = F_TYPE | F_MLEN | F_FAIL, .type = PTL_EVENT_ACK,
+				      .mlen = MT_MAX, .fail = PTL_NI_OK);
+			snprintf(ctx, sizeof(ctx), "a get of %d from a %s entry", MT_LEN, kname[k]);
+			memset(src + 4096, 0xee, 4096);
+			RC(PtlGet(md, 4096, MT_LEN, rank_proc(1), PT_DATA, 0x900 + k, 0, U(2)), PTL_OK);
+			if (want_ev(eq, &ev, T_EV_MS, ctx))
+				CHKEV(ctx, &ev, .m = F_TYPE | F_MLEN | F_FAIL, .type = PTL_EVENT_REPLY,
+				      .mlen = MT_MAX, .fail = PTL_NI_OK);
+			check_pat(ctx, src + 4096, MT_MAX, 70 + k);
+			check_byte(ctx, src + 4096 + MT_MAX, 4096 - MT_MAX, 0xee);
+		}
+		barrier("mt.done");
+	} else {
+		barrier("mt.ready");
+		barrier("mt.done");
+	}
+	if (R < 2)
+		fini_ni();
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "put", c_put }, { "get", c_get }, { "truncate", c_truncate }, { "useonce", c_useonce },
 	{ "managelocal", c_managelocal }, { "overflow", c_overflow }, { "flowctl", c_flowctl },
@@ -6574,6 +6877,9 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "fc_eqfull", c_fc_eqfull }, { "fc_unex", c_fc_unex }, { "fc_unex_small", c_fc_unex_small },
 	{ "limits", c_limits }, { "countsearch", c_countsearch }, { "abort", c_abort },
 	{ "unexorder", c_unexorder },
+	{ "meinuse", c_meinuse },
+	{ "reply_forged", c_reply_forged },
+	{ "msgsize_target", c_msgsize_target },
 	{ "uhrlength", c_uhrlength },
 	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };

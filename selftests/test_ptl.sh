@@ -172,7 +172,12 @@ mp_hosts() {
 }
 # run_mproc NAME NNS PER [VAR=VALUE...]
 run_mproc() {
-	local name=$1 nns=$2 per=$3 dir k n pids=() rcs=(); shift 3
+	local name=$1; shift
+	run_mproc_case "$name" mproc "$@"
+}
+# run_mproc_case NAME CASE NNS PER [VAR=VALUE...]: ptl_test CASE so
+run_mproc_case() {
+	local name=$1 case=$2 nns=$3 per=$4 dir k n pids=() rcs=(); shift 4
 	selected "$name" || return 0
 	dir=$(mktemp -d "$WORK/$name.XXXX")
 	if ! mp_topo; then
@@ -185,7 +190,7 @@ run_mproc() {
 		# shellcheck disable=SC2086
 		nsx "$(ptl_ns "$TAG-m" $((k / per)))" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$dir/hosts" \
 			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$n PTL_TEST_TOP="$TOP" "$@" \
-			timeout -k 2 60 "$BIN" mproc >>"$dir/out.$k" 2>&1 &
+			timeout -k 2 60 "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
 	for k in "${!pids[@]}"; do
@@ -195,6 +200,10 @@ run_mproc() {
 }
 run_mproc mproc_2x2 2 2
 run_mproc mproc_2x4 2 4
+# the process of slot 1 sleeps in PtlCTWait: its ring's wake-ups are
+# deferred to the runtime's work item, as slot 0's (ptl_test wake)
+run_mproc_case wake_slot1 wake 2 2 SPIN_PTL_SPIN_US=0 SPIN_PTL_POLL_US=2000000 \
+	PTL_TEST_WAKE=deferred
 
 # the last rank of the 2 x 2 (slot 1 of its address) SIGKILLs itself once
 # all are up (pid 100 + rank each); a new process takes its slot and its
@@ -314,6 +323,9 @@ run_ship_push ship_serve_cli spinctl
 run_case get get 2 2
 run_case truncate truncate 2 2
 run_case useonce useonce 2 2
+run_case meinuse meinuse 2 2
+run_case reply_forged reply_forged 2 2 spin SPIN_PTL_TIMEOUT_MS=30000
+run_case msgsize_target msgsize_target 2 2
 run_case managelocal managelocal 2 2
 run_case uhrlength uhrlength 2 2
 run_case overflow overflow 2 2

@@ -2784,6 +2784,89 @@ static void fanout(void)
 }
 
 /*
+ * Fan-out copies go each to its own target's process: with four targets
+ * in four process slots at their addresses (spin_peer.slot 1, 2, 3, 0),
+ * every frame on the wire names its target's slot in pt_index's high
+ * byte, not put 0's, and speaks for the process whose entry's handler
+ * made the puts (its slot's proc_rank/proc_pid), as put 0 does.  Before,
+ * spin_tc kept put 0's pt_index and the runtime's own pid in every copy.
+ */
+static void fanout_slots(void)
+{
+	struct spin_me_spec s = spec(0, 0x47, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x47);
+	struct test_state init = { .mode = T_PUT_FAN };
+	struct spin_cfg *cfg = cfg_map();
+	uint32_t pid0 = 0, want_slot[4] = { 1, 2, 3, 0 };
+	uint8_t msg[200];
+	int idx, got = 0, seen[4] = { 0 };
+	struct wire w;
+	struct fr f, o;
+
+	reset();
+	if (!ASSERT_TRUE(cfg != NULL, "spin_cfg mapped"))
+		return;
+	fill(msg, sizeof(msg), 78);
+	for (int i = 0; i < 4; i++) {
+		struct spin_peer_spec p = { .rank = 2 + i, .pid = 3, .port = 7002 + i,
+					    .mac = FAN_PEER_MAC(2 + i), .slot = want_slot[i] };
+		char ip[32];
+
+		snprintf(ip, sizeof(ip), "10.77.9.%d", 102 + i);
+		inet_pton(AF_INET, ip, &p.ip);
+		if (!ASSERT_TRUE(spin_peer_add(rt, &p) >= 0, "a peer in its slot"))
+			goto out;
+	}
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	idx = me_add(&s);
+	if (idx < 0)
+		goto out;
+	init.fan_n = 4;
+	for (int i = 0; i < 4; i++)
+		init.fan_rank[i] = 2 + i;
+	spin_hpu_write(rt, idx, &init, sizeof(init));
+	/* the entry's process (slot 0) has a pid of its own */
+	pid0 = __atomic_load_n(&cfg->proc_pid[0], __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cfg->proc_pid[0], 0x5157, __ATOMIC_SEQ_CST);
+	spin_stats_reset(rt);
+	if (wire_open(&w))
+		goto out;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	for (uint64_t t0 = t_now_ns(); got < 4 && t_now_ns() - t0 < WAIT_NS;) {
+		const struct udphdr *u = (const void *)(o.b + 14 + 20);
+		const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+		int n = wire_next(&w, &o);
+		uint32_t i = ntohs(u->dest) - 7002;
+
+		if (!n || i >= 4)
+			continue;
+		seen[i]++;
+		got++;
+		if (!ASSERT_EQ(ntohs(h->pt_index), SPIN_PT_OF(want_slot[i], 0),
+			       "a copy names its target's slot, portal 0"))
+			T_MSG("copy to rank %u (slot %u)", 2 + i, want_slot[i]);
+		ASSERT_EQ(ntohl(h->src_pid), 0x5157, "a copy speaks for the entry's process");
+		ASSERT_EQ(be64toh(h->match_bits), 0x100 + i, "a copy has its put's match bits");
+	}
+	close(w.sock);
+	ASSERT_EQ(got, 4, "4 frames on the wire");
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(seen[i], 1, "one frame per target");
+	ASSERT_EQ(stats().fanout_copies, 4, "4 copies sent by spin_tc");
+out:
+	if (pid0)
+		__atomic_store_n(&cfg->proc_pid[0], pid0, __ATOMIC_SEQ_CST);
+	reset();
+	for (int r = 2; r < 6; r++)
+		spin_peer_del(rt, r);
+	base_peers(2, 4);	/* as the other tests expect them */
+}
+
+/*
  * Many puts from one invocation (issue 16): 64 puts, device and host mixed
  * (put 0 from host, puts of handler memory, of host memory and of the
  * packet itself), each with its own bytes, length, target (16 ranks),
@@ -2987,6 +3070,113 @@ static void many_puts(void)
 		spin_peer_del(rt, r);
 	base_peers(2, 4);
 	handler_done("puts");
+}
+
+/* ring_buffer__consume callback: count the PUT_FROM_HOST events and the
+ * portal they name (fanout_host_slot1). */
+struct pfh_seen {
+	int n;
+	uint32_t pt_index;
+};
+
+static int pfh_cb(void *ctx, void *data, size_t len)
+{
+	struct pfh_seen *p = ctx;
+	const struct spin_event *e = data;
+
+	if (len >= sizeof(*e) && e->kind == SPIN_EV_PUT_FROM_HOST) {
+		p->n++;
+		p->pt_index = e->pt_index;
+	}
+	return 0;
+}
+
+/*
+ * A queued put from host longer than a packet, made by the handler of an
+ * entry of slot 1's process while put 0 went to a target in slot 0: its
+ * PUT_FROM_HOST request goes to slot 1's ring, naming slot 1's portal,
+ * since slot 1's process is the one to send it.  (spin_tc posted it to
+ * slot 0's ring, with put 0's target's slot in the portal index.)
+ */
+static void fanout_host_slot1(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s = spec(pt1, 0x48, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x48);
+	static struct puts_state init;
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
+	int rings = -1, ring1 = -1, idx;
+	struct ring_buffer *rb = NULL;
+	struct pfh_seen seen = { 0 };
+	uint8_t msg[100], *w1 = MAP_FAILED;
+	size_t wlen = 0;
+	bool held = false, loaded = false;
+	char path[1024];
+	struct wire w;
+	struct fr f;
+
+	reset();
+	fill(msg, sizeof(msg), 64);
+	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
+	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler"))
+		goto out;
+	loaded = true;
+	if (fan_peers(2) || slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+		goto out;
+	rings = pinned_map("spin_rings");
+	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
+		       "slot 1's ring in spin_rings") ||
+	    !ASSERT_TRUE((rb = ring_buffer__new(ring1, pfh_cb, &seen, NULL)) != NULL,
+			 "slot 1's ring read"))
+		goto out;
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	held = true;
+	memset(&init, 0, sizeof(init));
+	init.n = 2;
+	init.op[0] = (struct puts_op){ .kind = PUTS_DEV, .len = 16, .rank = 2 };
+	init.op[1] = (struct puts_op){ .kind = PUTS_HOST, .len = 3000, .off = 100, .rank = 3 };
+	s.handler = "puts";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.host_off = 0;
+	s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (idx < 0 || wire_open(&w))
+		goto out;
+	spin_stats_reset(rt);
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	close(w.sock);
+	for (uint64_t t0 = t_now_ns(); !seen.n && t_now_ns() - t0 < WAIT_NS;) {
+		ring_buffer__consume(rb);
+		if (!seen.n)
+			usleep(10000);
+	}
+	ASSERT_EQ(seen.n, 1, "one put-from-host request in slot 1's ring");
+	ASSERT_EQ(seen.pt_index, pt1, "naming slot 1's portal");
+	ASSERT_EQ(stats().tx_host_queued, 1, "put from host queued to the host");
+out:
+	ring_buffer__free(rb);
+	if (rings >= 0) {
+		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
+		close(rings);
+	}
+	if (ring1 >= 0)
+		close(ring1);
+	reset();	/* unlinks the entry: then its handler unloads */
+	if (held)
+		spin_pt_free(rt, pt1);
+	for (int r = 2; r < 4; r++)
+		spin_peer_del(rt, r);
+	base_peers(2, 4);
+	if (loaded)
+		ASSERT_OK(spin_handler_unload(rt, "puts"), "puts unloaded");
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
 }
 
 /*
@@ -3617,6 +3807,77 @@ static void gets(void)
 	ASSERT_EQ(drops(SPIN_DROP_BAD_OP), 0, "no bad_op");
 }
 
+/*
+ * spin_me.busy counts the messages of more than one packet in flight into
+ * an entry (PtlMEUnlink's PTL_IN_USE): one from the first packet that
+ * matches to the last, whatever comes between (duplicates, a second
+ * message); a one-packet message never counts; a message whose entry was
+ * unlinked and whose slot was taken by another entry since is not counted
+ * against the new one when it ends.  (Before, there was no count: the
+ * field was padding.)
+ */
+static void me_busy(void)
+{
+	static uint8_t msg[3 * SPIN_MAX_SEG];
+	struct spin_me_spec s = spec(0, 0x4a, 16384);
+	struct spin_msg_args a = margs(0, 0, 0x4a), b;
+	struct spin_me me;
+	struct fr f;
+	int idx, idx2;
+
+	reset();
+	fill(msg, sizeof(msg), 12);
+	idx = me_add(&s);
+	if (idx < 0)
+		return;
+	a.msg_id = next_id++;
+	a.seg_size = SPIN_MAX_SEG;
+	b = a;
+	b.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "first packet: one message in flight");
+	run(&f, NULL);		/* its duplicate */
+	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	mkpkt(&f, &b, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 2, "a second message: two");
+	mkpkt(&f, &a, sizeof(msg), 2 * SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "the first complete: one");
+	ASSERT_MEM(host + me.host_off, msg, sizeof(msg), "the first deposited");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, 100, 0, 100, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "a one-packet message is never in flight");
+	/* the entry goes (spinctl's unlink, or its process died) and another
+	 * takes its slot: the second message's end leaves the new one at 0 */
+	ASSERT_OK(spin_me_unlink(rt, idx), "entry unlinked under the message");
+	idx2 = me_add(&s);
+	if (!ASSERT_EQ(idx2, idx, "the next entry takes the slot"))
+		return;
+	spin_me_get(rt, idx2, &me);
+	ASSERT_EQ(me.busy, 0, "a new entry: 0");
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, SPIN_MAX_SEG, msg);
+	run(&f, NULL);
+	spin_me_get(rt, idx2, &me);
+	ASSERT_EQ(me.busy, 1, "a message into the new entry: 1");
+	for (uint32_t off = SPIN_MAX_SEG; off < sizeof(msg); off += SPIN_MAX_SEG) {
+		mkpkt(&f, &b, sizeof(msg), off, SPIN_MAX_SEG, msg);
+		run(&f, NULL);
+	}
+	spin_me_get(rt, idx2, &me);
+	ASSERT_EQ(me.busy, 1, "the old entry's message ended: the new entry's count unchanged");
+	ASSERT_TRUE(drops(SPIN_DROP_ME_GONE) > 0, "its packets went nowhere (me_gone)");
+	reset();
+}
+
 #define TEST_TIMEOUT_NS	(1500ull * 1000 * 1000)
 static void message_timeout(void)
 {
@@ -3644,6 +3905,8 @@ static void message_timeout(void)
 	t0 = t_now_ns();
 	run(&f, NULL);
 	set_msg_timeout(MSG_TIMEOUT_NS);
+	spin_me_get(rt, idx, &me);
+	ASSERT_EQ(me.busy, 1, "a message in flight into the entry (spin_me.busy)");
 	/* the sweeper expires it after TEST_TIMEOUT_NS plus up to one sweep
 	 * period (250 ms); on a loaded machine later: wait for the event */
 	memset(&v, 0, sizeof(v));
@@ -3663,6 +3926,7 @@ static void message_timeout(void)
 	spin_me_get(rt, idx, &me);
 	ASSERT_EQ(me.state, SPIN_ME_FREE, "use-once entry released");
 	ASSERT_EQ(me.ct_failure, 1, "failure counter");
+	ASSERT_EQ(me.busy, 0, "the expired message is no longer in flight into it");
 	/* a late packet of the expired message starts a new message */
 	mkpkt(&f, &a, sizeof(msg), SPIN_MAX_SEG, SPIN_MAX_SEG, msg);
 	run(&f, NULL);
@@ -4537,6 +4801,101 @@ static void event_ring_admission(void)
 	ASSERT_EQ(fail, 0, "accepted again once the ring was read");
 	spin_events_poll(rt, drain_cb, NULL, 0);
 	spin_pt_free(rt, 6);
+}
+
+/* ring_buffer__consume callback: count the records */
+static int count_recs_cb(void *ctx, void *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/*
+ * The ring of the process in slot 1 (nobody reads it) is shared out among
+ * the sources as slot 0's is: rank 0 takes its share and is refused
+ * (ev_quota), rank 1 is taken until the ring is nearly full
+ * (host_queue_full).  Once the ring is read, rank 0 is taken again; a new
+ * ring in the slot (a new process) starts everyone's counts again.
+ * (Before, slot 1's ring had no shares: rank 0 filled it.)
+ */
+static void event_ring_admission_slot1(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec s = spec(pt1, 0xa8, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa8);
+	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
+	int rings = -1, ring1 = -1, ring2 = -1, acked0, acked1, got = 0;
+	struct ring_buffer *rb = NULL;
+	uint32_t id = 0x580000;
+	uint8_t *w1 = MAP_FAILED;
+	size_t wlen = 0;
+	bool held = false;
+	struct fr o;
+
+	reset();
+	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+		goto out;
+	rings = pinned_map("spin_rings");
+	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
+		       "slot 1's ring in spin_rings") ||
+	    !ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
+		goto out;
+	held = true;
+	if (me_add(&s) < 0)
+		goto out;
+	a.flags = SPIN_F_ACK_REQ;
+	a.pt_index = pt1;
+	acked0 = puts_until_refused(&a, &id);
+	T_MSG("rank 0: %d puts into slot 1 acked, then refused (share %u events)", acked0,
+	      (unsigned)SPIN_SRC_EV_QUOTA);
+	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "one rank takes its share of slot 1's ring");
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
+	a.src_rank = 1;
+	acked1 = puts_until_refused(&a, &id);
+	T_MSG("rank 1: %d puts acked, then refused", acked1);
+	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
+	/* read: rank 0 is taken again */
+	if (!ASSERT_TRUE((rb = ring_buffer__new(ring1, count_recs_cb, &got, NULL)) != NULL,
+			 "slot 1's ring read"))
+		goto out;
+	ring_buffer__consume(rb);
+	ASSERT_EQ(got, acked0 + acked1, "one event per accepted put");
+	a.src_rank = 0;
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "rank 0 accepted again once the ring was read");
+	/* a new process's ring in the slot: rank 0 fills its share anew */
+	ring2 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(ring2 >= 0, "a second ring") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring2, 0), 0, "it replaces the first"))
+		goto out;
+	acked0 = puts_until_refused(&a, &id);
+	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "rank 0's share of the new ring");
+	ring_buffer__free(rb);
+	got = 0;
+	if (!ASSERT_TRUE((rb = ring_buffer__new(ring2, count_recs_cb, &got, NULL)) != NULL,
+			 "the new ring read"))
+		goto out;
+	ring_buffer__consume(rb);
+	ASSERT_EQ(got, acked0, "its events");
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "rank 0 accepted again once the new ring was read");
+out:
+	ring_buffer__free(rb);
+	if (rings >= 0) {
+		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
+		close(rings);
+	}
+	if (ring1 >= 0)
+		close(ring1);
+	if (ring2 >= 0)
+		close(ring2);
+	reset();
+	if (held)
+		spin_pt_free(rt, pt1);
+	slot1_window_free(wins, hfd, w1fd, w1, wlen);
 }
 
 /* An AF_XDP socket on queue 0 of the runtime's interface, registered in
@@ -6253,6 +6612,8 @@ int main(int argc, char **argv)
 	RUN_TEST(pingpong_store);
 	RUN_TEST(puts_unknown_peer_and_overflow);
 	RUN_TEST(fanout);
+	RUN_TEST(fanout_slots);
+	RUN_TEST(fanout_host_slot1);
 	RUN_TEST(many_puts);
 	RUN_TEST(room_scratch);
 	RUN_TEST(room_msg_state);
@@ -6262,6 +6623,7 @@ int main(int argc, char **argv)
 	RUN_TEST(gets);
 	RUN_TEST(concurrent_packets);
 	RUN_TEST(message_timeout);
+	RUN_TEST(me_busy);
 	RUN_TEST(fuzz_frames);
 	RUN_TEST(rare_drop_reasons);
 	RUN_TEST(src_quota);
@@ -6270,6 +6632,7 @@ int main(int argc, char **argv)
 	RUN_TEST(nacks);
 	RUN_TEST(flow_control);
 	RUN_TEST(event_ring_admission);
+	RUN_TEST(event_ring_admission_slot1);
 	RUN_TEST(not_now_keeps_older);
 	RUN_TEST(verifier_rejection);
 	RUN_TEST(stale_message_entry);

@@ -231,6 +231,16 @@ struct {
 	__type(value, struct spin_gc);
 } spin_gc SEC(".maps");
 
+/* The sources' shares of the rings of process slots 1..7 (wire.h, struct
+ * spin_src_ev): memory follows the pairs in use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SPIN_SRC_EV_PAIRS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct spin_src_ev);
+} spin_src_ev SEC(".maps");
+
 /* The source ranks holding message-table slots (spin_src.msgs > 0), one
  * counter: each may hold SPIN_MAX_MSGS / (n + 1) (spin_src_quota). */
 struct {
@@ -405,11 +415,12 @@ struct {
 	__type(value, __u32);
 } spin_xsks SEC(".maps");
 
-/* Deferred wake-ups of the event ring's reader (SPIN_CFG_F_WAKE_DEFER):
- * the packet path posts quietly and starts this work item (BPF workqueue,
- * Linux 6.10+); it wakes the reader from a kernel worker thread once the
+/* Deferred wake-ups of the event rings' readers (SPIN_CFG_F_WAKE_DEFER):
+ * the packet path posts quietly and starts the work item of the ring's
+ * process slot (BPF workqueue, Linux 6.10+, one per slot: element k wakes
+ * spin_rings[k]); it wakes the reader from a kernel worker thread once the
  * CPU's packet work is done (spin_rb_submit).  Set up by the runtime on
- * its first packet. */
+ * its first packet, all slots at once. */
 struct spin_waker {
 	struct bpf_wq wq;
 	__u32 armed;		/* 0 no, 1 being set up, 2 ready */
@@ -417,7 +428,7 @@ struct spin_waker {
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SPIN_MAX_PROCS);
 	__type(key, __u32);
 	__type(value, struct spin_waker);
 } spin_waker SEC(".maps");
@@ -839,11 +850,11 @@ static __always_inline __u64 spin_me_wake_flags(struct spin_me *me, struct spin_
 	return BPF_RB_NO_WAKEUP;
 }
 
-/* Wake the event ring's reader now, without an event: an empty record,
- * discarded, with a forced wake-up (consumers skip it). */
-static __always_inline void spin_rb_doorbell(void)
+/* Wake the reader of ring rb (spin_rings) now, without an event: an empty
+ * record, discarded, with a forced wake-up (consumers skip it). */
+static __always_inline void spin_rb_doorbell(void *rb)
 {
-	void *e = bpf_ringbuf_reserve(&spin_events, 8, 0);
+	void *e = rb ? bpf_ringbuf_reserve(rb, 8, 0) : NULL;
 
 	if (e)
 		bpf_ringbuf_discard(e, BPF_RB_FORCE_WAKEUP);
@@ -860,23 +871,34 @@ static __always_inline void spin_rb_doorbell(void)
 static __noinline void spin_rb_submit(void *e, __u64 flags)
 {
 	struct spin_cfg *cfg = spin_cfg_get();
-	__u32 zero = 0, rank = ((struct spin_event *)e)->src_rank;
+	__u32 rank = ((struct spin_event *)e)->src_rank;
+	__u32 slot = SPIN_PT_SLOT(((struct spin_event *)e)->pt_index) & (SPIN_MAX_PROCS - 1);
 	struct spin_stats *st;
 	struct spin_waker *w;
 	struct spin_src *src;
 
-	/* another process's ring than slot 0's (spin_events): the deferred
-	 * wake-ups and the sources' shares are spin_events' only */
-	if (SPIN_PT_SLOT(((struct spin_event *)e)->pt_index)) {
-		bpf_ringbuf_submit(e, flags == BPF_RB_NO_WAKEUP ? BPF_RB_NO_WAKEUP : 0);
-		return;
+	if (slot) {
+		/* another process's ring than slot 0's (spin_events): its
+		 * source's share of that ring (spin_src_ev_over); a direct
+		 * wake-up wakes a reader that has caught up */
+		__u32 k = SPIN_SRC_EV_KEY(rank, slot);
+		struct spin_src_ev *se = bpf_map_lookup_elem(&spin_src_ev, &k);
+
+		/* (made by the admission that let the event's message or ack
+		 * in, spin_src_ev_over_slot) */
+		if (se)
+			__sync_fetch_and_add(&se->ev_new, 1);
+		if (flags != BPF_RB_NO_WAKEUP)
+			flags = 0;
+	} else {
+		/* the event counts towards its source's share (spin_src_ev_over) */
+		src = bpf_map_lookup_elem(&spin_src, &rank);
+		if (src)
+			__sync_fetch_and_add(&src->ev_new, 1);
 	}
-	/* the event counts towards its source's share (spin_src_ev_over) */
-	src = bpf_map_lookup_elem(&spin_src, &rank);
-	if (src)
-		__sync_fetch_and_add(&src->ev_new, 1);
 	if (flags == BPF_RB_NO_WAKEUP || !cfg || !(cfg->flags & SPIN_CFG_F_WAKE_DEFER) ||
-	    !(w = bpf_map_lookup_elem(&spin_waker, &zero)) || w->armed != 2) {
+	    !(w = bpf_map_lookup_elem(&spin_waker, (const void *)&spin_slot_keys[slot])) ||
+	    w->armed != 2) {
 		bpf_ringbuf_submit(e, flags);
 		return;
 	}
@@ -885,7 +907,8 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 #else
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	if (bpf_wq_start(&w->wq, 0)) {
-		spin_rb_doorbell();	/* cannot defer it: wake now */
+		/* cannot defer it: wake now */
+		spin_rb_doorbell(bpf_map_lookup_elem(&spin_rings, (const void *)&spin_slot_keys[slot]));
 		return;
 	}
 	st = spin_stats_get();
@@ -912,11 +935,48 @@ static __always_inline bool spin_events_full(__u32 pt)
  * keeps at most SPIN_SRC_EV_QUOTA events in the ring.  Racing CPUs may
  * lose an update of the counts (a few events either way).
  */
-static __always_inline bool spin_src_ev_over(__u32 rank)
+/* A source's first counts in a slot's ring (read-only: no stack). */
+static const volatile struct spin_src_ev spin_src_ev_zero = { 0 };
+
+/* spin_src_ev_over for the ring of a process slot above 0 (runtime portal
+ * pt's), counted in spin_src_ev; the source's first look makes its counts
+ * there (when the map is full, it has none: no share) */
+static __noinline bool spin_src_ev_over_slot(__u32 rank, __u32 pt)
 {
-	struct spin_src *s = bpf_map_lookup_elem(&spin_src, &rank);
+	__u32 k = SPIN_SRC_EV_KEY(rank, SPIN_PT_SLOT(pt));
+	struct spin_src_ev *s = bpf_map_lookup_elem(&spin_src_ev, &k);
+	void *rb = spin_ring_of(pt);
 	__u64 cons, prod;
 
+	if (!s) {
+		bpf_map_update_elem(&spin_src_ev, &k, (const void *)&spin_src_ev_zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&spin_src_ev, &k);
+	}
+	if (!s || !rb)
+		return false;
+	cons = bpf_ringbuf_query(rb, BPF_RB_CONS_POS);
+	prod = bpf_ringbuf_query(rb, BPF_RB_PROD_POS);
+	if (*(volatile __u64 *)&s->ev_mark > prod) {
+		/* a mark in the slot's previous ring: this one is new */
+		s->ev_old = 0;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	} else if (cons >= *(volatile __u64 *)&s->ev_mark) {
+		s->ev_old = cons >= prod ? 0 : s->ev_new;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	}
+	return s->ev_old + s->ev_new >= SPIN_SRC_EV_QUOTA;
+}
+
+static __always_inline bool spin_src_ev_over(__u32 rank, __u32 pt)
+{
+	struct spin_src *s;
+	__u64 cons, prod;
+
+	if (SPIN_PT_SLOT(pt))
+		return spin_src_ev_over_slot(rank, pt);
+	s = bpf_map_lookup_elem(&spin_src, &rank);
 	if (!s)
 		return false;
 	cons = bpf_ringbuf_query(&spin_events, BPF_RB_CONS_POS);

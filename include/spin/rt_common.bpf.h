@@ -171,9 +171,16 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 {
 	struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, key);
 	struct spin_src *s;
+	struct spin_me *me;
+	__u32 mi = SPIN_MAX_ME;
+	__u64 seq = 0;
 
 	if (m && m->nchunks)
 		spin_chunks_free(key, m->nchunks);
+	if (m && (m->flags & SPIN_MSGF_MATCHED)) {
+		mi = m->me;
+		seq = m->me_seq;
+	}
 	/* its handlers' per-message state (if they made one) */
 	bpf_map_delete_elem(&spin_mstate, key);
 	if (bpf_map_delete_elem(&spin_msgs, key))
@@ -181,6 +188,11 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
 	if (s)
 		spin_src_give(s);
+	/* the entry it matched has one message in flight less (spin_me.busy),
+	 * if it is still that entry */
+	if (mi < SPIN_MAX_ME && (me = bpf_map_lookup_elem(&spin_me, &mi)) && me->seq == seq &&
+	    (__s32)*(volatile __u32 *)&me->busy > 0)
+		__sync_fetch_and_add(&me->busy, -1);
 }
 
 /* Is me still the entry that message m matched: not unlinked, and no other
@@ -641,7 +653,7 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 	m->cpu = bpf_get_smp_processor_id();
 	m->t0 = c->putq_t0;
 	m->id0 = c->seq;
-	m->pad = 0;
+	m->slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
 	/* message ids of the queued puts: the ones after put 0's */
 	c->seq += n;
 	if (st)

@@ -24,8 +24,10 @@
  * and libspin refuses an object built for another one.
  */
 /* 2: handler programs end in the runtime's finish stage (spin_stages)
- * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF) */
-#define SPIN_ABI_VERSION	4
+ * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF)
+ * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs
+ *    too; spin_waker has an element per process slot; spin_src_ev */
+#define SPIN_ABI_VERSION	5
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -666,7 +668,14 @@ struct spin_me {
 	__u32	hpu_len;	/* bytes of handler memory in use */
 	__u32	hpu_size;	/* bytes of handler memory (SPIN_HPU_SIZE, or up to
 				 * SPIN_HPU_BIG_SIZE in spin_hpu_big) */
-	__u32	pad_hpu;
+	__u32	busy;	/* messages of more than one packet the runtime has
+			 * matched to it and not finished (spin_msgs states
+			 * with SPIN_MSGF_MATCHED; added when the first packet
+			 * matches, taken when spin_msg_free removes the state,
+			 * if the entry still has the state's seq): PtlMEUnlink
+			 * returns PTL_IN_USE while it is above 0 (a signed
+			 * look: a take racing with a reuse of the slot cannot
+			 * make it look busy for ever).  0 at append. */
 	/* counters: kept per CPU in spin_me_ct by the runtime (no atomics
 	 * on the fast path); spin_me_get() fills these with the sums */
 	__u64	ct_success;
@@ -994,7 +1003,8 @@ struct spin_fanout_meta {
 	__u64	t0;		/* ticket of the first */
 	__u32	id0;		/* message id sequence of the first (the CPU's
 				 * id space, as put 0's; the others follow) */
-	__u32	pad;
+	__u32	slot;		/* the process slot of the entry whose handler
+				 * made the puts: every copy speaks for it */
 } __attribute__((packed, aligned(4)));
 _Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits the XDP headroom");
 
@@ -1073,6 +1083,23 @@ struct spin_event {
 #define SPIN_EVENTS_RESERVE	(64 << 10)
 #define SPIN_EV_REC_SIZE	((((__u32)sizeof(struct spin_event) + 7) & ~7u) + 8)
 #define SPIN_SRC_EV_QUOTA	((SPIN_EVENTS_SIZE / 2) / SPIN_EV_REC_SIZE)
+
+/* The same share in the rings of process slots 1..7 (spin_rings; slot 0's
+ * is spin_events, counted in spin_src): spin_src_ev, a hash by
+ * SPIN_SRC_EV_KEY(rank, slot) of the counts (as spin_src's ev_*), made by
+ * the source's first event in that ring and never freed.  Room for every
+ * source with a duplicate window in every other slot; a pair beyond that
+ * is not counted (no share).  A process that takes a slot makes a new
+ * ring, whose positions start again at 0: a mark beyond its producer
+ * position is an old ring's, and the counts start again. */
+struct spin_src_ev {
+	__u32	ev_old;
+	__u32	ev_new;
+	__u64	ev_mark;
+};
+#define SPIN_SRC_EV_PAIRS	(SPIN_DEDUP_SOURCES * (SPIN_MAX_PROCS - 1))	/* 28,672 */
+#define SPIN_SRC_EV_KEY(rank, slot)	((__u32)(rank) << 3 | ((__u32)(slot) & (SPIN_MAX_PROCS - 1)))
+_Static_assert(SPIN_MAX_PROCS == 8 && SPIN_MAX_PEERS <= (1u << 29), "SPIN_SRC_EV_KEY: 3 bits of slot");
 
 /*
  * Shipped handlers (docs/shipping.md): a process sends a handler object to
