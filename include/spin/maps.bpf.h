@@ -897,7 +897,7 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 			__sync_fetch_and_add(&src->ev_new, 1);
 	}
 	if (flags == BPF_RB_NO_WAKEUP || !cfg || !(cfg->flags & SPIN_CFG_F_WAKE_DEFER) ||
-	    !(w = bpf_map_lookup_elem(&spin_waker, (const void *)&spin_slot_keys[slot])) ||
+	    !(w = bpf_map_lookup_elem(&spin_waker, spin_slot_key(slot))) ||
 	    w->armed != 2) {
 		bpf_ringbuf_submit(e, flags);
 		return;
@@ -908,7 +908,7 @@ static __noinline void spin_rb_submit(void *e, __u64 flags)
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	if (bpf_wq_start(&w->wq, 0)) {
 		/* cannot defer it: wake now */
-		spin_rb_doorbell(bpf_map_lookup_elem(&spin_rings, (const void *)&spin_slot_keys[slot]));
+		spin_rb_doorbell(bpf_map_lookup_elem(&spin_rings, spin_slot_key(slot)));
 		return;
 	}
 	st = spin_stats_get();
