@@ -678,6 +678,56 @@ static void slot1_window_free(int wins, int hfd, int fd, uint8_t *w, size_t len)
 		close(hfd);
 }
 
+/* Slot 1 as a second Portals process would hold it, for the tests of
+ * what one slot's handlers reach: its window (slot1_window), a handle of
+ * its own (rt1, slot 1, what slot_take in lib/ptl.c sets), the handler
+ * object obj (under selftests/progs) loaded by it as name[0], and its
+ * portal 0 (pt1).  slot1_up: 0, or -1 (asserted); slot1_down undoes
+ * whatever was done, entries first (reset), also a second handler a
+ * test loaded with rt1 and named in name[1]. */
+struct slot1 {
+	int wins, hfd, w1fd;
+	uint8_t *w1;
+	size_t wlen;
+	struct spin_rt *rt1;
+	const char *name[2];	/* handlers loaded by rt1, to unload */
+	bool pt1_held;
+};
+
+static int slot1_up(struct slot1 *f, const char *obj, const char *name)
+{
+	char path[1024];
+
+	*f = (struct slot1){ .wins = pinned_map("spin_wins"), .hfd = pinned_map("spin_host"),
+			     .w1fd = -1, .w1 = MAP_FAILED };
+	if (slot1_window(f->wins, f->hfd, &f->w1fd, &f->w1, &f->wlen) ||
+	    !ASSERT_EQ(spin_open(IFA, &f->rt1), 0, "a second handle"))
+		return -1;
+	f->rt1->slot = 1;
+	f->rt1->win_fd = dup(f->w1fd);
+	snprintf(path, sizeof(path), "%s/selftests/progs/%s", objdir, obj);
+	if (!ASSERT_TRUE(spin_handler_load(f->rt1, path, name) >= 0, "the handlers loaded by slot 1"))
+		return -1;
+	f->name[0] = name;
+	if (!ASSERT_TRUE(spin_pt_alloc(rt, SPIN_PT_OF(1, 0)) >= 0, "slot 1's portal 0"))
+		return -1;
+	f->pt1_held = true;
+	return 0;
+}
+
+static void slot1_down(struct slot1 *f)
+{
+	reset();	/* unlinks the entries: then their handlers unload */
+	if (f->pt1_held)
+		spin_pt_free(rt, SPIN_PT_OF(1, 0));
+	for (int k = 0; k < 2; k++)
+		if (f->name[k])
+			ASSERT_OK(spin_handler_unload(rt, f->name[k]), "slot 1's handlers unloaded");
+	if (f->rt1)
+		spin_close(f->rt1);
+	slot1_window_free(f->wins, f->hfd, f->w1fd, f->w1, f->wlen);
+}
+
 /*
  * Each process slot has its own host window (spin_wins; docs/security.md,
  * "Isolation"): a put to an entry of slot 1's portal lands in slot 1's
@@ -1292,31 +1342,15 @@ static void handler_window_confined(void)
 	struct test_state init = { .mode = T_DMA };
 	struct spin_me_spec s0 = spec(0, 0x4c, 4096), s1 = spec(pt1, 0x4c, 4096);
 	struct spin_msg_args a = margs(0, 0, 0x4c);
-	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
-	struct spin_rt *rt1 = NULL;
-	uint8_t *w1 = MAP_FAILED, want[4096];
-	size_t wlen = 0;
-	bool pt1_held = false, loaded = false, reach_loaded = false;
-	int i0, i1;
+	struct slot1 f;
+	uint8_t *w1, want[4096];
+	int i0, i1, rc;
 
 	reset();
 	fill(msg, sizeof(msg), 9);
-	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
-	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+	if (slot1_up(&f, "test_handlers.bpf.o", "test_s1"))
 		goto out;
-	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
-	rt1->win_fd = dup(w1fd);
-	{
-		char path[1024];
-
-		snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", objdir);
-		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "test_s1") >= 0, "handlers loaded by slot 1"))
-			goto out;
-		loaded = true;
-	}
-	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
-		goto out;
-	pt1_held = true;
+	w1 = f.w1;
 	s0.handler = s1.handler = "test_s1";
 	s0.hpu_init = s1.hpu_init = &init;
 	s0.hpu_init_len = s1.hpu_init_len = sizeof(init);
@@ -1354,9 +1388,9 @@ static void handler_window_confined(void)
 		int ir;
 
 		snprintf(path, sizeof(path), "%s/selftests/progs/win_reach.bpf.o", objdir);
-		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1"))
+		if (!ASSERT_TRUE(spin_handler_load(f.rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1"))
 			goto out;
-		reach_loaded = true;
+		f.name[1] = "reach_s1";
 		sr.handler = "reach_s1";
 		sr.hpu_init = n;
 		sr.hpu_init_len = sizeof(n);
@@ -1379,16 +1413,7 @@ static void handler_window_confined(void)
 		}
 	}
 out:
-	reset();	/* unlinks the entries: then their handlers unload */
-	if (pt1_held)
-		spin_pt_free(rt, pt1);
-	if (loaded)
-		ASSERT_OK(spin_handler_unload(rt, "test_s1"), "test_s1 unloaded");
-	if (reach_loaded)
-		ASSERT_OK(spin_handler_unload(rt, "reach_s1"), "reach_s1 unloaded");
-	if (rt1)
-		spin_close(rt1);
-	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+	slot1_down(&f);
 }
 
 /*
@@ -1410,32 +1435,15 @@ static void handler_finish_confined(void)
 	struct spin_me_spec sv = spec(0, 0x4d, 4096), sa = spec(pt1, 0x4e, 4096);
 	struct spin_msg_args a = margs(0, 0, 0x4e);
 	struct fin_steer fs = { 0 }, got;
-	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
-	struct spin_rt *rt1 = NULL;
-	uint8_t *w1 = MAP_FAILED, want[4096];
-	size_t wlen = 0;
-	bool pt1_held = false, loaded = false;
-	int iv, ia;
+	struct slot1 f;
+	uint8_t *w1, want[4096];
+	int iv, ia, rc;
 
 	reset();
 	fill(msg, sizeof(msg), 11);
-	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
-	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+	if (slot1_up(&f, "fin_steer.bpf.o", "steer_s1"))
 		goto out;
-	rt1->slot = 1;			/* what slot_take (lib/ptl.c) sets */
-	rt1->win_fd = dup(w1fd);
-	{
-		char path[1024];
-
-		snprintf(path, sizeof(path), "%s/selftests/progs/fin_steer.bpf.o", objdir);
-		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "steer_s1") >= 0,
-				 "fin_steer loaded by slot 1"))
-			goto out;
-		loaded = true;
-	}
-	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
-		goto out;
-	pt1_held = true;
+	w1 = f.w1;
 	/* the victim: slot 0's entry at window offset 0, no handler */
 	sv.host_off = 0;
 	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
@@ -1503,14 +1511,7 @@ static void handler_finish_confined(void)
 			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
 	}
 out:
-	reset();	/* unlinks the entries: then the handler unloads */
-	if (pt1_held)
-		spin_pt_free(rt, pt1);
-	if (loaded)
-		ASSERT_OK(spin_handler_unload(rt, "steer_s1"), "steer_s1 unloaded");
-	if (rt1)
-		spin_close(rt1);
-	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+	slot1_down(&f);
 }
 
 /*
@@ -1575,32 +1576,15 @@ static void handler_no_foreign_tail_call(void)
 	struct test_state init = { .mode = T_DMA };
 	struct spin_me_spec sv = spec(0, 0x52, 4096), sa = spec(pt1, 0x53, 4096);
 	struct spin_msg_args a = margs(0, 0, 0x53);
-	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1, rc;
-	struct spin_rt *rt1 = NULL;
-	uint8_t *w1 = MAP_FAILED, want[4096];
+	struct slot1 f;
+	uint8_t want[4096];
 	uint64_t hs[3] = { 0 };
-	size_t wlen = 0;
-	bool pt1_held = false, loaded = false;
-	int iv, ia;
+	int iv, ia, rc;
 
 	reset();
 	fill(msg, sizeof(msg), 13);
-	if (slot1_window(wins, hfd, &w1fd, &w1, &wlen) ||
-	    !ASSERT_EQ(spin_open(IFA, &rt1), 0, "a second handle"))
+	if (slot1_up(&f, "hop_steer.bpf.o", "hop_s1"))
 		goto out;
-	rt1->slot = 1;
-	rt1->win_fd = dup(w1fd);
-	{
-		char path[1024];
-
-		snprintf(path, sizeof(path), "%s/selftests/progs/hop_steer.bpf.o", objdir);
-		if (!ASSERT_TRUE(spin_handler_load(rt1, path, "hop_s1") >= 0, "hop_steer loaded by slot 1"))
-			goto out;
-		loaded = true;
-	}
-	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
-		goto out;
-	pt1_held = true;
 	/* the victim: slot 0's entry whose handler (slot 0's) DMAs its payload */
 	sv.host_off = 0;
 	sv.handler = "test";
@@ -1630,14 +1614,7 @@ static void handler_no_foreign_tail_call(void)
 	ASSERT_EQ(tstate(iv).pay_calls, 0, "slot 0's handler never ran");
 	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
 out:
-	reset();
-	if (pt1_held)
-		spin_pt_free(rt, pt1);
-	if (loaded)
-		ASSERT_OK(spin_handler_unload(rt, "hop_s1"), "hop_s1 unloaded");
-	if (rt1)
-		spin_close(rt1);
-	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+	slot1_down(&f);
 }
 
 /*
