@@ -50,7 +50,8 @@ start() {
 	esac
 	# shellcheck disable=SC2086
 	nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$hosts" \
-		PTL_TEST_DIR="$dir" PTL_TEST_NPROCS="$n" PTL_TEST_TOP="$TOP" $renv "$@" \
+		PTL_TEST_DIR="$dir" PTL_TEST_NPROCS="$n" PTL_TEST_TOP="$TOP" \
+		PTL_BARRIER_MS=$(( ${PTL_CASE_TIMEOUT:-30} * 1000 - 3000 )) $renv "$@" \
 		timeout -k 2 "${PTL_CASE_TIMEOUT:-30}" "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
 }
 
@@ -135,7 +136,7 @@ EOW
 	timeout -k 2 "$secs" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
 		--output-filename "$dir/mpi" \
 		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
-		-x SPIN_RENDEZVOUS_MS=$(((secs - 20) * 1000)) \
+		-x SPIN_RENDEZVOUS_MS=$(((secs - 20) * 1000)) -x PTL_BARRIER_MS=$(((secs - 20) * 1000)) \
 		-x PTL_TEST_NPROCS="$np" -x PTL_TEST_TOP="$TOP" \
 		"$dir/wrap" "$BIN" "$case" >"$dir/out.0" 2>&1
 	rc=$?
@@ -189,8 +190,8 @@ run_mproc_case() {
 	for k in $(seq 0 $((n - 1))); do
 		# shellcheck disable=SC2086
 		nsx "$(ptl_ns "$TAG-m" $((k / per)))" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$dir/hosts" \
-			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$n PTL_TEST_TOP="$TOP" "$@" \
-			timeout -k 2 60 "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
+			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$n PTL_TEST_TOP="$TOP" \
+			PTL_BARRIER_MS=57000 "$@" timeout -k 2 60 "$BIN" "$case" >>"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
 	for k in "${!pids[@]}"; do
@@ -219,7 +220,7 @@ run_mpkill() {
 	mp_start() {	# mp_start K CASE
 		nsx "$(ptl_ns "$TAG-m" $(($1 / 2)))" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$dir/hosts" \
 			SPIN_RANK="$1" PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$n PTL_TEST_TOP="$TOP" \
-			timeout -k 2 60 "$BIN" "$2" >>"$dir/out.$1" 2>&1 &
+			PTL_BARRIER_MS=57000 timeout -k 2 60 "$BIN" "$2" >>"$dir/out.$1" 2>&1 &
 	}
 	for k in 0 1 2 3; do
 		mp_start "$k" mpkill; pids+=($!)

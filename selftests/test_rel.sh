@@ -103,7 +103,7 @@ rel() {
 		# shellcheck disable=SC2046
 		nsx "$([ $k = 0 ] && echo "$NA" || echo "$NB")" env SPIN_IFACE=veth0 \
 			SPIN_HOSTFILE="$WORK/hosts" SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=2 \
-			PTL_TEST_TOP="$TOP" SPIN_PTL_HOST_PAGES=$HOSTPG "$@" \
+			PTL_TEST_TOP="$TOP" SPIN_PTL_HOST_PAGES=$HOSTPG PTL_BARRIER_MS=230000 "$@" \
 			timeout -k 2 240 "$BIN" "$case" >"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
@@ -292,7 +292,7 @@ incast() {
 	for k in $(seq 0 "$n"); do
 		nsx "$(ptl_ns "$TAG" "$k")" env SPIN_IFACE=veth0 SPIN_HOSTFILE="$WORK/hosts$((n + 1))" \
 			SPIN_RANK=$k PTL_TEST_DIR="$dir" PTL_TEST_NPROCS=$((n + 1)) PTL_TEST_TOP="$TOP" \
-			SPIN_PTL_HOST_PAGES=65536 "$@" timeout -k 2 240 "$BIN" rel_incast \
+			SPIN_PTL_HOST_PAGES=65536 PTL_BARRIER_MS=230000 "$@" timeout -k 2 240 "$BIN" rel_incast \
 			>"$dir/out.$k" 2>&1 &
 		pids+=($!)
 	done
