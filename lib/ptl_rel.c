@@ -600,7 +600,11 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 		err = send_pkts(ni, p, NULL, 0, 0, post_only);
 	if (err)
 		return err;
-	now = ptl_now_us();
+	/* a long message's timers start when its packets went out; one
+	 * packet's send takes microseconds against an RTO of at least
+	 * $SPIN_PTL_RTO_MIN_US: no second clock read on the 8-byte path */
+	if (p->npkts > 1)
+		now = ptl_now_us();
 	p->alive_us = now;
 	p->rto_at_us = now + ni->rto_us;
 	p->rel = true;
