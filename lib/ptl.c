@@ -585,6 +585,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		ni->poll_us = 60000000;	/* poll() takes an int of ms */
 	/* reliable delivery (docs/reliable.md) */
 	ni->reliable = env_u64("SPIN_PTL_RELIABLE", 1) != 0;
+	ni->uid = (uint32_t)geteuid();
 	ni->rto_min_us = env_u64("SPIN_PTL_RTO_MIN_US", 1000) ?: 1;
 	ni->rto_max_us = env_u64("SPIN_PTL_RTO_MAX_US", 200000);
 	if (ni->rto_max_us < ni->rto_min_us)
@@ -1213,7 +1214,7 @@ int PtlGetUid(ptl_handle_ni_t nih, ptl_uid_t *uid)
 	ni = ni_enter_h(nih, &rc);
 	if (!ni)
 		return rc;
-	*uid = geteuid();
+	*uid = ni->uid;
 	ptl_unlock(ni);
 	return PTL_OK;
 }
@@ -1338,7 +1339,7 @@ void ptl_pt_flowctl(struct ptl_ni *ni, uint32_t pt)
 		return;
 	}
 	ev.pt_index = ptl_pt_user(pt);
-	ev.uid = geteuid();
+	ev.uid = ni->uid;
 	ptl_eq_post(ni, p->eq, &ev);
 }
 
@@ -3275,7 +3276,7 @@ void ptl_target_done(struct ptl_ni *ni, struct ptl_mer *m, ptl_event_t *ev, uint
 	ev->pt_index = ptl_pt_user(m->pt);
 	ev->user_ptr = m->user_ptr;
 	ev->initiator = ptl_initiator(ni, rank, pid);
-	ev->uid = geteuid();
+	ev->uid = ni->uid;
 	if (!(o & PTL_ME_EVENT_COMM_DISABLE) && (!ok || !(o & PTL_ME_EVENT_SUCCESS_DISABLE)))
 		ptl_eq_post(ni, ni->pt[m->pt].eq, ev);
 	if (o & PTL_ME_EVENT_CT_COMM)

@@ -1245,7 +1245,7 @@ static int on_event(void *ctx, const struct spin_event *e)
 				.type = PTL_EVENT_PT_DISABLED, .pt_index = ptl_pt_user(e->pt_index),
 				.match_bits = e->match_bits,
 				.initiator = ptl_initiator(ni, e->src_rank, e->src_pid),
-				.ni_fail_type = PTL_NI_PT_DISABLED, .uid = geteuid(),
+				.ni_fail_type = PTL_NI_PT_DISABLED, .uid = ni->uid,
 			};
 
 			ni->pt[e->pt_index].enabled = false;

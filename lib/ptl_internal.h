@@ -415,6 +415,7 @@ struct ptl_ni {
 	size_t map_size;
 	ptl_ni_limits_t limits;	/* what spin supports (the most a view may get) */
 	ptl_ni_limits_t lim[PTL_N_VIEW];	/* each view's, from PtlNIInit's desired */
+	uint32_t uid;		/* geteuid() at PtlNIInit: events' uid (no system call per event) */
 	uint64_t timeout_ms;
 	uint64_t spin_us;
 	uint64_t wake_us;	/* $SPIN_PTL_WAKE_US: 0, the runtime wakes a
