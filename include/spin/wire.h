@@ -881,7 +881,10 @@ enum spin_put_kind {
 
 /* A handler's get in flight (spin_hgets, an LRU hash: the oldest one whose
  * reply never came makes room), keyed by the target's rank and the GET's
- * message id: the REPLY carries both. */
+ * message id: the REPLY carries both.  Only the runtime's programs and
+ * handlers' finish stages hold the map (never a handler program: lib/
+ * handler.c); the finish stage writes the record, stamped with its own
+ * slot (spin_fin_slot), for a window address of that slot only. */
 #define SPIN_HGETS		4096
 #define SPIN_HGET_MAX		(64 * SPIN_MAX_SEG)	/* a reply of at most 64 packets */
 struct spin_hget_key {
@@ -897,6 +900,9 @@ struct spin_hget {
 	__u32	len;		/* bytes asked */
 	__u32	me;		/* the entry whose handler asked */
 	__u32	ct;		/* its ct (SPIN_CT_LOCAL_ME: count on the entry) */
+	__u32	slot;		/* the process slot of the finish stage that wrote
+				 * it: host_off is in that slot's window */
+	__u32	pad;
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */
