@@ -26,8 +26,11 @@
 /* 2: handler programs end in the runtime's finish stage (spin_stages)
  * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF)
  * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs
- *    too; spin_waker has an element per process slot; spin_src_ev */
-#define SPIN_ABI_VERSION	5
+ *    too; spin_waker has an element per process slot; spin_src_ev
+ * 6: spin_hget.slot; spin_hgets is the runtime's only (handler objects do
+ *    not declare it); the finish stage records handler gets and posts
+ *    long puts from host, spin_tc neither */
+#define SPIN_ABI_VERSION	6
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
