@@ -1644,9 +1644,11 @@ static __noinline int spin_rx_hget(struct xdp_md *xdp, struct spin_stats *st)
 	bit = 1ull << (idx & 63);
 	if (__sync_fetch_and_or(&g->seen, bit) & bit)
 		return XDP_DROP;	/* a duplicate */
-	/* g->host_off is a window address made from the asking entry's slot
-	 * (handler.h, __spin_host_off): the entry's own window, re-checked */
-	if (pay && (SPIN_WIN_SLOT(g->host_off) != SPIN_PT_SLOT(me->pt) ||
+	/* the record is the runtime's (no handler program holds spin_hgets):
+	 * its finish stage wrote it, stamped with the stage's slot, for an
+	 * address in that slot's window; re-checked, and the entry still
+	 * that slot's */
+	if (pay && (SPIN_WIN_SLOT(g->host_off) != g->slot || SPIN_PT_SLOT(me->pt) != g->slot ||
 		    spin_frame_to_host(xdp, SPIN_PAY_OFF, spin_win_add(g->host_off, pkt_off), pay,
 				       c->bounce))) {
 		bpf_map_delete_elem(&spin_hgets, &k);
@@ -2169,52 +2171,6 @@ static __always_inline int spin_tc_sign(struct __sk_buff *skb)
 	return bpf_skb_store_bytes(skb, SPIN_HDR_OFF + SPIN_AUTH_LEN, &tag, sizeof(tag), 0) ? -1 : 0;
 }
 
-/* A queued put from host longer than a packet: the owning process sends
- * it (SPIN_EV_PUT_FROM_HOST, as spin_do_put's for put 0), through the ring
- * of the slot of portal pti. */
-static __always_inline int spin_tc_to_host(const struct spin_putq_ent *e, __u32 pti,
-					   struct spin_stats *st)
-{
-	void *rb = spin_ring_of(pti);
-	struct spin_event *ev = rb ? bpf_ringbuf_reserve(rb, sizeof(*ev), 0) : NULL;
-	__u32 k = e->me;
-	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &k);
-
-	if (!ev) {
-		spin_drop_count(st, SPIN_DROP_EV_LOST);
-		return -2;
-	}
-	__builtin_memset(ev, 0, sizeof(*ev));
-	ev->kind = SPIN_EV_PUT_FROM_HOST;
-	ev->pt_index = pti;
-	ev->me = e->me;
-	ev->owner_pid = me ? me->owner_pid : 0;
-	ev->user_ptr = me ? me->user_ptr : 0;
-	ev->timestamp_ns = bpf_ktime_get_ns();
-	ev->put = e->r;
-	spin_rb_submit(ev, spin_rb_flags());
-	if (st) {
-		st->events++;
-		st->tx_host_queued++;
-	}
-	return 0;
-}
-
-/* A handler get is about to go out: record it for its reply (spin_rx_hget). */
-static __always_inline int spin_tc_hget(const struct spin_putq_ent *e, __u32 rank, __u32 id)
-{
-	struct spin_hget_key hk = { .rank = rank, .msg_id = id };
-	struct spin_hget hv = {
-		.host_off = e->r.src_off, .len = e->r.len, .me = e->me, .ct = e->r.ct,
-	};
-	struct spin_me *me = bpf_map_lookup_elem(&spin_me, &e->me);
-
-	if (!me)
-		return -1;
-	hv.me_seq = me->seq;
-	return bpf_map_update_elem(&spin_hgets, &hk, &hv, BPF_ANY) ? -1 : 0;
-}
-
 #define SPIN_TC_SAME	0x1	/* pass: the puts of put 0's bytes (frame unchanged) */
 #define SPIN_TC_HAVE0	0x2	/* the frame holds put 0 */
 #define SPIN_TC_SLOT_SHIFT 8	/* pass >> 8: the slot of the process whose
@@ -2245,7 +2201,10 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 		return -1;
 	e = bpf_map_lookup_percpu_elem(&spin_putq, &k, cpu);
 	if (!e || e->ticket != SPIN_PUTQ_TICKET(cpu, t))
-		return -1;	/* overwritten: SPIN_PUTQ_SIZE later puts came first */
+		/* overwritten (SPIN_PUTQ_SIZE later puts came first), or
+		 * refused by the finish stage: counted once, in the second
+		 * pass */
+		return (pass & SPIN_TC_SAME) ? 1 : -1;
 	same = e->r.src == SPIN_SRC_PACKET;
 	if (same != !!(pass & SPIN_TC_SAME))
 		return 1;
@@ -2259,7 +2218,7 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	 * target's slot in the high byte) in the puts' own process's slot */
 	pti = SPIN_PT_OF(slot, bpf_ntohs(h.sh.pt_index) & ((1u << SPIN_PT_SLOT_SHIFT) - 1));
 	if (!hget && e->r.src == SPIN_SRC_HOST)
-		return spin_tc_to_host(e, pti, st);
+		return 0;	/* posted by the finish stage (spin_fanout) */
 	if (len > SPIN_MAX_SEG)
 		return -1;
 	rank = e->r.target_rank;
@@ -2327,8 +2286,7 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	h.sh.auth_tag = 0;
 	if (bpf_skb_store_bytes(skb, 0, &h, sizeof(h), 0) || spin_tc_sign(skb))
 		return -1;
-	if (hget && spin_tc_hget(e, rank, ((cpu + 1) << 24) | (id & 0xffffff)))
-		return -1;
+	/* (a GET's record is in spin_hgets: the finish stage wrote it) */
 	ifindex = peer->ifindex ? peer->ifindex : skb->ifindex;
 	if (bpf_clone_redirect(skb, ifindex, 0))
 		return -1;

@@ -343,10 +343,13 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
  * Bind every map obj declares (path names it in messages): to the
  * caller's (subst: a shipped program's own), to the handler's own (o), or
  * to the runtime's pinned one of that name.  An object declaring a map the
- * runtime has not is refused.
+ * runtime has not is refused, and so is a handler program (stage false)
+ * declaring spin_hgets: only the runtime and the finish stages (stage
+ * true), which stamp their own slot in what they write there, hold it.
  */
 static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *path,
-		     const struct spin_map_subst *subst, int n_subst, const struct own_maps *o)
+		     const struct spin_map_subst *subst, int n_subst, const struct own_maps *o,
+		     bool stage)
 {
 	struct bpf_map *map;
 	char p[PATH_MAX + 64];
@@ -377,6 +380,12 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			return spin_seterr(SPIN_EFAIL,
 					   "handler object %s declares map %s that is not a spin runtime map",
 					   path, mn);
+		/* where replies to handler gets are deposited: the runtime's
+		 * (docs/security.md, "Handlers") */
+		if (!stage && !strcmp(mn, "spin_hgets"))
+			return spin_seterr(SPIN_EFAIL,
+					   "handler object %s declares map spin_hgets, which only the "
+					   "runtime holds: rebuild it with this spin/maps.bpf.h", path);
 		if (!strcmp(mn, "spin_wins"))
 			fd = dup(o->wins);	/* its process's window only */
 		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */
@@ -460,7 +469,7 @@ static int fin_load(struct spin_rt *rt, const char *name, const struct spin_map_
 		err = spin_seterr(SPIN_EFAIL, "cannot set the finish stage's slot in %s", path);
 		goto out;
 	}
-	err = maps_bind(rt, obj, path, subst, n_subst, o);
+	err = maps_bind(rt, obj, path, subst, n_subst, o, true);
 	if (err)
 		goto out;
 	if (bpf_object__load(obj)) {
@@ -572,7 +581,7 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 	err = own_make(rt, subst, n_subst, &own);
 	if (err)
 		goto out;
-	err = maps_bind(rt, obj, path, subst, n_subst, &own);
+	err = maps_bind(rt, obj, path, subst, n_subst, &own, false);
 	if (err)
 		goto out;
 	log = malloc(SPIN_LOG_BUF_SIZE);

@@ -3073,7 +3073,9 @@ static int pfh_cb(void *ctx, void *data, size_t len)
  * entry of slot 1's process while put 0 went to a target in slot 0: its
  * PUT_FROM_HOST request goes to slot 1's ring, naming slot 1's portal,
  * since slot 1's process is the one to send it.  (spin_tc posted it to
- * slot 0's ring, with put 0's target's slot in the portal index.)
+ * slot 0's ring, with put 0's target's slot in the portal index.)  The
+ * handler is slot 1's (loaded by its process): the finish stage, which
+ * posts the request, takes only its own slot's window addresses.
  */
 static void fanout_host_slot1(void)
 {
@@ -3081,24 +3083,23 @@ static void fanout_host_slot1(void)
 	struct spin_me_spec s = spec(pt1, 0x48, 8192);
 	struct spin_msg_args a = margs(0, 0, 0x48);
 	static struct puts_state init;
-	int wins = pinned_map("spin_wins"), hfd = pinned_map("spin_host"), w1fd = -1;
 	int rings = -1, ring1 = -1, idx;
 	struct ring_buffer *rb = NULL;
 	struct pfh_seen seen = { 0 };
-	uint8_t msg[100], *w1 = MAP_FAILED;
-	size_t wlen = 0;
-	bool held = false, loaded = false;
-	char path[1024];
+	uint8_t msg[100];
+	bool peers = false;
+	struct slot1 f;
 	struct wire w;
-	struct fr f;
+	struct fr fr;
 
 	reset();
 	fill(msg, sizeof(msg), 64);
-	snprintf(path, sizeof(path), "%s/selftests/progs/puts_handler.bpf.o", objdir);
-	if (!ASSERT_OK(handler_fresh(path, "puts"), "verifier accepts the handler"))
+	/* the handler loaded by slot 1's process, as its entries' are (a
+	 * handler loaded by another slot reaches no window of slot 1) */
+	if (slot1_up(&f, "puts_handler.bpf.o", "puts_s1"))
 		goto out;
-	loaded = true;
-	if (fan_peers(2) || slot1_window(wins, hfd, &w1fd, &w1, &wlen))
+	peers = true;
+	if (fan_peers(2))
 		goto out;
 	rings = pinned_map("spin_rings");
 	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
@@ -3108,14 +3109,11 @@ static void fanout_host_slot1(void)
 	    !ASSERT_TRUE((rb = ring_buffer__new(ring1, pfh_cb, &seen, NULL)) != NULL,
 			 "slot 1's ring read"))
 		goto out;
-	if (!ASSERT_TRUE(spin_pt_alloc(rt, pt1) >= 0, "slot 1's portal 0"))
-		goto out;
-	held = true;
 	memset(&init, 0, sizeof(init));
 	init.n = 2;
 	init.op[0] = (struct puts_op){ .kind = PUTS_DEV, .len = 16, .rank = 2 };
 	init.op[1] = (struct puts_op){ .kind = PUTS_HOST, .len = 3000, .off = 100, .rank = 3 };
-	s.handler = "puts";
+	s.handler = "puts_s1";
 	s.hpu_init = &init;
 	s.hpu_init_len = sizeof(init);
 	s.host_off = 0;
@@ -3126,8 +3124,8 @@ static void fanout_host_slot1(void)
 	spin_stats_reset(rt);
 	a.pt_index = pt1;
 	a.msg_id = next_id++;
-	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
-	ASSERT_EQ(wire_send(&w, &f), f.len, "frame sent");
+	mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+	ASSERT_EQ(wire_send(&w, &fr), fr.len, "frame sent");
 	close(w.sock);
 	for (uint64_t t0 = t_now_ns(); !seen.n && t_now_ns() - t0 < WAIT_NS;) {
 		ring_buffer__consume(rb);
@@ -3145,15 +3143,263 @@ out:
 	}
 	if (ring1 >= 0)
 		close(ring1);
-	reset();	/* unlinks the entry: then its handler unloads */
-	if (held)
-		spin_pt_free(rt, pt1);
-	for (int r = 2; r < 4; r++)
-		spin_peer_del(rt, r);
-	base_peers(2, 4);
-	if (loaded)
-		ASSERT_OK(spin_handler_unload(rt, "puts"), "puts unloaded");
-	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+	if (peers) {
+		for (int r = 2; r < 4; r++)
+			spin_peer_del(rt, r);
+		base_peers(2, 4);
+	}
+	slot1_down(&f);
+}
+
+/* The handler gets recorded for slot's window (spin_hgets, read from
+ * user space); *k: one of their keys.  -1 without the map. */
+static int hgets_naming_slot(uint32_t slot, struct spin_hget_key *kout)
+{
+	int fd = pinned_map("spin_hgets"), n = 0;
+	struct spin_hget_key k, nk;
+	struct spin_hget g;
+	void *prev = NULL;
+
+	if (fd < 0)
+		return -1;
+	while (!bpf_map_get_next_key(fd, prev, &nk)) {
+		if (!bpf_map_lookup_elem(fd, &nk, &g) && SPIN_WIN_SLOT(g.host_off) == slot) {
+			n++;
+			if (kout)
+				*kout = nk;
+		}
+		k = nk;
+		prev = &k;
+	}
+	close(fd);
+	return n;
+}
+
+/* ring_buffer__consume callback: PUT_FROM_HOST requests, and how many name
+ * an address in slot 0's window (fanout_confined). */
+struct pfh_any {
+	int n, slot0;
+};
+
+static int pfh_any_cb(void *ctx, void *data, size_t len)
+{
+	struct pfh_any *p = ctx;
+	const struct spin_event *e = data;
+
+	if (len >= sizeof(*e) && e->kind == SPIN_EV_PUT_FROM_HOST) {
+		p->n++;
+		p->slot0 += SPIN_WIN_SLOT(e->put.src_off) == 0;
+	}
+	return 0;
+}
+
+/*
+ * A fan-out's queued puts cannot be steered at another slot
+ * (selftests/progs/fan_steer.bpf.c, a handler of slot 1 that puts to a
+ * device, puts from host memory (3000 bytes: for its process to send) and
+ * gets to host, all from its window's offset 0).  Unsteered, its put from
+ * host goes to slot 1's ring and its get is recorded for slot 1's window,
+ * where the reply lands.  Steered (spin_ctx's portal set to slot 0's, both
+ * queued entries rewritten to slot 0's window address and entry), no
+ * request reaches slot 0's ring or names slot 0's window, no get is
+ * recorded for slot 0's window and a reply leaves it unchanged.  Before,
+ * spin_tc posted the put to slot 0's ring (its process would send from its
+ * window) and recorded the get for slot 0's window, where the reply was
+ * deposited.
+ */
+struct fan_steer {
+	uint64_t mode, victim_me, calls;
+	int64_t rc[3];
+	uint8_t buf[16];
+};
+
+static void fanout_confined(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sv = spec(0, 0x56, 4096), sa = spec(pt1, 0x57, 8192);
+	struct spin_msg_args a = margs(0, 0, 0x57);
+	static struct fan_steer fs;
+	static uint8_t rep[64], want[4096];
+	int rings = -1, ring1 = -1, iv, ia;
+	struct ring_buffer *rb = NULL;
+	struct pfh_any s1 = { 0 };
+	bool peers = false;
+	uint8_t msg[100];
+	struct slot1 f;
+	struct wire w;
+	struct fr fr;
+
+	reset();
+	fill(msg, sizeof(msg), 17);
+	fill(rep, sizeof(rep), 18);
+	memset(want, 0xee, sizeof(want));
+	memset(&fs, 0, sizeof(fs));
+	if (slot1_up(&f, "fan_steer.bpf.o", "fsteer_s1"))
+		goto out;
+	peers = true;
+	rings = pinned_map("spin_rings");
+	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
+		       "slot 1's ring in spin_rings") ||
+	    !ASSERT_TRUE((rb = ring_buffer__new(ring1, pfh_any_cb, &s1, NULL)) != NULL,
+			 "slot 1's ring read"))
+		goto out;
+	sv.host_off = 0;
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	fs.victim_me = iv;
+	sa.host_off = 0;
+	sa.handler = "fsteer_s1";
+	sa.hpu_init = &fs;
+	sa.hpu_init_len = sizeof(fs);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "a victim entry in slot 0, an attacker in slot 1"))
+		goto out;
+	a.pt_index = pt1;
+	for (uint64_t mode = 0; mode <= 1; mode++) {
+		struct spin_hget_key k;
+		struct evs v;
+		int n0 = 0, nrec;
+
+		for (int r = 2; r < 4; r++)	/* the fan-out's targets */
+			spin_peer_del(rt, r);
+		if (fan_peers(2))
+			goto out;
+		fs.mode = mode;
+		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
+		events();	/* slot 0's ring drained */
+		ring_buffer__consume(rb);
+		s1 = (struct pfh_any){ 0 };
+		memset(host, 0xee, 4096);
+		memset(f.w1, 0xdd, 4096);
+		spin_stats_reset(rt);
+		if (wire_open(&w))
+			goto out;
+		a.msg_id = next_id++;
+		mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+		ASSERT_EQ(wire_send(&w, &fr), fr.len, "frame sent");
+		close(w.sock);
+		for (uint64_t t0 = t_now_ns(); !stats().fanout_copies && t_now_ns() - t0 < WAIT_NS;)
+			usleep(10000);
+		usleep(200000);	/* spin_tc's other copies */
+		ring_buffer__consume(rb);
+		v = events();
+		for (int i = 0; i < v.n; i++)
+			n0 += v.e[i].kind == SPIN_EV_PUT_FROM_HOST;
+		T_MSG("mode %llu: slot 0's ring %d requests, slot 1's %d (%d for slot 0's window), "
+		      "put_failed %llu", (unsigned long long)mode, n0, s1.n, s1.slot0,
+		      (unsigned long long)drops(SPIN_DROP_PUT_FAILED));
+		for (int r = 2; r < 4; r++)	/* the replies come from rank 3's base address */
+			spin_peer_del(rt, r);
+		base_peers(2, 4);
+		ASSERT_EQ(n0, 0, "no put-from-host request in slot 0's ring");
+		ASSERT_EQ(s1.slot0, 0, "no request names slot 0's window");
+		nrec = hgets_naming_slot(0, &k);
+		ASSERT_EQ(nrec, 0, "no get recorded for slot 0's window");
+		if (nrec > 0) {
+			struct spin_msg_args r = margs(k.rank, k.msg_id, 0x53);
+
+			r.op = SPIN_OP_REPLY;
+			mkpkt(&fr, &r, sizeof(rep), 0, sizeof(rep), rep);
+			run(&fr, NULL);
+		}
+		ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+		if (mode == 0) {
+			ASSERT_EQ(s1.n, 1, "unsteered: its request in slot 1's ring");
+			ASSERT_EQ(hgets_naming_slot(1, &k), 1, "its get recorded for slot 1's window");
+			{
+				struct spin_msg_args r = margs(k.rank, k.msg_id, 0x53);
+
+				r.op = SPIN_OP_REPLY;
+				mkpkt(&fr, &r, sizeof(rep), 0, sizeof(rep), rep);
+				run(&fr, NULL);
+				ASSERT_MEM(f.w1, rep, sizeof(rep), "its reply in slot 1's window");
+			}
+		}
+	}
+	ASSERT_EQ(spin_hpu_read(rt, ia, &fs, sizeof(fs)), 0, "its handler memory");
+	ASSERT_EQ(fs.calls, 1, "it ran (in mode 1)");
+out:
+	ring_buffer__free(rb);
+	if (rings >= 0) {
+		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
+		close(rings);
+	}
+	if (ring1 >= 0)
+		close(ring1);
+	if (peers) {
+		for (int r = 2; r < 4; r++)
+			spin_peer_del(rt, r);
+		base_peers(2, 4);
+	}
+	slot1_down(&f);
+}
+
+/*
+ * A handler cannot forge the record of a handler get (spin_hgets: where
+ * spin_rx deposits the reply): selftests/progs/hget_forge.bpf.c, loaded by
+ * slot 1, writes one naming slot 0's window and entry, for a reply from
+ * rank 3.  spin_hgets is the runtime's only: the object, which declares it,
+ * is refused, and the reply deposits nothing.  Before, it loaded, and the
+ * reply landed in slot 0's window.
+ */
+#define HGET_FORGE_ID	0x7a7a7a
+
+static void handler_hget_record(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sv = spec(0, 0x58, 4096), sa = spec(pt1, 0x59, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x59);
+	static uint8_t rep[64], want[4096];
+	uint64_t hs[2] = { 0 };
+	char path[1024];
+	struct slot1 f;
+	struct fr fr;
+	int iv, ld;
+
+	reset();
+	fill(rep, sizeof(rep), 19);
+	memset(want, 0xee, sizeof(want));
+	if (slot1_up(&f, "test_handlers.bpf.o", "test_s1"))
+		goto out;
+	sv.host_off = 0;
+	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	iv = me_add(&sv);
+	if (!ASSERT_TRUE(iv >= 0, "the victim entry"))
+		goto out;
+	snprintf(path, sizeof(path), "%s/selftests/progs/hget_forge.bpf.o", objdir);
+	ld = spin_handler_load(f.rt1, path, "hforge_s1");
+	T_MSG("hget_forge.bpf.o: %d %s", ld, ld < 0 ? spin_errmsg() : "");
+	if (ld >= 0) {
+		f.name[1] = "hforge_s1";
+		hs[0] = iv;
+		sa.host_off = 0;
+		sa.handler = "hforge_s1";
+		sa.hpu_init = hs;
+		sa.hpu_init_len = sizeof(hs);
+		sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		if (ASSERT_TRUE(me_add(&sa) >= 0, "the attacker's entry")) {
+			a.pt_index = pt1;
+			a.msg_id = next_id++;
+			mkpkt(&fr, &a, 64, 0, 64, rep);
+			run(&fr, NULL);
+		}
+	}
+	ASSERT_TRUE(ld < 0 && strstr(spin_errmsg(), "spin_hgets"),
+		    "a handler object that declares spin_hgets is refused");
+	memset(host, 0xee, 4096);
+	{
+		struct spin_msg_args r = margs(3, HGET_FORGE_ID, 0);
+
+		r.op = SPIN_OP_REPLY;
+		mkpkt(&fr, &r, sizeof(rep), 0, sizeof(rep), rep);
+		run(&fr, NULL);
+	}
+	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+out:
+	slot1_down(&f);
 }
 
 /*
@@ -6574,6 +6820,8 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_dma);
 	RUN_TEST(handler_window_confined);
 	RUN_TEST(handler_finish_confined);
+	RUN_TEST(handler_hget_record);
+	RUN_TEST(fanout_confined);
 	RUN_TEST(handler_finish_private_window);
 	RUN_TEST(handler_no_foreign_tail_call);
 	RUN_TEST(handler_window_pin);

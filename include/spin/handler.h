@@ -613,8 +613,8 @@ static __always_inline int __spin_put_call(__u32 kind, __u64 a, ptl_size_t len, 
  * A get of len bytes (at most SPIN_HGET_MAX) from target's entry matching
  * match_bits at remote_offset, whose reply the runtime deposits into this
  * entry's host memory at `offset`.  The GET is queued like a put (it
- * takes one of the SPIN_MAX_PUTS slots, and is never put 0: spin_tc sends
- * it and records it in spin_hgets).
+ * takes one of the SPIN_MAX_PUTS slots, and is never put 0: the finish
+ * stage records it in spin_hgets, spin_tc sends it).
  */
 #define __spin_get_host(offset, len, ct, ack, target, mb, roff, uptr, hdata)		\
 	__spin_put_call(SPIN_PUT_HGET, (offset), (len), (ct), (ack), __spin_rank(target), (mb),	\

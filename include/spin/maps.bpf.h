@@ -163,14 +163,20 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_msgs SEC(".maps");
 
-/* Handler gets in flight (wire.h, struct spin_hget): inserted by spin_tc
- * when it sends the GET, deleted by the REPLY that completes it. */
+/* Handler gets in flight (wire.h, struct spin_hget): inserted by the
+ * finish stage of the handler program that queued the GET (spin_fanout),
+ * deleted by the REPLY that completes it.  The runtime's only: handler
+ * objects do not declare it, and lib/handler.c refuses one that does, so
+ * no handler can write a record (docs/security.md, "Handlers"). */
+#define SPIN_HGETS_RT_ONLY 1
+#ifdef SPIN_RT_PROG
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, SPIN_HGETS);
 	__type(key, struct spin_hget_key);
 	__type(value, struct spin_hget);
 } spin_hgets SEC(".maps");
+#endif
 
 /* Handler scratch memory (spin_scratch() in spin/handler.h): one per CPU,
  * private to the invocation running there (XDP does not nest on a CPU). */

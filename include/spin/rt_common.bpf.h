@@ -611,6 +611,100 @@ to_host:
 	return XDP_DROP;
 }
 
+#ifdef SPIN_RT_PROG
+/*
+ * The queued puts of a fan-out that act on host memory are taken here, in
+ * the finish stage, not in spin_tc: a get to host is recorded in
+ * spin_hgets (where its reply goes), a put from host longer than a packet
+ * is posted to its process's ring (SPIN_EV_PUT_FROM_HOST).  Both for the
+ * stage's slot only (q.slot: spin_fin_slot in a handler program's stage,
+ * a constant of the program; the entry's in the runtime's own), and only
+ * for a window address of that slot: one of another slot is neither
+ * recorded nor posted (its ticket is cleared, so spin_tc counts it
+ * put_failed).  A handler writes spin_putq and spin_ctx, but not the
+ * stage's slot, nor spin_hgets (which no handler program holds), so what
+ * it writes there cannot make the runtime deposit into another slot's
+ * window or ask another slot's process to send (docs/security.md,
+ * "Handlers").
+ */
+struct spin_fo_q {
+	__u64	t0;		/* the first queued put's ticket */
+	__u32	cpu;		/* this CPU (the spin_putq element written) */
+	__u32	id0;		/* message id sequence of the first (as spin_tc's) */
+	__u32	slot;		/* the stage's slot */
+	__u32	pt;		/* the runtime portal the requests name */
+};
+
+static int spin_fo_host_cb(__u32 k, struct spin_fo_q *q)
+{
+	__u64 t = q->t0 + k;
+	__u32 i = (__u32)t & (SPIN_PUTQ_SIZE - 1), mk;
+	struct spin_putq_ent *e = bpf_map_lookup_elem(&spin_putq, &i);
+	struct spin_stats *st;
+	struct spin_event *ev;
+	struct spin_me *me;
+	void *rb;
+
+	if (!e || e->ticket != SPIN_PUTQ_TICKET(q->cpu, t))
+		return 0;
+	if (e->r.kind != SPIN_PUT_HGET && e->r.src != SPIN_SRC_HOST)
+		return 0;	/* spin_tc's: from the frame or the copied bytes */
+	mk = e->me;
+	me = bpf_map_lookup_elem(&spin_me, &mk);
+	if (SPIN_WIN_SLOT(e->r.src_off) != q->slot || !me) {
+		e->ticket = 0;	/* another slot's window: put_failed */
+		return 0;
+	}
+	if (e->r.kind == SPIN_PUT_HGET) {
+		/* key and record built in the entry's bytes (a GET has no
+		 * payload; nothing else runs on this CPU meanwhile): the
+		 * stage's stack is spent */
+		struct spin_hget_key *hk = (void *)e->data;
+		struct spin_hget *hv = (void *)(e->data + sizeof(*hk)), *old;
+
+		hk->rank = e->r.target_rank;
+		hk->msg_id = ((q->cpu + 1) << 24) | ((q->id0 + k) & 0xffffff);
+		hv->host_off = e->r.src_off;
+		hv->me_seq = me->seq;
+		hv->seen = 0;
+		hv->bytes = 0;
+		hv->len = e->r.len;
+		hv->me = mk;
+		hv->ct = e->r.ct;
+		hv->slot = q->slot;
+		hv->pad = 0;
+		old = bpf_map_lookup_elem(&spin_hgets, hk);
+		/* never over another slot's get in flight (its reply would
+		 * come here) */
+		if ((old && old->slot != q->slot) || bpf_map_update_elem(&spin_hgets, hk, hv, BPF_ANY))
+			e->ticket = 0;
+		return 0;
+	}
+	/* a put from host longer than a packet: the stage's process sends it */
+	st = spin_stats_get();
+	rb = spin_ring_of(q->pt);
+	ev = rb ? bpf_ringbuf_reserve(rb, sizeof(*ev), 0) : NULL;
+	if (!ev) {
+		spin_drop_count(st, SPIN_DROP_EV_LOST);
+		return 0;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->kind = SPIN_EV_PUT_FROM_HOST;
+	ev->pt_index = q->pt;
+	ev->me = mk;
+	ev->owner_pid = me->owner_pid;
+	ev->user_ptr = me->user_ptr;
+	ev->timestamp_ns = bpf_ktime_get_ns();
+	ev->put = e->r;
+	spin_rb_submit(ev, spin_rb_flags());
+	if (st) {
+		st->events++;
+		st->tx_host_queued++;
+	}
+	return 0;
+}
+#endif /* SPIN_RT_PROG */
+
 /*
  * Fan-out (more than one put from an invocation): put 0 has been dealt with
  * by spin_do_put (verdict: XDP_TX or a redirect when it is in the frame;
@@ -621,11 +715,12 @@ to_host:
  * and the queued ones count as put_failed.
  */
 static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
-				       struct spin_cfg *cfg, struct spin_stats *st, int verdict)
+				       struct spin_cfg *cfg, struct spin_stats *st, int verdict,
+				       const int stage)
 {
 	struct spin_fanout_meta *m;
 	void *data;
-	__u32 n = c->n_puts - 1, ifindex0;
+	__u32 n = c->n_puts - 1, ifindex0, slot;
 
 	if (n > SPIN_MAX_PUTS - 1)
 		n = SPIN_MAX_PUTS - 1;
@@ -653,7 +748,32 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 	m->cpu = bpf_get_smp_processor_id();
 	m->t0 = c->putq_t0;
 	m->id0 = c->seq;
-	m->slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
+	/* the process the copies speak for: a handler program's stage's own
+	 * slot, whatever spin_ctx says */
+	slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
+#ifdef SPIN_RT_PROG
+	if (spin_fin_slot < SPIN_MAX_PROCS)
+		slot = spin_fin_slot & (SPIN_MAX_PROCS - 1);
+	{
+		const struct spin_hdr *sh = data + SPIN_HDR_OFF;
+		struct spin_fo_q q = {
+			.t0 = c->putq_t0, .cpu = m->cpu, .id0 = c->seq, .slot = slot,
+			/* the frame's portal (put 0's target's, or the
+			 * message's), in the stage's slot: as spin_tc had it */
+			.pt = SPIN_PT_OF(slot, ((void *)(sh + 1) <= spin_xdp_end(xdp) ?
+						bpf_ntohs(sh->pt_index) : c->pt) &
+					       ((1u << SPIN_PT_SLOT_SHIFT) - 1)),
+		};
+
+		m->slot = slot;
+		/* (only the finish stage: the default path runs no handler,
+		 * so it has no queued puts) */
+		if (stage)
+			bpf_loop(n, spin_fo_host_cb, &q, 0);
+	}
+#else
+	m->slot = slot;
+#endif
 	/* message ids of the queued puts: the ones after put 0's */
 	c->seq += n;
 	if (st)
@@ -944,10 +1064,10 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		if (verdict != XDP_DROP && c->put[0].ct == SPIN_CT_LOCAL_ME)
 			spin_me_ct_put(&c->me);
 		if (c->n_puts > 1)
-			verdict = spin_fanout(xdp, c, cfg, st, verdict);
+			verdict = spin_fanout(xdp, c, cfg, st, verdict, !sack);
 	} else if (c->n_puts > 1 && !c->msg_dropped) {
 		/* put 0 is empty (a handler get came first): the queued ones */
-		verdict = spin_fanout(xdp, c, cfg, st, XDP_DROP);
+		verdict = spin_fanout(xdp, c, cfg, st, XDP_DROP, !sack);
 	} else if (c->done && me &&
 		   (((fl & SPIN_F_REL) && (c->multi || (fl & (SPIN_F_SACK_REQ | SPIN_F_ACK_REQ)))) ||
 		    ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {

@@ -26,8 +26,11 @@
 /* 2: handler programs end in the runtime's finish stage (spin_stages)
  * 4: spin_stages is the handler program's own (SPIN_STAGE_SELF)
  * 5: spin_me.busy (was pad_hpu), kept by spin_msg_free in handler programs
- *    too; spin_waker has an element per process slot; spin_src_ev */
-#define SPIN_ABI_VERSION	5
+ *    too; spin_waker has an element per process slot; spin_src_ev
+ * 6: spin_hget.slot; spin_hgets is the runtime's only (handler objects do
+ *    not declare it); the finish stage records handler gets and posts
+ *    long puts from host, spin_tc neither */
+#define SPIN_ABI_VERSION	6
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -881,7 +884,10 @@ enum spin_put_kind {
 
 /* A handler's get in flight (spin_hgets, an LRU hash: the oldest one whose
  * reply never came makes room), keyed by the target's rank and the GET's
- * message id: the REPLY carries both. */
+ * message id: the REPLY carries both.  Only the runtime's programs and
+ * handlers' finish stages hold the map (never a handler program: lib/
+ * handler.c); the finish stage writes the record, stamped with its own
+ * slot (spin_fin_slot), for a window address of that slot only. */
 #define SPIN_HGETS		4096
 #define SPIN_HGET_MAX		(64 * SPIN_MAX_SEG)	/* a reply of at most 64 packets */
 struct spin_hget_key {
@@ -897,6 +903,9 @@ struct spin_hget {
 	__u32	len;		/* bytes asked */
 	__u32	me;		/* the entry whose handler asked */
 	__u32	ct;		/* its ct (SPIN_CT_LOCAL_ME: count on the entry) */
+	__u32	slot;		/* the process slot of the finish stage that wrote
+				 * it: host_off is in that slot's window */
+	__u32	pad;
 };
 enum spin_put_src {
 	SPIN_SRC_PACKET = 0,	/* bytes of this frame at src_off */
