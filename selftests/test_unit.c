@@ -728,6 +728,39 @@ static void slot1_down(struct slot1 *f)
 	slot1_window_free(f->wins, f->hfd, f->w1fd, f->w1, f->wlen);
 }
 
+/* Slot 1's event ring, as a second process brings one: made, put in
+ * spin_rings[1] and read with cb; slot1_ring_down undoes it (any part
+ * may be missing). */
+struct slot1_ring {
+	int rings, ring1;
+	struct ring_buffer *rb;
+};
+
+static int slot1_ring_up(struct slot1_ring *r, ring_buffer_sample_fn cb, void *ctx)
+{
+	r->rb = NULL;
+	r->rings = pinned_map("spin_rings");
+	r->ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
+	if (!ASSERT_TRUE(r->rings >= 0 && r->ring1 >= 0, "slot 1's ring made") ||
+	    !ASSERT_EQ(bpf_map_update_elem(r->rings, &(uint32_t){ 1 }, &r->ring1, 0), 0,
+		       "slot 1's ring in spin_rings") ||
+	    !ASSERT_TRUE((r->rb = ring_buffer__new(r->ring1, cb, ctx, NULL)) != NULL,
+			 "slot 1's ring read"))
+		return -1;
+	return 0;
+}
+
+static void slot1_ring_down(struct slot1_ring *r)
+{
+	ring_buffer__free(r->rb);
+	if (r->rings >= 0) {
+		bpf_map_delete_elem(r->rings, &(uint32_t){ 1 });
+		close(r->rings);
+	}
+	if (r->ring1 >= 0)
+		close(r->ring1);
+}
+
 /*
  * Each process slot has its own host window (spin_wins; docs/security.md,
  * "Isolation"): a put to an entry of slot 1's portal lands in slot 1's
@@ -2481,6 +2514,14 @@ static int fan_peers(int n)
 	return 0;
 }
 
+/* The fan-out peers 2..upto-1 gone, the other tests' peers 2 and 3 back */
+static void fan_peers_undo(int upto)
+{
+	for (int r = 2; r < upto; r++)
+		spin_peer_del(rt, r);
+	base_peers(2, 4);
+}
+
 static void check_fan_frame(const uint8_t *b, int len, uint32_t rank, int i, const uint8_t *pay,
 			    int plen)
 {
@@ -2755,9 +2796,7 @@ static void fanout(void)
 			set_auth(&off);
 		}
 	}
-	for (int r = 2; r < FAN_N + 1; r++)
-		spin_peer_del(rt, r);
-	base_peers(2, 4);	/* as the other tests expect them */
+	fan_peers_undo(FAN_N + 1);
 }
 
 /*
@@ -2838,9 +2877,7 @@ out:
 	if (pid0)
 		__atomic_store_n(&cfg->proc_pid[0], pid0, __ATOMIC_SEQ_CST);
 	reset();
-	for (int r = 2; r < 6; r++)
-		spin_peer_del(rt, r);
-	base_peers(2, 4);	/* as the other tests expect them */
+	fan_peers_undo(6);
 }
 
 /*
@@ -3043,9 +3080,7 @@ static void many_puts(void)
 		ASSERT_EQ(t.rc[1], 0, "long put from host: 0");
 		ASSERT_EQ(stats().tx_host_queued, 1, "put from host queued to the host");
 	}
-	for (int r = 2; r < FAN_N + 2; r++)
-		spin_peer_del(rt, r);
-	base_peers(2, 4);
+	fan_peers_undo(FAN_N + 2);
 	handler_done("puts");
 }
 
@@ -3083,9 +3118,9 @@ static void fanout_host_slot1(void)
 	struct spin_me_spec s = spec(pt1, 0x48, 8192);
 	struct spin_msg_args a = margs(0, 0, 0x48);
 	static struct puts_state init;
-	int rings = -1, ring1 = -1, idx;
-	struct ring_buffer *rb = NULL;
+	struct slot1_ring r1 = { .rings = -1, .ring1 = -1 };
 	struct pfh_seen seen = { 0 };
+	int idx;
 	uint8_t msg[100];
 	bool peers = false;
 	struct slot1 f;
@@ -3099,15 +3134,7 @@ static void fanout_host_slot1(void)
 	if (slot1_up(&f, "puts_handler.bpf.o", "puts_s1"))
 		goto out;
 	peers = true;
-	if (fan_peers(2))
-		goto out;
-	rings = pinned_map("spin_rings");
-	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
-	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
-	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
-		       "slot 1's ring in spin_rings") ||
-	    !ASSERT_TRUE((rb = ring_buffer__new(ring1, pfh_cb, &seen, NULL)) != NULL,
-			 "slot 1's ring read"))
+	if (fan_peers(2) || slot1_ring_up(&r1, pfh_cb, &seen))
 		goto out;
 	memset(&init, 0, sizeof(init));
 	init.n = 2;
@@ -3128,7 +3155,7 @@ static void fanout_host_slot1(void)
 	ASSERT_EQ(wire_send(&w, &fr), fr.len, "frame sent");
 	close(w.sock);
 	for (uint64_t t0 = t_now_ns(); !seen.n && t_now_ns() - t0 < WAIT_NS;) {
-		ring_buffer__consume(rb);
+		ring_buffer__consume(r1.rb);
 		if (!seen.n)
 			usleep(10000);
 	}
@@ -3136,18 +3163,9 @@ static void fanout_host_slot1(void)
 	ASSERT_EQ(seen.pt_index, pt1, "naming slot 1's portal");
 	ASSERT_EQ(stats().tx_host_queued, 1, "put from host queued to the host");
 out:
-	ring_buffer__free(rb);
-	if (rings >= 0) {
-		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
-		close(rings);
-	}
-	if (ring1 >= 0)
-		close(ring1);
-	if (peers) {
-		for (int r = 2; r < 4; r++)
-			spin_peer_del(rt, r);
-		base_peers(2, 4);
-	}
+	slot1_ring_down(&r1);
+	if (peers)
+		fan_peers_undo(4);
 	slot1_down(&f);
 }
 
@@ -3220,9 +3238,9 @@ static void fanout_confined(void)
 	struct spin_msg_args a = margs(0, 0, 0x57);
 	static struct fan_steer fs;
 	static uint8_t rep[64], want[4096];
-	int rings = -1, ring1 = -1, iv, ia;
-	struct ring_buffer *rb = NULL;
+	struct slot1_ring r1 = { .rings = -1, .ring1 = -1 };
 	struct pfh_any s1 = { 0 };
+	int iv, ia;
 	bool peers = false;
 	uint8_t msg[100];
 	struct slot1 f;
@@ -3237,13 +3255,7 @@ static void fanout_confined(void)
 	if (slot1_up(&f, "fan_steer.bpf.o", "fsteer_s1"))
 		goto out;
 	peers = true;
-	rings = pinned_map("spin_rings");
-	ring1 = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "spin_ring1", 0, 0, SPIN_EVENTS_SIZE, NULL);
-	if (!ASSERT_TRUE(rings >= 0 && ring1 >= 0, "slot 1's ring made") ||
-	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring1, 0), 0,
-		       "slot 1's ring in spin_rings") ||
-	    !ASSERT_TRUE((rb = ring_buffer__new(ring1, pfh_any_cb, &s1, NULL)) != NULL,
-			 "slot 1's ring read"))
+	if (slot1_ring_up(&r1, pfh_any_cb, &s1))
 		goto out;
 	sv.host_off = 0;
 	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
@@ -3270,7 +3282,7 @@ static void fanout_confined(void)
 		fs.mode = mode;
 		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
 		events();	/* slot 0's ring drained */
-		ring_buffer__consume(rb);
+		ring_buffer__consume(r1.rb);
 		s1 = (struct pfh_any){ 0 };
 		memset(host, 0xee, 4096);
 		memset(f.w1, 0xdd, 4096);
@@ -3284,7 +3296,7 @@ static void fanout_confined(void)
 		for (uint64_t t0 = t_now_ns(); !stats().fanout_copies && t_now_ns() - t0 < WAIT_NS;)
 			usleep(10000);
 		usleep(200000);	/* spin_tc's other copies */
-		ring_buffer__consume(rb);
+		ring_buffer__consume(r1.rb);
 		v = events();
 		for (int i = 0; i < v.n; i++)
 			n0 += v.e[i].kind == SPIN_EV_PUT_FROM_HOST;
@@ -3322,18 +3334,9 @@ static void fanout_confined(void)
 	ASSERT_EQ(spin_hpu_read(rt, ia, &fs, sizeof(fs)), 0, "its handler memory");
 	ASSERT_EQ(fs.calls, 1, "it ran (in mode 1)");
 out:
-	ring_buffer__free(rb);
-	if (rings >= 0) {
-		bpf_map_delete_elem(rings, &(uint32_t){ 1 });
-		close(rings);
-	}
-	if (ring1 >= 0)
-		close(ring1);
-	if (peers) {
-		for (int r = 2; r < 4; r++)
-			spin_peer_del(rt, r);
-		base_peers(2, 4);
-	}
+	slot1_ring_down(&r1);
+	if (peers)
+		fan_peers_undo(4);
 	slot1_down(&f);
 }
 
