@@ -42,6 +42,9 @@
 
 #include "libspin_internal.h"
 
+/* how long spin_open waits for another process's attach to finish */
+#define SPIN_OPEN_WAIT_MS	10000
+
 const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_CFG]		= "spin_cfg",
 	[SPIN_M_STATS]		= "spin_stats",
@@ -648,15 +651,17 @@ int spin_attach(const struct spin_attach_opts *o, struct spin_rt **out)
 		}
 	}
 	k = 0;
-	if (bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_cfg")),
-				&k, &cfg, 0)) {
-		err = spin_seterr(SPIN_EFAIL, "cannot write spin_cfg: %s", strerror(errno));
-		goto out;
-	}
+	/* spin_auth first: spin_cfg's gen (1, never 0 once written) tells
+	 * spin_open in another process that this attach wrote both */
 	if (o->auth.on &&
 	    bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_auth")),
 				&k, &o->auth, 0)) {
 		err = spin_seterr(SPIN_EFAIL, "cannot write spin_auth: %s", strerror(errno));
+		goto out;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(bpf_object__find_map_by_name(s.obj, "spin_cfg")),
+				&k, &cfg, 0)) {
+		err = spin_seterr(SPIN_EFAIL, "cannot write spin_cfg: %s", strerror(errno));
 		goto out;
 	}
 
@@ -784,15 +789,6 @@ int spin_open(const char *ifname, struct spin_rt **out)
 				  rt->pin_dir, ifname);
 		goto fail;
 	}
-	{
-		uint32_t zero = 0;
-
-		if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_AUTH], &zero, &rt->auth)) {
-			err = spin_seterr(SPIN_EFAIL, "cannot read %s/spin_auth: %s", rt->pin_dir,
-					  strerror(errno));
-			goto fail;
-		}
-	}
 	rt->cfg = map_mmap(rt->map_fd[SPIN_M_CFG], &rt->cfg_mlen);
 	rt->me = map_mmap(rt->map_fd[SPIN_M_ME], &rt->me_mlen);
 	rt->hpu = map_mmap(rt->map_fd[SPIN_M_HPU], &rt->hpu_mlen);
@@ -801,6 +797,31 @@ int spin_open(const char *ifname, struct spin_rt **out)
 		err = spin_seterr(SPIN_EFAIL, "cannot mmap the maps of %s: %s", rt->pin_dir,
 				  strerror(errno));
 		goto fail;
+	}
+	/* another process may be attaching: its pins are there before it
+	 * writes spin_cfg (and spin_auth before that); its remaining steps
+	 * take milliseconds, since its verifier ran before the pins.  Beside
+	 * stress-ng, a Portals process that opened a runtime being attached
+	 * read address 0.0.0.0 and published it, and its job's rendezvous
+	 * never completed (ptl/mpirun_mproc). */
+	for (int t = 0; !__atomic_load_n(&rt->cfg->gen, __ATOMIC_ACQUIRE); t++) {
+		if (t >= SPIN_OPEN_WAIT_MS / 10) {
+			err = spin_seterr(SPIN_EFAIL,
+					  "the runtime on '%s' is not set up (spin_cfg unwritten after %d ms): "
+					  "another attach failed or is still running; run 'spinctl detach %s' "
+					  "and attach again", ifname, SPIN_OPEN_WAIT_MS, ifname);
+			goto fail;
+		}
+		usleep(10000);
+	}
+	{
+		uint32_t zero = 0;
+
+		if (bpf_map_lookup_elem(rt->map_fd[SPIN_M_AUTH], &zero, &rt->auth)) {
+			err = spin_seterr(SPIN_EFAIL, "cannot read %s/spin_auth: %s", rt->pin_dir,
+					  strerror(errno));
+			goto fail;
+		}
 	}
 	*out = rt;
 	return 0;
