@@ -675,6 +675,12 @@ int spin_job_rendezvous(struct spin_job *j, const char *dir, struct in_addr my_i
 	if (timeout_ms < 0)
 		return spin_seterr(SPIN_EUSAGE, "spin_job_rendezvous: timeout %d ms out of range "
 				   "(0..%d)", timeout_ms, INT32_MAX);
+	/* no rank could reach it, and the others would wait for ever: no
+	 * rank reads 0.0.0.0 as an address (parse_ip) */
+	if (!my_ip.s_addr)
+		return spin_seterr(SPIN_EUSAGE, "rendezvous: this rank's address is 0.0.0.0 (the "
+				   "runtime has none: attach it with one, or give the interface an "
+				   "IPv4 address)");
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return spin_seterr(SPIN_ENOENT, "rendezvous directory %s: %s (SPIN_RENDEZVOUS must be a "

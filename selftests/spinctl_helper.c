@@ -292,6 +292,14 @@ static int rendezvous(const char *dir)
 	err = spin_job_rendezvous(&j, dir, ip, -1);
 	check(err == -SPIN_EUSAGE, "a negative timeout is refused: %s", err ? spin_errmsg() : "accepted");
 	spin_job_free(&j);
+	/* 0.0.0.0 is never published (a process that read its runtime's
+	 * address before the attach wrote it did, and its job hung) */
+	j = (struct spin_job){ .rank = 2, .size = 3 };
+	err = spin_job_rendezvous(&j, dir, (struct in_addr){ 0 }, 200);
+	check(err == -SPIN_EUSAGE, "address 0.0.0.0 is refused: %s", err ? spin_errmsg() : "accepted");
+	snprintf(path, sizeof(path), "%s/spin-rank-2", dir);
+	check(access(path, F_OK) != 0, "and not published");
+	spin_job_free(&j);
 	return bad;
 }
 
