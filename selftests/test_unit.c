@@ -3532,7 +3532,10 @@ out:
  * entry carrying its ticket.  It finds none, and slot 0's entries are
  * unchanged, still with their ticket and seal.  Slot 0's queue is still
  * spin_putqs[0], slot 1's another map.  Before, spin_putq was one map: it
- * found both and rewrote their target, match bits and bytes.
+ * found both and rewrote their target, match bits and bytes.  An object
+ * that declares spin_putqs (selftests/progs/putqs_forge.bpf.c), to reach
+ * slot 0's queue through it, is refused; loaded (without the refusal in
+ * lib/handler.c) it rewrites them.
  */
 static int putq_read(int fd, uint32_t k, uint32_t cpu, struct spin_putq_ent *e)
 {
@@ -3623,6 +3626,40 @@ static void putq_confined(void)
 	ASSERT_EQ(after[1].r.match_bits, 0x102, "its match bits");
 	ASSERT_EQ(after[1].r.target_rank, 2, "its target");
 	ASSERT_TRUE(after[1].seal == m.seal && m.seal, "sealed for its frame");
+	/* an object that declares spin_putqs itself, to reach slot 0's
+	 * queue through it: refused (if it loaded, it would rewrite them) */
+	{
+		char path[1024];
+		uint64_t pf[2] = { m.t0, 0 };
+		int ld;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/putqs_forge.bpf.o", objdir);
+		ld = spin_handler_load(f.rt1, path, "pqforge_s1");
+		T_MSG("putqs_forge.bpf.o: %d %s", ld, ld < 0 ? spin_errmsg() : "");
+		ASSERT_TRUE(ld < 0 && strstr(spin_errmsg(), "spin_putqs"),
+			    "a handler object that declares spin_putqs is refused");
+		if (ld >= 0) {
+			struct spin_me_spec sp = spec(pt1, 0x5d, 4096);
+
+			f.name[1] = "pqforge_s1";
+			sp.handler = "pqforge_s1";
+			sp.hpu_init = pf;
+			sp.hpu_init_len = sizeof(pf);
+			sp.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+			if (me_add(&sp) >= 0) {
+				struct spin_msg_args b = margs(0, 0, 0x5d);
+
+				b.pt_index = pt1;
+				b.msg_id = next_id++;
+				mkpkt(&fr, &b, sizeof(msg), 0, sizeof(msg), msg);
+				run(&fr, NULL);
+			}
+		}
+		for (int i = 0; i < 2; i++)
+			if (!putq_read(q, (uint32_t)(m.t0 + i) & (SPIN_PUTQ_SIZE - 1), m.cpu, &after[i]))
+				ASSERT_MEM(&after[i], &before[i], sizeof(after[i]),
+					   "slot 0's queued put still unchanged");
+	}
 out:
 	if (q >= 0)
 		close(q);
