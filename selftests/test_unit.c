@@ -3366,28 +3366,41 @@ struct fan_forge {
 	uint64_t mode, slot, n, t0, cpu, seal, ifindex0, match0, seen, runs;
 };
 
-/* Send frame fr into IFA; the frames on the wire within 300 ms whose match
- * bits are m0 .. m0 + nm - 1, and of them those speaking for pid */
-static void ff_wire(struct fr *fr, uint64_t m0, int nm, uint32_t pid, int *n, int *as_pid)
+/* Send frame fr into IFA and wait until spin_tc has dealt with it: until
+ * want frames with match bits m0 .. m0 + nm - 1 came out on the wire and
+ * it counted want_failed queued puts put_failed (what it does with every
+ * queued put it finds no valid entry for), or WAIT_NS.  *n: those frames
+ * (and any more within wire_next's 50 ms after), *as_pid: of them, those
+ * speaking for pid.  Whether it was dealt with so. */
+static bool ff_wire(struct fr *fr, uint64_t m0, int nm, int want, uint64_t want_failed,
+		     uint32_t pid, int *n, int *as_pid)
 {
+	uint64_t f0;
 	struct wire w;
 	struct fr o;
+	bool done = false;
 
 	*n = *as_pid = 0;
 	if (wire_open(&w))
-		return;
+		return false;
+	f0 = drops(SPIN_DROP_PUT_FAILED);
 	ASSERT_EQ(wire_send(&w, fr), fr->len, "frame sent");
-	for (uint64_t t0 = t_now_ns(); t_now_ns() - t0 < 300000000ull;) {
+	for (uint64_t t0 = t_now_ns(); t_now_ns() - t0 < WAIT_NS;) {
 		const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
 
-		if (!wire_next(&w, &o))
+		if (!wire_next(&w, &o)) {
+			if (done)
+				break;	/* 50 ms more with nothing after it was done */
+			done = *n >= want && drops(SPIN_DROP_PUT_FAILED) - f0 >= want_failed;
 			continue;
+		}
 		if (be64toh(h->match_bits) - m0 >= (uint64_t)nm)
 			continue;
 		(*n)++;
 		*as_pid += ntohl(h->src_pid) == pid;
 	}
 	close(w.sock);
+	return done;
 }
 
 /* Slot 0's fan-out through BPF_PROG_RUN (the test handler: the packet to
@@ -3478,7 +3491,8 @@ static void fanout_forged_slot(void)
 		ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");
 		a.msg_id = next_id++;
 		mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
-		ff_wire(&fr, FF_MATCH, 1, 0x5150, &n, &as0);
+		ASSERT_TRUE(ff_wire(&fr, FF_MATCH, 1, slot == 1, slot == 0, 0x5150, &n, &as0),
+			    slot ? "its put sent" : "spin_tc found no valid put (put_failed)");
 		as1 = n - as0;
 		T_MSG("its put named as slot %llu's: %d frames, %d as slot 0's process", (unsigned long long)slot,
 		      n, as0);
@@ -3503,7 +3517,8 @@ static void fanout_forged_slot(void)
 		ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");
 		a.msg_id = next_id++;
 		mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
-		ff_wire(&fr, 0x101, 2, 0x5150, &n, &as0);
+		ASSERT_TRUE(ff_wire(&fr, 0x101, 2, step == 1 ? 2 : 0, step == 1 ? 0 : 2, 0x5150, &n,
+				    &as0), step == 1 ? "both sent" : "spin_tc found neither valid (put_failed)");
 		T_MSG("slot 0's queued puts named %s: %d frames, %d as slot 0's process",
 		      step == 0 ? "with another seal" : step == 1 ? "with their seal" : "again", n, as0);
 		if (step == 1)
