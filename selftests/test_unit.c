@@ -3363,7 +3363,7 @@ out:
 #define FF_MATCH	0xf0f0
 
 struct fan_forge {
-	uint64_t mode, slot, n, t0, cpu, seal, ifindex0, match0, seen, runs;
+	uint64_t mode, slot, n, t0, cpu, seal, ifindex0, match0, rank, seen, runs;
 };
 
 /* Send frame fr into IFA and wait until spin_tc has dealt with it: until
@@ -3487,7 +3487,7 @@ static void fanout_forged_slot(void)
 		uint64_t slot = 1 - i;
 
 		ff = (struct fan_forge){ .mode = FF_OWN, .slot = slot, .n = 1, .t0 = 0x7770 + slot,
-					 .seal = 0x5ea1 };
+					 .seal = 0x5ea1, .rank = MY_RANK };
 		ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");
 		a.msg_id = next_id++;
 		mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
@@ -3511,7 +3511,7 @@ static void fanout_forged_slot(void)
 		goto out;
 	for (int step = 0; step < 3; step++) {
 		ff = (struct fan_forge){ .mode = FF_PENDING, .slot = 0, .n = m.n, .t0 = m.t0,
-					 .cpu = m.cpu, .ifindex0 = if_nametoindex(IFA),
+					 .cpu = m.cpu, .ifindex0 = if_nametoindex(IFA), .rank = MY_RANK,
 					 /* another seal, then the frame's own (twice) */
 					 .seal = step ? m.seal : (m.seal ^ 0x10) | 1 };
 		ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");

@@ -2,7 +2,8 @@
 /* A hostile handler program of slot 1 that goes around the fan-out's finish
  * stage (unit/fanout_forged_slot, unit/putq_confined): its own entry
  * program, not SPIN_HANDLERS, which never ends in the stage.  Its handler
- * memory (struct fan_forge) says what it does:
+ * memory (struct fan_forge) says what it does (rank: the node's rank, for
+ * the metadata):
  *  - FF_OWN: queue one device put of its own (8 bytes, "forged!!", to
  *    rank 2, match bits FF_MATCH) at ticket t0 in the spin_putq it holds,
  *    sealed with `seal`, and return XDP_PASS with fan-out metadata of its
@@ -26,20 +27,19 @@
 #define FF_MATCH	0xf0f0
 
 struct fan_forge {
-	__u64 mode, slot, n, t0, cpu, seal, ifindex0, match0, seen, runs;
+	__u64 mode, slot, n, t0, cpu, seal, ifindex0, match0, rank, seen, runs;
 };
 
 SEC("xdp") int spin_handler_entry(struct xdp_md *xdp)
 {
 	struct spin_ctx *c = spin_ctx_get();
-	struct spin_cfg *cfg = spin_cfg_get();
 	struct spin_fanout_meta *m;
 	struct spin_putq_ent *e;
 	struct fan_forge *s;
 	__u32 cpu = bpf_get_smp_processor_id(), k;
 	__u64 t;
 
-	if (!c || !cfg)
+	if (!c)
 		return XDP_DROP;
 	s = __spin_hpu(c);
 	if (!s)
@@ -87,7 +87,7 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *xdp)
 	if ((void *)(m + 1) > (void *)(long)xdp->data)
 		return XDP_DROP;
 	m->magic = SPIN_FANOUT_MAGIC;
-	m->my_rank = cfg->my_rank;
+	m->my_rank = s->rank;	/* (the node's: handlers need not hold spin_cfg) */
 	m->ifindex0 = s->ifindex0;
 	m->n = s->n;
 	m->cpu = s->cpu;
