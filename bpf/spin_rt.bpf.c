@@ -2173,23 +2173,29 @@ static __always_inline int spin_tc_sign(struct __sk_buff *skb)
 
 #define SPIN_TC_SAME	0x1	/* pass: the puts of put 0's bytes (frame unchanged) */
 #define SPIN_TC_HAVE0	0x2	/* the frame holds put 0 */
-#define SPIN_TC_SLOT_SHIFT 8	/* pass >> 8: the slot of the process whose
+#define SPIN_TC_SLOT_SHIFT 8	/* pass >> 8 & 7: the slot of the process whose
 				 * handler made the puts (spin_fanout_meta.slot) */
+#define SPIN_TC_CPU_SHIFT 16	/* pass >> 16: the CPU whose ring holds them */
 
 /*
- * Queued put t of CPU cpu's ring (wire.h, struct spin_putq_ent), message id
- * sequence id: build it in the frame and send a clone of the frame.  The
- * puts of put 0's own bytes go in a first pass (SPIN_TC_SAME: headers only,
- * while the frame still holds them), the others in a second (new length
- * and payload).  A BPF global function: checked once, whatever the loop
- * around it.  Returns 0 (sent or for the host), 1 (not this pass), -1
- * (put_failed), -2 (counted otherwise).
+ * Queued put t of CPU cpu's ring of the slot's queue (wire.h, struct
+ * spin_putq_ent; cpu and slot in pass), message id sequence id: build it
+ * in the frame and send a clone of the frame.  Only an entry that carries
+ * its ticket and the frame's seal (from its slot's finish stage) is
+ * sent, and it is taken (its ticket cleared) when it is dealt with: a
+ * frame whose metadata a handler of another slot wrote finds none.  The
+ * puts of put 0's own bytes go in a first pass (SPIN_TC_SAME: headers
+ * only, while the frame still holds them), the others in a second (new
+ * length and payload).  A BPF global function: checked once, whatever
+ * the loop around it.  Returns 0 (sent or for the host), 1 (not this
+ * pass), -1 (put_failed), -2 (counted otherwise).
  */
-static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass,
-					__u32 id)
+static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u64 t, __u32 pass, __u32 id,
+					__u64 seal)
 {
 	__u32 k = (__u32)t & (SPIN_PUTQ_SIZE - 1), len, rank, same, ifindex, hget, pti;
 	__u32 slot = (pass >> SPIN_TC_SLOT_SHIFT) & (SPIN_MAX_PROCS - 1);
+	__u32 cpu = pass >> SPIN_TC_CPU_SHIFT;
 	struct spin_stats *st = spin_stats_get();
 	struct spin_cfg *cfg = spin_cfg_get();
 	struct spin_putq_ent *e;
@@ -2197,15 +2203,24 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	struct spin_l2l4 h;
 	__be16 tot_len;
 
+	__u32 qk = slot;	/* (a key of its own: slot keeps its bounds) */
+	void *q;
+
 	if (!skb || !cfg)
 		return -1;
-	e = bpf_map_lookup_percpu_elem(&spin_putq, &k, cpu);
-	if (!e || e->ticket != SPIN_PUTQ_TICKET(cpu, t))
-		/* overwritten (SPIN_PUTQ_SIZE later puts came first), or
-		 * refused by the finish stage: counted once, in the second
-		 * pass */
+	q = bpf_map_lookup_elem(&spin_putqs, &qk);
+	e = q ? bpf_map_lookup_percpu_elem(q, &k, cpu) : NULL;
+	if (!e || e->ticket != SPIN_PUTQ_TICKET(cpu, t) || !seal || e->seal != seal)
+		/* overwritten (SPIN_PUTQ_SIZE later puts came first),
+		 * refused by the finish stage, taken already, or not this
+		 * frame's: counted once, in the second pass */
 		return (pass & SPIN_TC_SAME) ? 1 : -1;
 	same = e->r.src == SPIN_SRC_PACKET;
+	/* this frame's: taken (its seal cleared: no seal is 0; a ticket of
+	 * 0 is CPU 0's first) by the second pass, which comes to every
+	 * entry, whatever comes of it (the first pass's too) */
+	if (!(pass & SPIN_TC_SAME))
+		e->seal = 0;
 	if (same != !!(pass & SPIN_TC_SAME))
 		return 1;
 	if (same && !(pass & SPIN_TC_HAVE0))
@@ -2301,9 +2316,9 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u32 cpu, __u64 
 	return 0;
 }
 
-__noinline int spin_tc_put(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass, __u32 id)
+__noinline int spin_tc_put(struct __sk_buff *skb, __u64 t, __u32 pass, __u32 id, __u64 seal)
 {
-	int rc = spin_tc_put1(skb, cpu, t, pass, id);
+	int rc = spin_tc_put1(skb, t, pass, id, seal);
 
 	if (rc == -1)
 		spin_drop_count(spin_stats_get(), SPIN_DROP_PUT_FAILED);
@@ -2316,15 +2331,16 @@ __noinline int spin_tc_put(struct __sk_buff *skb, __u32 cpu, __u64 t, __u32 pass
  * instructions */
 struct spin_tc_q {
 	struct __sk_buff *skb;
-	__u64 t0;
-	__u32 n, cpu, have0, id0;
+	__u64 t0, seal;
+	__u32 n, pass, id0;
 };
 
 static int spin_tc_cb(__u32 i, struct spin_tc_q *q)
 {
 	__u32 k = i < q->n ? i : i - q->n;
 
-	spin_tc_put(q->skb, q->cpu, q->t0 + k, (i < q->n ? SPIN_TC_SAME : 0) | q->have0, q->id0 + k);
+	spin_tc_put(q->skb, q->t0 + k, (i < q->n ? SPIN_TC_SAME : 0) | q->pass, q->id0 + k,
+		    q->seal);
 	return 0;
 }
 #endif
@@ -2334,6 +2350,7 @@ static int spin_tc_cb(__u32 i, struct spin_tc_q *q)
  * of a fan-out (spin_fanout in rt_common.bpf.h).  A frame that the runtime
  * passed with fan-out metadata holds put 0, built: it is sent to put 0's
  * egress with bpf_clone_redirect; then every queued put of the invocation
+ * (in the queue of the metadata's slot, sealed with the metadata's seal)
  * is built in the frame in turn and a clone sent (bpf_skb_store_bytes and
  * bpf_skb_change_tail unshare the head from the clones in flight), and the
  * frame itself is dropped.  Every other frame goes on to the stack
@@ -2346,8 +2363,8 @@ int spin_tc(struct __sk_buff *skb)
 	const struct spin_fanout_meta *pm = meta;
 	struct spin_stats *st;
 	struct spin_cfg *cfg;
-	__u32 n, cpu, id0, ifindex0, have0, slot, failed = 0;
-	__u64 t0;
+	__u32 n, id0, ifindex0, pass, failed = 0;
+	__u64 t0, seal;
 
 	if ((void *)(pm + 1) > data || pm->magic != SPIN_FANOUT_MAGIC)
 		return TC_ACT_OK;
@@ -2356,14 +2373,17 @@ int spin_tc(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	st = spin_stats_get();
 	n = pm->n;
-	cpu = pm->cpu;
 	t0 = pm->t0;
 	id0 = pm->id0;
+	seal = pm->seal;
 	ifindex0 = pm->ifindex0;
-	slot = (pm->slot & (SPIN_MAX_PROCS - 1)) << SPIN_TC_SLOT_SHIFT;
+	/* the slot (whose queue, and whose process the copies speak for)
+	 * and the CPU (whose ring) */
+	pass = (pm->slot & (SPIN_MAX_PROCS - 1)) << SPIN_TC_SLOT_SHIFT |
+	       (__u32)pm->cpu << SPIN_TC_CPU_SHIFT;
 	if (n > SPIN_MAX_PUTS - 1)
 		n = SPIN_MAX_PUTS - 1;
-	have0 = ifindex0 ? SPIN_TC_HAVE0 : 0;
+	pass |= ifindex0 ? SPIN_TC_HAVE0 : 0;
 	/* put 0: the frame as it is */
 	if (ifindex0) {
 		if (bpf_clone_redirect(skb, ifindex0, 0))
@@ -2374,9 +2394,8 @@ int spin_tc(struct __sk_buff *skb)
 	/* two passes over the queued puts; spin_tc_put counts its failures */
 #ifdef SPIN_NO_KFUNCS
 	{
-		/* (have0 carries the slot too: pass's bits above SPIN_TC_SLOT_SHIFT) */
-		struct spin_tc_q q = { .skb = skb, .t0 = t0, .n = n, .cpu = cpu,
-				       .have0 = have0 | slot, .id0 = id0 };
+		struct spin_tc_q q = { .skb = skb, .t0 = t0, .seal = seal, .n = n, .pass = pass,
+				       .id0 = id0 };
 
 		bpf_loop(2 * n, spin_tc_cb, &q, 0);
 	}
@@ -2386,7 +2405,7 @@ int spin_tc(struct __sk_buff *skb)
 
 		if (i >= 2 * n)
 			break;
-		spin_tc_put(skb, cpu, t0 + k, (i < n ? SPIN_TC_SAME : 0) | have0 | slot, id0 + k);
+		spin_tc_put(skb, t0 + k, (i < n ? SPIN_TC_SAME : 0) | pass, id0 + k, seal);
 	}
 #endif
 	if (failed)

@@ -131,6 +131,45 @@ static int own_wins(struct spin_rt *rt, int win)
 	return fd;
 }
 
+/*
+ * The queued puts (spin_putq) of the loading handle's process slot, for a
+ * handler program and its finish stage: slot 0's is the runtime's
+ * spin_putq, another slot's is made here the first time a handler program
+ * of the slot is loaded and put in spin_putqs (where spin_tc reads it),
+ * so only the slots that fan out pay for one (docs/design.md, "Fan-out").
+ * A handler program holds no other slot's: it cannot read or rewrite
+ * their queued puts (docs/security.md, "Handlers").  Called under the
+ * runtime's lock.  An fd, or -1 with errno set.
+ */
+static int own_putq(struct spin_rt *rt)
+{
+	uint32_t k = rt->slot, id = 0;
+	int fd, e;
+
+	if (k >= SPIN_MAX_PROCS) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!k)
+		return dup(rt->map_fd[SPIN_M_PUTQ]);
+	if (!bpf_map_lookup_elem(rt->map_fd[SPIN_M_PUTQS], &k, &id) && id) {
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+	}
+	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "spin_putq", sizeof(__u32),
+			    sizeof(struct spin_putq_ent), SPIN_PUTQ_SIZE, NULL);
+	if (fd < 0)
+		return -1;
+	if (bpf_map_update_elem(rt->map_fd[SPIN_M_PUTQS], &k, &fd, 0)) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 /* Name of a handler object without directory and .bpf.o / .o suffix. */
 static void default_name(const char *path, char *out, size_t len)
 {
@@ -294,17 +333,18 @@ out:
 /*
  * The maps a handler program and its finish stage get instead of the
  * runtime's (docs/security.md, "Handlers"): its process's window under
- * both names (spin_wins holding only it, spin_host), a spin_stages of its
- * own (its finish stage, itself) and an empty spin_handlers (no tail call
- * into another process's handler program with a spin_ctx of its making).
+ * both names (spin_wins holding only it, spin_host), its process's queued
+ * puts (spin_putq), a spin_stages of its own (its finish stage, itself)
+ * and an empty spin_handlers (no tail call into another process's handler
+ * program with a spin_ctx of its making).
  */
 struct own_maps {
-	int wins, host, stages, handlers;
+	int wins, host, stages, handlers, putq;
 };
 
 static void own_close(struct own_maps *o)
 {
-	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers };
+	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers, &o->putq };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i] >= 0)
@@ -318,18 +358,19 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 {
 	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST];
 
-	o->wins = o->host = o->stages = o->handlers = -1;
+	o->wins = o->host = o->stages = o->handlers = o->putq = -1;
 	for (int k = 0; k < n_subst; k++)	/* a shipped program's own window */
 		if (!strcmp(subst[k].name, "spin_host"))
 			win = subst[k].fd;
 	o->wins = own_wins(rt, win);
 	o->host = dup(win);
+	o->putq = own_putq(rt);
 	o->stages = bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, "spin_stages", 4, 4, SPIN_MAX_STAGES,
 				   NULL);
 	o->handlers = o->stages < 0 ? -1 :
 		      bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, "spin_handlers", 4, 4,
 				     SPIN_MAX_HANDLERS, NULL);
-	if (o->wins < 0 || o->host < 0 || o->handlers < 0) {
+	if (o->wins < 0 || o->host < 0 || o->putq < 0 || o->handlers < 0) {
 		int e = errno;
 
 		own_close(o);
@@ -345,7 +386,8 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
  * to the runtime's pinned one of that name.  An object declaring a map the
  * runtime has not is refused, and so is a handler program (stage false)
  * declaring spin_hgets: only the runtime and the finish stages (stage
- * true), which stamp their own slot in what they write there, hold it.
+ * true), which stamp their own slot in what they write there, hold it;
+ * or spin_putqs: every slot's queued puts, the runtime's only.
  */
 static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *path,
 		     const struct spin_map_subst *subst, int n_subst, const struct own_maps *o,
@@ -386,8 +428,14 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			return spin_seterr(SPIN_EFAIL,
 					   "handler object %s declares map spin_hgets, which only the "
 					   "runtime holds: rebuild it with this spin/maps.bpf.h", path);
+		if (!stage && !strcmp(mn, "spin_putqs"))
+			return spin_seterr(SPIN_EFAIL,
+					   "handler object %s declares map spin_putqs, which only the "
+					   "runtime holds: rebuild it with this spin/maps.bpf.h", path);
 		if (!strcmp(mn, "spin_wins"))
 			fd = dup(o->wins);	/* its process's window only */
+		else if (!strcmp(mn, "spin_putq"))	/* slot 0's, by name: its own instead */
+			fd = dup(o->putq);
 		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */
 			fd = dup(o->host);
 		else if (!strcmp(mn, "spin_stages"))	/* its finish stage, itself */
@@ -509,7 +557,7 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
-	struct own_maps own = { -1, -1, -1, -1 };
+	struct own_maps own = { -1, -1, -1, -1, -1 };
 	char p[PATH_MAX + 64];
 	__u32 ids[SPIN_MAX_HANDLERS], k;
 	char *log = NULL;

@@ -339,6 +339,10 @@ static int slot_take(struct ptl_ni *ni, int want, bool pid_any)
 		}
 		ni->rt->ring_fd = ring;
 		ring = -1;
+		/* its queued puts: made when its first handler program is
+		 * loaded (lib/handler.c); an earlier holder's are not handed
+		 * on */
+		bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_PUTQS], &k);
 		/* and its own host window, the size of slot 0's: only this
 		 * process maps it; the runtime reaches it only for entries of
 		 * this slot's portals (docs/security.md, "Isolation").  A dead
@@ -404,6 +408,7 @@ static void slot_release(struct ptl_ni *ni)
 		if (k) {
 			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_RINGS], &k);
 			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_WINS], &k);
+			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_PUTQS], &k);
 			/* an empty slot speaks as the node (spin_attach) */
 			__atomic_store_n(&ni->rt->cfg->proc_rank[k], ni->rt->cfg->my_rank, __ATOMIC_RELEASE);
 			__atomic_store_n(&ni->rt->cfg->proc_pid[k], ni->rt->cfg->my_pid, __ATOMIC_RELEASE);

@@ -3341,6 +3341,350 @@ out:
 }
 
 /*
+ * Fan-out metadata a handler writes itself cannot make spin_tc speak for
+ * another slot's process (selftests/progs/fan_forge.bpf.c, a handler
+ * program of slot 1 that never ends in its finish stage and returns
+ * XDP_PASS with metadata of its making).  Slot 0's process has pid
+ * 0x5150, slot 1's 0x5151.  The control: a put it queued itself, named
+ * as slot 1's, is sent as slot 1's.  The same put named as slot 0's
+ * sends nothing (spin_tc looks in slot 0's queue, where it is not).
+ * Then slot 0's own fan-out (the test handler, 3 puts of the packet, run
+ * with BPF_PROG_RUN, so spin_tc never sees its frame) leaves 2 puts
+ * queued in slot 0's queue; metadata naming them with a seal not theirs
+ * sends nothing as slot 0; with their own seal (what slot 0's stage gave
+ * its frame: the control) both are sent, once: the same metadata again
+ * sends nothing.  Before, spin_tc read the one shared queue: the put of
+ * slot 1 named as slot 0's went out as slot 0's process, and slot 0's
+ * queued puts were sent as often as a handler named them.
+ */
+#define FF_OWN		0
+#define FF_PENDING	1
+#define FF_REWRITE	2
+#define FF_MATCH	0xf0f0
+
+struct fan_forge {
+	uint64_t mode, slot, n, t0, cpu, seal, ifindex0, match0, rank, seen, runs;
+};
+
+/* Send frame fr into IFA and wait until spin_tc has dealt with it: until
+ * want frames with match bits m0 .. m0 + nm - 1 came out on the wire and
+ * it counted want_failed queued puts put_failed (what it does with every
+ * queued put it finds no valid entry for), or WAIT_NS.  *n: those frames
+ * (and any more within wire_next's 50 ms after), *as_pid: of them, those
+ * speaking for pid.  Whether it was dealt with so. */
+static bool ff_wire(struct fr *fr, uint64_t m0, int nm, int want, uint64_t want_failed,
+		     uint32_t pid, int *n, int *as_pid)
+{
+	uint64_t f0;
+	struct wire w;
+	struct fr o;
+	bool done = false;
+
+	*n = *as_pid = 0;
+	if (wire_open(&w))
+		return false;
+	f0 = drops(SPIN_DROP_PUT_FAILED);
+	ASSERT_EQ(wire_send(&w, fr), fr->len, "frame sent");
+	for (uint64_t t0 = t_now_ns(); t_now_ns() - t0 < WAIT_NS;) {
+		const struct spin_hdr *h = (const void *)(o.b + SPIN_HDR_OFF);
+
+		if (!wire_next(&w, &o)) {
+			if (done)
+				break;	/* 50 ms more with nothing after it was done */
+			done = *n >= want && drops(SPIN_DROP_PUT_FAILED) - f0 >= want_failed;
+			continue;
+		}
+		if (be64toh(h->match_bits) - m0 >= (uint64_t)nm)
+			continue;
+		(*n)++;
+		*as_pid += ntohl(h->src_pid) == pid;
+	}
+	close(w.sock);
+	return done;
+}
+
+/* Slot 0's fan-out through BPF_PROG_RUN (the test handler: the packet to
+ * ranks 2, 3, 2, match bits 0x100..0x102), its metadata in *m: 0, or -1
+ * (asserted).  Its 2 queued puts stay in slot 0's queue. */
+static int ff_slot0_fan(struct spin_fanout_meta *m)
+{
+	struct spin_me_spec s = spec(0, 0x5a, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x5a);
+	static struct test_state init;
+	uint8_t msg[100];
+	struct fr f, o;
+	int idx, ml;
+
+	memset(&init, 0, sizeof(init));
+	init.mode = T_PUT_FAN;
+	init.fan_n = 3;
+	init.fan_rank[0] = 2;
+	init.fan_rank[1] = 3;
+	init.fan_rank[2] = 2;
+	s.handler = "test";
+	s.hpu_init = &init;
+	s.hpu_init_len = sizeof(init);
+	s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	idx = me_add(&s);
+	if (!ASSERT_TRUE(idx >= 0, "slot 0's fan-out entry"))
+		return -1;
+	fill(msg, sizeof(msg), 21);
+	a.msg_id = next_id++;
+	mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
+	if (!ASSERT_EQ(run(&f, &o), XDP_PASS, "slot 0's fan-out: frame passed with metadata"))
+		return -1;
+	ml = o.len - (SPIN_PAY_OFF + (int)sizeof(msg));
+	if (!ASSERT_EQ(ml, (int)sizeof(*m), "metadata in front of the frame"))
+		return -1;
+	memcpy(m, o.b, sizeof(*m));
+	ASSERT_EQ(m->n, 2, "2 queued puts");
+	ASSERT_EQ(m->slot, 0, "slot 0's");
+	return 0;
+}
+
+static void fanout_forged_slot(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sa = spec(pt1, 0x5b, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x5b);
+	struct spin_cfg *cfg = cfg_map();
+	static struct fan_forge ff;
+	struct spin_fanout_meta m;
+	uint32_t pid0 = 0, pid1 = 0;
+	uint8_t msg[64];
+	bool peers = false;
+	struct slot1 f;
+	struct fr fr;
+	int ia, n, as0, as1;
+
+	reset();
+	fill(msg, sizeof(msg), 22);
+	memset(&ff, 0, sizeof(ff));
+	if (!ASSERT_TRUE(cfg != NULL, "spin_cfg mapped"))
+		return;
+	if (slot1_up(&f, "fan_forge.bpf.o", "fforge_s1"))
+		goto out;
+	for (int r = 2; r < 4; r++)
+		spin_peer_del(rt, r);
+	peers = true;
+	if (fan_peers(2))
+		goto out;
+	pid0 = __atomic_load_n(&cfg->proc_pid[0], __ATOMIC_SEQ_CST);
+	pid1 = __atomic_load_n(&cfg->proc_pid[1], __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cfg->proc_pid[0], 0x5150, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&cfg->proc_pid[1], 0x5151, __ATOMIC_SEQ_CST);
+	sa.handler = "fforge_s1";
+	sa.hpu_init = &ff;
+	sa.hpu_init_len = sizeof(ff);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(ia >= 0, "the forger's entry in slot 1"))
+		goto out;
+	a.pt_index = pt1;
+
+	/* its own put, named as its own slot's, then as slot 0's */
+	for (int i = 0; i < 2; i++) {
+		uint64_t slot = 1 - i;
+
+		ff = (struct fan_forge){ .mode = FF_OWN, .slot = slot, .n = 1, .t0 = 0x7770 + slot,
+					 .seal = 0x5ea1, .rank = MY_RANK };
+		ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");
+		a.msg_id = next_id++;
+		mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+		ASSERT_TRUE(ff_wire(&fr, FF_MATCH, 1, slot == 1, slot == 0, 0x5150, &n, &as0),
+			    slot ? "its put sent" : "spin_tc found no valid put (put_failed)");
+		as1 = n - as0;
+		T_MSG("its put named as slot %llu's: %d frames, %d as slot 0's process", (unsigned long long)slot,
+		      n, as0);
+		ASSERT_EQ(spin_hpu_read(rt, ia, &ff, sizeof(ff)), 0, "its handler memory");
+		ASSERT_EQ(ff.runs, 1, "it ran");
+		if (slot == 1) {
+			ASSERT_EQ(n, 1, "named as its own slot's: sent");
+			ASSERT_EQ(as1, 1, "as slot 1's process");
+		} else {
+			ASSERT_EQ(as0, 0, "named as slot 0's: nothing sent as slot 0's process");
+		}
+	}
+
+	/* slot 0's puts in flight, named by the forger */
+	if (ff_slot0_fan(&m))
+		goto out;
+	for (int step = 0; step < 3; step++) {
+		ff = (struct fan_forge){ .mode = FF_PENDING, .slot = 0, .n = m.n, .t0 = m.t0,
+					 .cpu = m.cpu, .ifindex0 = if_nametoindex(IFA), .rank = MY_RANK,
+					 /* another seal, then the frame's own (twice) */
+					 .seal = step ? m.seal : (m.seal ^ 0x10) | 1 };
+		ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");
+		a.msg_id = next_id++;
+		mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+		ASSERT_TRUE(ff_wire(&fr, 0x101, 2, step == 1 ? 2 : 0, step == 1 ? 0 : 2, 0x5150, &n,
+				    &as0), step == 1 ? "both sent" : "spin_tc found neither valid (put_failed)");
+		T_MSG("slot 0's queued puts named %s: %d frames, %d as slot 0's process",
+		      step == 0 ? "with another seal" : step == 1 ? "with their seal" : "again", n, as0);
+		if (step == 1)
+			ASSERT_EQ(as0, 2, "with their own seal (the control): both sent, as slot 0's");
+		else if (step == 0)
+			ASSERT_EQ(n, 0, "with another seal: none sent");
+		else
+			ASSERT_EQ(n, 0, "again: none sent (spin_tc took them)");
+	}
+out:
+	if (pid0)
+		__atomic_store_n(&cfg->proc_pid[0], pid0, __ATOMIC_SEQ_CST);
+	if (pid1)
+		__atomic_store_n(&cfg->proc_pid[1], pid1, __ATOMIC_SEQ_CST);
+	if (peers)
+		fan_peers_undo(4);
+	slot1_down(&f);
+}
+
+/*
+ * A handler of one slot can neither read nor rewrite another slot's
+ * queued puts (spin_putq is each slot's own; a handler program holds its
+ * slot's).  Slot 0's fan-out (through BPF_PROG_RUN, on CPU 0) leaves 2
+ * puts queued; then fan_forge.bpf.c, loaded by slot 1, run on the same
+ * CPU, looks at the spin_putq it holds at their tickets and rewrites every
+ * entry carrying its ticket.  It finds none, and slot 0's entries are
+ * unchanged, still with their ticket and seal.  Slot 0's queue is still
+ * spin_putqs[0], slot 1's another map.  Before, spin_putq was one map: it
+ * found both and rewrote their target, match bits and bytes.  An object
+ * that declares spin_putqs (selftests/progs/putqs_forge.bpf.c), to reach
+ * slot 0's queue through it, is refused; loaded (without the refusal in
+ * lib/handler.c) it rewrites them.
+ */
+static int putq_read(int fd, uint32_t k, uint32_t cpu, struct spin_putq_ent *e)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	size_t vs = (sizeof(*e) + 7) & ~(size_t)7;
+	uint8_t *v;
+	int err;
+
+	if (ncpu <= 0 || cpu >= (uint32_t)ncpu)
+		return -1;
+	v = calloc(ncpu, vs);
+	if (!v)
+		return -1;
+	err = bpf_map_lookup_elem(fd, &k, v);
+	if (!err)
+		memcpy(e, v + cpu * vs, sizeof(*e));
+	free(v);
+	return err;
+}
+
+static void putq_confined(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sa = spec(pt1, 0x5c, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x5c);
+	static struct spin_putq_ent before[2], after[2];
+	static struct fan_forge ff;
+	struct spin_fanout_meta m;
+	struct bpf_map_info qi = { 0 };
+	uint32_t il = sizeof(qi), id0 = 0, id1 = 0, k0 = 0, k1 = 1;
+	cpu_set_t old, set;
+	uint8_t msg[64];
+	struct slot1 f;
+	struct fr fr;
+	int ia, q = -1, qs = -1, rc;
+
+	reset();
+	sched_getaffinity(0, sizeof(old), &old);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	memset(&ff, 0, sizeof(ff));
+	fill(msg, sizeof(msg), 23);
+	if (slot1_up(&f, "fan_forge.bpf.o", "fforge_s1"))
+		goto out;
+	q = pinned_map("spin_putq");
+	qs = pinned_map("spin_putqs");
+	if (!ASSERT_TRUE(q >= 0 && qs >= 0, "spin_putq and spin_putqs pinned"))
+		goto out;
+	bpf_obj_get_info_by_fd(q, &qi, &il);
+	bpf_map_lookup_elem(qs, &k0, &id0);
+	bpf_map_lookup_elem(qs, &k1, &id1);
+	ASSERT_EQ(id0, qi.id, "slot 0's queue is spin_putq");
+	ASSERT_TRUE(id1 && id1 != qi.id, "slot 1's is another");
+	sa.handler = "fforge_s1";
+	sa.hpu_init = &ff;
+	sa.hpu_init_len = sizeof(ff);
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(ia >= 0, "the rewriter's entry in slot 1"))
+		goto out;
+	if (ff_slot0_fan(&m))
+		goto out;
+	ASSERT_EQ(m.cpu, 0, "on CPU 0");
+	for (int i = 0; i < 2; i++)
+		if (!ASSERT_OK(putq_read(q, (uint32_t)(m.t0 + i) & (SPIN_PUTQ_SIZE - 1), m.cpu,
+					 &before[i]), "slot 0's queued put read"))
+			goto out;
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(before[i].ticket, SPIN_PUTQ_TICKET(m.cpu, m.t0 + i), "queued, with its ticket");
+	ff = (struct fan_forge){ .mode = FF_REWRITE, .n = m.n, .t0 = m.t0, .match0 = 0x101 };
+	ASSERT_EQ(spin_hpu_write(rt, ia, &ff, sizeof(ff)), 0, "its mode");
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+	rc = run(&fr, NULL);
+	ASSERT_EQ(spin_hpu_read(rt, ia, &ff, sizeof(ff)), 0, "its handler memory");
+	T_MSG("the rewriter: verdict %d, ran %llu, found %llu of slot 0's queued puts", rc,
+	      (unsigned long long)ff.runs, (unsigned long long)ff.seen);
+	ASSERT_EQ(ff.runs, 1, "it ran");
+	ASSERT_EQ(ff.seen, 0, "it finds none of slot 0's queued puts");
+	for (int i = 0; i < 2; i++) {
+		if (!ASSERT_OK(putq_read(q, (uint32_t)(m.t0 + i) & (SPIN_PUTQ_SIZE - 1), m.cpu,
+					 &after[i]), "slot 0's queued put read again"))
+			goto out;
+		ASSERT_MEM(&after[i], &before[i], sizeof(after[i]), "slot 0's queued put unchanged");
+	}
+	ASSERT_EQ(after[1].r.match_bits, 0x102, "its match bits");
+	ASSERT_EQ(after[1].r.target_rank, 2, "its target");
+	ASSERT_TRUE(after[1].seal == m.seal && m.seal, "sealed for its frame");
+	/* an object that declares spin_putqs itself, to reach slot 0's
+	 * queue through it: refused (if it loaded, it would rewrite them) */
+	{
+		char path[1024];
+		uint64_t pf[2] = { m.t0, 0 };
+		int ld;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/putqs_forge.bpf.o", objdir);
+		ld = spin_handler_load(f.rt1, path, "pqforge_s1");
+		T_MSG("putqs_forge.bpf.o: %d %s", ld, ld < 0 ? spin_errmsg() : "");
+		ASSERT_TRUE(ld < 0 && strstr(spin_errmsg(), "spin_putqs"),
+			    "a handler object that declares spin_putqs is refused");
+		if (ld >= 0) {
+			struct spin_me_spec sp = spec(pt1, 0x5d, 4096);
+
+			f.name[1] = "pqforge_s1";
+			sp.handler = "pqforge_s1";
+			sp.hpu_init = pf;
+			sp.hpu_init_len = sizeof(pf);
+			sp.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+			if (me_add(&sp) >= 0) {
+				struct spin_msg_args b = margs(0, 0, 0x5d);
+
+				b.pt_index = pt1;
+				b.msg_id = next_id++;
+				mkpkt(&fr, &b, sizeof(msg), 0, sizeof(msg), msg);
+				run(&fr, NULL);
+			}
+		}
+		for (int i = 0; i < 2; i++)
+			if (!putq_read(q, (uint32_t)(m.t0 + i) & (SPIN_PUTQ_SIZE - 1), m.cpu, &after[i]))
+				ASSERT_MEM(&after[i], &before[i], sizeof(after[i]),
+					   "slot 0's queued put still unchanged");
+	}
+out:
+	if (q >= 0)
+		close(q);
+	if (qs >= 0)
+		close(qs);
+	slot1_down(&f);
+	sched_setaffinity(0, sizeof(old), &old);
+}
+
+/*
  * A handler cannot forge the record of a handler get (spin_hgets: where
  * spin_rx deposits the reply): selftests/progs/hget_forge.bpf.c, loaded by
  * slot 1, writes one naming slot 0's window and entry, for a reply from
@@ -6825,6 +7169,8 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_hget_record);
 	RUN_TEST(fanout_confined);
+	RUN_TEST(fanout_forged_slot);
+	RUN_TEST(putq_confined);
 	RUN_TEST(handler_finish_private_window);
 	RUN_TEST(handler_no_foreign_tail_call);
 	RUN_TEST(handler_window_pin);

@@ -442,8 +442,9 @@ static __always_inline int __spin_put_fail(struct spin_ctx *c, __u32 why)
  * subprogram per handler program whatever the number of call sites, which
  * checks them, takes the put's bytes and records the put: put 0 in
  * spin_ctx.put[0] (the runtime's finish stage builds it in the frame),
- * puts 1 .. SPIN_MAX_PUTS - 1 in the CPU's ring spin_putq at tickets
- * putq_t0 + n - 1 (wire.h, struct spin_putq_ent), sent by spin_tc.
+ * puts 1 .. SPIN_MAX_PUTS - 1 in the CPU's ring spin_putq (the handler
+ * program's process slot's own) at tickets putq_t0 + n - 1 (wire.h,
+ * struct spin_putq_ent), sealed by the finish stage, sent by spin_tc.
  *
  * The bytes are taken now, so the handler may reuse its buffer:
  *  - a device put: from the packet itself no copy (put 0 is sent in place,
@@ -565,6 +566,7 @@ static __noinline int __spin_put_rec(struct spin_ctx *c, __u64 a)
 	t = c->putq_t0 + n - 1;
 	e->me = c->me;
 	e->pad = 0;
+	e->seal = 0;	/* its finish stage seals it (spin_fanout) */
 	/* the entry before its ticket (a compiler barrier: x86-64 keeps
 	 * stores in order; BPF has no fence) */
 	asm volatile("" ::: "memory");

@@ -62,14 +62,35 @@ struct {
 } spin_me_ct SEC(".maps");
 
 /* Queued puts 1.. of handler invocations (wire.h, struct spin_putq_ent):
- * a ring per CPU, indexed by ticket % SPIN_PUTQ_SIZE; spin_tc reads the
- * sending CPU's element. */
-struct {
+ * a ring per CPU, indexed by ticket % SPIN_PUTQ_SIZE.  Each process slot
+ * has its own (spin_putqs below): this one is slot 0's, and a handler
+ * program (and its finish stage) gets, instead of it, its own slot's
+ * (lib/handler.c), so it can neither read nor write another slot's
+ * queued puts. */
+struct spin_putq_def {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SPIN_PUTQ_SIZE);
 	__type(key, __u32);
 	__type(value, struct spin_putq_ent);
-} spin_putq SEC(".maps");
+};
+struct spin_putq_def spin_putq SEC(".maps");
+
+#ifdef SPIN_RT_PROG
+/* The queued puts of each process slot: slot 0's is spin_putq, another
+ * slot's is made by libspin when a handler program of the slot is first
+ * loaded (lib/handler.c) and dropped when its process gives the slot
+ * back.  spin_tc reads the queue of the slot a fan-out frame's metadata
+ * names.  The runtime's only: handler objects do not declare it, and
+ * lib/handler.c refuses one that does (docs/security.md, "Handlers"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SPIN_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct spin_putq_def);
+} spin_putqs SEC(".maps") = {
+	.values = { [0] = &spin_putq },
+};
+#endif
 
 /* Exact match entries by (portal, list, match bits, source): the FIFO of
  * entries with that key (wire.h, struct spin_mx).  Elements are allocated

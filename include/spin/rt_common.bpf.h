@@ -633,6 +633,7 @@ struct spin_fo_q {
 	__u32	id0;		/* message id sequence of the first (as spin_tc's) */
 	__u32	slot;		/* the stage's slot */
 	__u32	pt;		/* the runtime portal the requests name */
+	__u64	seal;		/* the fan-out's (spin_fanout_meta.seal) */
 };
 
 static int spin_fo_host_cb(__u32 k, struct spin_fo_q *q)
@@ -647,12 +648,18 @@ static int spin_fo_host_cb(__u32 k, struct spin_fo_q *q)
 
 	if (!e || e->ticket != SPIN_PUTQ_TICKET(q->cpu, t))
 		return 0;
+	/* sealed for this frame: spin_tc sends (or passes over) only the
+	 * entries with the frame's seal */
+	e->seal = q->seal;
 	if (e->r.kind != SPIN_PUT_HGET && e->r.src != SPIN_SRC_HOST)
 		return 0;	/* spin_tc's: from the frame or the copied bytes */
 	mk = e->me;
 	me = bpf_map_lookup_elem(&spin_me, &mk);
 	if (SPIN_WIN_SLOT(e->r.src_off) != q->slot || !me) {
-		e->ticket = 0;	/* another slot's window: put_failed */
+		/* another slot's window: put_failed (unsealed: a ticket of 0
+		 * is CPU 0's first) */
+		e->ticket = 0;
+		e->seal = 0;
 		return 0;
 	}
 	if (e->r.kind == SPIN_PUT_HGET) {
@@ -676,8 +683,10 @@ static int spin_fo_host_cb(__u32 k, struct spin_fo_q *q)
 		old = bpf_map_lookup_elem(&spin_hgets, hk);
 		/* never over another slot's get in flight (its reply would
 		 * come here) */
-		if ((old && old->slot != q->slot) || bpf_map_update_elem(&spin_hgets, hk, hv, BPF_ANY))
+		if ((old && old->slot != q->slot) || bpf_map_update_elem(&spin_hgets, hk, hv, BPF_ANY)) {
 			e->ticket = 0;
+			e->seal = 0;
+		}
 		return 0;
 	}
 	/* a put from host longer than a packet: the stage's process sends it */
@@ -748,6 +757,7 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 	m->cpu = bpf_get_smp_processor_id();
 	m->t0 = c->putq_t0;
 	m->id0 = c->seq;
+	m->seal = 0;	/* (only a finish stage seals queued puts) */
 	/* the process the copies speak for: a handler program's stage's own
 	 * slot, whatever spin_ctx says */
 	slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
@@ -767,9 +777,14 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 
 		m->slot = slot;
 		/* (only the finish stage: the default path runs no handler,
-		 * so it has no queued puts) */
-		if (stage)
+		 * so it has no queued puts).  The seal: random, never 0, in
+		 * the entries of this stage's slot's queue (spin_putq is the
+		 * slot's own, lib/handler.c) and in the metadata only */
+		if (stage) {
+			q.seal = ((__u64)bpf_get_prandom_u32() << 32 | bpf_get_prandom_u32()) | 1;
+			m->seal = q.seal;
 			bpf_loop(n, spin_fo_host_cb, &q, 0);
+		}
 	}
 #else
 	m->slot = slot;

@@ -29,8 +29,12 @@
  *    too; spin_waker has an element per process slot; spin_src_ev
  * 6: spin_hget.slot; spin_hgets is the runtime's only (handler objects do
  *    not declare it); the finish stage records handler gets and posts
- *    long puts from host, spin_tc neither */
-#define SPIN_ABI_VERSION	6
+ *    long puts from host, spin_tc neither
+ * 7: spin_putq is a process slot's own (spin_putqs, an array of maps; a
+ *    handler program's spin_putq is its slot's); spin_putq_ent.seal and
+ *    spin_fanout_meta.seal: spin_tc sends a queued put only with the seal
+ *    its slot's finish stage gave the frame, and consumes it */
+#define SPIN_ABI_VERSION	7
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -363,8 +367,9 @@ _Static_assert(SPIN_MAX_MSG / SPIN_MAX_SEG < SPIN_MSG_MAX_PKTS,
 #define SPIN_MAX_PUTS		64	/* puts per handler invocation, device and host
 					 * mixed (power of 2); more than one: fan-out,
 					 * see below */
-#define SPIN_PUTQ_SIZE		1024	/* per-CPU ring of queued puts (spin_putq):
-					 * puts 1.. of the last invocations on a CPU */
+#define SPIN_PUTQ_SIZE		1024	/* per-CPU ring of queued puts of a process
+					 * slot (spin_putq, spin_putqs): puts 1.. of
+					 * the slot's last invocations on a CPU */
 #define SPIN_MSG_TIMEOUT_NS	(1000ull * 1000 * 1000)	/* incomplete message */
 /* ... a reliable one (SPIN_F_REL) at least this long without a packet: its
  * sender sends one at least every RTO (at most 200 ms by default) and gives
@@ -990,15 +995,22 @@ struct spin_ctx {
 /*
  * Several puts per invocation (fan-out): put 0 is built in the frame as a
  * single put is; puts 1..n-1 are queued, each with its own bytes, in the
- * per-CPU ring spin_putq, under consecutive tickets of the CPU's sequence
- * (spin_ctx.putq_head).  The runtime puts the metadata below in front of
- * the frame and returns XDP_PASS; spin_tc, at TC ingress of the same
- * interface, sends the frame as it is to put 0's egress
- * (bpf_clone_redirect), then rebuilds it for every queued put whose entry
- * still carries its ticket (bpf_skb_change_tail, bpf_skb_store_bytes) and
- * sends a clone of each; see docs/design.md, "Fan-out".  A ring entry
- * overwritten before spin_tc reached it (SPIN_PUTQ_SIZE later puts on the
- * same CPU) is put_failed.
+ * per-CPU ring spin_putq of the handler's process slot (each slot has its
+ * own, spin_putqs; a handler program holds its slot's only), under
+ * consecutive tickets of the CPU's sequence (spin_ctx.putq_head).  The
+ * finish stage seals them: a random seal per fan-out, written into every
+ * queued entry it keeps and into the metadata below, which it puts in
+ * front of the frame before returning XDP_PASS.  spin_tc, at TC ingress
+ * of the same interface, sends the frame as it is to put 0's egress
+ * (bpf_clone_redirect), then, from the queue of the metadata's slot, every
+ * queued put whose entry still carries its ticket and the frame's seal:
+ * it takes the entry (clears its seal), rebuilds the frame for it
+ * (bpf_skb_change_tail, bpf_skb_store_bytes) and sends a clone; see
+ * docs/design.md, "Fan-out".  A ring entry overwritten before spin_tc
+ * reached it (SPIN_PUTQ_SIZE later puts of the slot on the same CPU) is
+ * put_failed.  Metadata a handler wrote itself (XDP_PASS with metadata of
+ * its making) names another slot's queue in vain: it cannot read that
+ * queue, so it has no seal of it, and no seal is ever 0.
  */
 #define SPIN_FANOUT_MAGIC	0x5350464fu	/* "SPFO" */
 struct spin_fanout_meta {
@@ -1013,7 +1025,10 @@ struct spin_fanout_meta {
 	__u32	id0;		/* message id sequence of the first (the CPU's
 				 * id space, as put 0's; the others follow) */
 	__u32	slot;		/* the process slot of the entry whose handler
-				 * made the puts: every copy speaks for it */
+				 * made the puts: every copy speaks for it, and
+				 * its queue holds them */
+	__u64	seal;		/* the finish stage's seal of the queued puts
+				 * (never 0; 0: none are sent) */
 } __attribute__((packed, aligned(4)));
 _Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits the XDP headroom");
 
@@ -1023,6 +1038,9 @@ _Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits th
  * (a put from host longer than a packet, for the owning process). */
 struct spin_putq_ent {
 	__u64	ticket;		/* (cpu << 48) | sequence: whose entry it is now */
+	__u64	seal;		/* the finish stage's (spin_fanout_meta.seal);
+				 * 0 until it sealed the entry, and again once
+				 * spin_tc took it (or the stage refused it) */
 	struct spin_put_req r;
 	__u64	user_hdr[4];
 	__u32	me;
