@@ -254,6 +254,22 @@ static void msgs_clear(void)
 		bpf_map_update_elem(fd, &zero, &zero, 0);
 		close(fd);
 	}
+	/* the sources' event counts (the reader of each test drains its
+	 * ring), and the count of the pairs per slot */
+	fd = pinned_map("spin_src_ev");
+	if (fd >= 0) {
+		uint32_t k;
+
+		for (int i = 0; i < 4 * SPIN_SRC_EV_PAIRS && !bpf_map_get_next_key(fd, NULL, &k); i++)
+			bpf_map_delete_elem(fd, &k);
+		close(fd);
+	}
+	fd = pinned_map("spin_src_ev_n");
+	if (fd >= 0) {
+		for (uint32_t sl = 0; sl < SPIN_MAX_PROCS; sl++)
+			bpf_map_update_elem(fd, &sl, &(uint32_t){ 0 }, 0);
+		close(fd);
+	}
 	/* and the duplicate windows: an id an earlier test (the fuzzer) used
 	 * would make a test's message a duplicate */
 	fd = pinned_map("spin_dedup");
@@ -4653,11 +4669,12 @@ static void rare_drop_reasons(void)
 		close(msgs_fd);
 	}
 
-	/* host_queue_full: nobody reads the events (sent by four ranks: one
-	 * rank's share of the ring is half of it) */
+	/* host_queue_full: nobody reads the events (rank 0 until it has its
+	 * share, half the room, then rank 1 until the ring holds what two
+	 * ranks may, two thirds of it) */
 	a.match_bits = 0x60;
-	for (int i = 0; i < 9000 && !drops(SPIN_DROP_HOST_QUEUE_FULL); i++) {
-		a.src_rank = i & 3;
+	for (uint64_t q0 = drops(SPIN_DROP_EV_QUOTA), i = 0; i < 9000 && !drops(SPIN_DROP_HOST_QUEUE_FULL); i++) {
+		a.src_rank = drops(SPIN_DROP_EV_QUOTA) > q0;
 		a.msg_id = next_id++;
 		mkpkt(&f, &a, 8, 0, 8, msg);
 		run(&f, NULL);
@@ -4857,6 +4874,35 @@ static int put_answer(struct spin_msg_args *a, uint32_t id, struct fr *o)
 	return (int)be64toh(((const struct spin_hdr *)(o->b + SPIN_HDR_OFF))->user_hdr[1]);
 }
 
+/* The pairs the runtime counts in slot's ring (spin_src_ev_n); ~0u if
+ * unreadable. */
+static uint32_t src_ev_n(uint32_t slot)
+{
+	uint32_t v = ~0u;
+	int fd = pinned_map("spin_src_ev_n");
+
+	if (fd >= 0) {
+		bpf_map_lookup_elem(fd, &slot, &v);
+		close(fd);
+	}
+	return v;
+}
+
+/* Wait for the sweeper to bring slot's pair count to want or below (no
+ * more than WAIT_NS: load delays a sweep, never hastens it); the count. */
+static uint32_t wait_src_ev_n(uint32_t slot, uint32_t want)
+{
+	uint32_t n = src_ev_n(slot);
+
+	for (uint64_t t0 = t_now_ns(); n > want && t_now_ns() - t0 < WAIT_NS; n = src_ev_n(slot)) {
+		/* read slot 0's ring meanwhile, as its process would: the
+		 * waker's doorbell records come after the events */
+		spin_events_poll(rt, drain_cb, NULL, 0);
+		usleep(10000);
+	}
+	return n;
+}
+
 /* Puts from a's rank until one is refused: how many were acked first; the
  * refusal must be a QUEUE_FULL nack. */
 static int puts_until_refused(struct spin_msg_args *a, uint32_t *id)
@@ -4939,12 +4985,15 @@ static int ack_posted(uint32_t r, uint32_t id)
  * Nobody reads the event ring.  A source rank's messages for entries that
  * post events are refused before matching (nacked QUEUE_FULL, never taken
  * with the completion lost) once the rank has its share of the ring
- * unread (ev_quota); another rank is taken until the ring is nearly full
- * (host_queue_full).  A flow-controlled portal table entry disables itself
- * for a full ring.  Entries that post no event are served whatever the
- * ring holds (puts and gets, from every rank); an ack beyond its rank's
- * share is not posted (ev_quota), one that finds the ring full is lost
- * (ev_lost).  After the ring is read, puts are accepted again.
+ * unread (ev_quota: half the room when it is alone); another rank is
+ * taken until the ring holds what two sources may (host_queue_full: two
+ * thirds of the room, the rest kept for new sources).  A flow-controlled
+ * portal table entry disables itself when the ring holds what its sources
+ * may.  Entries that post no event are served whatever the ring holds
+ * (puts and gets, from every rank); an ack beyond its rank's share is not
+ * posted (ev_quota), nor one beyond what the ring may hold
+ * (host_queue_full; the room kept leaves none lost, ev_lost).  After the
+ * ring is read, puts are accepted again.
  */
 static void event_ring_admission(void)
 {
@@ -4952,7 +5001,7 @@ static void event_ring_admission(void)
 			    sn = spec(0, 0xa2, 64), sg = spec(0, 0xa3, 64);
 	struct spin_msg_args a = margs(0, 0, 0xa0);
 	uint32_t id = 0x500000;
-	int acked0, acked1, quiet = 0, got = 0, fail, ni, acks = 0;
+	int acked0, acked1, acked2 = 0, quiet = 0, got = 0, fail, ni, acks = 0;
 	struct spin_me me;
 	struct spin_pt pt;
 	struct fr f, o;
@@ -4972,19 +5021,31 @@ static void event_ring_admission(void)
 	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "one rank takes its share of the ring");
 	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
 	ASSERT_EQ(put_answer(&a, id++, &o), SPIN_FAIL_QUEUE_FULL, "refused again");
-	/* rank 1: the rest, until the ring is nearly full */
+	/* rank 1: until the ring holds two thirds of the room (less the
+	 * waker's doorbell records, which take room too) */
 	a.src_rank = 1;
 	acked1 = puts_until_refused(&a, &id);
-	T_MSG("rank 1: %d puts acked, then refused", acked1);
-	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	T_MSG("rank 1: %d puts acked, then refused (%u with the ring's events only)", acked1,
+	      (unsigned)(SPIN_EV_ROOM * 2 / 3 / SPIN_EV_REC_SIZE - SPIN_SRC_EV_QUOTA));
+	ASSERT_TRUE(acked1 > 0, "another rank still served");
+	ASSERT_TRUE(acked0 + acked1 <= (int)(SPIN_EV_ROOM * 2 / 3 / SPIN_EV_REC_SIZE),
+		    "two ranks leave a third of the room");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 2, "not as ev_quota (rank 0's two)");
 	ASSERT_EQ(stats().nacks_sent, 3, "the refusals counted as nacks");
 	ASSERT_EQ(stats().acks_sent, (uint64_t)(acked0 + acked1), "acks only for accepted puts");
-	/* a flow-controlled portal table entry disables itself instead */
+	/* a flow-controlled portal table entry: rank 2 is taken until the
+	 * ring holds what three ranks may, then the entry disables itself */
 	a.src_rank = 2;
 	a.pt_index = 6;
 	a.match_bits = 0xa1;
-	ASSERT_EQ(put_answer(&a, id++, &o), SPIN_FAIL_PT_DISABLED, "nacked");
+	for (int i = 0; i < 20000 && !(fail = put_answer(&a, id++, &o)); i++)
+		acked2++;
+	T_MSG("rank 2: %d puts acked, then refused", acked2);
+	ASSERT_TRUE(acked2 > 0, "a third rank served");
+	ASSERT_TRUE(acked0 + acked1 + acked2 <= (int)(SPIN_EV_ROOM * 3 / 4 / SPIN_EV_REC_SIZE),
+		    "three ranks leave a quarter of the room");
+	ASSERT_EQ(fail, SPIN_FAIL_PT_DISABLED, "nacked");
 	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
 	spin_pt_get(rt, 6, &pt);
 	ASSERT_EQ(pt.flags & SPIN_PT_ENABLED, 0, "flow control disabled the entry");
@@ -5007,20 +5068,24 @@ static void event_ring_admission(void)
 	ASSERT_EQ(run(&f, &o), XDP_TX, "no-events get entry: replied");
 	ASSERT_EQ(stats().replies_sent, 1, "counted as a reply");
 	a.op = SPIN_OP_PUT;
-	/* acks: not beyond the rank's share; a full ring loses them */
+	/* acks: not beyond the rank's share, nor beyond what the ring may
+	 * hold for four ranks */
 	ASSERT_EQ(ack_posted(0, id++), 0, "ack over rank 0's share: not posted");
 	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 3, "counted as ev_quota");
-	for (int i = 0; i < 2000 && !drops(SPIN_DROP_EV_LOST); i++)
+	fail = (int)drops(SPIN_DROP_HOST_QUEUE_FULL);
+	for (int i = 0; i < 2000 && drops(SPIN_DROP_HOST_QUEUE_FULL) == (uint64_t)fail; i++)
 		acks += ack_posted(3, id++);
-	T_MSG("rank 3: %d acks posted until the ring was full", acks);
+	T_MSG("rank 3: %d acks posted until the ring held what four ranks may", acks);
 	ASSERT_TRUE(acks > 0, "an ack of another rank posted");
-	ASSERT_EQ(drops(SPIN_DROP_EV_LOST), 1, "an ack that finds the ring full: ev_lost");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), (uint64_t)fail + 1, "then one not posted: host_queue_full");
+	ASSERT_EQ(drops(SPIN_DROP_EV_LOST), 0, "none lost");
 	a.src_rank = 3;
 	a.match_bits = 0xa2;
-	ASSERT_EQ(put_answer(&a, id++, &o), 0, "no-events entry served with the ring full");
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "no-events entry served with the ring at its limit");
 	/* every accepted put has its completion */
 	spin_events_poll(rt, count_puts_cb, &got, 0);
-	ASSERT_EQ(got, acked0 + acked1, "one event per accepted put, none for the no-events entry");
+	ASSERT_EQ(got, acked0 + acked1 + acked2,
+		  "one event per accepted put, none for the no-events entry");
 	a.src_rank = 0;
 	a.match_bits = 0xa0;
 	fail = put_answer(&a, id++, &o);
@@ -5041,10 +5106,11 @@ static int count_recs_cb(void *ctx, void *data, size_t len)
 /*
  * The ring of the process in slot 1 (nobody reads it) is shared out among
  * the sources as slot 0's is: rank 0 takes its share and is refused
- * (ev_quota), rank 1 is taken until the ring is nearly full
+ * (ev_quota), rank 1 is taken until the ring holds what two sources may
  * (host_queue_full).  Once the ring is read, rank 0 is taken again; a new
- * ring in the slot (a new process) starts everyone's counts again.
- * (Before, slot 1's ring had no shares: rank 0 filled it.)
+ * ring in the slot (a new process) starts everyone's counts again, and the
+ * sweeper frees the old ring's pairs.  (Before, slot 1's ring had no
+ * shares: rank 0 filled it.)
  */
 static void event_ring_admission_slot1(void)
 {
@@ -5083,7 +5149,9 @@ static void event_ring_admission_slot1(void)
 	a.src_rank = 1;
 	acked1 = puts_until_refused(&a, &id);
 	T_MSG("rank 1: %d puts acked, then refused", acked1);
-	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	ASSERT_TRUE(acked1 > 0, "another rank still served");
+	ASSERT_TRUE(acked0 + acked1 <= (int)(SPIN_EV_ROOM * 2 / 3 / SPIN_EV_REC_SIZE),
+		    "two ranks leave a third of the room");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
 	/* read: rank 0 is taken again */
 	if (!ASSERT_TRUE((rb = ring_buffer__new(ring1, count_recs_cb, &got, NULL)) != NULL,
@@ -5098,6 +5166,9 @@ static void event_ring_admission_slot1(void)
 	if (!ASSERT_TRUE(ring2 >= 0, "a second ring") ||
 	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring2, 0), 0, "it replaces the first"))
 		goto out;
+	/* the old ring's counts are stale: the sweeper frees both pairs
+	 * (rank 0 alone again, with its whole share) */
+	ASSERT_EQ(wait_src_ev_n(1, 0), 0, "the sweeper freed the old ring's pairs");
 	acked0 = puts_until_refused(&a, &id);
 	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "rank 0's share of the new ring");
 	ring_buffer__free(rb);
