@@ -4888,6 +4888,21 @@ static uint32_t src_ev_n(uint32_t slot)
 	return v;
 }
 
+/* Elements of spin_src_ev (every slot's pairs). */
+static uint32_t src_ev_pairs(void)
+{
+	int fd = pinned_map("spin_src_ev");
+	uint32_t k, n = 0;
+
+	if (fd < 0)
+		return ~0u;
+	for (int r = bpf_map_get_next_key(fd, NULL, &k); !r && n < 4 * SPIN_SRC_EV_PAIRS;
+	     r = bpf_map_get_next_key(fd, &k, &k))
+		n++;
+	close(fd);
+	return n;
+}
+
 /* Wait for the sweeper to bring slot's pair count to want or below (no
  * more than WAIT_NS: load delays a sweep, never hastens it); the count. */
 static uint32_t wait_src_ev_n(uint32_t slot, uint32_t want)
@@ -4901,6 +4916,25 @@ static uint32_t wait_src_ev_n(uint32_t slot, uint32_t want)
 		usleep(10000);
 	}
 	return n;
+}
+
+/* The producer position of slot 0's ring (spin_events), 0 if unreadable. */
+static uint64_t ring0_prod(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	int fd = pinned_map("spin_events");
+	uint64_t v = 0;
+	void *p;
+
+	if (fd < 0)
+		return 0;
+	p = mmap(NULL, ps, PROT_READ, MAP_SHARED, fd, ps);
+	if (p != MAP_FAILED) {
+		v = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
+		munmap(p, ps);
+	}
+	close(fd);
+	return v;
 }
 
 /* Puts from a's rank until one is refused: how many were acked first; the
@@ -5193,6 +5227,152 @@ out:
 	if (held)
 		spin_pt_free(rt, pt1);
 	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/* spin_events_poll callback: count the completions of rank 3's puts */
+static int rank3_puts_cb(void *ctx, const struct spin_event *ev)
+{
+	if (ev->kind == SPIN_EV_PUT && ev->src_rank == 3)
+		(*(int *)ctx)++;
+	return 0;
+}
+
+/*
+ * Three ranks flood the ring (nobody reads it), one after the other, each
+ * until it is refused: each takes what the ring may hold for the sources
+ * with unread events so far (n / (n + 1) of the room, its share at most),
+ * so a quarter of the room stays free, and a fourth rank's puts are taken
+ * with their events.  (Before, every rank's share was half the ring
+ * whatever the others held: rank 0 took half, rank 1 the rest, and ranks
+ * 2 and 3 were refused "not now" until the reader caught up.)
+ */
+static void event_ring_fair_share(void)
+{
+	struct spin_me_spec s = spec(0, 0xa9, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa9);
+	int acked[3], ok3 = 0, posted3 = 0;
+	uint32_t id = 0x5c0000;
+	struct fr o;
+
+	reset();
+	if (me_add(&s) < 0)
+		return;
+	a.flags = SPIN_F_ACK_REQ;
+	for (uint32_t r = 0; r < 3; r++) {
+		a.src_rank = r;
+		acked[r] = puts_until_refused(&a, &id);
+		T_MSG("rank %u: %d puts acked, then refused", r, acked[r]);
+		ASSERT_TRUE(acked[r] > 0, "a flooding rank served");
+	}
+	ASSERT_TRUE(acked[0] + acked[1] + acked[2] <= (int)(SPIN_EV_ROOM * 3 / 4 / SPIN_EV_REC_SIZE),
+		    "three flooding ranks leave a quarter of the room");
+	a.src_rank = 3;
+	for (int i = 0; i < 8; i++)
+		ok3 += put_answer(&a, id++, &o) == 0;
+	ASSERT_EQ(ok3, 8, "a fourth rank's puts taken");
+	spin_events_poll(rt, rank3_puts_cb, &posted3, 0);
+	ASSERT_EQ(posted3, 8, "with their events");
+}
+
+/*
+ * A source's counts in a ring (spin_src_ev) are freed once its events
+ * were read: rank 2's put makes its pair for slot 0's ring (counted in
+ * spin_src_ev_n); once its event is read, the sweeper frees the pair, and
+ * the map and the count are back to what they were.  (Before, slot 0's
+ * ring was counted in spin_src, and the pairs of slots 1..7 were never
+ * freed.)
+ */
+static void event_counts_freed(void)
+{
+	struct spin_me_spec s = spec(0, 0xaa, 64);
+	struct spin_msg_args a = margs(2, 0, 0xaa);
+	uint32_t k = SPIN_SRC_EV_KEY(2, 0), pairs0, n0;
+	int fd = pinned_map("spin_src_ev");
+	struct spin_src_ev se;
+	struct evs v;
+	struct fr o;
+
+	reset();
+	if (!ASSERT_TRUE(fd >= 0, "spin_src_ev") || me_add(&s) < 0)
+		goto out;
+	pairs0 = src_ev_pairs();
+	n0 = src_ev_n(0);
+	a.flags = SPIN_F_ACK_REQ;
+	ASSERT_EQ(put_answer(&a, 0x5d0000, &o), 0, "rank 2's put taken");
+	if (ASSERT_EQ(bpf_map_lookup_elem(fd, &k, &se), 0, "rank 2's pair made"))
+		ASSERT_EQ(se.ev_old + se.ev_new, 1, "it counts the event");
+	ASSERT_EQ(src_ev_n(0), n0 + 1, "counted among slot 0's pairs");
+	v = events();
+	ASSERT_EQ(v.n, 1, "the event read");
+	ASSERT_EQ(wait_src_ev_n(0, n0), n0, "the sweeper freed the pair");
+	ASSERT_TRUE(bpf_map_lookup_elem(fd, &k, &se) != 0, "rank 2's pair gone");
+	ASSERT_EQ(src_ev_pairs(), pairs0, "the map holds what it held before");
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * spin_src_ev full: a source with no pair there cannot be counted, so it
+ * has no share: its messages that would post an event are refused "not
+ * now" (ev_quota), never taken uncounted; once the events of the sources
+ * holding pairs are read, the sweeper frees their pairs and it is taken.
+ * The test fills the map with pairs of ranks that never send, each
+ * counting an unread event (rank 0's put is in the ring, unread).
+ * (Before, a source beyond the map's pairs was taken without a count,
+ * with no share at all.)
+ */
+static void event_counts_map_full(void)
+{
+	struct spin_me_spec s = spec(0, 0xab, 64);
+	struct spin_msg_args a = margs(0, 0, 0xab);
+	int fd = pinned_map("spin_src_ev"), nfd = pinned_map("spin_src_ev_n");
+	uint32_t filled = 0, zero = 0, n, k = SPIN_SRC_EV_KEY(1, 0);
+	struct spin_src_ev se;
+	struct evs v;
+	struct fr o;
+
+	reset();
+	if (!ASSERT_TRUE(fd >= 0 && nfd >= 0, "spin_src_ev, spin_src_ev_n") || me_add(&s) < 0)
+		goto out;
+	a.flags = SPIN_F_ACK_REQ;
+	ASSERT_EQ(put_answer(&a, 0x5e0000, &o), 0, "rank 0's put taken");
+	se.ev_old = 1;
+	se.ev_new = 0;
+	se.ev_mark = ring0_prod();	/* the reader is not past it */
+	for (uint32_t r = 100000; r < 100000 + 2 * SPIN_SRC_EV_PAIRS; r++) {
+		uint32_t fk = SPIN_SRC_EV_KEY(r, 0);
+
+		if (bpf_map_update_elem(fd, &fk, &se, BPF_NOEXIST))
+			break;
+		filled++;
+	}
+	T_MSG("%u pairs of silent ranks made", filled);
+	ASSERT_EQ(src_ev_pairs(), SPIN_SRC_EV_PAIRS, "the map is full");
+	/* as the runtime would have counted them */
+	if (!ASSERT_EQ(bpf_map_lookup_elem(nfd, &zero, &n), 0, "read spin_src_ev_n"))
+		goto out;
+	n += filled;
+	bpf_map_update_elem(nfd, &zero, &n, 0);
+	a.src_rank = 1;
+	ASSERT_EQ(put_answer(&a, 0x5e0001, &o), SPIN_FAIL_QUEUE_FULL, "a new rank refused \"not now\"");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
+	ASSERT_TRUE(bpf_map_lookup_elem(fd, &k, &se) != 0, "it has no pair");
+	/* the ring read: every pair's events are, the sweeper frees them */
+	v = events();
+	ASSERT_EQ(v.n, 1, "rank 0's event read");
+	ASSERT_EQ(wait_src_ev_n(0, 0), 0, "the sweeper freed the pairs");
+	ASSERT_EQ(src_ev_pairs(), 0, "the map is empty");
+	ASSERT_EQ(put_answer(&a, 0x5e0002, &o), 0, "the new rank taken");
+	v = events();
+	ASSERT_TRUE(v.n == 1 && v.e[0].src_rank == 1, "with its event");
+out:
+	if (fd >= 0)
+		close(fd);
+	if (nfd >= 0)
+		close(nfd);
+	reset();
 }
 
 /* An AF_XDP socket on queue 0 of the runtime's interface, registered in
@@ -6932,6 +7112,9 @@ int main(int argc, char **argv)
 	RUN_TEST(flow_control);
 	RUN_TEST(event_ring_admission);
 	RUN_TEST(event_ring_admission_slot1);
+	RUN_TEST(event_ring_fair_share);
+	RUN_TEST(event_counts_freed);
+	RUN_TEST(event_counts_map_full);
 	RUN_TEST(not_now_keeps_older);
 	RUN_TEST(verifier_rejection);
 	RUN_TEST(stale_message_entry);
