@@ -852,8 +852,9 @@ static long spin_gc_dd(struct bpf_map *map, __u32 *key, struct spin_dedup *d,
  * its slot's n (spin_src_ev_admit).  Only the delete that succeeds gives
  * the pair back (its insert counted it once).  An event posted for the
  * source on another CPU between the roll and the delete is not counted
- * (its increment lands in the freed pair): at most one per CPU, and the
- * next event makes the pair again (spin_src_ev_get).
+ * (its increment lands in the freed pair, or in the pair of another source
+ * that the element was reused for: one too many there): at most one per
+ * CPU, and the next event makes the pair again (spin_src_ev_get).
  */
 static long spin_gc_src_ev(struct bpf_map *map, __u32 *key, struct spin_src_ev *s,
 			   struct spin_gc_ctx *g)
