@@ -630,8 +630,9 @@ static __always_inline __u32 spin_get_max(void)
  * Admission of a message that matched entry `me` (mlength bytes of it):
  * if the runtime will post an event for it (spin_do_finish, spin_rx_get),
  * the event ring must have room, and its source rank must not have its
- * share of the ring unread (except for an AF_XDP entry, whose messages
- * post nothing to the ring: the ring's room only, as before).  Returns 0,
+ * share of the ring unread nor the ring what the sources with unread
+ * events may hold (spin_src_ev_admit; except for an AF_XDP entry, whose
+ * messages post nothing to the ring: the ring's room only).  Returns 0,
  * or 1 + the drop reason.  A message for an entry that posts nothing is
  * taken whatever the ring holds: the runtime keeps serving those entries
  * when nobody reads the events.
@@ -639,7 +640,7 @@ static __always_inline __u32 spin_get_max(void)
 static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, const int op,
 					__u64 mlength)
 {
-	__u32 o = me->options;
+	__u32 o = me->options, r;
 
 	/* what one get makes the runtime send (its process answers XSK ones) */
 	if (op == SPIN_OP_GET && !(o & SPIN_ME_XSK) && mlength > spin_get_max())
@@ -651,8 +652,8 @@ static __always_inline __u32 spin_admit(const struct spin_me *me, __u32 rank, co
 		return 0;
 	if (spin_events_full(me->pt))
 		return 1 + SPIN_DROP_HOST_QUEUE_FULL;
-	if (!(o & SPIN_ME_XSK) && spin_src_ev_over(rank, me->pt))
-		return 1 + SPIN_DROP_EV_QUOTA;
+	if (!(o & SPIN_ME_XSK) && (r = spin_src_ev_admit(rank, me->pt)))
+		return 1 + r;
 	return 0;
 }
 
@@ -726,7 +727,9 @@ static __always_inline int spin_match(const struct spin_pt *pt, struct spin_matc
  * The message-table sweeper.  One timer for the whole table (per-message
  * timers need an allocation per message, which fails under bursts): every
  * period it expires incomplete messages past their deadline, counting them
- * and posting a MSG_TIMEOUT event, and removes tombstones of completed ones.
+ * and posting a MSG_TIMEOUT event, and removes tombstones of completed ones;
+ * it also frees idle duplicate windows and the sources' event counts that
+ * are back at 0 (spin_gc_src_ev).
  */
 struct spin_gc_ctx {
 	__u64 now;
@@ -736,7 +739,7 @@ struct spin_gc_ctx {
 static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct spin_msg *m,
 			struct spin_gc_ctx *g)
 {
-	__u32 status = m->status, k = m->me;
+	__u32 status = m->status, k = m->me, r;
 	struct spin_me_ct *ct;
 	struct spin_event *e;
 	void *rb;
@@ -764,8 +767,8 @@ static long spin_gc_msg(struct bpf_map *map, struct spin_msg_key *key, struct sp
 		 * source's share of the ring */
 		if (me->options & SPIN_ME_EVENT_COMM_DISABLE)
 			goto out;
-		if (spin_src_ev_over(key->src_rank, me->pt)) {
-			spin_drop_count(g->st, SPIN_DROP_EV_QUOTA);
+		if ((r = spin_src_ev_admit(key->src_rank, me->pt))) {
+			spin_drop_count(g->st, r);
 			goto out;
 		}
 		rb = spin_ring_of(me->pt);
@@ -842,6 +845,37 @@ static long spin_gc_dd(struct bpf_map *map, __u32 *key, struct spin_dedup *d,
 	return 0;
 }
 
+/*
+ * A source's counts in a ring (spin_src_ev): a new generation if the reader
+ * passed the mark; back at 0 (every event of the source read, or the ring
+ * replaced by a new process's), the pair is freed and no longer counts in
+ * its slot's n (spin_src_ev_admit).  Only the delete that succeeds gives
+ * the pair back (its insert counted it once).  An event posted for the
+ * source on another CPU between the roll and the delete is not counted
+ * (its increment lands in the freed pair, or in the pair of another source
+ * that the element was reused for: one too many there): at most one per
+ * CPU, and the next event makes the pair again (spin_src_ev_get).
+ */
+static long spin_gc_src_ev(struct bpf_map *map, __u32 *key, struct spin_src_ev *s,
+			   struct spin_gc_ctx *g)
+{
+	__u32 slot = *key & (SPIN_MAX_PROCS - 1), *n;
+	void *rb = bpf_map_lookup_elem(&spin_rings, spin_slot_key(slot));
+	__u64 cons = 0, prod = 0;
+
+	if (rb) {
+		cons = bpf_ringbuf_query(rb, BPF_RB_CONS_POS);
+		prod = bpf_ringbuf_query(rb, BPF_RB_PROD_POS);
+	}
+	/* no ring (its process is gone): nothing of it is unread */
+	if ((rb && spin_src_ev_roll(s, cons, prod)) || bpf_map_delete_elem(&spin_src_ev, key))
+		return 0;
+	n = bpf_map_lookup_elem(&spin_src_ev_n, spin_slot_key(slot));
+	if (n)
+		__sync_fetch_and_add(n, -1);
+	return 0;
+}
+
 static int spin_gc_run(void *map, __u32 *key, struct spin_gc *gc)
 {
 	struct spin_gc_ctx g = { .now = bpf_ktime_get_ns(), .st = spin_stats_get() };
@@ -849,6 +883,7 @@ static int spin_gc_run(void *map, __u32 *key, struct spin_gc *gc)
 	bpf_for_each_map_elem(&spin_msgs, spin_gc_msg, &g, 0);
 	bpf_for_each_map_elem(&spin_msg_bits, spin_gc_chunk, &g, 0);
 	bpf_for_each_map_elem(&spin_dedup, spin_gc_dd, &g, 0);
+	bpf_for_each_map_elem(&spin_src_ev, spin_gc_src_ev, &g, 0);
 	gc->runs++;
 	bpf_timer_start(&gc->timer, spin_gc_period(), 0);
 	return 0;
@@ -1342,7 +1377,8 @@ static __always_inline int spin_dispatch_single(struct xdp_md *xdp, struct spin_
 }
 
 /* An acknowledgement for a message this node sent: an event for the host,
- * within its source's share of the ring (the runtime cannot tell an ack of
+ * within its source's share of the ring and the room the sources' events
+ * may take (spin_src_ev_admit; the runtime cannot tell an ack of
  * an operation still outstanding from any other: the reader sorts them
  * out; a reliable sender's lost ack is asked for again). */
 static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
@@ -1350,11 +1386,12 @@ static __noinline int spin_rx_ack(struct xdp_md *xdp, const struct spin_hdr *sh,
 {
 	struct spin_event *e;
 	void *rb;
+	__u32 r;
 
 	if (!st)
 		return XDP_DROP;
-	if (spin_src_ev_over(bpf_ntohl(sh->src_rank), bpf_ntohs(sh->pt_index)))
-		return spin_drop(st, SPIN_DROP_EV_QUOTA);
+	if ((r = spin_src_ev_admit(bpf_ntohl(sh->src_rank), bpf_ntohs(sh->pt_index))))
+		return spin_drop(st, r);
 	/* the ring of the process that sent the message (pt_index: wire.h) */
 	rb = spin_ring_of(bpf_ntohs(sh->pt_index));
 	e = rb ? bpf_ringbuf_reserve(rb, sizeof(*e), 0) : NULL;

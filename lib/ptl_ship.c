@@ -384,7 +384,7 @@ static const char *const ship_maps_ok[] = {
 	"spin_auth", "spin_cfg", "spin_ctx", "spin_dedup", "spin_events", "spin_host", "spin_hpu",
 	"spin_hscratch", "spin_me", "spin_me_ct", "spin_msg_bits", "spin_msgs", "spin_mstate",
 	"spin_mstate_pc", "spin_peers", "spin_putq", "spin_rings", "spin_src", "spin_src_active",
-	"spin_src_ev",
+	"spin_src_ev", "spin_src_ev_n",
 	"spin_stages", "spin_stats", "spin_waker",
 };
 

@@ -254,6 +254,22 @@ static void msgs_clear(void)
 		bpf_map_update_elem(fd, &zero, &zero, 0);
 		close(fd);
 	}
+	/* the sources' event counts (the reader of each test drains its
+	 * ring), and the count of the pairs per slot */
+	fd = pinned_map("spin_src_ev");
+	if (fd >= 0) {
+		uint32_t k;
+
+		for (int i = 0; i < 4 * SPIN_SRC_EV_PAIRS && !bpf_map_get_next_key(fd, NULL, &k); i++)
+			bpf_map_delete_elem(fd, &k);
+		close(fd);
+	}
+	fd = pinned_map("spin_src_ev_n");
+	if (fd >= 0) {
+		for (uint32_t sl = 0; sl < SPIN_MAX_PROCS; sl++)
+			bpf_map_update_elem(fd, &sl, &(uint32_t){ 0 }, 0);
+		close(fd);
+	}
 	/* and the duplicate windows: an id an earlier test (the fuzzer) used
 	 * would make a test's message a duplicate */
 	fd = pinned_map("spin_dedup");
@@ -4997,11 +5013,12 @@ static void rare_drop_reasons(void)
 		close(msgs_fd);
 	}
 
-	/* host_queue_full: nobody reads the events (sent by four ranks: one
-	 * rank's share of the ring is half of it) */
+	/* host_queue_full: nobody reads the events (rank 0 until it has its
+	 * share, half the room, then rank 1 until the ring holds what two
+	 * ranks may, two thirds of it) */
 	a.match_bits = 0x60;
-	for (int i = 0; i < 9000 && !drops(SPIN_DROP_HOST_QUEUE_FULL); i++) {
-		a.src_rank = i & 3;
+	for (uint64_t q0 = drops(SPIN_DROP_EV_QUOTA), i = 0; i < 9000 && !drops(SPIN_DROP_HOST_QUEUE_FULL); i++) {
+		a.src_rank = drops(SPIN_DROP_EV_QUOTA) > q0;
 		a.msg_id = next_id++;
 		mkpkt(&f, &a, 8, 0, 8, msg);
 		run(&f, NULL);
@@ -5201,6 +5218,69 @@ static int put_answer(struct spin_msg_args *a, uint32_t id, struct fr *o)
 	return (int)be64toh(((const struct spin_hdr *)(o->b + SPIN_HDR_OFF))->user_hdr[1]);
 }
 
+/* The pairs the runtime counts in slot's ring (spin_src_ev_n); ~0u if
+ * unreadable. */
+static uint32_t src_ev_n(uint32_t slot)
+{
+	uint32_t v = ~0u;
+	int fd = pinned_map("spin_src_ev_n");
+
+	if (fd >= 0) {
+		bpf_map_lookup_elem(fd, &slot, &v);
+		close(fd);
+	}
+	return v;
+}
+
+/* Elements of spin_src_ev (every slot's pairs). */
+static uint32_t src_ev_pairs(void)
+{
+	int fd = pinned_map("spin_src_ev");
+	uint32_t k, n = 0;
+
+	if (fd < 0)
+		return ~0u;
+	for (int r = bpf_map_get_next_key(fd, NULL, &k); !r && n < 4 * SPIN_SRC_EV_PAIRS;
+	     r = bpf_map_get_next_key(fd, &k, &k))
+		n++;
+	close(fd);
+	return n;
+}
+
+/* Wait for the sweeper to bring slot's pair count to want or below (no
+ * more than WAIT_NS: load delays a sweep, never hastens it); the count. */
+static uint32_t wait_src_ev_n(uint32_t slot, uint32_t want)
+{
+	uint32_t n = src_ev_n(slot);
+
+	for (uint64_t t0 = t_now_ns(); n > want && t_now_ns() - t0 < WAIT_NS; n = src_ev_n(slot)) {
+		/* read slot 0's ring meanwhile, as its process would: the
+		 * waker's doorbell records come after the events */
+		spin_events_poll(rt, drain_cb, NULL, 0);
+		usleep(10000);
+	}
+	return n;
+}
+
+/* The producer position of slot 0's ring (spin_events), 0 if unreadable. */
+static uint64_t ring0_prod(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	int fd = pinned_map("spin_events");
+	uint64_t v = 0;
+	void *p;
+
+	if (fd < 0)
+		return 0;
+	p = mmap(NULL, ps, PROT_READ, MAP_SHARED, fd, ps);
+	if (p != MAP_FAILED) {
+		v = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
+		munmap(p, ps);
+	}
+	close(fd);
+	return v;
+}
+
 /* Puts from a's rank until one is refused: how many were acked first; the
  * refusal must be a QUEUE_FULL nack. */
 static int puts_until_refused(struct spin_msg_args *a, uint32_t *id)
@@ -5283,12 +5363,15 @@ static int ack_posted(uint32_t r, uint32_t id)
  * Nobody reads the event ring.  A source rank's messages for entries that
  * post events are refused before matching (nacked QUEUE_FULL, never taken
  * with the completion lost) once the rank has its share of the ring
- * unread (ev_quota); another rank is taken until the ring is nearly full
- * (host_queue_full).  A flow-controlled portal table entry disables itself
- * for a full ring.  Entries that post no event are served whatever the
- * ring holds (puts and gets, from every rank); an ack beyond its rank's
- * share is not posted (ev_quota), one that finds the ring full is lost
- * (ev_lost).  After the ring is read, puts are accepted again.
+ * unread (ev_quota: half the room when it is alone); another rank is
+ * taken until the ring holds what two sources may (host_queue_full: two
+ * thirds of the room, the rest kept for new sources).  A flow-controlled
+ * portal table entry disables itself when the ring holds what its sources
+ * may.  Entries that post no event are served whatever the ring holds
+ * (puts and gets, from every rank); an ack beyond its rank's share is not
+ * posted (ev_quota), nor one beyond what the ring may hold
+ * (host_queue_full; the room kept leaves none lost, ev_lost).  After the
+ * ring is read, puts are accepted again.
  */
 static void event_ring_admission(void)
 {
@@ -5296,7 +5379,7 @@ static void event_ring_admission(void)
 			    sn = spec(0, 0xa2, 64), sg = spec(0, 0xa3, 64);
 	struct spin_msg_args a = margs(0, 0, 0xa0);
 	uint32_t id = 0x500000;
-	int acked0, acked1, quiet = 0, got = 0, fail, ni, acks = 0;
+	int acked0, acked1, acked2 = 0, quiet = 0, got = 0, fail, ni, acks = 0;
 	struct spin_me me;
 	struct spin_pt pt;
 	struct fr f, o;
@@ -5316,19 +5399,31 @@ static void event_ring_admission(void)
 	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "one rank takes its share of the ring");
 	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
 	ASSERT_EQ(put_answer(&a, id++, &o), SPIN_FAIL_QUEUE_FULL, "refused again");
-	/* rank 1: the rest, until the ring is nearly full */
+	/* rank 1: until the ring holds two thirds of the room (less the
+	 * waker's doorbell records, which take room too) */
 	a.src_rank = 1;
 	acked1 = puts_until_refused(&a, &id);
-	T_MSG("rank 1: %d puts acked, then refused", acked1);
-	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	T_MSG("rank 1: %d puts acked, then refused (%u with the ring's events only)", acked1,
+	      (unsigned)(SPIN_EV_ROOM * 2 / 3 / SPIN_EV_REC_SIZE - SPIN_SRC_EV_QUOTA));
+	ASSERT_TRUE(acked1 > 0, "another rank still served");
+	ASSERT_TRUE(acked0 + acked1 <= (int)(SPIN_EV_ROOM * 2 / 3 / SPIN_EV_REC_SIZE),
+		    "two ranks leave a third of the room");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 2, "not as ev_quota (rank 0's two)");
 	ASSERT_EQ(stats().nacks_sent, 3, "the refusals counted as nacks");
 	ASSERT_EQ(stats().acks_sent, (uint64_t)(acked0 + acked1), "acks only for accepted puts");
-	/* a flow-controlled portal table entry disables itself instead */
+	/* a flow-controlled portal table entry: rank 2 is taken until the
+	 * ring holds what three ranks may, then the entry disables itself */
 	a.src_rank = 2;
 	a.pt_index = 6;
 	a.match_bits = 0xa1;
-	ASSERT_EQ(put_answer(&a, id++, &o), SPIN_FAIL_PT_DISABLED, "nacked");
+	for (int i = 0; i < 20000 && !(fail = put_answer(&a, id++, &o)); i++)
+		acked2++;
+	T_MSG("rank 2: %d puts acked, then refused", acked2);
+	ASSERT_TRUE(acked2 > 0, "a third rank served");
+	ASSERT_TRUE(acked0 + acked1 + acked2 <= (int)(SPIN_EV_ROOM * 3 / 4 / SPIN_EV_REC_SIZE),
+		    "three ranks leave a quarter of the room");
+	ASSERT_EQ(fail, SPIN_FAIL_PT_DISABLED, "nacked");
 	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_PT_DISABLED);
 	spin_pt_get(rt, 6, &pt);
 	ASSERT_EQ(pt.flags & SPIN_PT_ENABLED, 0, "flow control disabled the entry");
@@ -5351,20 +5446,24 @@ static void event_ring_admission(void)
 	ASSERT_EQ(run(&f, &o), XDP_TX, "no-events get entry: replied");
 	ASSERT_EQ(stats().replies_sent, 1, "counted as a reply");
 	a.op = SPIN_OP_PUT;
-	/* acks: not beyond the rank's share; a full ring loses them */
+	/* acks: not beyond the rank's share, nor beyond what the ring may
+	 * hold for four ranks */
 	ASSERT_EQ(ack_posted(0, id++), 0, "ack over rank 0's share: not posted");
 	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 3, "counted as ev_quota");
-	for (int i = 0; i < 2000 && !drops(SPIN_DROP_EV_LOST); i++)
+	fail = (int)drops(SPIN_DROP_HOST_QUEUE_FULL);
+	for (int i = 0; i < 2000 && drops(SPIN_DROP_HOST_QUEUE_FULL) == (uint64_t)fail; i++)
 		acks += ack_posted(3, id++);
-	T_MSG("rank 3: %d acks posted until the ring was full", acks);
+	T_MSG("rank 3: %d acks posted until the ring held what four ranks may", acks);
 	ASSERT_TRUE(acks > 0, "an ack of another rank posted");
-	ASSERT_EQ(drops(SPIN_DROP_EV_LOST), 1, "an ack that finds the ring full: ev_lost");
+	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), (uint64_t)fail + 1, "then one not posted: host_queue_full");
+	ASSERT_EQ(drops(SPIN_DROP_EV_LOST), 0, "none lost");
 	a.src_rank = 3;
 	a.match_bits = 0xa2;
-	ASSERT_EQ(put_answer(&a, id++, &o), 0, "no-events entry served with the ring full");
+	ASSERT_EQ(put_answer(&a, id++, &o), 0, "no-events entry served with the ring at its limit");
 	/* every accepted put has its completion */
 	spin_events_poll(rt, count_puts_cb, &got, 0);
-	ASSERT_EQ(got, acked0 + acked1, "one event per accepted put, none for the no-events entry");
+	ASSERT_EQ(got, acked0 + acked1 + acked2,
+		  "one event per accepted put, none for the no-events entry");
 	a.src_rank = 0;
 	a.match_bits = 0xa0;
 	fail = put_answer(&a, id++, &o);
@@ -5385,10 +5484,11 @@ static int count_recs_cb(void *ctx, void *data, size_t len)
 /*
  * The ring of the process in slot 1 (nobody reads it) is shared out among
  * the sources as slot 0's is: rank 0 takes its share and is refused
- * (ev_quota), rank 1 is taken until the ring is nearly full
+ * (ev_quota), rank 1 is taken until the ring holds what two sources may
  * (host_queue_full).  Once the ring is read, rank 0 is taken again; a new
- * ring in the slot (a new process) starts everyone's counts again.
- * (Before, slot 1's ring had no shares: rank 0 filled it.)
+ * ring in the slot (a new process) starts everyone's counts again, and the
+ * sweeper frees the old ring's pairs.  (Before, slot 1's ring had no
+ * shares: rank 0 filled it.)
  */
 static void event_ring_admission_slot1(void)
 {
@@ -5427,7 +5527,9 @@ static void event_ring_admission_slot1(void)
 	a.src_rank = 1;
 	acked1 = puts_until_refused(&a, &id);
 	T_MSG("rank 1: %d puts acked, then refused", acked1);
-	ASSERT_TRUE(acked1 > 1000, "another rank still served");
+	ASSERT_TRUE(acked1 > 0, "another rank still served");
+	ASSERT_TRUE(acked0 + acked1 <= (int)(SPIN_EV_ROOM * 2 / 3 / SPIN_EV_REC_SIZE),
+		    "two ranks leave a third of the room");
 	ASSERT_EQ(drops(SPIN_DROP_HOST_QUEUE_FULL), 1, "counted as host_queue_full");
 	/* read: rank 0 is taken again */
 	if (!ASSERT_TRUE((rb = ring_buffer__new(ring1, count_recs_cb, &got, NULL)) != NULL,
@@ -5442,6 +5544,9 @@ static void event_ring_admission_slot1(void)
 	if (!ASSERT_TRUE(ring2 >= 0, "a second ring") ||
 	    !ASSERT_EQ(bpf_map_update_elem(rings, &(uint32_t){ 1 }, &ring2, 0), 0, "it replaces the first"))
 		goto out;
+	/* the old ring's counts are stale: the sweeper frees both pairs
+	 * (rank 0 alone again, with its whole share) */
+	ASSERT_EQ(wait_src_ev_n(1, 0), 0, "the sweeper freed the old ring's pairs");
 	acked0 = puts_until_refused(&a, &id);
 	ASSERT_EQ(acked0, SPIN_SRC_EV_QUOTA, "rank 0's share of the new ring");
 	ring_buffer__free(rb);
@@ -5466,6 +5571,152 @@ out:
 	if (held)
 		spin_pt_free(rt, pt1);
 	slot1_window_free(wins, hfd, w1fd, w1, wlen);
+}
+
+/* spin_events_poll callback: count the completions of rank 3's puts */
+static int rank3_puts_cb(void *ctx, const struct spin_event *ev)
+{
+	if (ev->kind == SPIN_EV_PUT && ev->src_rank == 3)
+		(*(int *)ctx)++;
+	return 0;
+}
+
+/*
+ * Three ranks flood the ring (nobody reads it), one after the other, each
+ * until it is refused: each takes what the ring may hold for the sources
+ * with unread events so far (n / (n + 1) of the room, its share at most),
+ * so a quarter of the room stays free, and a fourth rank's puts are taken
+ * with their events.  (Before, every rank's share was half the ring
+ * whatever the others held: rank 0 took half, rank 1 the rest, and ranks
+ * 2 and 3 were refused "not now" until the reader caught up.)
+ */
+static void event_ring_fair_share(void)
+{
+	struct spin_me_spec s = spec(0, 0xa9, 64);
+	struct spin_msg_args a = margs(0, 0, 0xa9);
+	int acked[3], ok3 = 0, posted3 = 0;
+	uint32_t id = 0x5c0000;
+	struct fr o;
+
+	reset();
+	if (me_add(&s) < 0)
+		return;
+	a.flags = SPIN_F_ACK_REQ;
+	for (uint32_t r = 0; r < 3; r++) {
+		a.src_rank = r;
+		acked[r] = puts_until_refused(&a, &id);
+		T_MSG("rank %u: %d puts acked, then refused", r, acked[r]);
+		ASSERT_TRUE(acked[r] > 0, "a flooding rank served");
+	}
+	ASSERT_TRUE(acked[0] + acked[1] + acked[2] <= (int)(SPIN_EV_ROOM * 3 / 4 / SPIN_EV_REC_SIZE),
+		    "three flooding ranks leave a quarter of the room");
+	a.src_rank = 3;
+	for (int i = 0; i < 8; i++)
+		ok3 += put_answer(&a, id++, &o) == 0;
+	ASSERT_EQ(ok3, 8, "a fourth rank's puts taken");
+	spin_events_poll(rt, rank3_puts_cb, &posted3, 0);
+	ASSERT_EQ(posted3, 8, "with their events");
+}
+
+/*
+ * A source's counts in a ring (spin_src_ev) are freed once its events
+ * were read: rank 2's put makes its pair for slot 0's ring (counted in
+ * spin_src_ev_n); once its event is read, the sweeper frees the pair, and
+ * the map and the count are back to what they were.  (Before, slot 0's
+ * ring was counted in spin_src, and the pairs of slots 1..7 were never
+ * freed.)
+ */
+static void event_counts_freed(void)
+{
+	struct spin_me_spec s = spec(0, 0xaa, 64);
+	struct spin_msg_args a = margs(2, 0, 0xaa);
+	uint32_t k = SPIN_SRC_EV_KEY(2, 0), pairs0, n0;
+	int fd = pinned_map("spin_src_ev");
+	struct spin_src_ev se;
+	struct evs v;
+	struct fr o;
+
+	reset();
+	if (!ASSERT_TRUE(fd >= 0, "spin_src_ev") || me_add(&s) < 0)
+		goto out;
+	pairs0 = src_ev_pairs();
+	n0 = src_ev_n(0);
+	a.flags = SPIN_F_ACK_REQ;
+	ASSERT_EQ(put_answer(&a, 0x5d0000, &o), 0, "rank 2's put taken");
+	if (ASSERT_EQ(bpf_map_lookup_elem(fd, &k, &se), 0, "rank 2's pair made"))
+		ASSERT_EQ(se.ev_old + se.ev_new, 1, "it counts the event");
+	ASSERT_EQ(src_ev_n(0), n0 + 1, "counted among slot 0's pairs");
+	v = events();
+	ASSERT_EQ(v.n, 1, "the event read");
+	ASSERT_EQ(wait_src_ev_n(0, n0), n0, "the sweeper freed the pair");
+	ASSERT_TRUE(bpf_map_lookup_elem(fd, &k, &se) != 0, "rank 2's pair gone");
+	ASSERT_EQ(src_ev_pairs(), pairs0, "the map holds what it held before");
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * spin_src_ev full: a source with no pair there cannot be counted, so it
+ * has no share: its messages that would post an event are refused "not
+ * now" (ev_quota), never taken uncounted; once the events of the sources
+ * holding pairs are read, the sweeper frees their pairs and it is taken.
+ * The test fills the map with pairs of ranks that never send, each
+ * counting an unread event (rank 0's put is in the ring, unread).
+ * (Before, a source beyond the map's pairs was taken without a count,
+ * with no share at all.)
+ */
+static void event_counts_map_full(void)
+{
+	struct spin_me_spec s = spec(0, 0xab, 64);
+	struct spin_msg_args a = margs(0, 0, 0xab);
+	int fd = pinned_map("spin_src_ev"), nfd = pinned_map("spin_src_ev_n");
+	uint32_t filled = 0, zero = 0, n, k = SPIN_SRC_EV_KEY(1, 0);
+	struct spin_src_ev se;
+	struct evs v;
+	struct fr o;
+
+	reset();
+	if (!ASSERT_TRUE(fd >= 0 && nfd >= 0, "spin_src_ev, spin_src_ev_n") || me_add(&s) < 0)
+		goto out;
+	a.flags = SPIN_F_ACK_REQ;
+	ASSERT_EQ(put_answer(&a, 0x5e0000, &o), 0, "rank 0's put taken");
+	se.ev_old = 1;
+	se.ev_new = 0;
+	se.ev_mark = ring0_prod();	/* the reader is not past it */
+	for (uint32_t r = 100000; r < 100000 + 2 * SPIN_SRC_EV_PAIRS; r++) {
+		uint32_t fk = SPIN_SRC_EV_KEY(r, 0);
+
+		if (bpf_map_update_elem(fd, &fk, &se, BPF_NOEXIST))
+			break;
+		filled++;
+	}
+	T_MSG("%u pairs of silent ranks made", filled);
+	ASSERT_EQ(src_ev_pairs(), SPIN_SRC_EV_PAIRS, "the map is full");
+	/* as the runtime would have counted them */
+	if (!ASSERT_EQ(bpf_map_lookup_elem(nfd, &zero, &n), 0, "read spin_src_ev_n"))
+		goto out;
+	n += filled;
+	bpf_map_update_elem(nfd, &zero, &n, 0);
+	a.src_rank = 1;
+	ASSERT_EQ(put_answer(&a, 0x5e0001, &o), SPIN_FAIL_QUEUE_FULL, "a new rank refused \"not now\"");
+	check_nack(&o, SPIN_OP_ACK, &a, SPIN_FAIL_QUEUE_FULL);
+	ASSERT_EQ(drops(SPIN_DROP_EV_QUOTA), 1, "counted as ev_quota");
+	ASSERT_TRUE(bpf_map_lookup_elem(fd, &k, &se) != 0, "it has no pair");
+	/* the ring read: every pair's events are, the sweeper frees them */
+	v = events();
+	ASSERT_EQ(v.n, 1, "rank 0's event read");
+	ASSERT_EQ(wait_src_ev_n(0, 0), 0, "the sweeper freed the pairs");
+	ASSERT_EQ(src_ev_pairs(), 0, "the map is empty");
+	ASSERT_EQ(put_answer(&a, 0x5e0002, &o), 0, "the new rank taken");
+	v = events();
+	ASSERT_TRUE(v.n == 1 && v.e[0].src_rank == 1, "with its event");
+out:
+	if (fd >= 0)
+		close(fd);
+	if (nfd >= 0)
+		close(nfd);
+	reset();
 }
 
 /* An AF_XDP socket on queue 0 of the runtime's interface, registered in
@@ -7207,6 +7458,9 @@ int main(int argc, char **argv)
 	RUN_TEST(flow_control);
 	RUN_TEST(event_ring_admission);
 	RUN_TEST(event_ring_admission_slot1);
+	RUN_TEST(event_ring_fair_share);
+	RUN_TEST(event_counts_freed);
+	RUN_TEST(event_counts_map_full);
 	RUN_TEST(not_now_keeps_older);
 	RUN_TEST(verifier_rejection);
 	RUN_TEST(stale_message_entry);

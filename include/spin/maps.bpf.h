@@ -258,8 +258,9 @@ struct {
 	__type(value, struct spin_gc);
 } spin_gc SEC(".maps");
 
-/* The sources' shares of the rings of process slots 1..7 (wire.h, struct
- * spin_src_ev): memory follows the pairs in use. */
+/* The sources' events in the rings (wire.h, struct spin_src_ev), by
+ * (rank, slot): memory follows the pairs in use; the sweeper frees a pair
+ * whose counts are back at 0 (spin_gc_src_ev). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SPIN_SRC_EV_PAIRS);
@@ -267,6 +268,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct spin_src_ev);
 } spin_src_ev SEC(".maps");
+
+/* Pairs of spin_src_ev per slot: the sources that may have unread events
+ * in the slot's ring, the n of their share (spin_src_ev_admit).  Moved
+ * only by an insert and a delete that succeed (each key's insert and
+ * delete alternate), so it is the number of the slot's pairs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SPIN_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} spin_src_ev_n SEC(".maps");
 
 /* The source ranks holding message-table slots (spin_src.msgs > 0), one
  * counter: each may hold SPIN_MAX_MSGS / (n + 1) (spin_src_quota). */
@@ -835,6 +847,63 @@ static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u
 	return bpf_probe_read_kernel(dst, len, bounce) ? -1 : 0;
 }
 
+/*
+ * The event rings' shares (wire.h, SPIN_EV_ROOM): with n sources having
+ * unread events in a ring (pairs in spin_src_ev_n, the asking one
+ * included: its first look makes its pair), a source may have
+ * SPIN_EV_ROOM_EVENTS / (n + 1) events unread (at least 1; beyond it
+ * ev_quota), and, with n > 1, the ring may hold n / (n + 1) of SPIN_EV_ROOM
+ * before one more event of anyone (beyond it host_queue_full).  So whatever the order
+ * in which n sources fill their shares, 1 / (n + 1) of the room stays
+ * free, and a source with no unread events (n + 1 with it) may always
+ * post SPIN_EV_ROOM_EVENTS / ((n + 1) (n + 2)) events at once, and its
+ * full share SPIN_EV_ROOM_EVENTS / (n + 2) as the others' are read.
+ * Alone, a source has half the room (SPIN_SRC_EV_QUOTA); two flooding
+ * sources leave a third of it, three a quarter.
+ *
+ * The counts are an upper bound (wire.h, struct spin_src_ev): a
+ * generation ends when the reader's position passes the producer position
+ * at which it started; with nobody reading, nothing ends.  Racing CPUs
+ * may lose an update of the counts (a few events either way), and so may
+ * an event posted while the sweeper frees its pair.  n counts a source
+ * whose events were read until the sweeper frees its pair (two sweeps at
+ * most after the reader passed them).
+ */
+/* A source's first counts in a ring (read-only: no stack). */
+static const volatile struct spin_src_ev spin_src_ev_zero = { 0 };
+
+/* Source rank's counts in the ring of process slot `slot`, made if it has
+ * none (counted in spin_src_ev_n); NULL when spin_src_ev is full. */
+static __always_inline struct spin_src_ev *spin_src_ev_get(__u32 rank, __u32 slot)
+{
+	__u32 k = SPIN_SRC_EV_KEY(rank, slot), *n;
+	struct spin_src_ev *s = bpf_map_lookup_elem(&spin_src_ev, &k);
+
+	if (s)
+		return s;
+	if (!bpf_map_update_elem(&spin_src_ev, &k, (const void *)&spin_src_ev_zero, BPF_NOEXIST) &&
+	    (n = bpf_map_lookup_elem(&spin_src_ev_n, spin_slot_key(slot))))
+		__sync_fetch_and_add(n, 1);
+	return bpf_map_lookup_elem(&spin_src_ev, &k);
+}
+
+/* A new generation of a source's counts if the reader passed its mark
+ * (cons, prod: the ring's positions); the upper bound of its unread events. */
+static __always_inline __u32 spin_src_ev_roll(struct spin_src_ev *s, __u64 cons, __u64 prod)
+{
+	if (*(volatile __u64 *)&s->ev_mark > prod) {
+		/* a mark in the slot's previous ring: this one is new */
+		s->ev_old = 0;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	} else if (cons >= *(volatile __u64 *)&s->ev_mark) {
+		s->ev_old = cons >= prod ? 0 : s->ev_new;
+		s->ev_new = 0;
+		s->ev_mark = prod;
+	}
+	return s->ev_old + s->ev_new;
+}
+
 /* Flags for bpf_ringbuf_submit: no wake-up while the reader busy-polls
  * (SPIN_CFG_F_RB_QUIET); a wake-up is an interrupt, a VM exit on a VM.
  * After an event was posted quietly below a wake threshold (rb_lag), the
@@ -897,32 +966,24 @@ static __always_inline void spin_rb_doorbell(void *rb)
  * those that come while it is pending. */
 static __noinline void spin_rb_submit(void *e, __u64 flags)
 {
-	struct spin_cfg *cfg = spin_cfg_get();
+	struct spin_cfg *cfg;
 	__u32 rank = ((struct spin_event *)e)->src_rank;
 	__u32 slot = SPIN_PT_SLOT(((struct spin_event *)e)->pt_index) & (SPIN_MAX_PROCS - 1);
+	struct spin_src_ev *se;
 	struct spin_stats *st;
 	struct spin_waker *w;
-	struct spin_src *src;
 
-	if (slot) {
-		/* another process's ring than slot 0's (spin_events): its
-		 * source's share of that ring (spin_src_ev_over); a direct
-		 * wake-up wakes a reader that has caught up */
-		__u32 k = SPIN_SRC_EV_KEY(rank, slot);
-		struct spin_src_ev *se = bpf_map_lookup_elem(&spin_src_ev, &k);
-
-		/* (made by the admission that let the event's message or ack
-		 * in, spin_src_ev_over_slot) */
-		if (se)
-			__sync_fetch_and_add(&se->ev_new, 1);
-		if (flags != BPF_RB_NO_WAKEUP)
-			flags = 0;
-	} else {
-		/* the event counts towards its source's share (spin_src_ev_over) */
-		src = bpf_map_lookup_elem(&spin_src, &rank);
-		if (src)
-			__sync_fetch_and_add(&src->ev_new, 1);
-	}
+	/* the event counts towards its source's share of the ring
+	 * (spin_src_ev_admit; its pair made again if the sweeper freed it
+	 * since the admission, none when the map is full) */
+	se = spin_src_ev_get(rank, slot);
+	if (se)
+		__sync_fetch_and_add(&se->ev_new, 1);
+	/* another process's ring than slot 0's (spin_events): a direct
+	 * wake-up wakes a reader that has caught up */
+	if (slot && flags != BPF_RB_NO_WAKEUP)
+		flags = 0;
+	cfg = spin_cfg_get();	/* (not before: one more value kept across the calls) */
 	if (flags == BPF_RB_NO_WAKEUP || !cfg || !(cfg->flags & SPIN_CFG_F_WAKE_DEFER) ||
 	    !(w = bpf_map_lookup_elem(&spin_waker, spin_slot_key(slot))) ||
 	    w->armed != 2) {
@@ -954,66 +1015,42 @@ static __always_inline bool spin_events_full(__u32 pt)
 }
 
 /*
- * Source rank `rank` has its share of the event ring unread (admission of
- * a message that will post an event, and events nothing admitted: acks,
- * timeouts).  The count is an upper bound (wire.h, struct spin_src): a
- * generation ends when the reader's position passes the producer position
- * at which it started; with nobody reading, nothing ends and the source
- * keeps at most SPIN_SRC_EV_QUOTA events in the ring.  Racing CPUs may
- * lose an update of the counts (a few events either way).
+ * May source rank `rank` have one more event in the ring of runtime portal
+ * pt (admission of a message that will post one; events nothing admitted:
+ * acks, timeouts)?  0, or the drop reason: ev_quota (its share unread, or
+ * spin_src_ev full: a source that cannot be counted has no share) or
+ * host_queue_full (the ring holds what the n sources may).
  */
-/* A source's first counts in a slot's ring (read-only: no stack). */
-static const volatile struct spin_src_ev spin_src_ev_zero = { 0 };
-
-/* spin_src_ev_over for the ring of a process slot above 0 (runtime portal
- * pt's), counted in spin_src_ev; the source's first look makes its counts
- * there (when the map is full, it has none: no share) */
-static __noinline bool spin_src_ev_over_slot(__u32 rank, __u32 pt)
+static __noinline __u32 spin_src_ev_admit(__u32 rank, __u32 pt)
 {
-	__u32 k = SPIN_SRC_EV_KEY(rank, SPIN_PT_SLOT(pt));
-	struct spin_src_ev *s = bpf_map_lookup_elem(&spin_src_ev, &k);
+	__u32 slot = SPIN_PT_SLOT(pt) & (SPIN_MAX_PROCS - 1), *pn;
+	struct spin_src_ev *s = spin_src_ev_get(rank, slot);
 	void *rb = spin_ring_of(pt);
-	__u64 cons, prod;
+	__u64 cons, prod, n, share;
 
-	if (!s) {
-		bpf_map_update_elem(&spin_src_ev, &k, (const void *)&spin_src_ev_zero, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&spin_src_ev, &k);
-	}
-	if (!s || !rb)
-		return false;
+	if (!s)
+		return SPIN_DROP_EV_QUOTA;
+	if (!rb)
+		return 0;	/* no ring: nothing is posted (ev_lost) */
 	cons = bpf_ringbuf_query(rb, BPF_RB_CONS_POS);
 	prod = bpf_ringbuf_query(rb, BPF_RB_PROD_POS);
-	if (*(volatile __u64 *)&s->ev_mark > prod) {
-		/* a mark in the slot's previous ring: this one is new */
-		s->ev_old = 0;
-		s->ev_new = 0;
-		s->ev_mark = prod;
-	} else if (cons >= *(volatile __u64 *)&s->ev_mark) {
-		s->ev_old = cons >= prod ? 0 : s->ev_new;
-		s->ev_new = 0;
-		s->ev_mark = prod;
-	}
-	return s->ev_old + s->ev_new >= SPIN_SRC_EV_QUOTA;
-}
-
-static __always_inline bool spin_src_ev_over(__u32 rank, __u32 pt)
-{
-	struct spin_src *s;
-	__u64 cons, prod;
-
-	if (SPIN_PT_SLOT(pt))
-		return spin_src_ev_over_slot(rank, pt);
-	s = bpf_map_lookup_elem(&spin_src, &rank);
-	if (!s)
-		return false;
-	cons = bpf_ringbuf_query(&spin_events, BPF_RB_CONS_POS);
-	if (cons >= *(volatile __u64 *)&s->ev_mark) {
-		prod = bpf_ringbuf_query(&spin_events, BPF_RB_PROD_POS);
-		s->ev_old = cons >= prod ? 0 : s->ev_new;
-		s->ev_new = 0;
-		s->ev_mark = prod;
-	}
-	return s->ev_old + s->ev_new >= SPIN_SRC_EV_QUOTA;
+	pn = bpf_map_lookup_elem(&spin_src_ev_n, spin_slot_key(slot));
+	n = pn ? *(volatile __u32 *)pn : 1;
+	if ((__s32)n < 1)	/* (only a writer outside the runtime makes it so) */
+		n = 1;
+	if (n > SPIN_EV_ROOM_EVENTS)
+		n = SPIN_EV_ROOM_EVENTS;
+	share = SPIN_EV_ROOM_EVENTS / (n + 1);
+	if (share < 1)
+		share = 1;
+	if (spin_src_ev_roll(s, cons, prod) >= share)
+		return SPIN_DROP_EV_QUOTA;
+	/* (alone, its share is that bound: the ring's other records, such as
+	 * the waker's doorbells, take none of it) */
+	if (n > 1 && prod > cons &&
+	    prod - cons + SPIN_EV_REC_SIZE > SPIN_EV_ROOM - SPIN_EV_ROOM / (n + 1))
+		return SPIN_DROP_HOST_QUEUE_FULL;
+	return 0;
 }
 
 #endif /* SPIN_MAPS_BPF_H */

@@ -33,8 +33,10 @@
  * 7: spin_putq is a process slot's own (spin_putqs, an array of maps; a
  *    handler program's spin_putq is its slot's); spin_putq_ent.seal and
  *    spin_fanout_meta.seal: spin_tc sends a queued put only with the seal
- *    its slot's finish stage gave the frame, and consumes it */
-#define SPIN_ABI_VERSION	7
+ *    its slot's finish stage gave the frame, and consumes it
+ * 8: spin_src without the event counts: every slot's ring (slot 0's too)
+ *    counted in spin_src_ev, whose pairs the sweeper frees; spin_src_ev_n */
+#define SPIN_ABI_VERSION	8
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -209,13 +211,17 @@ enum spin_op {
  * before the entry is claimed when the event ring is nearly full (less
  * than SPIN_EVENTS_RESERVE free: the process that reads it fell behind),
  * counted as host_queue_full, or, except for AF_XDP entries, when its
- * source rank has SPIN_SRC_EV_QUOTA events unread (ev_quota), and nacked
- * with SPIN_FAIL_QUEUE_FULL: no completion is ever lost silently.  A
+ * source rank has its share of the ring unread (ev_quota; the share
+ * shrinks with the sources that have unread events, SPIN_SRC_EV_QUOTA
+ * when it is alone) or the ring holds what all the sources with unread
+ * events may have (host_queue_full: the rest is kept for new ones), and
+ * nacked with SPIN_FAIL_QUEUE_FULL: no completion is ever lost silently.  A
  * message whose entry posts nothing (no-events, not use-once) is taken
  * whatever the ring holds: a runtime whose events nobody reads keeps
  * serving those entries.  Events that no admission precedes are posted
- * only within the source's share: an ACK, a timeout (ev_quota
- * otherwise); one that finds the ring full is lost (ev_lost).
+ * only within the source's share and that room: an ACK, a timeout
+ * (ev_quota, host_queue_full otherwise); one that finds the ring full is
+ * lost (ev_lost).
  * So is the first packet of a multi-packet message that finds the message
  * table full (msg_table_full) or its source rank holding its share of it
  * already (src_quota): SPIN_MAX_MSGS / (n + 1) with n the sources holding
@@ -424,7 +430,7 @@ enum spin_hslot {
 	X(PUT_OVERFLOW,	"put_overflow",	"more device puts than one invocation can send") \
 	X(PUT_FAILED,	"put_failed",	"device put could not be built")	\
 	X(HGET_FAILED,	"hget_failed",	"reply to a handler get refused, too long, or its entry gone") \
-	X(HOST_QUEUE_FULL, "host_queue_full", "event ring nearly full: a message that would post an event refused") \
+	X(HOST_QUEUE_FULL, "host_queue_full", "event ring nearly full, or holding what its sources with unread events may: a message that would post an event refused") \
 	X(ACK_LOST,	"ack_lost",	"ack requested, but the frame carried a device put") \
 	X(NO_XSK,	"no_xsk",	"no AF_XDP socket on the receiving queue")	\
 	X(TRUNCATED,	"truncated",	"packets with bytes beyond the entry's window (not dropped)") \
@@ -434,7 +440,7 @@ enum spin_hslot {
 	X(BAD_KEY,	"bad_key",	"the packet does not carry the runtime's job key") \
 	X(DUP_ANSWERED,	"dup_answered",	"duplicate of a reliable message, answered again") \
 	X(BAD_CSUM,	"bad_csum",	"UDP checksum set and wrong: damaged on the way") \
-	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread: refused, or its ack or timeout event not posted") \
+	X(EV_QUOTA,	"ev_quota",	"the source rank has its share of the event ring unread (or no share: spin_src_ev full): refused, or its ack or timeout event not posted") \
 	X(EV_LOST,	"ev_lost",	"an event not posted: the event ring is full (nobody reads it)") \
 	X(BAD_AUTH,	"bad_auth",	"the packet's auth_tag is not the runtime's auth key's") \
 	X(GET_CAP,	"get_cap",	"a get for more than the runtime answers one request with (get_max): refused") \
@@ -799,21 +805,11 @@ struct spin_dedup {
 	__u32	ref[SPIN_DEDUP_SLOTS];
 };
 /* spin_src[rank]: message-table entries held by that source rank, and
- * the bitmap chunks (spin_msg_bits) of its messages, and its share of
- * the event ring: the events posted for it (completions, acks, timeouts,
- * ...) that the reader may not have consumed yet, counted in two
- * generations.  ev_new counts events posted since the producer position
- * ev_mark, ev_old those posted before it; once the reader's position
- * passes ev_mark, every event of ev_old was read: the runtime moves ev_new
- * to ev_old and starts a new generation at the producer position (see
- * spin_src_ev_over in maps.bpf.h).  ev_old + ev_new is an upper bound of
- * the source's unread events. */
+ * the bitmap chunks (spin_msg_bits) of its messages.  (Its events in a
+ * ring are counted in spin_src_ev, below.) */
 struct spin_src {
 	__u32	msgs;
 	__u32	chunks;
-	__u32	ev_old;
-	__u32	ev_new;
-	__u64	ev_mark;
 };
 enum spin_msg_status {
 	SPIN_MSG_NEW = 0,	/* created; header handler not finished */
@@ -1100,31 +1096,46 @@ struct spin_event {
 	struct spin_put_req put;	/* SPIN_EV_PUT_FROM_HOST, SPIN_EV_GET_FROM_HOST */
 };
 
-/* The event ring (spin_events): its size; the room admission keeps for
- * the events of messages already taken (completions, unlinks) and for
- * acks and timeouts; one event's bytes in it (with the record header);
- * and the events one source rank may have unread: half the ring, so one
- * source (its acks, timeouts and completions) cannot take it from the
- * others (maps.bpf.h, spin_src_ev_over). */
+/* The event ring (spin_events, and each process slot's in spin_rings):
+ * its size; the room admission keeps for the events of messages already
+ * taken (completions, unlinks) and for acks and timeouts; one event's
+ * bytes in it (with the record header); the room the sources' events
+ * share (SPIN_EV_ROOM, the rest) and its events.  With n sources having
+ * unread events in a ring (this one counted), one of them may have
+ * SPIN_EV_ROOM_EVENTS / (n + 1) unread (its share: SPIN_SRC_EV_QUOTA, half
+ * the room, when it is alone), and an event of any source is taken only
+ * while the ring stays below n / (n + 1) of the room: the rest is kept for
+ * sources that have none (maps.bpf.h, spin_src_ev_admit). */
 #define SPIN_EVENTS_SIZE	(1 << 20)
 #define SPIN_EVENTS_RESERVE	(64 << 10)
 #define SPIN_EV_REC_SIZE	((((__u32)sizeof(struct spin_event) + 7) & ~7u) + 8)
-#define SPIN_SRC_EV_QUOTA	((SPIN_EVENTS_SIZE / 2) / SPIN_EV_REC_SIZE)
+#define SPIN_EV_ROOM		(SPIN_EVENTS_SIZE - SPIN_EVENTS_RESERVE)
+#define SPIN_EV_ROOM_EVENTS	(SPIN_EV_ROOM / SPIN_EV_REC_SIZE)
+#define SPIN_SRC_EV_QUOTA	(SPIN_EV_ROOM_EVENTS / 2)
 
-/* The same share in the rings of process slots 1..7 (spin_rings; slot 0's
- * is spin_events, counted in spin_src): spin_src_ev, a hash by
- * SPIN_SRC_EV_KEY(rank, slot) of the counts (as spin_src's ev_*), made by
- * the source's first event in that ring and never freed.  Room for every
- * source with a duplicate window in every other slot; a pair beyond that
- * is not counted (no share).  A process that takes a slot makes a new
+/* The counts of a source's events in a ring: spin_src_ev, a hash by
+ * SPIN_SRC_EV_KEY(rank, slot) (slot 0's ring is spin_events), made by the
+ * source's first event in that ring (or the admission before it) and
+ * freed by the message-table sweeper once the counts are back at 0 (every
+ * event of the source read); spin_src_ev_n[slot] counts a slot's pairs:
+ * the n of the share.  The events posted for the source that the reader
+ * may not have consumed yet are counted in two generations: ev_new counts
+ * events posted since the producer position ev_mark, ev_old those posted
+ * before it; once the reader's position passes ev_mark, every event of
+ * ev_old was read: the runtime moves ev_new to ev_old and starts a new
+ * generation at the producer position.  ev_old + ev_new is an upper bound
+ * of the source's unread events.  A process that takes a slot makes a new
  * ring, whose positions start again at 0: a mark beyond its producer
- * position is an old ring's, and the counts start again. */
+ * position is an old ring's, and the counts start again.  Room for 4096
+ * sources with unread events in every ring; a source that finds the map
+ * full has no share: its messages that would post an event are refused
+ * "not now" (ev_quota) until the sweeper frees pairs whose events were read. */
 struct spin_src_ev {
 	__u32	ev_old;
 	__u32	ev_new;
 	__u64	ev_mark;
 };
-#define SPIN_SRC_EV_PAIRS	(SPIN_DEDUP_SOURCES * (SPIN_MAX_PROCS - 1))	/* 28,672 */
+#define SPIN_SRC_EV_PAIRS	(SPIN_DEDUP_SOURCES * SPIN_MAX_PROCS)	/* 32,768 */
 #define SPIN_SRC_EV_KEY(rank, slot)	((__u32)(rank) << 3 | ((__u32)(slot) & (SPIN_MAX_PROCS - 1)))
 _Static_assert(SPIN_MAX_PROCS == 8 && SPIN_MAX_PEERS <= (1u << 29), "SPIN_SRC_EV_KEY: 3 bits of slot");
 
