@@ -340,12 +340,32 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 }
 
 /*
+ * The runtime maps no handler program may hold (docs/security.md,
+ * "Handlers"); spin/maps.bpf.h declares them for the runtime object only
+ * (SPIN_RT_PROG), which the finish stages are loaded from:
+ * spin_hgets, where replies to handler gets are deposited; spin_auth, the
+ * job's secret key, with which a handler could tag frames that claim any
+ * rank; spin_cfg and spin_peers, the runtime's configuration and rank
+ * table, which a handler could rewrite (its address, job key, flags; where
+ * every rank is).
+ */
+static bool rt_only(const char *mn)
+{
+	static const char *const names[] = { "spin_hgets", "spin_auth", "spin_cfg", "spin_peers" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(mn, names[i]))
+			return true;
+	return false;
+}
+
+/*
  * Bind every map obj declares (path names it in messages): to the
  * caller's (subst: a shipped program's own), to the handler's own (o), or
  * to the runtime's pinned one of that name.  An object declaring a map the
  * runtime has not is refused, and so is a handler program (stage false)
- * declaring spin_hgets: only the runtime and the finish stages (stage
- * true), which stamp their own slot in what they write there, hold it.
+ * declaring one of the runtime's own (rt_only): only the runtime and the
+ * finish stages (stage true), code fixed at load, hold them.
  */
 static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *path,
 		     const struct spin_map_subst *subst, int n_subst, const struct own_maps *o,
@@ -380,12 +400,10 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			return spin_seterr(SPIN_EFAIL,
 					   "handler object %s declares map %s that is not a spin runtime map",
 					   path, mn);
-		/* where replies to handler gets are deposited: the runtime's
-		 * (docs/security.md, "Handlers") */
-		if (!stage && !strcmp(mn, "spin_hgets"))
+		if (!stage && rt_only(mn))
 			return spin_seterr(SPIN_EFAIL,
-					   "handler object %s declares map spin_hgets, which only the "
-					   "runtime holds: rebuild it with this spin/maps.bpf.h", path);
+					   "handler object %s declares map %s, which only the "
+					   "runtime holds: rebuild it with this spin/maps.bpf.h", path, mn);
 		if (!strcmp(mn, "spin_wins"))
 			fd = dup(o->wins);	/* its process's window only */
 		else if (!strcmp(mn, "spin_host"))	/* slot 0's, by name: its own instead */

@@ -549,12 +549,13 @@ t_handler_check() {
 	[ ! -s "$LOG/hc.out" ] || fail "output on stdout"
 	# another ABI (exit 1), not a handler (exit 8), no file (8)
 	mkdir -p "$LOG/abi2" && cp -r include "$LOG/abi2/"
-	sed -i 's/^#define SPIN_ABI_VERSION\t.*/#define SPIN_ABI_VERSION\t7/' "$LOG/abi2/include/spin/wire.h"
+	local oabi=$((ABI + 1))
+	sed -i "s/^#define SPIN_ABI_VERSION\t.*/#define SPIN_ABI_VERSION\t$oabi/" "$LOG/abi2/include/spin/wire.h"
 	clang -O2 -g -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -I"$LOG/abi2/include" -Ivmlinux/x86 \
 		-c samples/pingpong/pingpong.bpf.c -o "$LOG/abi2.bpf.o"
 	table_start
-	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7, this spin has ABI $ABI: rebuild it" handler check "$LOG/abi2.bpf.o"
-	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI 7" handler load veth0 "$LOG/abi2.bpf.o"
+	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI $oabi, this spin has ABI $ABI: rebuild it" handler check "$LOG/abi2.bpf.o"
+	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI $oabi" handler load veth0 "$LOG/abi2.bpf.o"
 	bad 8 "no SPIN_HANDLERS" handler check bpf/spin_rt.bpf.o
 	bad 8 "nosuch.bpf.o" handler check "$LOG/nosuch.bpf.o"
 	bad 2 "missing FILE" handler check

@@ -28,6 +28,7 @@
 #include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
+#include "progs/rt_reach.h"
 /* handler_window_confined makes a handle of process slot 1, as the
  * Portals layer does (struct spin_rt: slot, win_fd) */
 #include "../lib/libspin_internal.h"
@@ -3403,6 +3404,146 @@ static void handler_hget_record(void)
 	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
 out:
 	slot1_down(&f);
+}
+
+/*
+ * The runtime's configuration (spin_cfg), rank table (spin_peers) and the
+ * job's auth key (spin_auth) are out of a handler program's reach
+ * (docs/security.md, "Handlers"): selftests/progs/rt_auth.bpf.c copies the
+ * key into its handler memory, rt_cfg.bpf.c rewrites my_rank and every
+ * proc_rank, rt_peers.bpf.c rewrites peer 2's address; each declares its
+ * map itself and is refused with a line naming it, and the key, the
+ * configuration and the peer stay.  Before, each loaded and did it (3
+ * failed refusals, 3 failed checks).  A header handler still learns the
+ * rank the message is for (its slot's: spin_ctx.tgt_rank, which the
+ * runtime fills): test_handlers.bpf.o sees my_rank for an entry of slot 0
+ * and proc_rank[1] for one of slot 1.
+ */
+static void handler_rt_maps(void)
+{
+	static const char *const obj[3] = { "rt_auth", "rt_cfg", "rt_peers" };
+	static const char *const map[3] = { "spin_auth", "spin_cfg", "spin_peers" };
+	const struct spin_auth key = { .on = 0, .k0 = 0x5ec7e75ec7e7a0a1ULL,
+				       .k1 = 0x0badf00d0badb0b2ULL }, off = { 0 };
+	struct spin_cfg *cfg = cfg_map();
+	struct spin_peer p0, p1;
+	uint32_t prank[SPIN_MAX_PROCS], rank0 = 0;
+	bool cfg_saved = false;
+	uint8_t msg[64];
+	struct slot1 f = { .wins = -1 };
+	bool f_up = false;
+	struct fr fr;
+
+	reset();
+	fill(msg, sizeof(msg), 23);
+	if (!ASSERT_TRUE(cfg != NULL, "spin_cfg mapped") ||
+	    !ASSERT_OK(set_auth(&key), "a key in spin_auth") ||
+	    !ASSERT_OK(spin_peer_get(rt, RT_REACH_PEER, &p0), "peer 2"))
+		goto out;
+	rank0 = cfg->my_rank;
+	memcpy(prank, cfg->proc_rank, sizeof(prank));
+	cfg_saved = true;
+	for (int i = 0; i < 3; i++) {
+		struct spin_me_spec s = spec(0, 0x5a + i, 4096);
+		struct spin_msg_args a = margs(0, 0, 0x5a + i);
+		struct rt_reach st = { 0 };
+		char path[1024], err[512] = "";
+		int ld, idx;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/%s.bpf.o", objdir, obj[i]);
+		ld = handler_fresh(path, obj[i]);
+		if (ld < 0)
+			snprintf(err, sizeof(err), "%s", spin_errmsg());
+		T_MSG("%s.bpf.o: %d %s", obj[i], ld, err);
+		if (ld >= 0) {
+			s.handler = obj[i];
+			s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+			idx = me_add(&s);
+			if (ASSERT_TRUE(idx >= 0, "its entry")) {
+				a.msg_id = next_id++;
+				mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+				run(&fr, NULL);
+				spin_hpu_read(rt, idx, &st, sizeof(st));
+				T_MSG("%s ran %llu times", obj[i], (unsigned long long)st.calls);
+			}
+			reset();
+			spin_handler_unload(rt, obj[i]);
+		}
+		if (!ASSERT_TRUE(ld < 0 && strstr(err, map[i]) && !strchr(err, '\n'),
+				 "the object is refused, with one line naming the map"))
+			T_MSG("want a refusal naming %s", map[i]);
+		switch (i) {
+		case 0:
+			ASSERT_TRUE(st.k0 != key.k0 && st.k1 != key.k1, "the auth key is not read");
+			break;
+		case 1:
+			ASSERT_EQ(cfg->my_rank, rank0, "spin_cfg.my_rank unchanged");
+			ASSERT_MEM(cfg->proc_rank, prank, sizeof(prank), "spin_cfg.proc_rank unchanged");
+			cfg->my_rank = rank0;
+			memcpy(cfg->proc_rank, prank, sizeof(prank));
+			break;
+		case 2:
+			memset(&p1, 0, sizeof(p1));
+			ASSERT_OK(spin_peer_get(rt, RT_REACH_PEER, &p1), "peer 2");
+			if (!ASSERT_MEM(&p1, &p0, sizeof(p0), "peer 2 unchanged")) {
+				spin_peer_del(rt, RT_REACH_PEER);
+				base_peers(RT_REACH_PEER, RT_REACH_PEER + 1);
+			}
+			break;
+		}
+	}
+
+	/* the header handler's target rank, without spin_cfg */
+	{
+		struct spin_me_spec s0 = spec(0, 0x5e, 4096), s1 = spec(SPIN_PT_OF(1, 0), 0x5f, 4096);
+		struct spin_msg_args a = margs(0, 0, 0x5e);
+		struct test_state init = { 0 }, t;
+		int i0, i1;
+
+		s0.handler = "test";
+		s0.hpu_init = &init;
+		s0.hpu_init_len = sizeof(init);
+		s0.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		i0 = me_add(&s0);
+		if (ASSERT_TRUE(i0 >= 0, "a slot 0 entry")) {
+			a.msg_id = next_id++;
+			mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+			run(&fr, NULL);
+			t = tstate(i0);
+			ASSERT_EQ(t.hdr_calls, 1, "slot 0's header handler ran");
+			ASSERT_EQ(t.last_tgt, rank0, "its target rank: my_rank");
+		}
+		f_up = true;
+		if (slot1_up(&f, "test_handlers.bpf.o", "test_s1"))
+			goto out;
+		cfg->proc_rank[1] = 0x4242;
+		s1.handler = "test_s1";
+		s1.hpu_init = &init;
+		s1.hpu_init_len = sizeof(init);
+		s1.host_off = 0;
+		/* (slot 1 has no event ring here) */
+		s1.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		i1 = me_add(&s1);
+		if (ASSERT_TRUE(i1 >= 0, "a slot 1 entry")) {
+			a = margs(0, 0, 0x5f);
+			a.pt_index = SPIN_PT_OF(1, 0);
+			a.msg_id = next_id++;
+			mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+			run(&fr, NULL);
+			memset(&t, 0, sizeof(t));
+			spin_hpu_read(rt, i1, &t, sizeof(t));
+			ASSERT_EQ(t.hdr_calls, 1, "slot 1's header handler ran");
+			ASSERT_EQ(t.last_tgt, 0x4242, "its target rank: proc_rank[1]");
+		}
+	}
+out:
+	if (f_up)
+		slot1_down(&f);
+	if (cfg_saved) {
+		cfg->my_rank = rank0;
+		memcpy(cfg->proc_rank, prank, sizeof(prank));
+	}
+	set_auth(&off);
 }
 
 /*
@@ -6824,6 +6965,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_window_confined);
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_hget_record);
+	RUN_TEST(handler_rt_maps);
 	RUN_TEST(fanout_confined);
 	RUN_TEST(handler_finish_private_window);
 	RUN_TEST(handler_no_foreign_tail_call);

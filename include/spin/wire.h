@@ -29,8 +29,10 @@
  *    too; spin_waker has an element per process slot; spin_src_ev
  * 6: spin_hget.slot; spin_hgets is the runtime's only (handler objects do
  *    not declare it); the finish stage records handler gets and posts
- *    long puts from host, spin_tc neither */
-#define SPIN_ABI_VERSION	6
+ *    long puts from host, spin_tc neither
+ * 7: spin_ctx.tgt_rank; handler objects do not declare spin_cfg,
+ *    spin_peers or spin_auth (libspin refuses one that does) */
+#define SPIN_ABI_VERSION	7
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -946,6 +948,10 @@ struct spin_ctx {
 	__u64	start;		/* deposit start in spin_host */
 	struct spin_msg_key key;
 	__u32	multi;		/* message has per-message state */
+	__u32	tgt_rank;	/* the rank of the process the message is for
+				 * (its slot's, spin_cfg.proc_rank; the header
+				 * handler's target_id): handler programs do not
+				 * hold spin_cfg */
 	/* set by the handler program */
 	__u32	hdr_rc;		/* header handler return code */
 	__u32	pay_rc;
