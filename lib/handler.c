@@ -294,17 +294,19 @@ out:
 /*
  * The maps a handler program and its finish stage get instead of the
  * runtime's (docs/security.md, "Handlers"): its process's window under
- * both names (spin_wins holding only it, spin_host), a spin_stages of its
- * own (its finish stage, itself) and an empty spin_handlers (no tail call
- * into another process's handler program with a spin_ctx of its making).
+ * both names (spin_wins holding only it, spin_host), its process slot's
+ * handler memory (spin_hpu, spin_hpu_big: spin_hpu_fd), a spin_stages of
+ * its own (its finish stage, itself) and an empty spin_handlers (no tail
+ * call into another process's handler program with a spin_ctx of its
+ * making).
  */
 struct own_maps {
-	int wins, host, stages, handlers;
+	int wins, host, stages, handlers, hpu, hpu_big;
 };
 
 static void own_close(struct own_maps *o)
 {
-	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers };
+	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers, &o->hpu, &o->hpu_big };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i] >= 0)
@@ -318,7 +320,11 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 {
 	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST];
 
-	o->wins = o->host = o->stages = o->handlers = -1;
+	o->wins = o->host = o->stages = o->handlers = o->hpu = o->hpu_big = -1;
+	if (spin_hpu_fd(rt, rt->slot, false, &o->hpu) || spin_hpu_fd(rt, rt->slot, true, &o->hpu_big)) {
+		own_close(o);
+		return -SPIN_EFAIL;	/* (set by spin_hpu_fd) */
+	}
 	for (int k = 0; k < n_subst; k++)	/* a shipped program's own window */
 		if (!strcmp(subst[k].name, "spin_host"))
 			win = subst[k].fd;
@@ -412,6 +418,10 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			fd = dup(o->stages);
 		else if (!strcmp(mn, "spin_handlers"))	/* no other handler program */
 			fd = dup(o->handlers);
+		else if (!strcmp(mn, "spin_hpu"))	/* its slot's entries' only */
+			fd = dup(o->hpu);
+		else if (!strcmp(mn, "spin_hpu_big"))
+			fd = dup(o->hpu_big);
 		else
 			fd = spin_obj_get_at(rt->dir_fd, mn);
 		if (fd < 0)
@@ -527,7 +537,7 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
-	struct own_maps own = { -1, -1, -1, -1 };
+	struct own_maps own = { -1, -1, -1, -1, -1, -1 };
 	char p[PATH_MAX + 64];
 	__u32 ids[SPIN_MAX_HANDLERS], k;
 	char *log = NULL;

@@ -468,6 +468,35 @@ static void fill(uint8_t *b, size_t n, uint32_t seed)
 		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
 }
 
+/* Entry idx's place in process slot slot's handler memory (hpu<slot>,
+ * lib/me.c): what a handler loaded by that slot sees when it runs for an
+ * entry of another slot.  Reads (or, with write, writes) len bytes. */
+static int slot_hpu(uint32_t slot, uint32_t idx, void *buf, size_t len, bool write)
+{
+	static uint8_t v[SPIN_HPU_SIZE];
+	char name[16];
+	int fd, rc;
+
+	snprintf(name, sizeof(name), "hpu%u", slot);
+	fd = pinned_map(name);
+	if (fd < 0 || len > sizeof(v)) {
+		T_MSG("%s: %s", name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	memset(v, 0, sizeof(v));
+	if (write) {
+		memcpy(v, buf, len);
+		rc = bpf_map_update_elem(fd, &idx, v, 0);
+	} else {
+		rc = bpf_map_lookup_elem(fd, &idx, v);
+		memcpy(buf, v, len);
+	}
+	close(fd);
+	return rc;
+}
+
 static struct test_state tstate(int me)
 {
 	struct test_state s;
@@ -1395,6 +1424,10 @@ static void handler_window_confined(void)
 	i1 = me_add(&s1);
 	if (!ASSERT_TRUE(i0 >= 0 && i1 >= 0, "an entry in each slot with slot 1's handler"))
 		goto out;
+	/* slot 1's handler sees slot 1's handler memory, also for slot 0's
+	 * entry (docs/security.md, "Handlers"): its mode there */
+	if (!ASSERT_OK(slot_hpu(1, i0, &init, sizeof(init), true), "its mode in slot 1's memory"))
+		goto out;
 	memset(host, 0xee, 4096);
 	memset(w1, 0xdd, 4096);
 	memset(want, 0xee, sizeof(want));
@@ -1410,7 +1443,12 @@ static void handler_window_confined(void)
 	a.msg_id = next_id++;
 	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	ASSERT_MEM(host, want, 4096, "slot 1's handler cannot write slot 0's window");
-	ASSERT_TRUE(tstate(i0).dma_errors > 0, "its DMA to slot 0's window fails");
+	{
+		struct test_state t = { 0 };
+
+		slot_hpu(1, i0, &t, sizeof(t), false);
+		ASSERT_TRUE(t.dma_errors > 0, "its DMA to slot 0's window fails");
+	}
 	ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "host_oob counted");
 
 	/* by map, not through the DMA API: spin_host by name, every slot of
@@ -1429,14 +1467,15 @@ static void handler_window_confined(void)
 		sr.hpu_init = n;
 		sr.hpu_init_len = sizeof(n);
 		ir = me_add(&sr);
-		if (ASSERT_TRUE(ir >= 0, "an entry of slot 0 with it")) {
+		if (ASSERT_TRUE(ir >= 0, "an entry of slot 0 with it") &&
+		    ASSERT_OK(slot_hpu(1, ir, n, sizeof(n), true), "its counts zeroed (slot 1's memory)")) {
 			memset(host, 0xee, 4096);
 			memset(w1, 0xdd, 4096);
 			a.pt_index = 0;
 			a.match_bits = 0x4f;
 			a.msg_id = next_id++;
 			run_msg(&a, msg, 64, SPIN_MAX_SEG, NULL, &rc);
-			ASSERT_EQ(spin_hpu_read(rt, ir, n, sizeof(n)), 0, "its counts");
+			ASSERT_EQ(slot_hpu(1, ir, n, sizeof(n), false), 0, "its counts (slot 1's memory)");
 			ASSERT_EQ(host[0], 0xee, "slot 0's window not written");
 			ASSERT_EQ(w1[0], 0x5a, "its own window written");
 			ASSERT_EQ(n[0], 1, "spin_host by name is its own window");
@@ -1539,10 +1578,11 @@ static void handler_finish_confined(void)
 			ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "the deposit fails (host_oob)");
 		}
 		ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+		if (mode == 2)	/* its entry back on its portal, for the unlink and
+				 * the read of its handler memory (its slot's) */
+			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
 		ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
 		ASSERT_TRUE(got.headers > 0, "it ran");
-		if (mode == 2)	/* its entry back on its portal, for the unlink */
-			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
 	}
 out:
 	slot1_down(&f);
@@ -3544,6 +3584,73 @@ out:
 		memcpy(cfg->proc_rank, prank, sizeof(prank));
 	}
 	set_auth(&off);
+}
+
+/*
+ * Handler memory per process slot (docs/security.md, "Handlers"): a
+ * handler program is bound to its loading process's slot's handler memory
+ * (spin_hpu, spin_hpu_big), so one loaded by slot 1
+ * (selftests/progs/hpu_reach.bpf.c, run for its own entry of slot 1) that
+ * writes spin_hpu[k] and spin_hpu_big[k] at the indices of two entries of
+ * slot 0 writes its own slot's memory: the slot 0 entries' handler memory
+ * stays.  Before, both maps were the runtime's, one for every slot, and
+ * the handler overwrote both (2 failed assertions).
+ */
+static void handler_hpu_per_slot(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sv = spec(0, 0x61, 4096), sb = spec(0, 0x62, 4096),
+			    sa = spec(pt1, 0x63, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x63);
+	uint64_t hs[5] = { 0 };
+	uint8_t pat[64], got[64], msg[64];
+	char path[1024];
+	struct slot1 f;
+	struct fr fr;
+	int iv, ib, ia;
+
+	reset();
+	memset(pat, 0xc3, sizeof(pat));
+	fill(msg, sizeof(msg), 29);
+	if (slot1_up(&f, "test_handlers.bpf.o", "test_s1"))
+		goto out;
+	snprintf(path, sizeof(path), "%s/selftests/progs/hpu_reach.bpf.o", objdir);
+	if (!ASSERT_TRUE(spin_handler_load(f.rt1, path, "hreach_s1") >= 0, "hpu_reach loaded by slot 1"))
+		goto out;
+	f.name[1] = "hreach_s1";
+	sv.hpu_init = sb.hpu_init = pat;
+	sv.hpu_init_len = sb.hpu_init_len = sizeof(pat);
+	sb.hpu_size = 2 * SPIN_HPU_SIZE;
+	iv = me_add(&sv);
+	ib = me_add(&sb);
+	if (!ASSERT_TRUE(iv >= 0 && ib >= 0 && ib < SPIN_MAX_HPU_BIG,
+			 "slot 0's entries with handler memory and big handler memory"))
+		goto out;
+	hs[0] = iv;
+	hs[1] = ib;
+	sa.handler = "hreach_s1";
+	sa.hpu_init = hs;
+	sa.hpu_init_len = sizeof(hs);
+	sa.host_off = 0;
+	/* (slot 1 has no event ring here) */
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(ia >= 0, "slot 1's entry with it"))
+		goto out;
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+	run(&fr, NULL);
+	ASSERT_EQ(spin_hpu_read(rt, ia, hs, sizeof(hs)), 0, "its handler memory");
+	T_MSG("calls %llu, wrote %llu, wrote big %llu", (unsigned long long)hs[2],
+	      (unsigned long long)hs[3], (unsigned long long)hs[4]);
+	ASSERT_EQ(hs[2], 1, "it ran");
+	ASSERT_EQ(spin_hpu_read(rt, iv, got, sizeof(got)), 0, "slot 0's entry's handler memory");
+	ASSERT_MEM(got, pat, sizeof(pat), "slot 0's entry's handler memory unchanged");
+	ASSERT_EQ(spin_hpu_read(rt, ib, got, sizeof(got)), 0, "slot 0's big handler memory");
+	ASSERT_MEM(got, pat, sizeof(pat), "slot 0's entry's big handler memory unchanged");
+out:
+	slot1_down(&f);
 }
 
 /*
@@ -6966,6 +7073,7 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_hget_record);
 	RUN_TEST(handler_rt_maps);
+	RUN_TEST(handler_hpu_per_slot);
 	RUN_TEST(fanout_confined);
 	RUN_TEST(handler_finish_private_window);
 	RUN_TEST(handler_no_foreign_tail_call);
