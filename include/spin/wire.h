@@ -31,7 +31,9 @@
  *    not declare it); the finish stage records handler gets and posts
  *    long puts from host, spin_tc neither
  * 7: spin_ctx.tgt_rank; handler objects do not declare spin_cfg,
- *    spin_peers or spin_auth (libspin refuses one that does) */
+ *    spin_peers or spin_auth (libspin refuses one that does); handler
+ *    memory per process slot (libspin: slot 0's spin_hpu/spin_hpu_big,
+ *    another's pinned as hpu<slot>/hpubig<slot>) */
 #define SPIN_ABI_VERSION	7
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
