@@ -51,7 +51,6 @@ static int me_check(uint32_t me)
 	return 0;
 }
 
-/* Entries with handler memory are the first SPIN_MAX_HPU. */
 /*
  * Handler memory per process slot (docs/security.md, "Handlers"): slot 0's
  * is the runtime's spin_hpu (spin_hpu_big); another slot's is a map of the
@@ -131,6 +130,7 @@ static uint8_t *hpu_base(struct spin_rt *rt, uint32_t slot, bool big)
 	return *p = m;
 }
 
+/* Entries with handler memory are the first SPIN_MAX_HPU. */
 static int hpu_check(uint32_t me)
 {
 	if (me >= SPIN_MAX_HPU)
