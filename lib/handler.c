@@ -173,11 +173,32 @@ int spin_obj_abi_check(struct bpf_object *obj, const char *path, const char *wha
 	return 0;
 }
 
+/*
+ * The runtime maps no handler program may hold (docs/security.md,
+ * "Handlers"); spin/maps.bpf.h declares them for the runtime object only
+ * (SPIN_RT_PROG), which the finish stages are loaded from:
+ * spin_hgets, where replies to handler gets are deposited; spin_auth, the
+ * job's secret key, with which a handler could tag frames that claim any
+ * rank; spin_cfg and spin_peers, the runtime's configuration and rank
+ * table, which a handler could rewrite (its address, job key, flags; where
+ * every rank is).
+ */
+static bool rt_only(const char *mn)
+{
+	static const char *const names[] = { "spin_hgets", "spin_auth", "spin_cfg", "spin_peers" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(mn, names[i]))
+			return true;
+	return false;
+}
+
 /* Open a handler object for spin_handler_check: only its entry program
  * is loaded, every map is its own (made at load, never pinned). */
 static int check_open(const char *path, struct bpf_object **obj, struct bpf_program **entry)
 {
 	struct bpf_program *prog;
+	struct bpf_map *m;
 	int err;
 
 	char opath[PATH_MAX];
@@ -199,6 +220,13 @@ static int check_open(const char *path, struct bpf_object **obj, struct bpf_prog
 	err = spin_obj_abi_check(*obj, path, "handler object");
 	if (err)
 		return err;
+	/* what handler_load would refuse (maps_bind) */
+	bpf_object__for_each_map(m, *obj)
+		if (!bpf_map__is_internal(m) && rt_only(bpf_map__name(m)))
+			return spin_seterr(SPIN_EFAIL,
+					   "handler object %s declares map %s, which only the "
+					   "runtime holds: rebuild it with this spin/maps.bpf.h", path,
+					   bpf_map__name(m));
 	bpf_object__for_each_program(prog, *obj)
 		if (prog != *entry)
 			bpf_program__set_autoload(prog, false);
@@ -343,26 +371,6 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 				   strerror(e));
 	}
 	return 0;
-}
-
-/*
- * The runtime maps no handler program may hold (docs/security.md,
- * "Handlers"); spin/maps.bpf.h declares them for the runtime object only
- * (SPIN_RT_PROG), which the finish stages are loaded from:
- * spin_hgets, where replies to handler gets are deposited; spin_auth, the
- * job's secret key, with which a handler could tag frames that claim any
- * rank; spin_cfg and spin_peers, the runtime's configuration and rank
- * table, which a handler could rewrite (its address, job key, flags; where
- * every rank is).
- */
-static bool rt_only(const char *mn)
-{
-	static const char *const names[] = { "spin_hgets", "spin_auth", "spin_cfg", "spin_peers" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(mn, names[i]))
-			return true;
-	return false;
 }
 
 /*
