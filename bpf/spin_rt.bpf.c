@@ -1342,6 +1342,12 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 		return spin_default(xdp, 1);
 	}
 	if (h && !c->msg_dropped) {
+		/* the header handler's target_id: a handler program holds no
+		 * spin_cfg (docs/security.md, "Handlers") */
+		struct spin_cfg *cfg = spin_cfg_get();
+		__u32 slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
+
+		c->tgt_rank = !cfg ? 0 : slot ? cfg->proc_rank[slot] : cfg->my_rank;
 		spin_tail_call_handler(xdp, h - 1);
 		/* no program in the slot: the message fails */
 		c->fail = 1;

@@ -212,11 +212,33 @@ int spin_obj_abi_check(struct bpf_object *obj, const char *path, const char *wha
 	return 0;
 }
 
+/*
+ * The runtime maps no handler program may hold (docs/security.md,
+ * "Handlers"); spin/maps.bpf.h declares them for the runtime object only
+ * (SPIN_RT_PROG), which the finish stages are loaded from:
+ * spin_hgets, where replies to handler gets are deposited; spin_auth, the
+ * job's secret key, with which a handler could tag frames that claim any
+ * rank; spin_cfg and spin_peers, the runtime's configuration and rank
+ * table, which a handler could rewrite (its address, job key, flags; where
+ * every rank is).
+ */
+static bool rt_only(const char *mn)
+{
+	static const char *const names[] = { "spin_hgets", "spin_auth", "spin_cfg", "spin_peers",
+					     "spin_putqs" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(mn, names[i]))
+			return true;
+	return false;
+}
+
 /* Open a handler object for spin_handler_check: only its entry program
  * is loaded, every map is its own (made at load, never pinned). */
 static int check_open(const char *path, struct bpf_object **obj, struct bpf_program **entry)
 {
 	struct bpf_program *prog;
+	struct bpf_map *m;
 	int err;
 
 	char opath[PATH_MAX];
@@ -238,6 +260,13 @@ static int check_open(const char *path, struct bpf_object **obj, struct bpf_prog
 	err = spin_obj_abi_check(*obj, path, "handler object");
 	if (err)
 		return err;
+	/* what handler_load would refuse (maps_bind) */
+	bpf_object__for_each_map(m, *obj)
+		if (!bpf_map__is_internal(m) && rt_only(bpf_map__name(m)))
+			return spin_seterr(SPIN_EFAIL,
+					   "handler object %s declares map %s, which only the "
+					   "runtime holds: rebuild it with this spin/maps.bpf.h", path,
+					   bpf_map__name(m));
 	bpf_object__for_each_program(prog, *obj)
 		if (prog != *entry)
 			bpf_program__set_autoload(prog, false);
@@ -334,17 +363,18 @@ out:
  * The maps a handler program and its finish stage get instead of the
  * runtime's (docs/security.md, "Handlers"): its process's window under
  * both names (spin_wins holding only it, spin_host), its process's queued
- * puts (spin_putq), a spin_stages of its own (its finish stage, itself)
- * and an empty spin_handlers (no tail call into another process's handler
- * program with a spin_ctx of its making).
+ * puts (spin_putq), its process slot's handler memory (spin_hpu,
+ * spin_hpu_big: spin_hpu_fd), a spin_stages of its own (its finish stage,
+ * itself) and an empty spin_handlers (no tail call into another process's
+ * handler program with a spin_ctx of its making).
  */
 struct own_maps {
-	int wins, host, stages, handlers, putq;
+	int wins, host, stages, handlers, putq, hpu, hpu_big;
 };
 
 static void own_close(struct own_maps *o)
 {
-	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers, &o->putq };
+	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers, &o->putq, &o->hpu, &o->hpu_big };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i] >= 0)
@@ -358,7 +388,11 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 {
 	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST];
 
-	o->wins = o->host = o->stages = o->handlers = o->putq = -1;
+	o->wins = o->host = o->stages = o->handlers = o->putq = o->hpu = o->hpu_big = -1;
+	if (spin_hpu_fd(rt, rt->slot, false, &o->hpu) || spin_hpu_fd(rt, rt->slot, true, &o->hpu_big)) {
+		own_close(o);
+		return -SPIN_EFAIL;	/* (set by spin_hpu_fd) */
+	}
 	for (int k = 0; k < n_subst; k++)	/* a shipped program's own window */
 		if (!strcmp(subst[k].name, "spin_host"))
 			win = subst[k].fd;
@@ -385,9 +419,8 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
  * caller's (subst: a shipped program's own), to the handler's own (o), or
  * to the runtime's pinned one of that name.  An object declaring a map the
  * runtime has not is refused, and so is a handler program (stage false)
- * declaring spin_hgets: only the runtime and the finish stages (stage
- * true), which stamp their own slot in what they write there, hold it;
- * or spin_putqs: every slot's queued puts, the runtime's only.
+ * declaring one of the runtime's own (rt_only): only the runtime and the
+ * finish stages (stage true), code fixed at load, hold them.
  */
 static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *path,
 		     const struct spin_map_subst *subst, int n_subst, const struct own_maps *o,
@@ -422,16 +455,10 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			return spin_seterr(SPIN_EFAIL,
 					   "handler object %s declares map %s that is not a spin runtime map",
 					   path, mn);
-		/* where replies to handler gets are deposited: the runtime's
-		 * (docs/security.md, "Handlers") */
-		if (!stage && !strcmp(mn, "spin_hgets"))
+		if (!stage && rt_only(mn))
 			return spin_seterr(SPIN_EFAIL,
-					   "handler object %s declares map spin_hgets, which only the "
-					   "runtime holds: rebuild it with this spin/maps.bpf.h", path);
-		if (!stage && !strcmp(mn, "spin_putqs"))
-			return spin_seterr(SPIN_EFAIL,
-					   "handler object %s declares map spin_putqs, which only the "
-					   "runtime holds: rebuild it with this spin/maps.bpf.h", path);
+					   "handler object %s declares map %s, which only the "
+					   "runtime holds: rebuild it with this spin/maps.bpf.h", path, mn);
 		if (!strcmp(mn, "spin_wins"))
 			fd = dup(o->wins);	/* its process's window only */
 		else if (!strcmp(mn, "spin_putq"))	/* slot 0's, by name: its own instead */
@@ -442,6 +469,10 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			fd = dup(o->stages);
 		else if (!strcmp(mn, "spin_handlers"))	/* no other handler program */
 			fd = dup(o->handlers);
+		else if (!strcmp(mn, "spin_hpu"))	/* its slot's entries' only */
+			fd = dup(o->hpu);
+		else if (!strcmp(mn, "spin_hpu_big"))
+			fd = dup(o->hpu_big);
 		else
 			fd = spin_obj_get_at(rt->dir_fd, mn);
 		if (fd < 0)
@@ -557,7 +588,7 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
-	struct own_maps own = { -1, -1, -1, -1, -1 };
+	struct own_maps own = { -1, -1, -1, -1, -1, -1, -1 };
 	char p[PATH_MAX + 64];
 	__u32 ids[SPIN_MAX_HANDLERS], k;
 	char *log = NULL;

@@ -98,6 +98,9 @@ struct spin_rt {
 	size_t hpu_mlen;
 	uint8_t *hpu_big;		/* spin_hpu_big, mapped */
 	size_t hpu_big_mlen;
+	/* the other process slots' handler memory (hpu<slot>, hpubig<slot>:
+	 * spin_hpu_fd), mapped on first use (me.c); [0] unused */
+	uint8_t *hpu_s[SPIN_MAX_PROCS], *hpu_big_s[SPIN_MAX_PROCS];
 	struct spin_pt *ptm;		/* spin_pt, mapped on first use (me.c) */
 	size_t ptm_len;
 	uint32_t me_hint[3];		/* where the next free-slot search starts */
@@ -328,5 +331,10 @@ static inline uint32_t spin_npkts(uint32_t len, uint32_t seg)
 }
 /* A packet permutation given to a send call must name packets that exist. */
 int spin_check_order(const char *who, const uint32_t *order, uint32_t npkts);
+
+/* Handler memory of process slot slot (me.c): *fd a new fd of slot 0's
+ * spin_hpu (spin_hpu_big if big) or of the map of the same shape pinned as
+ * hpu<slot> (hpubig<slot>), made on the slot's first use. */
+int spin_hpu_fd(struct spin_rt *rt, uint32_t slot, bool big, int *fd);
 
 #endif /* SPIN_LIBSPIN_INTERNAL_H */

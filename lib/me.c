@@ -51,6 +51,85 @@ static int me_check(uint32_t me)
 	return 0;
 }
 
+/*
+ * Handler memory per process slot (docs/security.md, "Handlers"): slot 0's
+ * is the runtime's spin_hpu (spin_hpu_big); another slot's is a map of the
+ * same shape (keyed by the entry's index in spin_me, as spin_hpu), pinned
+ * as hpu<slot> (hpubig<slot>) in the pin directory, made on the slot's
+ * first use and kept while the runtime is attached (an append zeroes an
+ * entry's memory).  A handler program gets its loading process's slot's
+ * (lib/handler.c), so it reaches no other slot's entries' memory.  The
+ * pins are not spin_*: no handler object can be bound to one by name.
+ */
+int spin_hpu_fd(struct spin_rt *rt, uint32_t slot, bool big, int *fd)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE);
+	char name[16];
+	int m, e = 0;
+
+	*fd = -1;
+	if (slot >= SPIN_MAX_PROCS)
+		return spin_seterr(SPIN_EUSAGE, "process slot %u out of range (0..%d)", slot,
+				   SPIN_MAX_PROCS - 1);
+	if (!slot) {
+		*fd = dup(rt->map_fd[big ? SPIN_M_HPU_BIG : SPIN_M_HPU]);
+		return *fd < 0 ? spin_seterr(SPIN_EFAIL, "dup: %s", strerror(errno)) : 0;
+	}
+	snprintf(name, sizeof(name), "%s%u", big ? "hpubig" : "hpu", slot);
+	for (int tries = 0; tries < 2; tries++) {
+		*fd = spin_obj_get_at(rt->dir_fd, name);
+		if (*fd >= 0)
+			return 0;
+		e = errno;
+		if (e != ENOENT)
+			break;
+		m = bpf_map_create(BPF_MAP_TYPE_ARRAY, big ? "spin_hpu_big" : "spin_hpu", 4,
+				   big ? SPIN_HPU_BIG_SIZE : SPIN_HPU_SIZE,
+				   big ? SPIN_MAX_HPU_BIG : SPIN_MAX_HPU, &o);
+		if (m < 0) {
+			e = errno;
+			break;
+		}
+		if (!spin_obj_pin_at(m, rt->dir_fd, name)) {
+			*fd = m;
+			return 0;
+		}
+		e = errno;	/* EEXIST: another process made it first */
+		close(m);
+		if (e != EEXIST)
+			break;
+	}
+	return spin_seterr(spin_errno_code(e), "cannot open or make the handler memory %s of '%s': %s",
+			   name, rt->ifname, strerror(e));
+}
+
+/* The handler memory of slot (spin_hpu_fd), mapped; NULL with the error set. */
+static uint8_t *hpu_base(struct spin_rt *rt, uint32_t slot, bool big)
+{
+	size_t len = big ? (size_t)SPIN_MAX_HPU_BIG * SPIN_HPU_BIG_SIZE :
+			   (size_t)SPIN_MAX_HPU * SPIN_HPU_SIZE;
+	uint8_t **p;
+	void *m;
+	int fd;
+
+	slot &= SPIN_MAX_PROCS - 1;
+	if (!slot)
+		return big ? rt->hpu_big : rt->hpu;
+	p = big ? &rt->hpu_big_s[slot] : &rt->hpu_s[slot];
+	if (*p)
+		return *p;
+	if (spin_hpu_fd(rt, slot, big, &fd))
+		return NULL;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		spin_seterr(SPIN_EFAIL, "cannot map the handler memory of slot %u of '%s': %s", slot,
+			    rt->ifname, strerror(errno));
+		return NULL;
+	}
+	return *p = m;
+}
+
 /* Entries with handler memory are the first SPIN_MAX_HPU. */
 static int hpu_check(uint32_t me)
 {
@@ -606,6 +685,7 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	struct spin_me *m;
 	uint32_t handler = 0, opts;
 	int err, idx = -1, n = 0;
+	uint8_t *hb = NULL, *hbb = NULL;
 	bool big;
 
 	if (!rt || !s)
@@ -643,6 +723,13 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	err = pt_read(rt, s->pt_index, &pt);
 	if (err)
 		goto out;
+	/* the handler memory of the portal's slot (spin_hpu_fd) */
+	if ((handler || s->hpu_init_len || s->hpu_size) &&
+	    (!(hb = hpu_base(rt, SPIN_PT_SLOT(s->pt_index), false)) ||
+	     (big && !(hbb = hpu_base(rt, SPIN_PT_SLOT(s->pt_index), true))))) {
+		err = -SPIN_EFAIL;	/* (set by hpu_base) */
+		goto out;
+	}
 	if (!(pt.flags & SPIN_PT_ALLOCATED)) {
 		err = spin_seterr(SPIN_ENOENT,
 				  "portal table entry %u of '%s' is not allocated (run 'spinctl pt alloc %s %u')",
@@ -701,15 +788,14 @@ int spin_me_append(struct spin_rt *rt, const struct spin_me_spec *s)
 	m->busy = 0;
 	m->pt = s->pt_index;
 	me_counters_reset(rt, idx);
-	if (big) {
-		memset(rt->hpu_big + (size_t)idx * SPIN_HPU_BIG_SIZE, 0, SPIN_HPU_BIG_SIZE);
+	if (big && hbb) {
+		memset(hbb + (size_t)idx * SPIN_HPU_BIG_SIZE, 0, SPIN_HPU_BIG_SIZE);
 		if (s->hpu_init_len)
-			memcpy(rt->hpu_big + (size_t)idx * SPIN_HPU_BIG_SIZE, s->hpu_init,
-			       s->hpu_init_len);
-	} else if (idx < SPIN_MAX_HPU) {
-		memset(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
+			memcpy(hbb + (size_t)idx * SPIN_HPU_BIG_SIZE, s->hpu_init, s->hpu_init_len);
+	} else if (idx < SPIN_MAX_HPU && hb) {
+		memset(hb + (size_t)idx * SPIN_HPU_SIZE, 0, SPIN_HPU_SIZE);
 		if (s->hpu_init_len)
-			memcpy(rt->hpu + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
+			memcpy(hb + (size_t)idx * SPIN_HPU_SIZE, s->hpu_init, s->hpu_init_len);
 	}
 
 	err = me_enlist(rt, idx);
@@ -842,6 +928,8 @@ int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
 
 	if (!rt || (!buf && len))
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_read: no runtime or buffer");
+	uint8_t *b;
+
 	if ((err = me_check(me_index)) || (err = hpu_check(me_index)) ||
 	    (err = slot_mine(rt, rt->me[me_index].pt, "match entry", me_index)))
 		return err;
@@ -849,13 +937,17 @@ int spin_hpu_read(struct spin_rt *rt, uint32_t me_index, void *buf, size_t len)
 		if (len > rt->me[me_index].hpu_size)
 			return spin_seterr(SPIN_EUSAGE, "handler memory is %u bytes, not %zu",
 					   rt->me[me_index].hpu_size, len);
-		memcpy(buf, rt->hpu_big + (size_t)me_index * SPIN_HPU_BIG_SIZE, len);
+		if (!(b = hpu_base(rt, SPIN_PT_SLOT(rt->me[me_index].pt), true)))
+			return -SPIN_EFAIL;
+		memcpy(buf, b + (size_t)me_index * SPIN_HPU_BIG_SIZE, len);
 		return 0;
 	}
 	if (len > SPIN_HPU_SIZE)
 		return spin_seterr(SPIN_EUSAGE, "handler memory is %d bytes, asked for %zu",
 				   SPIN_HPU_SIZE, len);
-	memcpy(buf, rt->hpu + (size_t)me_index * SPIN_HPU_SIZE, len);
+	if (!(b = hpu_base(rt, SPIN_PT_SLOT(rt->me[me_index].pt), false)))
+		return -SPIN_EFAIL;
+	memcpy(buf, b + (size_t)me_index * SPIN_HPU_SIZE, len);
 	return 0;
 }
 
@@ -865,6 +957,8 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 
 	if (!rt || (!buf && len))
 		return spin_seterr(SPIN_EUSAGE, "spin_hpu_write: no runtime or buffer");
+	uint8_t *b;
+
 	if ((err = me_check(me_index)) || (err = hpu_check(me_index)) ||
 	    (err = slot_mine(rt, rt->me[me_index].pt, "match entry", me_index)))
 		return err;
@@ -872,7 +966,9 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 		if (len > rt->me[me_index].hpu_size)
 			return spin_seterr(SPIN_EUSAGE, "handler memory is %u bytes, not %zu",
 					   rt->me[me_index].hpu_size, len);
-		memcpy(rt->hpu_big + (size_t)me_index * SPIN_HPU_BIG_SIZE, buf, len);
+		if (!(b = hpu_base(rt, SPIN_PT_SLOT(rt->me[me_index].pt), true)))
+			return -SPIN_EFAIL;
+		memcpy(b + (size_t)me_index * SPIN_HPU_BIG_SIZE, buf, len);
 		return 0;
 	}
 	if (len > SPIN_HPU_SIZE)
@@ -881,6 +977,8 @@ int spin_hpu_write(struct spin_rt *rt, uint32_t me_index, const void *buf, size_
 	if (me_state(rt, me_index) == SPIN_ME_FREE)
 		return spin_seterr(SPIN_ENOENT, "match entry %u of '%s' is not in use", me_index,
 				   rt->ifname);
-	memcpy(rt->hpu + (size_t)me_index * SPIN_HPU_SIZE, buf, len);
+	if (!(b = hpu_base(rt, SPIN_PT_SLOT(rt->me[me_index].pt), false)))
+		return -SPIN_EFAIL;
+	memcpy(b + (size_t)me_index * SPIN_HPU_SIZE, buf, len);
 	return 0;
 }

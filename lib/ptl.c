@@ -367,6 +367,18 @@ static int slot_take(struct ptl_ni *ni, int want, bool pid_any)
 				close(ni->rt->win_fd);
 			ni->rt->win_fd = win;
 		}
+		/* a dead holder's handler memory (hpu<slot>, lib/me.c) goes too,
+		 * unread by the next holder: this process's first entry with
+		 * handler memory or handler load makes new, zeroed maps; the
+		 * dead one's entries and handlers keep theirs until reclaimed */
+		{
+			char hn[16];
+
+			snprintf(hn, sizeof(hn), "hpu%u", k);
+			unlinkat(ni->rt->dir_fd, hn, 0);
+			snprintf(hn, sizeof(hn), "hpubig%u", k);
+			unlinkat(ni->rt->dir_fd, hn, 0);
+		}
 	} else if (bpf_map_update_elem(rfd, &k, &ni->rt->map_fd[SPIN_M_EVENTS], 0) ||
 		   bpf_map_update_elem(ni->rt->map_fd[SPIN_M_WINS], &k,
 					&ni->rt->map_fd[SPIN_M_HOST], 0)) {

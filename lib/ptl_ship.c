@@ -376,14 +376,16 @@ static int policy_load(struct ship_policy *pol, uint32_t size)
  * The runtime maps shipped code may name: the ones spin/handler.h and the
  * runtime step it compiles in use.  Any other map its code refers to is
  * refused (spin_hpu_big: shipped entries have SPIN_HPU_SIZE of handler
- * memory; spin_handlers, spin_xsks, spin_procs, spin_mx, ...).  Of these,
+ * memory; spin_handlers, spin_xsks, spin_procs, spin_mx, ...; spin_cfg,
+ * spin_peers, spin_auth and spin_hgets, which no handler program holds,
+ * lib/handler.c).  Of these,
  * the ones that hold other entries' and processes' data are replaced by
  * maps of the program's own at load (ship_priv below).
  */
 static const char *const ship_maps_ok[] = {
-	"spin_auth", "spin_cfg", "spin_ctx", "spin_dedup", "spin_events", "spin_host", "spin_hpu",
+	"spin_ctx", "spin_dedup", "spin_events", "spin_host", "spin_hpu",
 	"spin_hscratch", "spin_me", "spin_me_ct", "spin_msg_bits", "spin_msgs", "spin_mstate",
-	"spin_mstate_pc", "spin_peers", "spin_putq", "spin_rings", "spin_src", "spin_src_active",
+	"spin_mstate_pc", "spin_putq", "spin_rings", "spin_src", "spin_src_active",
 	"spin_src_ev", "spin_src_ev_n",
 	"spin_stages", "spin_stats", "spin_waker",
 };

@@ -857,6 +857,12 @@ void spin_close(struct spin_rt *rt)
 		munmap(rt->hpu, rt->hpu_mlen);
 	if (rt->hpu_big)
 		munmap(rt->hpu_big, rt->hpu_big_mlen);
+	for (int k = 1; k < SPIN_MAX_PROCS; k++) {
+		if (rt->hpu_s[k])
+			munmap(rt->hpu_s[k], (size_t)SPIN_MAX_HPU * SPIN_HPU_SIZE);
+		if (rt->hpu_big_s[k])
+			munmap(rt->hpu_big_s[k], (size_t)SPIN_MAX_HPU_BIG * SPIN_HPU_BIG_SIZE);
+	}
 	if (rt->ptm)
 		munmap(rt->ptm, rt->ptm_len);
 	if (rt->host)

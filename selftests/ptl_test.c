@@ -32,6 +32,8 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <linux/types.h>
+#include <sys/mman.h>
+#include <bpf/bpf.h>
 #include <spin/portals4.h>
 #include <spin/spin.h>
 #include "progs/test_handlers.h"
@@ -4317,10 +4319,78 @@ static void mp_pid_is(ptl_pid_t want)
 	CHK_EQ(id.phys.pid, want, "PtlGetPhysId pid");
 }
 
+static const char *top_dir(void);
+
+/* What the killed process leaves in its handler memory (mpkill), which the
+ * next holder of its slot must not find (mpkill2). */
+#define MPKILL_SECRET	0x5ec7e75ec7e70001ull
+
+/* The killed rank, before it dies: an entry with a handler and handler
+ * memory holding MPKILL_SECRET. */
+static void mp_hpu_secret(void)
+{
+	ptl_handle_handler_t h;
+	ptl_handle_hpu_mem_t hm;
+	struct test_state st = { .cas_counter = MPKILL_SECRET };
+	ptl_handle_me_t mh;
+	ptl_me_t me;
+	char path[1024];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/selftests/progs/test_handlers.bpf.o", top_dir());
+	rc = PtlSpinHandlerLoad(ni, path, &h);
+	if (rc != PTL_OK)
+		DIE("PtlSpinHandlerLoad %s: %s -- %s", path, rc_name(rc), PtlSpinErrmsg());
+	OK(PtlHPUAllocMem(sizeof(st), ni, &hm));
+	RC(PtlHPUWriteMem(hm, 0, &st, sizeof(st)), PTL_OK);
+	pt_new(0, PTL_EQ_NONE, 7);
+	me = me_spec(NULL, 0, PTL_ME_OP_PUT, 0x5ec, 0);
+	me.handlers = h;
+	me.hpu_memory = hm;
+	OK(PtlMEAppend(ni, 7, &me, PTL_PRIORITY_LIST, U(0x5ec), &mh));
+	memset(&st, 0, sizeof(st));
+	RC(PtlMEReadHPU(mh, 0, &st, sizeof(st)), PTL_OK);
+	CHK_EQ(st.cas_counter, MPKILL_SECRET, "the secret in its handler memory");
+}
+
+/* The next holder of the killed rank's slot: the dead one's handler memory
+ * is not its slot's handler memory (docs/security.md, "Handlers"): the
+ * slot's hpu<slot> map is a new one, or holds no MPKILL_SECRET. */
+static void mp_hpu_fresh(void)
+{
+	const char *ifn = getenv("SPIN_IFACE") ? getenv("SPIN_IFACE") : "veth0";
+	size_t len = (size_t)SPIN_MAX_HPU * SPIN_HPU_SIZE;
+	char path[1024];
+	int fd, found = 0;
+	uint8_t *p;
+
+	/* mp_hosts 2 2: the second rank of an address is its slot 1 */
+	if (spin_pin_dir(ifn, path, sizeof(path)) ||
+	    strlen(path) + 8 >= sizeof(path))
+		DIE("spin_pin_dir %s", ifn);
+	snprintf(path + strlen(path), 8, "/hpu%d", R % 2);
+	fd = bpf_obj_get(path);
+	if (fd < 0) {
+		CHK(errno == ENOENT, "%s: %s", path, strerror(errno));
+		return;
+	}
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (!CHK(p != MAP_FAILED, "mmap %s: %s", path, strerror(errno)))
+		return;
+	for (size_t i = 0; i < SPIN_MAX_HPU; i++)
+		found += ((const struct test_state *)(p + i * SPIN_HPU_SIZE))->cas_counter ==
+			 MPKILL_SECRET;
+	munmap(p, len);
+	CHK_EQ(found, 0, "entries of its slot's handler memory with the dead holder's secret");
+}
+
 static void c_mpkill(void)
 {
 	init_ni(PTL_NI_LOGICAL, 100 + R);
 	mp_pid_is(100 + R);
+	if (R == N - 1)
+		mp_hpu_secret();
 	barrier("k.init");
 	if (R == N - 2) {
 		/* another process on the last rank's interface (no job: the
@@ -4371,6 +4441,7 @@ static void c_mpkill2(void)
 {
 	init_ni(PTL_NI_LOGICAL, 100 + R);
 	mp_pid_is(100 + R);
+	mp_hpu_fresh();
 	mp_body();
 	fini_ni();
 }

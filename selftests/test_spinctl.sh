@@ -557,6 +557,9 @@ t_handler_check() {
 	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI $other, this spin has ABI $ABI: rebuild it" handler check "$LOG/abi2.bpf.o"
 	bad 1 "handler object $LOG/abi2.bpf.o was built for spin ABI $other" handler load veth0 "$LOG/abi2.bpf.o"
 	bad 8 "no SPIN_HANDLERS" handler check bpf/spin_rt.bpf.o
+	# a map only the runtime holds (docs/security.md, "Handlers"): refused
+	# by check as by load (unit/handler_rt_maps)
+	bad 1 "handler object selftests/progs/rt_auth.bpf.o declares map spin_auth, which only the runtime holds" handler check selftests/progs/rt_auth.bpf.o
 	bad 8 "nosuch.bpf.o" handler check "$LOG/nosuch.bpf.o"
 	bad 2 "missing FILE" handler check
 	bad 2 "unexpected argument" handler check a b

@@ -28,6 +28,7 @@
 #include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
+#include "progs/rt_reach.h"
 /* handler_window_confined makes a handle of process slot 1, as the
  * Portals layer does (struct spin_rt: slot, win_fd) */
 #include "../lib/libspin_internal.h"
@@ -481,6 +482,35 @@ static void fill(uint8_t *b, size_t n, uint32_t seed)
 {
 	for (size_t i = 0; i < n; i++)
 		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+/* Entry idx's place in process slot slot's handler memory (hpu<slot>,
+ * lib/me.c): what a handler loaded by that slot sees when it runs for an
+ * entry of another slot.  Reads (or, with write, writes) len bytes. */
+static int slot_hpu(uint32_t slot, uint32_t idx, void *buf, size_t len, bool write)
+{
+	static uint8_t v[SPIN_HPU_SIZE];
+	char name[16];
+	int fd, rc;
+
+	snprintf(name, sizeof(name), "hpu%u", slot);
+	fd = pinned_map(name);
+	if (fd < 0 || len > sizeof(v)) {
+		T_MSG("%s: %s", name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	memset(v, 0, sizeof(v));
+	if (write) {
+		memcpy(v, buf, len);
+		rc = bpf_map_update_elem(fd, &idx, v, 0);
+	} else {
+		rc = bpf_map_lookup_elem(fd, &idx, v);
+		memcpy(buf, v, len);
+	}
+	close(fd);
+	return rc;
 }
 
 static struct test_state tstate(int me)
@@ -1410,6 +1440,10 @@ static void handler_window_confined(void)
 	i1 = me_add(&s1);
 	if (!ASSERT_TRUE(i0 >= 0 && i1 >= 0, "an entry in each slot with slot 1's handler"))
 		goto out;
+	/* slot 1's handler sees slot 1's handler memory, also for slot 0's
+	 * entry (docs/security.md, "Handlers"): its mode there */
+	if (!ASSERT_OK(slot_hpu(1, i0, &init, sizeof(init), true), "its mode in slot 1's memory"))
+		goto out;
 	memset(host, 0xee, 4096);
 	memset(w1, 0xdd, 4096);
 	memset(want, 0xee, sizeof(want));
@@ -1425,7 +1459,12 @@ static void handler_window_confined(void)
 	a.msg_id = next_id++;
 	run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 	ASSERT_MEM(host, want, 4096, "slot 1's handler cannot write slot 0's window");
-	ASSERT_TRUE(tstate(i0).dma_errors > 0, "its DMA to slot 0's window fails");
+	{
+		struct test_state t = { 0 };
+
+		slot_hpu(1, i0, &t, sizeof(t), false);
+		ASSERT_TRUE(t.dma_errors > 0, "its DMA to slot 0's window fails");
+	}
 	ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "host_oob counted");
 
 	/* by map, not through the DMA API: spin_host by name, every slot of
@@ -1444,14 +1483,15 @@ static void handler_window_confined(void)
 		sr.hpu_init = n;
 		sr.hpu_init_len = sizeof(n);
 		ir = me_add(&sr);
-		if (ASSERT_TRUE(ir >= 0, "an entry of slot 0 with it")) {
+		if (ASSERT_TRUE(ir >= 0, "an entry of slot 0 with it") &&
+		    ASSERT_OK(slot_hpu(1, ir, n, sizeof(n), true), "its counts zeroed (slot 1's memory)")) {
 			memset(host, 0xee, 4096);
 			memset(w1, 0xdd, 4096);
 			a.pt_index = 0;
 			a.match_bits = 0x4f;
 			a.msg_id = next_id++;
 			run_msg(&a, msg, 64, SPIN_MAX_SEG, NULL, &rc);
-			ASSERT_EQ(spin_hpu_read(rt, ir, n, sizeof(n)), 0, "its counts");
+			ASSERT_EQ(slot_hpu(1, ir, n, sizeof(n), false), 0, "its counts (slot 1's memory)");
 			ASSERT_EQ(host[0], 0xee, "slot 0's window not written");
 			ASSERT_EQ(w1[0], 0x5a, "its own window written");
 			ASSERT_EQ(n[0], 1, "spin_host by name is its own window");
@@ -1554,10 +1594,11 @@ static void handler_finish_confined(void)
 			ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "the deposit fails (host_oob)");
 		}
 		ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+		if (mode == 2)	/* its entry back on its portal, for the unlink and
+				 * the read of its handler memory (its slot's) */
+			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
 		ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
 		ASSERT_TRUE(got.headers > 0, "it ran");
-		if (mode == 2)	/* its entry back on its portal, for the unlink */
-			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
 	}
 out:
 	slot1_down(&f);
@@ -3761,6 +3802,213 @@ static void handler_hget_record(void)
 		run(&fr, NULL);
 	}
 	ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
+out:
+	slot1_down(&f);
+}
+
+/*
+ * The runtime's configuration (spin_cfg), rank table (spin_peers) and the
+ * job's auth key (spin_auth) are out of a handler program's reach
+ * (docs/security.md, "Handlers"): selftests/progs/rt_auth.bpf.c copies the
+ * key into its handler memory, rt_cfg.bpf.c rewrites my_rank and every
+ * proc_rank, rt_peers.bpf.c rewrites peer 2's address; each declares its
+ * map itself and is refused with a line naming it, and the key, the
+ * configuration and the peer stay.  Before, each loaded and did it (3
+ * failed refusals, 3 failed checks).  A header handler still learns the
+ * rank the message is for (its slot's: spin_ctx.tgt_rank, which the
+ * runtime fills): test_handlers.bpf.o sees my_rank for an entry of slot 0
+ * and proc_rank[1] for one of slot 1.
+ */
+static void handler_rt_maps(void)
+{
+	static const char *const obj[3] = { "rt_auth", "rt_cfg", "rt_peers" };
+	static const char *const map[3] = { "spin_auth", "spin_cfg", "spin_peers" };
+	const struct spin_auth key = { .on = 0, .k0 = 0x5ec7e75ec7e7a0a1ULL,
+				       .k1 = 0x0badf00d0badb0b2ULL }, off = { 0 };
+	struct spin_cfg *cfg = cfg_map();
+	struct spin_peer p0, p1;
+	uint32_t prank[SPIN_MAX_PROCS], rank0 = 0;
+	bool cfg_saved = false;
+	uint8_t msg[64];
+	struct slot1 f = { .wins = -1 };
+	bool f_up = false;
+	struct fr fr;
+
+	reset();
+	fill(msg, sizeof(msg), 23);
+	if (!ASSERT_TRUE(cfg != NULL, "spin_cfg mapped") ||
+	    !ASSERT_OK(set_auth(&key), "a key in spin_auth") ||
+	    !ASSERT_OK(spin_peer_get(rt, RT_REACH_PEER, &p0), "peer 2"))
+		goto out;
+	rank0 = cfg->my_rank;
+	memcpy(prank, cfg->proc_rank, sizeof(prank));
+	cfg_saved = true;
+	for (int i = 0; i < 3; i++) {
+		struct spin_me_spec s = spec(0, 0x5a + i, 4096);
+		struct spin_msg_args a = margs(0, 0, 0x5a + i);
+		struct rt_reach st = { 0 };
+		char path[1024], err[512] = "";
+		int ld, idx;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/%s.bpf.o", objdir, obj[i]);
+		ld = handler_fresh(path, obj[i]);
+		if (ld < 0)
+			snprintf(err, sizeof(err), "%s", spin_errmsg());
+		T_MSG("%s.bpf.o: %d %s", obj[i], ld, err);
+		if (ld >= 0) {
+			s.handler = obj[i];
+			s.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+			idx = me_add(&s);
+			if (ASSERT_TRUE(idx >= 0, "its entry")) {
+				a.msg_id = next_id++;
+				mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+				run(&fr, NULL);
+				spin_hpu_read(rt, idx, &st, sizeof(st));
+				T_MSG("%s ran %llu times", obj[i], (unsigned long long)st.calls);
+			}
+			reset();
+			spin_handler_unload(rt, obj[i]);
+		}
+		if (!ASSERT_TRUE(ld < 0 && strstr(err, map[i]) && !strchr(err, '\n'),
+				 "the object is refused, with one line naming the map"))
+			T_MSG("want a refusal naming %s", map[i]);
+		switch (i) {
+		case 0:
+			ASSERT_TRUE(st.k0 != key.k0 && st.k1 != key.k1, "the auth key is not read");
+			break;
+		case 1:
+			ASSERT_EQ(cfg->my_rank, rank0, "spin_cfg.my_rank unchanged");
+			ASSERT_MEM(cfg->proc_rank, prank, sizeof(prank), "spin_cfg.proc_rank unchanged");
+			cfg->my_rank = rank0;
+			memcpy(cfg->proc_rank, prank, sizeof(prank));
+			break;
+		case 2:
+			memset(&p1, 0, sizeof(p1));
+			ASSERT_OK(spin_peer_get(rt, RT_REACH_PEER, &p1), "peer 2");
+			if (!ASSERT_MEM(&p1, &p0, sizeof(p0), "peer 2 unchanged")) {
+				spin_peer_del(rt, RT_REACH_PEER);
+				base_peers(RT_REACH_PEER, RT_REACH_PEER + 1);
+			}
+			break;
+		}
+	}
+
+	/* the header handler's target rank, without spin_cfg */
+	{
+		struct spin_me_spec s0 = spec(0, 0x5e, 4096), s1 = spec(SPIN_PT_OF(1, 0), 0x5f, 4096);
+		struct spin_msg_args a = margs(0, 0, 0x5e);
+		struct test_state init = { 0 }, t;
+		int i0, i1;
+
+		s0.handler = "test";
+		s0.hpu_init = &init;
+		s0.hpu_init_len = sizeof(init);
+		s0.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		i0 = me_add(&s0);
+		if (ASSERT_TRUE(i0 >= 0, "a slot 0 entry")) {
+			a.msg_id = next_id++;
+			mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+			run(&fr, NULL);
+			t = tstate(i0);
+			ASSERT_EQ(t.hdr_calls, 1, "slot 0's header handler ran");
+			ASSERT_EQ(t.last_tgt, rank0, "its target rank: my_rank");
+		}
+		f_up = true;
+		if (slot1_up(&f, "test_handlers.bpf.o", "test_s1"))
+			goto out;
+		cfg->proc_rank[1] = 0x4242;
+		s1.handler = "test_s1";
+		s1.hpu_init = &init;
+		s1.hpu_init_len = sizeof(init);
+		s1.host_off = 0;
+		/* (slot 1 has no event ring here) */
+		s1.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		i1 = me_add(&s1);
+		if (ASSERT_TRUE(i1 >= 0, "a slot 1 entry")) {
+			a = margs(0, 0, 0x5f);
+			a.pt_index = SPIN_PT_OF(1, 0);
+			a.msg_id = next_id++;
+			mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+			run(&fr, NULL);
+			memset(&t, 0, sizeof(t));
+			spin_hpu_read(rt, i1, &t, sizeof(t));
+			ASSERT_EQ(t.hdr_calls, 1, "slot 1's header handler ran");
+			ASSERT_EQ(t.last_tgt, 0x4242, "its target rank: proc_rank[1]");
+		}
+	}
+out:
+	if (f_up)
+		slot1_down(&f);
+	if (cfg_saved) {
+		cfg->my_rank = rank0;
+		memcpy(cfg->proc_rank, prank, sizeof(prank));
+	}
+	set_auth(&off);
+}
+
+/*
+ * Handler memory per process slot (docs/security.md, "Handlers"): a
+ * handler program is bound to its loading process's slot's handler memory
+ * (spin_hpu, spin_hpu_big), so one loaded by slot 1
+ * (selftests/progs/hpu_reach.bpf.c, run for its own entry of slot 1) that
+ * writes spin_hpu[k] and spin_hpu_big[k] at the indices of two entries of
+ * slot 0 writes its own slot's memory: the slot 0 entries' handler memory
+ * stays.  Before, both maps were the runtime's, one for every slot, and
+ * the handler overwrote both (2 failed assertions).
+ */
+static void handler_hpu_per_slot(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sv = spec(0, 0x61, 4096), sb = spec(0, 0x62, 4096),
+			    sa = spec(pt1, 0x63, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x63);
+	uint64_t hs[5] = { 0 };
+	uint8_t pat[64], got[64], msg[64];
+	char path[1024];
+	struct slot1 f;
+	struct fr fr;
+	int iv, ib, ia;
+
+	reset();
+	memset(pat, 0xc3, sizeof(pat));
+	fill(msg, sizeof(msg), 29);
+	if (slot1_up(&f, "test_handlers.bpf.o", "test_s1"))
+		goto out;
+	snprintf(path, sizeof(path), "%s/selftests/progs/hpu_reach.bpf.o", objdir);
+	if (!ASSERT_TRUE(spin_handler_load(f.rt1, path, "hreach_s1") >= 0, "hpu_reach loaded by slot 1"))
+		goto out;
+	f.name[1] = "hreach_s1";
+	sv.hpu_init = sb.hpu_init = pat;
+	sv.hpu_init_len = sb.hpu_init_len = sizeof(pat);
+	sb.hpu_size = 2 * SPIN_HPU_SIZE;
+	iv = me_add(&sv);
+	ib = me_add(&sb);
+	if (!ASSERT_TRUE(iv >= 0 && ib >= 0 && ib < SPIN_MAX_HPU_BIG,
+			 "slot 0's entries with handler memory and big handler memory"))
+		goto out;
+	hs[0] = iv;
+	hs[1] = ib;
+	sa.handler = "hreach_s1";
+	sa.hpu_init = hs;
+	sa.hpu_init_len = sizeof(hs);
+	sa.host_off = 0;
+	/* (slot 1 has no event ring here) */
+	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	ia = me_add(&sa);
+	if (!ASSERT_TRUE(ia >= 0, "slot 1's entry with it"))
+		goto out;
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&fr, &a, sizeof(msg), 0, sizeof(msg), msg);
+	run(&fr, NULL);
+	ASSERT_EQ(spin_hpu_read(rt, ia, hs, sizeof(hs)), 0, "its handler memory");
+	T_MSG("calls %llu, wrote %llu, wrote big %llu", (unsigned long long)hs[2],
+	      (unsigned long long)hs[3], (unsigned long long)hs[4]);
+	ASSERT_EQ(hs[2], 1, "it ran");
+	ASSERT_EQ(spin_hpu_read(rt, iv, got, sizeof(got)), 0, "slot 0's entry's handler memory");
+	ASSERT_MEM(got, pat, sizeof(pat), "slot 0's entry's handler memory unchanged");
+	ASSERT_EQ(spin_hpu_read(rt, ib, got, sizeof(got)), 0, "slot 0's big handler memory");
+	ASSERT_MEM(got, pat, sizeof(pat), "slot 0's entry's big handler memory unchanged");
 out:
 	slot1_down(&f);
 }
@@ -7419,6 +7667,8 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_window_confined);
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_hget_record);
+	RUN_TEST(handler_rt_maps);
+	RUN_TEST(handler_hpu_per_slot);
 	RUN_TEST(fanout_confined);
 	RUN_TEST(fanout_forged_slot);
 	RUN_TEST(putq_confined);

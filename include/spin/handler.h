@@ -927,15 +927,15 @@ static __always_inline int __spin_default_completion(int d, bool f, void *s) { r
 #include <spin/rt_common.bpf.h>
 
 static __always_inline void __spin_fill_header(ptl_header_t *h, const struct spin_hdr *sh,
-					       const struct spin_cfg *cfg)
+					       const struct spin_ctx *c)
 {
-	/* the process the message is for (docs/design.md, "Many Portals
-	 * processes per interface"), and its own portal index */
-	__u32 slot = SPIN_PT_SLOT(bpf_ntohs(sh->pt_index)) & (SPIN_MAX_PROCS - 1);
-
 	h->type = sh->op;
 	h->length = bpf_ntohl(sh->msg_len);
-	h->target_id.rank = !cfg ? 0 : slot ? cfg->proc_rank[slot] : cfg->my_rank;
+	/* the process the message is for (docs/design.md, "Many Portals
+	 * processes per interface"): the runtime's dispatch put its rank in
+	 * spin_ctx, as a handler program holds no spin_cfg; and its own
+	 * portal index */
+	h->target_id.rank = c->tgt_rank;
 	h->source_id.rank = bpf_ntohl(sh->src_rank);
 	h->source_pid = bpf_ntohl(sh->src_pid);
 	h->match_bits = bpf_be64_to_cpu(sh->match_bits);
@@ -1010,7 +1010,7 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 	}								\
 	if (__spin_c->phases & SPIN_PH_HEADER) {			\
 		ptl_header_t __spin_hdr;				\
-		__spin_fill_header(&__spin_hdr, __spin_sh, spin_cfg_get()); \
+		__spin_fill_header(&__spin_hdr, __spin_sh, __spin_c); \
 		__spin_c->ran |= 1 << SPIN_H_HEADER; 				\
 		__spin_c->hdr_rc = __SPIN_HH(hh)(__spin_hdr, __spin_state); \
 		spin_after_header(__spin_c, __spin_m);			\

@@ -16,6 +16,14 @@
  * code; libspin does not create its map. */
 const volatile __u32 spin_abi_version SEC(SPIN_ABI_SECTION) = SPIN_ABI_VERSION;
 
+/* The runtime's configuration, its peers (spin_peers) and the job's auth
+ * key (spin_auth) are the runtime's and the finish stages' only: handler
+ * objects do not declare them, and lib/handler.c refuses one that does,
+ * so no handler reads the key or rewrites the configuration or where a
+ * rank is (docs/security.md, "Handlers").  A handler's header handler gets
+ * its target rank from spin_ctx (tgt_rank). */
+#define SPIN_CFG_RT_ONLY 1
+#ifdef SPIN_RT_PROG
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -23,6 +31,7 @@ struct {
 	__type(value, struct spin_cfg);
 	__uint(map_flags, BPF_F_MMAPABLE);
 } spin_cfg SEC(".maps");
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -156,12 +165,14 @@ struct {
 	.values = { [0] = &spin_host },
 };
 
+#ifdef SPIN_RT_PROG
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SPIN_MAX_PEERS);
 	__type(key, __u32);
 	__type(value, struct spin_peer);
 } spin_peers SEC(".maps");
+#endif
 
 /* Recently seen message ids per source rank (duplicate detection): a
  * window for each source that sent lately (wire.h, SPIN_DEDUP_SOURCES),
@@ -490,6 +501,7 @@ extern int bpf_wq_set_callback_impl(struct bpf_wq *wq,
 				    unsigned int flags, void *aux) __weak __ksym;
 #endif
 
+#ifdef SPIN_RT_PROG
 /* The job's auth key (wire.h, "Authenticator"): written once at attach,
  * never mmap-ed (spin_cfg is). */
 struct {
@@ -515,6 +527,8 @@ static __always_inline __u64 spin_auth_frame_tag(const struct spin_hdr *sh)
 		return 0;
 	return spin_auth_tag(au, sh);
 }
+
+#endif
 
 /* Handler entry programs, index = spin_me.handler - 1. */
 struct {
@@ -551,11 +565,13 @@ static __always_inline struct spin_ctx *spin_ctx_get(void)
 	return bpf_map_lookup_elem(&spin_ctx, &k);
 }
 
+#ifdef SPIN_RT_PROG
 static __always_inline struct spin_cfg *spin_cfg_get(void)
 {
 	__u32 k = 0;
 	return bpf_map_lookup_elem(&spin_cfg, &k);
 }
+#endif
 
 static __always_inline void spin_drop_count(struct spin_stats *st, int reason)
 {
@@ -847,6 +863,8 @@ static __always_inline int spin_host_to_ptr(void *dst, __u64 off, __u32 len, __u
 	return bpf_probe_read_kernel(dst, len, bounce) ? -1 : 0;
 }
 
+/* Events (the runtime and the finish stages only, SPIN_RT_PROG). */
+#ifdef SPIN_RT_PROG
 /*
  * The event rings' shares (wire.h, SPIN_EV_ROOM): with n sources having
  * unread events in a ring (pairs in spin_src_ev_n, the asking one
@@ -1052,5 +1070,7 @@ static __noinline __u32 spin_src_ev_admit(__u32 rank, __u32 pt)
 		return SPIN_DROP_HOST_QUEUE_FULL;
 	return 0;
 }
+
+#endif /* SPIN_RT_PROG */
 
 #endif /* SPIN_MAPS_BPF_H */

@@ -3,7 +3,9 @@
  * Runtime steps shared by the runtime programs (bpf/spin_rt.bpf.c) and the
  * handler entry programs (SPIN_HANDLERS in spin/handler.h): default
  * deposit, publishing the header handler's verdict and byte accounting.
- * Defined once here; both sides include it.
+ * Defined once here; both sides include it.  The finish step below
+ * (counters, events, puts, answers) is the runtime object's only
+ * (SPIN_RT_PROG): handler programs reach it through their finish stage.
  */
 #ifndef SPIN_RT_COMMON_BPF_H
 #define SPIN_RT_COMMON_BPF_H
@@ -234,6 +236,12 @@ static __always_inline void spin_account(struct spin_ctx *c, struct spin_msg *m)
 
 /* ------------------------------------------------------- finish -- */
 
+/* The rest is the finish stage's and the runtime's (bpf/spin_rt.bpf.c,
+ * SPIN_RT_PROG): handler objects do not have it, nor the maps it uses
+ * that no handler program may hold (spin_cfg, spin_peers, spin_auth,
+ * spin_hgets; docs/security.md, "Handlers"). */
+#ifdef SPIN_RT_PROG
+
 static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __u32 fail,
 					    const struct spin_ctx *c, const struct spin_me *me)
 {
@@ -337,7 +345,6 @@ static __always_inline int spin_frame_fit(struct xdp_md *xdp, struct spin_ctx *c
 	return bpf_xdp_store_bytes(xdp, 0, c->bounce, SPIN_PAY_OFF) ? -1 : 0;
 }
 
-#ifdef SPIN_RT_PROG
 /* a + b in one's complement (the end-around carry) */
 static __always_inline __u32 spin_csum_add(__u32 a, __u32 b)
 {
@@ -403,7 +410,6 @@ static __noinline __u32 spin_udp_sum(struct xdp_md *xdp)
 	sum = (sum & 0xffff) + (sum >> 16);
 	return sum;
 }
-#endif
 
 /* The UDP checksum of a header-only frame (udp: its UDP header, 8 bytes
  * before the sPIN header, in bounds): inline. */
@@ -571,7 +577,6 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 	if (r->kind >= SPIN_PUT_ACK && !len) {
 		spin_csum_hdr_only(ip, udp);
 	}
-#ifdef SPIN_RT_PROG
 	else if (r->kind >= SPIN_PUT_ACK) {
 		__u32 sum = spin_udp_sum(xdp);
 
@@ -583,7 +588,6 @@ static __always_inline int spin_do_put(struct xdp_md *xdp, struct spin_ctx *c,
 		if (sum)
 			udp->check = (__u16)~sum ?: 0xffff;
 	}
-#endif
 	if (st) {
 		if (r->kind == SPIN_PUT_DEVICE)
 			st->tx_device++;
@@ -611,7 +615,6 @@ to_host:
 	return XDP_DROP;
 }
 
-#ifdef SPIN_RT_PROG
 /*
  * The queued puts of a fan-out that act on host memory are taken here, in
  * the finish stage, not in spin_tc: a get to host is recorded in
@@ -712,7 +715,6 @@ static int spin_fo_host_cb(__u32 k, struct spin_fo_q *q)
 	}
 	return 0;
 }
-#endif /* SPIN_RT_PROG */
 
 /*
  * Fan-out (more than one put from an invocation): put 0 has been dealt with
@@ -761,7 +763,6 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 	/* the process the copies speak for: a handler program's stage's own
 	 * slot, whatever spin_ctx says */
 	slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
-#ifdef SPIN_RT_PROG
 	if (spin_fin_slot < SPIN_MAX_PROCS)
 		slot = spin_fin_slot & (SPIN_MAX_PROCS - 1);
 	{
@@ -786,9 +787,6 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 			bpf_loop(n, spin_fo_host_cb, &q, 0);
 		}
 	}
-#else
-	m->slot = slot;
-#endif
 	/* message ids of the queued puts: the ones after put 0's */
 	c->seq += n;
 	if (st)
@@ -871,7 +869,6 @@ static __always_inline int spin_answer(struct xdp_md *xdp, struct spin_ctx *c,
 	return spin_answer_range(xdp, c, cfg, st, kind, len, rank, id, fail, mlength, list, 0);
 }
 
-#ifdef SPIN_RT_PROG
 /* SACKs are built by the runtime program only: a call from a handler
  * program would add a stack frame to handlers that use all 512 bytes.  A
  * handler entry's message gets its SACK when the packet that asks is a
@@ -1006,7 +1003,6 @@ static __noinline int spin_sack(struct xdp_md *xdp, struct spin_ctx *c, struct s
 	return spin_answer(xdp, c, cfg, st, SPIN_PUT_SACK, n, c->key.src_rank, c->key.msg_id,
 			   0, q.npkts, q.w0);
 }
-#endif /* SPIN_RT_PROG */
 
 /*
  * Everything after the handlers: counters, the completion event, use-once
@@ -1091,15 +1087,15 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		/* the completing packet becomes the acknowledgement */
 		verdict = spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
 				      c->key.msg_id, fail, c->mlength, me->list);
-#ifdef SPIN_RT_PROG
 	} else if (sack && !c->done && c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ)) {
 		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 
 		if (m)
 			verdict = spin_sack(xdp, c, cfg, st, m);
-#endif
 	}
 	return verdict;
 }
+
+#endif /* SPIN_RT_PROG */
 
 #endif /* SPIN_RT_COMMON_BPF_H */

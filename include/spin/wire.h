@@ -33,10 +33,14 @@
  * 7: spin_putq is a process slot's own (spin_putqs, an array of maps; a
  *    handler program's spin_putq is its slot's); spin_putq_ent.seal and
  *    spin_fanout_meta.seal: spin_tc sends a queued put only with the seal
- *    its slot's finish stage gave the frame, and consumes it
- * 8: spin_src without the event counts: every slot's ring (slot 0's too)
- *    counted in spin_src_ev, whose pairs the sweeper frees; spin_src_ev_n */
-#define SPIN_ABI_VERSION	8
+ *    its slot's finish stage gave the frame, and consumes it;
+ *    spin_src without the event counts: every slot's ring (slot 0's too)
+ *    counted in spin_src_ev, whose pairs the sweeper frees; spin_src_ev_n;
+ *    spin_ctx.tgt_rank; handler objects do not declare spin_cfg,
+ *    spin_peers or spin_auth (libspin refuses one that does); handler
+ *    memory per process slot (libspin: slot 0's spin_hpu/spin_hpu_big,
+ *    another's pinned as hpu<slot>/hpubig<slot>) */
+#define SPIN_ABI_VERSION	7
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -947,6 +951,10 @@ struct spin_ctx {
 	__u64	start;		/* deposit start in spin_host */
 	struct spin_msg_key key;
 	__u32	multi;		/* message has per-message state */
+	__u32	tgt_rank;	/* the rank of the process the message is for
+				 * (its slot's, spin_cfg.proc_rank; the header
+				 * handler's target_id): handler programs do not
+				 * hold spin_cfg */
 	/* set by the handler program */
 	__u32	hdr_rc;		/* header handler return code */
 	__u32	pay_rc;

@@ -27,6 +27,7 @@ __handler int t_header(const ptl_header_t h, void *state)
 	s->last_src = h.source_id.rank;
 	s->last_hdr_data = h.hdr_data;
 	s->last_user0 = h.user_hdr.arg[0];
+	s->last_tgt = h.target_id.rank;
 	if (s->mode & T_HDR_DROP)
 		return DROP;
 	if (s->mode & T_HDR_PROCEED)

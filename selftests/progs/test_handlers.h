@@ -47,6 +47,7 @@ struct test_state {
 	__u32 fan_n;
 	__u32 fan_rank[TEST_FAN_MAX];
 	__s32 fan_rc[TEST_FAN_MAX];
+	__u64 last_tgt;		/* the header's target_id.rank */
 };
 
 /* dma_handler.bpf.c: reads from the entry's host memory at off[0..2] into
