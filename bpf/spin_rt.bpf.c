@@ -364,26 +364,6 @@ static __always_inline int spin_to_xsk(struct xdp_md *xdp, struct spin_stats *st
 	return act;
 }
 
-struct spin_range_q {
-	struct spin_dedup *d;
-	__u32 id;
-	__u64 bits;
-};
-
-/* bpf_loop: bit i when message id - 1 - i completed here without failure */
-static int spin_range_cb(__u32 i, struct spin_range_q *q)
-{
-	__u32 id = q->id - 1 - i, k = id & (SPIN_DEDUP_SLOTS - 1), out;
-
-	if (q->d->id[k] != id)
-		return 0;
-	out = q->d->out[k];
-	if (SPIN_DD_OUT_ID(out) == (id & 0xffff) && SPIN_DD_OUT_STATE(out) == SPIN_DD_DONE &&
-	    !SPIN_DD_OUT_FAIL(out))
-		q->bits |= 1ull << (i & 63);
-	return 0;
-}
-
 /* How long an incomplete message lives without a new packet: the attach
  * timeout, and for a reliable one at least SPIN_REL_MSG_TIMEOUT_NS. */
 static __always_inline __u64 spin_msg_life(const struct spin_cfg *cfg, __be16 flags)
@@ -444,12 +424,9 @@ static __noinline int spin_dup(struct xdp_md *xdp, __u32 rank, __u32 id, __u32 s
 		return spin_drop(st, SPIN_DROP_DUPLICATE);
 	if (single && (fl & SPIN_F_SACK_REQ)) {
 		/* a probe: the range ack of the ids before it */
-		struct spin_range_q q = { .d = d, .id = id };
-
-		bpf_loop(64, spin_range_cb, &q, 0);
 		return spin_answer_range(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, id,
 					 SPIN_DD_OUT_FAIL(out), d->len[k], SPIN_DD_OUT_LIST(out),
-					 q.bits);
+					 spin_range_of(d, id));
 	}
 	return spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, rank, id, SPIN_DD_OUT_FAIL(out),
 			   d->len[k], SPIN_DD_OUT_LIST(out));

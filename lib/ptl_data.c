@@ -1185,8 +1185,15 @@ static int on_event(void *ctx, const struct spin_event *e)
 		break;
 	case SPIN_EV_ACK:
 		p = ptl_pend_find(ni, e->msg_id);
-		if (p && p->kind == PEND_ACK && p->rank == e->src_rank && p->rel)
+		if (p && p->kind == PEND_ACK && p->rank == e->src_rank && p->rel) {
+			/* a probe riding on it, answered without a range */
+			bool norange = p->quiet && (p->args.flags & SPIN_F_SACK_REQ) &&
+				       !e->user_ptr && e->fail == SPIN_FAIL_OK;
+
 			ptl_rel_on_ack(ni, p, e->fail, e->mlength, e->list);
+			if (norange)
+				ptl_rel_no_range(ni, e->src_rank, e->msg_id);
+		}
 		else if (p && p->kind == PEND_ACK && p->rank == e->src_rank)
 			ptl_pend_complete(ni, p, ptl_fail_of(e->fail), e->mlength, (ptl_list_t)e->list);
 		else if (!e->user_ptr)

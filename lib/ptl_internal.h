@@ -644,6 +644,7 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 /* An ACK of msg_id from rank carried a range ack: the quiet messages it
  * names completed. */
 void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_t range);
+void ptl_rel_no_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id);
 /* A reliable get of len bytes waits until the replies in flight leave room
  * for its reply in this process's AF_XDP ring (always goes when none are):
  * PTL_OK, or PTL_INTERRUPTED. */

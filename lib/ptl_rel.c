@@ -591,9 +591,18 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 	/* its round trip starts before the send: a long message can wait
 	 * for ring space while its first packets already arrive */
 	uint64_t now = ptl_now_us();
+	bool pb;
 	int err;
 
 	p->sent_us = now;
+	/* every REL_PROBE_EVERY-th quiet message to a rank asks itself: its
+	 * ACK carries the range ack of the ids before it, and no duplicate
+	 * goes out as a probe (probe(), which stays for the window's and
+	 * the timer's waits and for answers without a range) */
+	pb = p->quiet && !post_only && p->npkts == 1 && p->rank < SPIN_MAX_PEERS &&
+	     ni->quiet_n[p->rank] + 1 >= REL_PROBE_EVERY;
+	if (pb)
+		p->args.flags |= SPIN_F_SACK_REQ;
 	if (cc_counts(p))
 		err = send_new(ni, p, post_only, post_only);
 	else
@@ -614,10 +623,31 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 	ni->rs.msgs++;
 	if (p->quiet) {
 		ni->quiet_last[p->rank] = p->args.msg_id;
-		if (++ni->quiet_n[p->rank] >= REL_PROBE_EVERY && !post_only)
+		if (pb) {
+			ni->quiet_n[p->rank] = 0;
+			ni->rs.probes++;	/* riding on it */
+		} else if (++ni->quiet_n[p->rank] >= REL_PROBE_EVERY && !post_only) {
 			probe(ni, p->rank, now);
+		}
 	}
 	return 0;
+}
+
+/* The ACK of a probe riding on a quiet message (ptl_rel_send) came
+ * without a range (a runtime older than the riding probe; wire.h):
+ * probe with a duplicate of the newest older quiet message to rank that
+ * is still unanswered, if there is one. */
+void ptl_rel_no_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id)
+{
+	for (uint32_t i = 0; i < 64 && rank < SPIN_MAX_PEERS; i++) {
+		struct ptl_pending *p = ptl_pend_find(ni, (msg_id - 1 - i) & 0xffffff);
+
+		if (p && p->rel && p->quiet && p->rank == rank) {
+			ni->quiet_last[rank] = p->args.msg_id;
+			probe(ni, rank, ptl_now_us());
+			return;
+		}
+	}
 }
 
 /* Send packets list[0..n) of p again, the last one asking for a SACK.
@@ -906,11 +936,21 @@ struct ptl_ldd_slot *ptl_rel_note(struct ptl_ni *ni, const struct spin_hdr *h, u
 	return s;
 }
 
+static uint64_t range_of(const struct ptl_ldd *d, uint32_t id);
+
 void ptl_rel_done(struct ptl_ni *ni, const struct spin_hdr *h, uint32_t fail, uint64_t mlength,
 		  uint32_t list)
 {
+	uint32_t rank = ntohl(h->src_rank);
+	uint64_t range = 0;
+
 	ptl_rel_note(ni, h, fail, mlength, list);
-	ptl_send_ack(ni, h, mlength, fail, list);
+	/* a probe riding on a new one-packet put (ptl_rel_send): its ACK
+	 * carries the range ack, as a duplicate probe's does */
+	if (h->op == SPIN_OP_PUT && (ntohs(h->flags) & SPIN_F_SACK_REQ) && !h->pkt_off &&
+	    rank < SPIN_MAX_PEERS && ni->ldd[rank])
+		range = range_of(ni->ldd[rank], ntohl(h->msg_id));
+	ptl_send_ack_range(ni, h, mlength, fail, list, range);
 }
 
 /* A probe's range ack (wire.h): bit i when put id - 1 - i completed here

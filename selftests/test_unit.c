@@ -1134,6 +1134,9 @@ static void reliable_answers(void)
 	mkpkt(&f, &a, 100, 0, 100, msg);
 	ASSERT_EQ(run(&f, &out), XDP_TX, "a message that asks is answered");
 	ASSERT_EQ(oh->op, SPIN_OP_ACK, "with an ACK");
+	/* a probe riding on a new message (the initiator's every 32nd quiet
+	 * one): its ACK carries the range of the two quiet ones before */
+	ASSERT_EQ(be64toh(oh->user_hdr[3]) & 3, 3, "and the two before in its range");
 	v = events();
 	ASSERT_EQ(v.n, 1, "one event");
 

@@ -91,7 +91,9 @@ typedef struct {
 	uint64_t retx_pkts;	/* packets sent again */
 	uint64_t window_waits;	/* sends that waited for the duplicate window */
 	uint64_t probes;	/* probes sent for quiet messages (one-packet puts
-				 * without an ack wanted, acknowledged in bulk) */
+				 * without an ack wanted, acknowledged in bulk):
+				 * every 32nd such put asking itself, and
+				 * duplicates sent to ask */
 	uint64_t range_acked;	/* of acked: by a probe's range ack */
 	uint64_t rto_us;	/* the retransmission timeout now */
 	uint64_t srtt_us;	/* smoothed round-trip time (0: no sample yet) */

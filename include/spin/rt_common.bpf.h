@@ -828,6 +828,38 @@ static __always_inline void spin_dd_note(__u32 rank, __u32 id, __u32 state, __u3
 	spin_dd_set(bpf_map_lookup_elem(&spin_dedup, &rank), id, state, fail, list, len);
 }
 
+struct spin_range_q {
+	struct spin_dedup *d;
+	__u32 id;
+	__u64 bits;
+};
+
+/* bpf_loop: bit i when message id - 1 - i completed here without failure */
+static int spin_range_cb(__u32 i, struct spin_range_q *q)
+{
+	__u32 id = q->id - 1 - i, k = id & (SPIN_DEDUP_SLOTS - 1), out;
+
+	if (q->d->id[k] != id)
+		return 0;
+	out = q->d->out[k];
+	if (SPIN_DD_OUT_ID(out) == (id & 0xffff) && SPIN_DD_OUT_STATE(out) == SPIN_DD_DONE &&
+	    !SPIN_DD_OUT_FAIL(out))
+		q->bits |= 1ull << (i & 63);
+	return 0;
+}
+
+/* A probe's range ack (wire.h): bit i when message id - 1 - i of the
+ * source whose window d is completed here without failure. */
+static __noinline __u64 spin_range_of(struct spin_dedup *d, __u32 id)
+{
+	struct spin_range_q q = { .d = d, .id = id };
+
+	if (!d)
+		return 0;
+	bpf_loop(64, spin_range_cb, &q, 0);
+	return q.bits;
+}
+
 /* Turn this frame into an answer to the reliable message (rank, id) it
  * belongs to: an ACK (kind SPIN_PUT_ACK; a nack if fail is one) or a SACK
  * (SPIN_PUT_SACK, len bitmap bytes in c->scratch), wire.h. */
@@ -1084,9 +1116,18 @@ static __always_inline int spin_do_finish(struct xdp_md *xdp, struct spin_ctx *c
 		    ((fl & SPIN_F_ACK_REQ) && !c->msg_dropped))) {
 		/* (a single-packet reliable message that does not ask is
 		 * acknowledged in bulk, when a probe asks: spin_dup) */
+		__u64 range = 0;
+
+		/* a single-packet message that asks for a SACK is a probe
+		 * riding on a new message (the initiator's every 32nd quiet
+		 * one): its ACK carries the range ack of the ids before it,
+		 * as a duplicate probe's does (spin_dup) */
+		if (!c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ))
+			range = spin_range_of(bpf_map_lookup_elem(&spin_dedup, &c->key.src_rank),
+					      c->key.msg_id);
 		/* the completing packet becomes the acknowledgement */
-		verdict = spin_answer(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
-				      c->key.msg_id, fail, c->mlength, me->list);
+		verdict = spin_answer_range(xdp, c, cfg, st, SPIN_PUT_ACK, 0, c->key.src_rank,
+					    c->key.msg_id, fail, c->mlength, me->list, range);
 	} else if (sack && !c->done && c->multi && (fl & SPIN_F_REL) && (fl & SPIN_F_SACK_REQ)) {
 		struct spin_msg *m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 
