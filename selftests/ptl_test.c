@@ -271,9 +271,11 @@ static int check_byte(const char *what, const void *b, size_t len, uint8_t v)
 
 static int env_rank(void)
 {
-	const char *v[] = { "SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK" };
+	/* PTL_TEST_RANK: the launcher's rank under a name libspin does not
+	 * read (ptl/mpirun_pmix: the rank must come from PMIx) */
+	const char *v[] = { "PTL_TEST_RANK", "SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK" };
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (getenv(v[i]) && *getenv(v[i]))
 			return atoi(getenv(v[i]));
 	return -1;
@@ -4303,6 +4305,34 @@ static void c_mproc(void)
 }
 
 /*
+ * mproc's all-to-all in a job that only PMIx describes (ptl/mpirun_pmix):
+ * no hostfile, no rendezvous directory, no rank or size variable libspin
+ * reads; the rank and the map come from PMIx and are the launcher's.
+ */
+static void c_pmix(void)
+{
+	static const char *const none[] = {
+		"SPIN_HOSTFILE", "SPIN_RENDEZVOUS", "SPIN_RANK", "SPIN_SIZE", "PMI_RANK", "PMI_SIZE",
+		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	};
+	ptl_process_t id;
+	ptl_size_t actual = 0;
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		if (getenv(none[i]))
+			DIE("pmix: %s is set: the job must come from PMIx alone", none[i]);
+	if (!getenv("PMIX_RANK"))
+		DIE("pmix: no PMIX_RANK: not started by a PMIx launcher");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	RC(PtlGetId(ni, &id), PTL_OK);
+	CHK_EQ(id.rank, R, "PtlGetId rank from PMIx = the launcher's rank");
+	RC(PtlGetMap(ni, 0, NULL, &actual), PTL_OK);
+	CHK_EQ(actual, N, "map size from PMIx = the launcher's size");
+	mp_body();
+	fini_ni();
+}
+
+/*
  * A process of an interface that has others is SIGKILLed and comes back:
  * every rank takes pid 100 + rank; the last rank (its address's last
  * slot) kills itself once all are up; a new process for it (mpkill2) takes
@@ -6886,7 +6916,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "reply_forged", c_reply_forged },
 	{ "msgsize_target", c_msgsize_target },
 	{ "uhrlength", c_uhrlength },
-	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
+	{ "mproc", c_mproc }, { "pmix", c_pmix }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
 
 int main(int argc, char **argv)
