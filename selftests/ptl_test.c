@@ -4333,6 +4333,31 @@ static void c_pmix(void)
 }
 
 /*
+ * Rank 1 is not a Portals process: it publishes 0.0.0.0 as its address
+ * through PMIx (selftests/pmix_forge, exec-ed in its place); rank 0's
+ * PtlNIInit must refuse it, with the one line that names the rank.
+ */
+static void c_pmix_forged(void)
+{
+	char path[512];
+	int rc;
+
+	if (R != 0) {
+		snprintf(path, sizeof(path), "%s/selftests/pmix_forge",
+			 getenv("PTL_TEST_TOP") ? getenv("PTL_TEST_TOP") : ".");
+		execl(path, path, "0.0.0.0", (char *)NULL);
+		DIE("exec %s: %s", path, strerror(errno));
+	}
+	OK(PtlInit());
+	rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &ni);
+	CHK_EQ(rc, PTL_FAIL, "PtlNIInit with a rank whose PMIx address is 0.0.0.0");
+	LOG("refused: %s", PtlSpinErrmsg());
+	CHK(strstr(PtlSpinErrmsg(), "PMIx: rank 1 published '0.0.0.0' as its address, not a usable "
+		   "IPv4 address") != NULL, "the message names rank 1 and its address");
+	PtlFini();
+}
+
+/*
  * A process of an interface that has others is SIGKILLed and comes back:
  * every rank takes pid 100 + rank; the last rank (its address's last
  * slot) kills itself once all are up; a new process for it (mpkill2) takes
@@ -6916,7 +6941,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "reply_forged", c_reply_forged },
 	{ "msgsize_target", c_msgsize_target },
 	{ "uhrlength", c_uhrlength },
-	{ "mproc", c_mproc }, { "pmix", c_pmix }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
+	{ "mproc", c_mproc }, { "pmix", c_pmix }, { "pmix_forged", c_pmix_forged }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
 
 int main(int argc, char **argv)

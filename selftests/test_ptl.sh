@@ -536,6 +536,16 @@ run_mpirun_pmix() {
 	mpirun_case mpirun_pmix 8 2 "$TAG-m-r" pmix 120 pmix
 }
 run_mpirun_pmix
+# rank 1 publishes 0.0.0.0 as its address through PMIx (pmix_forge): rank
+# 0's PtlNIInit refuses it and names the rank (ptl_test pmix_forged)
+run_mpirun_pmix_forged() {
+	selected mpirun_pmix_forged || return 0
+	if ! mp_topo; then
+		echo "FAIL ptl/mpirun_pmix_forged (topology)"; FAIL=$((FAIL + 1)); return
+	fi
+	mpirun_case mpirun_pmix_forged 2 1 "$TAG-m-r" pmix_forged 60 pmix
+}
+run_mpirun_pmix_forged
 
 # SPIN_PMIX=1 without a PMIx launcher: PtlNIInit fails at once (timeout
 # only bounds a hang) with one line that names the fix
