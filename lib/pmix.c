@@ -220,13 +220,13 @@ int spin_pmix_init(struct spin_job *j)
 		goto out;
 	}
 	if (!px_uint(v, &size) || !size || size > SPIN_MAX_PEERS) {
-		err = spin_seterr(SPIN_EUSAGE, "PMIx: job size %s (type %u): the job size must be 1..%u",
+		err = spin_seterr(SPIN_EFAIL, "PMIx: job size %s (type %u): the job size must be 1..%u",
 				  px_uint(v, &size) ? "out of range" : "not a number", v->type,
 				  SPIN_MAX_PEERS);
 		goto out;
 	}
 	if (px.me.rank >= size) {
-		err = spin_seterr(SPIN_EUSAGE, "PMIx: rank %u is outside the job (size %llu)",
+		err = spin_seterr(SPIN_EFAIL, "PMIx: rank %u is outside the job (size %llu)",
 				  px.me.rank, (unsigned long long)size);
 		goto out;
 	}

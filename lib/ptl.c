@@ -624,11 +624,13 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		goto fail;
 	}
 	if (use_pmix) {
-		if (spin_pmix_init(&job)) {
-			rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+		/* a rank or size variable PMIx contradicts is the caller's */
+		err = spin_pmix_init(&job);
+		if (err) {
+			rc = ptl_seterr(err == -SPIN_EUSAGE ? PTL_ARG_INVALID : PTL_FAIL, "PtlNIInit: %s",
+					spin_errmsg());
 			goto fail;
 		}
-		err = 0;
 	} else {
 		err = spin_job_load(&job, NULL);
 	}
