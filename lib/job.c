@@ -29,13 +29,15 @@
 
 #include "libspin_internal.h"
 
-#define JOB_NVARS 3
-static const char *const rank_vars[JOB_NVARS] = {
+#define JOB_NVARS SPIN_JOB_NVARS
+const char *const spin_job_rank_vars[SPIN_JOB_NVARS] = {
 	"SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK",
 };
-static const char *const size_vars[JOB_NVARS] = {
+const char *const spin_job_size_vars[SPIN_JOB_NVARS] = {
 	"SPIN_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE",
 };
+#define rank_vars spin_job_rank_vars
+#define size_vars spin_job_size_vars
 
 #define LINE_FORMS "a host line is 'IP [mac=M] [port=P]' or 'rank=N ip=A [mac=M] [port=P]'"
 

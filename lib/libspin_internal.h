@@ -187,6 +187,23 @@ void spin_xsk_set_ident(struct spin_xsk *x, uint32_t rank, uint32_t pid);
 int spin_slots_of(const uint32_t *ips, uint32_t n, uint16_t *out);
 struct spin_job;
 uint32_t spin_job_slot(const struct spin_job *j, uint32_t rank);
+/* the variables a launcher gives the rank and the size in, in the order
+ * spin_job_load reads them */
+#define SPIN_JOB_NVARS 3
+extern const char *const spin_job_rank_vars[SPIN_JOB_NVARS];
+extern const char *const spin_job_size_vars[SPIN_JOB_NVARS];
+/* pmix.c: the job from a PMIx launcher (docs/portals.md, "The job").
+ * spin_pmix_wanted: 1 when it describes the job (SPIN_PMIX=1, or a PMIx
+ * launcher's environment; never with SPIN_PMIX=0, a hostfile or
+ * SPIN_RENDEZVOUS), 0 when not, <0 (message set) for a bad SPIN_PMIX.
+ * spin_pmix_init: libpmix loaded, PMIx_Init: j->rank, j->size (j
+ * emptied first).  spin_pmix_exchange: this rank's address published,
+ * PMIx_Fence, every rank's read into j->hosts.  spin_pmix_fini:
+ * PMIx_Finalize if PMIx_Init was called (PtlFini). */
+int spin_pmix_wanted(void);
+int spin_pmix_init(struct spin_job *j);
+int spin_pmix_exchange(struct spin_job *j, struct in_addr my_ip, int timeout_ms);
+void spin_pmix_fini(void);
 /* The inode of this process's network namespace, 0 for the initial one. */
 int spin_netns_ino(unsigned long *ino);
 uint32_t spin_prog_id(int prog_fd);

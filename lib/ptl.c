@@ -191,15 +191,19 @@ static void ni_destroy(struct ptl_ni *ni);
 void PtlFini(void)
 {
 	struct ptl_ni *ni = NULL;
+	bool fini = false;
 
 	pthread_mutex_lock(&g_mu);
 	if (g_init > 0 && --g_init == 0) {
+		fini = true;
 		ni = ptl_g_ni;
 		ptl_g_ni = NULL;
 	}
 	pthread_mutex_unlock(&g_mu);
 	if (ni)
 		ni_destroy(ni);
+	if (fini)
+		spin_pmix_fini();
 }
 
 static const char *default_iface(char *buf, size_t len)
@@ -569,7 +573,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	struct ptl_ni *ni;
 	struct spin_xsk_opts xo = { .queue = 0,
 				    .frames = (uint32_t)env_u64("SPIN_PTL_FRAMES", 16384) };
-	int err, rc = PTL_FAIL;
+	int err, rc = PTL_FAIL, use_pmix;
 	pthread_condattr_t ca;
 
 	if (iface == PTL_IFACE_DEFAULT) {
@@ -628,8 +632,25 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	default_limits(&ni->limits);
 
 	/* the job: rank, size, peers (a logical NI needs it; a physical one
-	 * uses it when it is there, to know its peers' addresses) */
-	err = spin_job_load(&job, NULL);
+	 * uses it when it is there, to know its peers' addresses); from a
+	 * PMIx launcher (mpirun, srun) unless a hostfile or a rendezvous
+	 * directory is given or SPIN_PMIX=0 (lib/pmix.c) */
+	use_pmix = spin_pmix_wanted();
+	if (use_pmix < 0) {
+		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: %s", spin_errmsg());
+		goto fail;
+	}
+	if (use_pmix) {
+		/* a rank or size variable PMIx contradicts is the caller's */
+		err = spin_pmix_init(&job);
+		if (err) {
+			rc = ptl_seterr(err == -SPIN_EUSAGE ? PTL_ARG_INVALID : PTL_FAIL, "PtlNIInit: %s",
+					spin_errmsg());
+			goto fail;
+		}
+	} else {
+		err = spin_job_load(&job, NULL);
+	}
 	if (err && (options & PTL_NI_LOGICAL)) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: %s", spin_errmsg());
 		goto fail;
@@ -709,7 +730,15 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		goto fail;
 	}
 	ni->nid = ntohl(st.cfg.my_ip);
-	if (!job.nhosts && job.size > 1 && getenv("SPIN_RENDEZVOUS")) {
+	if (use_pmix) {
+		struct in_addr me = { .s_addr = st.cfg.my_ip };
+
+		err = spin_pmix_exchange(&job, me, (int)env_u64("SPIN_RENDEZVOUS_MS", 30000));
+		if (err) {
+			rc = ptl_seterr(PTL_FAIL, "PtlNIInit: %s", spin_errmsg());
+			goto fail;
+		}
+	} else if (!job.nhosts && job.size > 1 && getenv("SPIN_RENDEZVOUS")) {
 		struct in_addr me = { .s_addr = st.cfg.my_ip };
 
 		err = spin_job_rendezvous(&job, getenv("SPIN_RENDEZVOUS"), me,
@@ -721,7 +750,8 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 	}
 	if (!job.nhosts && job.size > 1) {
 		rc = ptl_seterr(PTL_ARG_INVALID, "PtlNIInit: rank %u of %u but no peer addresses: give a "
-				"hostfile (SPIN_HOSTFILE) or a shared directory (SPIN_RENDEZVOUS)",
+				"hostfile (SPIN_HOSTFILE), a shared directory (SPIN_RENDEZVOUS) or start "
+				"it with a PMIx launcher (SPIN_PMIX=1)",
 				job.rank, job.size);
 		goto fail;
 	}

@@ -273,9 +273,11 @@ static int check_byte(const char *what, const void *b, size_t len, uint8_t v)
 
 static int env_rank(void)
 {
-	const char *v[] = { "SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK" };
+	/* PTL_TEST_RANK: the launcher's rank under a name libspin does not
+	 * read (ptl/mpirun_pmix: the rank must come from PMIx) */
+	const char *v[] = { "PTL_TEST_RANK", "SPIN_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK" };
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (getenv(v[i]) && *getenv(v[i]))
 			return atoi(getenv(v[i]));
 	return -1;
@@ -4305,6 +4307,59 @@ static void c_mproc(void)
 }
 
 /*
+ * mproc's all-to-all in a job that only PMIx describes (ptl/mpirun_pmix):
+ * no hostfile, no rendezvous directory, no rank or size variable libspin
+ * reads; the rank and the map come from PMIx and are the launcher's.
+ */
+static void c_pmix(void)
+{
+	static const char *const none[] = {
+		"SPIN_HOSTFILE", "SPIN_RENDEZVOUS", "SPIN_RANK", "SPIN_SIZE", "PMI_RANK", "PMI_SIZE",
+		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	};
+	ptl_process_t id;
+	ptl_size_t actual = 0;
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		if (getenv(none[i]))
+			DIE("pmix: %s is set: the job must come from PMIx alone", none[i]);
+	if (!getenv("PMIX_RANK"))
+		DIE("pmix: no PMIX_RANK: not started by a PMIx launcher");
+	init_ni(PTL_NI_LOGICAL, PTL_PID_ANY);
+	RC(PtlGetId(ni, &id), PTL_OK);
+	CHK_EQ(id.rank, R, "PtlGetId rank from PMIx = the launcher's rank");
+	RC(PtlGetMap(ni, 0, NULL, &actual), PTL_OK);
+	CHK_EQ(actual, N, "map size from PMIx = the launcher's size");
+	mp_body();
+	fini_ni();
+}
+
+/*
+ * Rank 1 is not a Portals process: it publishes 0.0.0.0 as its address
+ * through PMIx (selftests/pmix_forge, exec-ed in its place); rank 0's
+ * PtlNIInit must refuse it, with the one line that names the rank.
+ */
+static void c_pmix_forged(void)
+{
+	char path[512];
+	int rc;
+
+	if (R != 0) {
+		snprintf(path, sizeof(path), "%s/selftests/pmix_forge",
+			 getenv("PTL_TEST_TOP") ? getenv("PTL_TEST_TOP") : ".");
+		execl(path, path, "0.0.0.0", (char *)NULL);
+		DIE("exec %s: %s", path, strerror(errno));
+	}
+	OK(PtlInit());
+	rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &ni);
+	CHK_EQ(rc, PTL_FAIL, "PtlNIInit with a rank whose PMIx address is 0.0.0.0");
+	LOG("refused: %s", PtlSpinErrmsg());
+	CHK(strstr(PtlSpinErrmsg(), "PMIx: rank 1 published '0.0.0.0' as its address, not a usable "
+		   "IPv4 address") != NULL, "the message names rank 1 and its address");
+	PtlFini();
+}
+
+/*
  * A process of an interface that has others is SIGKILLed and comes back:
  * every rank takes pid 100 + rank; the last rank (its address's last
  * slot) kills itself once all are up; a new process for it (mpkill2) takes
@@ -6957,7 +7012,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
 	{ "reply_forged", c_reply_forged },
 	{ "msgsize_target", c_msgsize_target },
 	{ "uhrlength", c_uhrlength },
-	{ "mproc", c_mproc }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
+	{ "mproc", c_mproc }, { "pmix", c_pmix }, { "pmix_forged", c_pmix_forged }, { "mpkill", c_mpkill }, { "mpkill2", c_mpkill2 }, { "pidtaken", c_pidtaken },
 };
 
 int main(int argc, char **argv)

@@ -115,27 +115,45 @@ run_kill() {
 	report "$name" "$dir" 2 $r0 $r2
 }
 
-# mpirun_case NAME NP PER NSPFX CASE SECS: Open MPI's mpirun starts NP
-# ranks of ptl_test CASE, PER in each namespace NSPFX<i> (a wrapper enters
+# mpirun_case NAME NP PER NSPFX CASE SECS [pmix]: Open MPI's mpirun starts
+# NP ranks of ptl_test CASE, PER in each namespace NSPFX<i> (a wrapper enters
 # the one of OMPI_COMM_WORLD_RANK / PER); there is no hostfile: the ranks
-# find each other through a shared directory (SPIN_RENDEZVOUS)
+# find each other through a shared directory (SPIN_RENDEZVOUS).  With pmix,
+# through mpirun's PMIx server alone: no SPIN_RENDEZVOUS, and the wrapper
+# takes the OMPI_COMM_WORLD_* variables away (the launcher's rank goes to
+# ptl_test as PTL_TEST_RANK, which libspin does not read).  PMIx's clients
+# reach its server over TCP, at 127.0.0.1 by default, which is another
+# host in every namespace: mpirun runs in NSPFX0 with its PMIx server on
+# 10.78.1.1 (PMIX_MCA_ptl_tcp_if_include), which every namespace reaches.
 mpirun_case() {
-	local name=$1 np=$2 per=$3 pfx=$4 case=$5 secs=$6 dir rc k
+	local name=$1 np=$2 per=$3 pfx=$4 case=$5 secs=$6 mode=${7:-rv} dir rc k rv=() run=()
 	dir=$(mktemp -d "$WORK/$name.XXXX")
 	if ! command -v mpirun >/dev/null; then
 		echo "mpirun not found (openmpi-bin: ./run deps installs it)" >"$dir/rcs"
 		report "$name" "$dir" 0 1
 		return
 	fi
-	mkdir "$dir/rv"
-	cat >"$dir/wrap" <<EOW
+	if [ "$mode" = pmix ]; then
+		cat >"$dir/wrap" <<EOW
+#!/bin/sh
+ns=$pfx\$((OMPI_COMM_WORLD_RANK / $per))
+export PTL_TEST_RANK=\$OMPI_COMM_WORLD_RANK
+unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
+exec nsenter --net=/var/run/netns/\$ns -- "\$@"
+EOW
+		run=(nsenter --net="/var/run/netns/${pfx}0" -- env PMIX_MCA_ptl_tcp_if_include=10.78.1.0/24)
+	else
+		mkdir "$dir/rv"
+		rv=(-x SPIN_RENDEZVOUS="$dir/rv")
+		cat >"$dir/wrap" <<EOW
 #!/bin/sh
 exec nsenter --net=/var/run/netns/$pfx\$((OMPI_COMM_WORLD_RANK / $per)) -- "\$@"
 EOW
+	fi
 	chmod +x "$dir/wrap"
-	timeout -k 2 "$secs" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
+	timeout -k 2 "$secs" "${run[@]}" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
 		--output-filename "$dir/mpi" \
-		-x SPIN_IFACE=veth0 -x SPIN_RENDEZVOUS="$dir/rv" -x PTL_TEST_DIR="$dir" \
+		-x SPIN_IFACE=veth0 "${rv[@]}" -x PTL_TEST_DIR="$dir" \
 		-x SPIN_RENDEZVOUS_MS=$(((secs - 20) * 1000)) -x PTL_BARRIER_MS=$(((secs - 20) * 1000)) \
 		-x PTL_TEST_NPROCS="$np" -x PTL_TEST_TOP="$TOP" \
 		"$dir/wrap" "$BIN" "$case" >"$dir/out.0" 2>&1
@@ -143,7 +161,9 @@ EOW
 	for k in $(seq 0 $((np - 1))); do
 		cat "$dir"/mpi/1/rank.$k/std* >>"$dir/out.$k" 2>/dev/null
 	done
-	[ "$(ls "$dir/rv" | wc -l)" -eq "$np" ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
+	if [ "$mode" = rv ]; then
+		[ "$(ls "$dir/rv" | wc -l)" -eq "$np" ] || { echo "rendezvous: $(ls "$dir/rv")" >>"$dir/out.0"; rc=1; }
+	fi
 	report "$name" "$dir" "$np" $rc
 }
 
@@ -504,6 +524,51 @@ run_mpirun_mproc() {
 	mpirun_case mpirun_mproc 16 4 "$TAG-m-r" mproc 180
 }
 run_mpirun_mproc
+
+# Ranks and peers from mpirun's PMIx server (lib/pmix.c): 8 ranks, 2 in
+# each of 4 namespaces, no hostfile, no SPIN_RENDEZVOUS, no rank variable
+# libspin reads; mproc's all-to-all with every byte checked (ptl_test pmix)
+run_mpirun_pmix() {
+	selected mpirun_pmix || return 0
+	if ! mp_topo; then
+		echo "FAIL ptl/mpirun_pmix (topology)"; FAIL=$((FAIL + 1)); return
+	fi
+	mpirun_case mpirun_pmix 8 2 "$TAG-m-r" pmix 120 pmix
+}
+run_mpirun_pmix
+# rank 1 publishes 0.0.0.0 as its address through PMIx (pmix_forge): rank
+# 0's PtlNIInit refuses it and names the rank (ptl_test pmix_forged)
+run_mpirun_pmix_forged() {
+	selected mpirun_pmix_forged || return 0
+	if ! mp_topo; then
+		echo "FAIL ptl/mpirun_pmix_forged (topology)"; FAIL=$((FAIL + 1)); return
+	fi
+	mpirun_case mpirun_pmix_forged 2 1 "$TAG-m-r" pmix_forged 60 pmix
+}
+run_mpirun_pmix_forged
+
+# SPIN_PMIX=1 without a PMIx launcher: PtlNIInit fails at once (timeout
+# only bounds a hang) with one line that names the fix
+run_pmix_none() {
+	local name=pmix_none d rc ns0
+	selected "$name" || return 0
+	d=$(mktemp -d "$WORK/$name.XXXX")
+	ns0=$(ptl_ns "$TAG" 0)
+	nsx "$ns0" env -u PMIX_RANK -u PMIX_NAMESPACE -u PMIX_SERVER_URI -u PMIX_SERVER_URI2 \
+		-u PMIX_SERVER_URI21 -u PMIX_SERVER_URI3 -u PMIX_SERVER_URI4 -u PMIX_SERVER_URI41 \
+		SPIN_IFACE=veth0 SPIN_PMIX=1 SPIN_RANK=0 \
+		PTL_TEST_DIR="$d" PTL_TEST_NPROCS=1 PTL_TEST_TOP="$TOP" \
+		timeout -k 2 30 "$BIN" put >"$d/out" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] &&
+	   grep -q 'PtlNIInit: PMIx_Init: .*(no PMIx server reachable: start the job with mpirun' "$d/out"; then
+		echo "PASS ptl/$name"; PASS=$((PASS + 1))
+	else
+		echo "FAIL ptl/$name (exit $rc)"; FAIL=$((FAIL + 1))
+		sed 's/^/    /' "$d/out" | tail -5
+	fi
+}
+run_pmix_none
 run_case spin_pingpong spin_pingpong 2 2
 run_case spin_hpu spin_hpu 2 2
 # a handler's device put answering a message to self (through the runtime twice)
