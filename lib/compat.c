@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -88,4 +89,39 @@ int spin_compat_obj(const char *path, char *out, size_t len)
 	return spin_seterr(SPIN_EFAIL, "%s calls kfuncs this kernel lacks (bpf_wq: Linux 6.10, "
 			   "bpf_iter_num: 6.4, bpf_dynptr_copy: 6.16) and there is no %.*s.compat.bpf.o "
 			   "next to it: build that with -DSPIN_NO_KFUNCS", path, (int)(n - 6), path);
+}
+
+/*
+ * A new map shaped like tmpl_fd's (type, key and value size, flags, and
+ * its BTF key and value types), with max_entries elements (0: the
+ * template's): an inner map for an array of maps whose template tmpl_fd
+ * is.  The BTF matters before Linux 6.2: a map made with BTF has its
+ * spin lock and timer offsets looked up there (none: -ENOENT), one made
+ * without keeps -EINVAL, and bpf_map_meta_equal compares them, so a
+ * BTF-less window did not go into spin_wins (EINVAL).  -1 and errno on
+ * failure.
+ */
+int spin_map_like(int tmpl_fd, const char *name, uint32_t max_entries)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o);
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info);
+	int fd, btf = -1, e;
+
+	if (bpf_obj_get_info_by_fd(tmpl_fd, &info, &ilen))
+		return -1;
+	o.map_flags = info.map_flags;
+	if (info.btf_id && (info.btf_key_type_id || info.btf_value_type_id) &&
+	    (btf = bpf_btf_get_fd_by_id(info.btf_id)) >= 0) {
+		o.btf_fd = btf;
+		o.btf_key_type_id = info.btf_key_type_id;
+		o.btf_value_type_id = info.btf_value_type_id;
+	}
+	fd = bpf_map_create(info.type, name, info.key_size, info.value_size,
+			    max_entries ? max_entries : info.max_entries, &o);
+	e = errno;
+	if (btf >= 0)
+		close(btf);
+	errno = e;
+	return fd;
 }

@@ -157,8 +157,7 @@ static int own_putq(struct spin_rt *rt)
 		if (fd >= 0 || errno != ENOENT)
 			return fd;
 	}
-	fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "spin_putq", sizeof(__u32),
-			    sizeof(struct spin_putq_ent), SPIN_PUTQ_SIZE, NULL);
+	fd = spin_map_like(rt->map_fd[SPIN_M_PUTQ], "spin_putq", 0);
 	if (fd < 0)
 		return -1;
 	if (bpf_map_update_elem(rt->map_fd[SPIN_M_PUTQS], &k, &fd, 0)) {
@@ -273,6 +272,42 @@ static int check_open(const char *path, struct bpf_object **obj, struct bpf_prog
 	return 0;
 }
 
+/*
+ * The verifier's log of handler object path, which failed to load, when
+ * its log filled SPIN_LOG_BUF_SIZE: before Linux 6.4 the kernel keeps a
+ * log's start, not its end, and the lines that say why it refused are at
+ * the end.  Verified again, with maps of its own (check_open) and a log of
+ * SPIN_LOG_BIG_SIZE; NULL when that log did not fit either (or the object
+ * loaded this time).  The caller frees it.
+ */
+static bool log_cut(const char *log)
+{
+	/* full, and without the statistics a log ends with (a kernel that
+	 * keeps the end, 6.4 on, has them) */
+	return strnlen(log, SPIN_LOG_BUF_SIZE) >= SPIN_LOG_BUF_SIZE - 1 && !strstr(log, "processed ");
+}
+
+static char *log_again(const char *path)
+{
+	struct bpf_program *entry;
+	struct bpf_object *obj = NULL;
+	char *log = malloc(SPIN_LOG_BIG_SIZE);
+
+	if (!log || check_open(path, &obj, &entry))
+		goto fail;
+	log[0] = 0;
+	bpf_program__set_log_buf(entry, log, SPIN_LOG_BIG_SIZE);
+	bpf_program__set_log_level(entry, 1);
+	if (!bpf_object__load(obj) || !log[0] || strnlen(log, SPIN_LOG_BIG_SIZE) >= SPIN_LOG_BIG_SIZE - 1)
+		goto fail;
+	bpf_object__close(obj);
+	return log;
+fail:
+	bpf_object__close(obj);
+	free(log);
+	return NULL;
+}
+
 int spin_handler_check(const char *path, struct spin_check_result *out)
 {
 	struct bpf_object *obj = NULL;
@@ -326,8 +361,12 @@ int spin_handler_check(const char *path, struct spin_check_result *out)
 			err = spin_seterr(SPIN_EFAIL, "handler object %s: loaded only on the second try",
 					  path);
 		} else if (log[0]) {
+			/* its end cut off (Linux before 6.4): again with room */
+			char *big = log_cut(log) ? log_again(path) : NULL;
+
 			err = spin_seterr(SPIN_EVERIFIER, "verifier rejected handler object %s: %s", path,
-					  spin_vlog_set(log));
+					  spin_vlog_set(big ? big : log));
+			free(big);
 		} else {
 			err = spin_seterr(e == EPERM ? SPIN_EPERM : SPIN_EFAIL,
 					  "cannot load handler object %s: %s", path,
@@ -674,9 +713,12 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 		int e = errno;
 
 		if (log[0]) {
-			const char *line = spin_vlog_set(log);
-
+			/* its end cut off (Linux before 6.4): again with room */
+			char *big = !buf && log_cut(log) ? log_again(path) : NULL;
+			const char *line = spin_vlog_set(big ? big : log);
 			int fb = buf ? 0 : spin_compat_fallbacks();
+
+			free(big);
 
 			err = spin_seterr(SPIN_EVERIFIER, "verifier rejected handler '%s' (%s%s): %s",
 					  name, path, fb > 0 && (fb & SPIN_COMPAT_KFUNCS) ?

@@ -21,6 +21,9 @@
 #define SPIN_PIN_PROG_RX	"prog_rx"
 #define SPIN_HANDLER_PROG	"spin_handler_entry"
 #define SPIN_LOG_BUF_SIZE	(1u << 20)
+/* a handler's log again, when SPIN_LOG_BUF_SIZE kept only its start
+ * (kernels before 6.4: lib/handler.c, log_again) */
+#define SPIN_LOG_BIG_SIZE	(64u << 20)
 
 #ifndef SPIN_LIBDIR
 #define SPIN_LIBDIR "/usr/local/lib/spin"
@@ -146,6 +149,8 @@ void spin_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The fallbacks to take (missing or forced by SPIN_COMPAT_FORCE), or a
  * negative SPIN_E* for a bad SPIN_COMPAT_FORCE. */
 int spin_compat_fallbacks(void);
+/* A new map shaped like tmpl_fd's, its BTF too (an inner map; compat.c). */
+int spin_map_like(int tmpl_fd, const char *name, uint32_t max_entries);
 /* The object to load for path: path, or (1) its .compat.bpf.o sibling when
  * the kernel lacks kfuncs; a negative SPIN_E* when that is missing. */
 int spin_compat_obj(const char *path, char *out, size_t len);

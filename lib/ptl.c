@@ -352,14 +352,8 @@ static int slot_take(struct ptl_ni *ni, int want, bool pid_any)
 		 * this slot's portals (docs/security.md, "Isolation").  A dead
 		 * holder's window goes with it, unread by the next holder. */
 		{
-			struct bpf_map_info info = {};
-			uint32_t ilen = sizeof(info);
-			LIBBPF_OPTS(bpf_map_create_opts, wo, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
-			int win = -1;
+			int win = spin_map_like(ni->rt->map_fd[SPIN_M_HOST], "spin_win", 0);
 
-			if (!bpf_obj_get_info_by_fd(ni->rt->map_fd[SPIN_M_HOST], &info, &ilen))
-				win = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK,
-						     info.max_entries, &wo);
 			if (win < 0 || bpf_map_update_elem(ni->rt->map_fd[SPIN_M_WINS], &k, &win, 0)) {
 				rc = ptl_seterr(PTL_FAIL, "PtlNIInit: cannot make the host window of slot %d: %s",
 						slot, strerror(errno));

@@ -46,9 +46,6 @@ static int dir_searchable(int fd)
 
 int spin_win_grant(struct spin_rt *rt, uint32_t slot, uint32_t uid, uint32_t gid)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
-	struct bpf_map_info info = {};
-	uint32_t ilen = sizeof(info);
 	struct spin_pins p;
 	struct spin_proc pr;
 	char name[16];
@@ -64,12 +61,9 @@ int spin_win_grant(struct spin_rt *rt, uint32_t slot, uint32_t uid, uint32_t gid
 				  slot, rt->ifname, pr.owner_pid);
 		goto out;
 	}
-	if (bpf_obj_get_info_by_fd(rt->map_fd[SPIN_M_HOST], &info, &ilen)) {
-		err = spin_seterr(SPIN_EFAIL, "cannot query spin_host: %s", strerror(errno));
-		goto out;
-	}
-	/* a new window: what an earlier holder left there is not handed on */
-	win = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK, info.max_entries, &o);
+	/* a new window, shaped like slot 0's: what an earlier holder left
+	 * there is not handed on */
+	win = spin_map_like(rt->map_fd[SPIN_M_HOST], "spin_win", 0);
 	if (win < 0) {
 		err = spin_seterr(spin_errno_code(errno), "cannot make a host window for slot %u: %s",
 				  slot, strerror(errno));

@@ -28,6 +28,9 @@
 #include <spin/ptl_types.h>
 #include "test.h"
 #include "progs/test_handlers.h"
+
+/* libspin internal (lib/compat.c; the test links libspin.a) */
+int spin_map_like(int tmpl_fd, const char *name, uint32_t max_entries);
 #include "progs/rt_reach.h"
 /* handler_window_confined makes a handle of process slot 1, as the
  * Portals layer does (struct spin_rt: slot, win_fd) */
@@ -690,15 +693,15 @@ static void deposit_single_packet(void)
  * put in spin_wins[1] and mapped (*fd, *w, *len).  0, or -1 (asserted). */
 static int slot1_window(int wins, int hfd, int *fd, uint8_t **w, size_t *len)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
 	struct bpf_map_info info = {};
 	uint32_t ilen = sizeof(info), k1 = 1;
 
 	if (!ASSERT_TRUE(wins >= 0 && hfd >= 0, "spin_wins and spin_host are pinned") ||
 	    !ASSERT_EQ(bpf_obj_get_info_by_fd(hfd, &info, &ilen), 0, "spin_host info"))
 		return -1;
-	*fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "spin_win", 4, SPIN_HOST_CHUNK, info.max_entries,
-			     &o);
+	/* as libspin makes it (with spin_host's BTF: Linux 6.1 refuses a
+	 * BTF-less one in spin_wins) */
+	*fd = spin_map_like(hfd, "spin_win", 0);
 	if (!ASSERT_TRUE(*fd >= 0, "slot 1's window made") ||
 	    !ASSERT_EQ(bpf_map_update_elem(wins, &k1, fd, 0), 0, "slot 1's window in spin_wins"))
 		return -1;
