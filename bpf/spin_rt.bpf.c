@@ -2230,7 +2230,7 @@ static __always_inline int spin_tc_put1(struct __sk_buff *skb, __u64 t, __u32 pa
 		return -1;
 	q = bpf_map_lookup_elem(&spin_putqs, &qk);
 	e = q ? bpf_map_lookup_percpu_elem(q, &k, cpu) : NULL;
-	if (!e || e->ticket != SPIN_PUTQ_TICKET(cpu, t) || !seal || e->seal != seal)
+	if (!e || (__u32)e->ticket != (__u32)t || e->ticket >> 48 != cpu || !seal || e->seal != seal)
 		/* overwritten (SPIN_PUTQ_SIZE later puts came first),
 		 * refused by the finish stage, taken already, or not this
 		 * frame's: counted once, in the second pass */

@@ -757,7 +757,7 @@ static __always_inline int spin_fanout(struct xdp_md *xdp, struct spin_ctx *c,
 	m->ifindex0 = ifindex0;
 	m->n = n;
 	m->cpu = bpf_get_smp_processor_id();
-	m->t0 = c->putq_t0;
+	m->t0 = (__u32)c->putq_t0;
 	m->id0 = c->seq;
 	m->seal = 0;	/* (only a finish stage seals queued puts) */
 	/* the process the copies speak for: a handler program's stage's own

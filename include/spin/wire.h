@@ -1023,18 +1023,21 @@ struct spin_fanout_meta {
 				 * of another node never matches) */
 	__u32	ifindex0;	/* egress of put 0 (the frame as built); 0: put 0
 				 * is not in the frame (failed, or for the host) */
-	__u16	n;		/* queued puts */
-	__u16	cpu;		/* the CPU whose spin_putq holds them */
-	__u64	t0;		/* ticket of the first */
-	__u32	id0;		/* message id sequence of the first (the CPU's
-				 * id space, as put 0's; the others follow) */
-	__u32	slot;		/* the process slot of the entry whose handler
+	__u8	n;		/* queued puts (at most SPIN_MAX_PUTS - 1) */
+	__u8	slot;		/* the process slot of the entry whose handler
 				 * made the puts: every copy speaks for it, and
 				 * its queue holds them */
+	__u16	cpu;		/* the CPU whose spin_putq holds them */
+	__u32	t0;		/* ticket of the first, its low 32 bits (an
+				 * entry keeps the whole one: SPIN_PUTQ_TICKET) */
+	__u32	id0;		/* message id sequence of the first (the CPU's
+				 * id space, as put 0's; the others follow) */
 	__u64	seal;		/* the finish stage's seal of the queued puts
 				 * (never 0; 0: none are sent) */
 } __attribute__((packed, aligned(4)));
-_Static_assert(sizeof(struct spin_fanout_meta) <= 216, "fan-out metadata fits the XDP headroom");
+/* Linux 6.1 takes at most 32 bytes of XDP metadata (bpf_xdp_adjust_meta:
+ * EACCES beyond), later kernels more */
+_Static_assert(sizeof(struct spin_fanout_meta) == 32, "fan-out metadata: 32 bytes at most");
 
 /* A queued put (spin_putq).  r.src is SPIN_SRC_SCRATCH (the bytes are in
  * data[], copied when the handler put), SPIN_SRC_PACKET (the bytes of put
