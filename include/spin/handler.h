@@ -754,8 +754,42 @@ static __always_inline int PtlHandlerDMACASNB(ptl_size_t offset, __u64 *cmpval, 
  * SPIN_DMA_CAS_TRIES attempts; returns the value before, and sets *ok
  * (if not NULL) to 0 if every attempt lost to another CPU.
  */
+#ifdef SPIN_NO_KFUNCS
+/* Without bpf_iter_num (before Linux 6.4) spin_for is a bounded loop the
+ * verifier walks once per attempt, each with a soft-float add: 1024 of
+ * them go past its 10^6 instructions.  There the attempts are a bpf_loop,
+ * whose body is checked once. */
+struct __spin_cas_q {
+	void *p;	/* the word (__u64, or the aligned __u32) */
+	__u64 v;	/* the increment's bits */
+	__u64 old;	/* the word as last seen */
+	__u32 t, sh;	/* 32-bit word: datatype and bit shift (__spin_fadd_val) */
+	int done;
+};
+
+static int __spin_cas64_cb(__u32 i, struct __spin_cas_q *q)
+{
+	__u64 prev = __sync_val_compare_and_swap((__u64 *)q->p, q->old, spin_f64_add(q->old, q->v));
+
+	if (prev == q->old) {
+		q->done = 1;
+		return 1;
+	}
+	q->old = prev;
+	return 0;
+}
+#endif
+
 static __always_inline __u64 spin_f64_atomic_add(__u64 *p, __u64 v, int *ok)
 {
+#ifdef SPIN_NO_KFUNCS
+	struct __spin_cas_q q = { .p = p, .v = v, .old = *(volatile __u64 *)p };
+
+	bpf_loop(SPIN_DMA_CAS_TRIES, __spin_cas64_cb, &q, 0);
+	if (ok)
+		*ok = q.done;
+	return q.old;
+#else
 	__u64 old = *(volatile __u64 *)p, prev;
 	int i, done = 0;
 
@@ -770,6 +804,7 @@ static __always_inline __u64 spin_f64_atomic_add(__u64 *p, __u64 v, int *ok)
 	if (ok)
 		*ok = done;
 	return old;
+#endif
 }
 
 /* old + inc in datatype t, on the word's bits (w32: the aligned 32-bit word
@@ -787,6 +822,21 @@ static __always_inline __u64 __spin_fadd_val(__u64 old, __u64 inc, ptl_type_t t,
 		return old;
 	}
 }
+
+#ifdef SPIN_NO_KFUNCS
+static int __spin_cas32_cb(__u32 i, struct __spin_cas_q *q)
+{
+	__u32 prev = __sync_val_compare_and_swap((__u32 *)q->p, (__u32)q->old,
+						 (__u32)__spin_fadd_val(q->old, q->v, q->t, q->sh));
+
+	if (prev == (__u32)q->old) {
+		q->done = 1;
+		return 1;
+	}
+	q->old = prev;
+	return 0;
+}
+#endif
 
 /*
  * Atomic fetch-and-add on host memory: the value of datatype t at `offset`
@@ -846,6 +896,14 @@ static __always_inline int PtlHandlerDMAFetchAddB(ptl_size_t offset, ptl_size_t 
 		if (t == PTL_INT32_T || t == PTL_UINT32_T) {
 			old = __sync_fetch_and_add(w, (__u32)inc);
 		} else {
+#ifdef SPIN_NO_KFUNCS
+			struct __spin_cas_q q = { .p = w, .v = inc, .old = *(volatile __u32 *)w,
+						  .t = t, .sh = sh };
+
+			bpf_loop(SPIN_DMA_CAS_TRIES, __spin_cas32_cb, &q, 0);
+			old = q.old;
+			ok = q.done;
+#else
 			old = *(volatile __u32 *)w;
 			spin_for(i, 0, SPIN_DMA_CAS_TRIES) {
 				prev = __sync_val_compare_and_swap(w, (__u32)old,
@@ -856,6 +914,7 @@ static __always_inline int PtlHandlerDMAFetchAddB(ptl_size_t offset, ptl_size_t 
 				}
 				old = prev;
 			}
+#endif
 			if (!ok)
 				return __spin_dma_done(c, -1, size, 0);
 			old = (old >> sh) & (size == 4 ? 0xffffffffull : (1ull << (size * 8)) - 1);
