@@ -1500,8 +1500,10 @@ static void handler_window_confined(void)
 		int ir;
 
 		snprintf(path, sizeof(path), "%s/selftests/progs/win_reach.bpf.o", objdir);
-		if (!ASSERT_TRUE(spin_handler_load(f.rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1"))
+		if (!ASSERT_TRUE(spin_handler_load(f.rt1, path, "reach_s1") >= 0, "win_reach loaded by slot 1")) {
+			T_MSG("%s", spin_errmsg());
 			goto out;
+		}
 		f.name[1] = "reach_s1";
 		sr.handler = "reach_s1";
 		sr.hpu_init = n;
