@@ -2319,8 +2319,13 @@ static void iteration_helper(void)
 	snprintf(path, sizeof(path), "%s/selftests/progs/loop_plain.bpf.o", objdir);
 	rc = spin_handler_load(rt, path, "plain");
 	ASSERT_EQ(rc, -SPIN_EVERIFIER, "a plain for loop over the pieces does not verify");
-	ASSERT_TRUE(strstr(spin_verifier_log(), "too complex") || strstr(spin_verifier_log(), "too large"),
-		    "... because the verifier walks its iterations");
+	/* (an older verifier, 6.1, refuses it for another reason first) */
+	if (!(spin_compat_fallbacks() & 1) &&
+	    !ASSERT_TRUE(strstr(spin_verifier_log(), "too complex") || strstr(spin_verifier_log(), "too large"),
+			 "... because the verifier walks its iterations"))
+		T_MSG("%s", spin_verifier_log());
+	else if (spin_compat_fallbacks() & 1)
+		T_MSG("helpers-only build: %s", spin_verifier_log());
 	if (rc >= 0)
 		spin_handler_unload(rt, "plain");
 	snprintf(path, sizeof(path), "%s/samples/datatypes/datatypes.bpf.o", objdir);

@@ -23,8 +23,14 @@ __handler int reach_header(const ptl_header_t h, void *state)
 			continue;
 		p = bpf_map_lookup_elem(w, &k);
 		if (p) {
+			__u64 i = 1 + s;
+
+			/* bounded again on the register used: Linux 6.1 kept
+			 * no bound of s through the stack ("R2 unbounded
+			 * memory access") */
+			SPIN_BOUND(i, SPIN_MAX_PROCS);
 			p->b[0] = 0x5a;
-			n[1 + s]++;
+			n[i]++;
 		}
 	}
 	return DROP;
