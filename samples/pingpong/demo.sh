@@ -16,8 +16,10 @@ COUNT=${COUNT:-2000}
 
 [ "$(id -u)" = 0 ] || { echo "demo: run as root" >&2; exit 3; }
 spin_bpffs_ensure || { echo "demo: cannot mount bpffs at /sys/fs/bpf" >&2; exit 4; }
+OUT=$(mktemp /tmp/spin-demo.XXXXXX)
 cleanup() {
 	nsx $SRV "$SPINCTL" detach veth0 >/dev/null 2>&1
+	rm -f "$OUT"
 	kill $(jobs -p) 2>/dev/null
 	wait 2>/dev/null
 	spin_ns_cleanup
@@ -40,9 +42,18 @@ rc=0
 for mode in stream store; do
 	step "$mode mode: handlers loaded, match entry appended by the host program"
 	# nsenter directly (not the nsx function) so that $! is the server
-	nsenter --net=/var/run/netns/$SRV -- "$PP" server veth0 $mode client 0 10.77.1.1 seconds 120 &
+	nsenter --net=/var/run/netns/$SRV -- "$PP" server veth0 $mode client 0 10.77.1.1 seconds 120 \
+		>"$OUT" &
 	server=$!
-	sleep 1
+	# ready once it says so (its handler verified, peer and entry in
+	# place): seconds on a slow machine (6.1's verifier under qemu)
+	for _ in $(seq 600); do
+		grep -q "^pingpong server on" "$OUT" && break
+		kill -0 $server 2>/dev/null || break
+		sleep 0.2
+	done
+	cat "$OUT"
+	grep -q "^pingpong server on" "$OUT" || { echo "demo: the $mode server did not start"; rc=1; }
 	S "$SPINCTL" handler list veth0
 	S "$SPINCTL" me list veth0
 	step "$mode mode: $COUNT pings per size from the client, pongs checked byte for byte"
