@@ -304,17 +304,26 @@ static void msgs_clear(void)
 	}
 }
 
+/* The first u32 of the value at key k of the runtime's pinned map `name`
+ * (spin_src's value is a struct spin_src: the lookup copies all of it);
+ * ~0u if unreadable. */
+static uint32_t pinned_u32(const char *name, uint32_t k)
+{
+	union { uint32_t u; struct spin_src s; uint8_t room[64]; } v = { .u = ~0u };
+	int fd = pinned_map(name);
+
+	if (fd >= 0) {
+		if (bpf_map_lookup_elem(fd, &k, &v))
+			v.u = ~0u;
+		close(fd);
+	}
+	return v.u;
+}
+
 /* Message-table entries the runtime counts for source rank r (spin_src). */
 static uint32_t src_msgs(uint32_t r)
 {
-	uint32_t v = ~0u;
-	int fd = pinned_map("spin_src");
-
-	if (fd >= 0) {
-		bpf_map_lookup_elem(fd, &r, &v);
-		close(fd);
-	}
-	return v;
+	return pinned_u32("spin_src", r);
 }
 
 /* Per-test reset: unlink entries, zero stats, drain events, empty the
@@ -5505,14 +5514,7 @@ static int put_answer(struct spin_msg_args *a, uint32_t id, struct fr *o)
  * unreadable. */
 static uint32_t src_ev_n(uint32_t slot)
 {
-	uint32_t v = ~0u;
-	int fd = pinned_map("spin_src_ev_n");
-
-	if (fd >= 0) {
-		bpf_map_lookup_elem(fd, &slot, &v);
-		close(fd);
-	}
-	return v;
+	return pinned_u32("spin_src_ev_n", slot);
 }
 
 /* Elements of spin_src_ev (every slot's pairs). */
