@@ -236,6 +236,20 @@ static int set_msg_timeout(uint64_t ns)
 	return 0;
 }
 
+/* Delete every key of the runtime's pinned hash `name` (u32 keys), at
+ * most `bound` deletions. */
+static void hash_empty(const char *name, int bound)
+{
+	int fd = pinned_map(name);
+	uint32_t k;
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < bound && !bpf_map_get_next_key(fd, NULL, &k); i++)
+		bpf_map_delete_elem(fd, &k);
+	close(fd);
+}
+
 /* Empty the runtime's message table: messages an earlier test left
  * incomplete would stay for MSG_TIMEOUT_NS. */
 static void msgs_clear(void)
@@ -278,14 +292,7 @@ static void msgs_clear(void)
 	}
 	/* the sources' event counts (the reader of each test drains its
 	 * ring), and the count of the pairs per slot */
-	fd = pinned_map("spin_src_ev");
-	if (fd >= 0) {
-		uint32_t k;
-
-		for (int i = 0; i < 4 * SPIN_SRC_EV_PAIRS && !bpf_map_get_next_key(fd, NULL, &k); i++)
-			bpf_map_delete_elem(fd, &k);
-		close(fd);
-	}
+	hash_empty("spin_src_ev", 4 * SPIN_SRC_EV_PAIRS);
 	fd = pinned_map("spin_src_ev_n");
 	if (fd >= 0) {
 		for (uint32_t sl = 0; sl < SPIN_MAX_PROCS; sl++)
@@ -294,14 +301,7 @@ static void msgs_clear(void)
 	}
 	/* and the duplicate windows: an id an earlier test (the fuzzer) used
 	 * would make a test's message a duplicate */
-	fd = pinned_map("spin_dedup");
-	if (fd >= 0) {
-		uint32_t r;
-
-		for (int i = 0; i < 4 * SPIN_DEDUP_SOURCES && !bpf_map_get_next_key(fd, NULL, &r); i++)
-			bpf_map_delete_elem(fd, &r);
-		close(fd);
-	}
+	hash_empty("spin_dedup", 4 * SPIN_DEDUP_SOURCES);
 }
 
 /* The first u32 of the value at key k of the runtime's pinned map `name`
