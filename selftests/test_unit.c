@@ -358,6 +358,19 @@ static int me_add(struct spin_me_spec *s)
 	return idx;
 }
 
+/* me_add of an entry that runs handler `handler` with handler memory
+ * init (len bytes) and posts no completion events. */
+static int me_add_handler(struct spin_me_spec *s, const char *handler, const void *init,
+			  size_t len)
+{
+	s->handler = handler;
+	s->hpu_init = init;
+	s->hpu_init_len = len;
+	s->options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+	return me_add(s);
+}
+
+
 static struct spin_me_spec spec(uint32_t pt, uint64_t bits, uint64_t len)
 {
 	struct spin_me_spec s = {
@@ -1574,11 +1587,7 @@ static void handler_finish_confined(void)
 	iv = me_add(&sv);
 	/* the attacker: slot 1's entry with slot 1's handler */
 	sa.host_off = 0;
-	sa.handler = "steer_s1";
-	sa.hpu_init = &fs;
-	sa.hpu_init_len = sizeof(fs);
-	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
-	ia = me_add(&sa);
+	ia = me_add_handler(&sa, "steer_s1", &fs, sizeof(fs));
 	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "a victim entry in slot 0, an attacker in slot 1"))
 		goto out;
 	memset(want, 0xee, sizeof(want));
@@ -1786,12 +1795,8 @@ static void handler_finish_private_window(void)
 	sv.host_off = 8192;		/* another entry of the same slot */
 	sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
 	sa.host_off = 0;
-	sa.handler = "steer_priv";
-	sa.hpu_init = &fs;
-	sa.hpu_init_len = sizeof(fs);
-	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
 	iv = me_add(&sv);
-	ia = me_add(&sa);
+	ia = me_add_handler(&sa, "steer_priv", &fs, sizeof(fs));
 	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "two entries of slot 0"))
 		goto out;
 	memset(want, 0xee, sizeof(want));
@@ -3363,11 +3368,7 @@ static void fanout_confined(void)
 	iv = me_add(&sv);
 	fs.victim_me = iv;
 	sa.host_off = 0;
-	sa.handler = "fsteer_s1";
-	sa.hpu_init = &fs;
-	sa.hpu_init_len = sizeof(fs);
-	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
-	ia = me_add(&sa);
+	ia = me_add_handler(&sa, "fsteer_s1", &fs, sizeof(fs));
 	if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "a victim entry in slot 0, an attacker in slot 1"))
 		goto out;
 	a.pt_index = pt1;
@@ -3574,11 +3575,7 @@ static void fanout_forged_slot(void)
 	pid1 = __atomic_load_n(&cfg->proc_pid[1], __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cfg->proc_pid[0], 0x5150, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cfg->proc_pid[1], 0x5151, __ATOMIC_SEQ_CST);
-	sa.handler = "fforge_s1";
-	sa.hpu_init = &ff;
-	sa.hpu_init_len = sizeof(ff);
-	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
-	ia = me_add(&sa);
+	ia = me_add_handler(&sa, "fforge_s1", &ff, sizeof(ff));
 	if (!ASSERT_TRUE(ia >= 0, "the forger's entry in slot 1"))
 		goto out;
 	a.pt_index = pt1;
@@ -3706,11 +3703,7 @@ static void putq_confined(void)
 	bpf_map_lookup_elem(qs, &k1, &id1);
 	ASSERT_EQ(id0, qi.id, "slot 0's queue is spin_putq");
 	ASSERT_TRUE(id1 && id1 != qi.id, "slot 1's is another");
-	sa.handler = "fforge_s1";
-	sa.hpu_init = &ff;
-	sa.hpu_init_len = sizeof(ff);
-	sa.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
-	ia = me_add(&sa);
+	ia = me_add_handler(&sa, "fforge_s1", &ff, sizeof(ff));
 	if (!ASSERT_TRUE(ia >= 0, "the rewriter's entry in slot 1"))
 		goto out;
 	if (ff_slot0_fan(&m))
