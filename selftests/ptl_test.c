@@ -2850,7 +2850,7 @@ static void c_shmem(void)
 {
 	ptl_handle_ni_t nni, h;
 	ptl_handle_eq_t err_eq, meq;
-	ptl_handle_ct_t tct_heap, tct_data, put_ct, get_ct, trig;
+	ptl_handle_ct_t tct_heap, tct_data, tct_top, put_ct, get_ct, trig;
 	ptl_handle_md_t heap_md, data_md, res_md, mmd;
 	ptl_handle_le_t heap_le, data_le;
 	ptl_handle_me_t mme;
@@ -2878,6 +2878,7 @@ static void c_shmem(void)
 	OK(PtlCTAlloc(nni, &put_ct));
 	OK(PtlCTAlloc(nni, &get_ct));
 	OK(PtlCTAlloc(nni, &trig));
+	OK(PtlCTAlloc(nni, &tct_top));
 	OK(PtlPTAlloc(nni, 0, err_eq, SH_HEAP, &pt));
 	OK(PtlPTAlloc(nni, 0, err_eq, SH_DATA, &pt));
 	if (posix_memalign((void **)&heap, 4096, SH_HEAPLEN) || posix_memalign((void **)&res, 4096, 65536))
@@ -2925,6 +2926,20 @@ static void c_shmem(void)
 
 		RC(PtlMEAppend(nni, SH_HEAP, &me, PTL_PRIORITY_LIST, NULL, &h), PTL_ARG_INVALID);
 	}
+	/* the last portal index of each NI: at least 64 indexes per NI (the
+	 * issue's "at least 64 portal indexes"), each reached from its own
+	 * kind of NI, not the other's */
+	CHK(lim.max_pt_index >= 63 && nlim.max_pt_index >= 63, "64 portal indexes per NI: max_pt_index %d, %d",
+	    lim.max_pt_index, nlim.max_pt_index);
+	pt_new(0, meq, (ptl_pt_index_t)lim.max_pt_index);
+	me_add((ptl_pt_index_t)lim.max_pt_index, mbuf + 2048, 1024, PTL_ME_OP_PUT, 9, 0, PTL_CT_NONE,
+	       PTL_PRIORITY_LIST, U(0x79));
+	OK(PtlPTAlloc(nni, 0, err_eq, (ptl_pt_index_t)nlim.max_pt_index, &pt));
+	CHK_EQ(pt, (ptl_pt_index_t)nlim.max_pt_index, "non-matching NI: its last portal index");
+	le.start = heap + SH_HEAPLEN - 4096;
+	le.length = 4096;
+	le.ct_handle = tct_top;
+	OK(PtlLEAppend(nni, (ptl_pt_index_t)nlim.max_pt_index, &le, PTL_PRIORITY_LIST, NULL, &h));
 	barrier("sh.ready");
 
 	/* 0: the same portal index on the two NIs: a put on each */
@@ -2941,6 +2956,30 @@ static void c_shmem(void)
 			      .start = mbuf);
 	}
 	check_pat("matching NI: put on portal 0", mbuf, 512, 90 + (R + N - 1) % N);
+
+	/* 0b: a put to the last portal index of each NI */
+	fill(msrc + 1024, 700, 60 + R);
+	RC(PtlPut(mmd, 1024, 700, PTL_NO_ACK_REQ, rank_proc((R + 1) % N), (ptl_pt_index_t)lim.max_pt_index,
+		  9, 0, NULL, 0), PTL_OK);
+	{
+		ptl_event_t evs[2];
+
+		if (collect(meq, T_EV_MS, 2, (int[]){ PTL_EVENT_PUT, PTL_EVENT_SEND }, evs,
+			    "matching NI: put on its last portal index"))
+			CHKEV("matching NI: put on its last portal index", &evs[0],
+			      .m = F_TYPE | F_INI | F_MLEN | F_UPTR | F_START, .type = PTL_EVENT_PUT,
+			      .ini = rank_proc((R + N - 1) % N), .mlen = 700, .uptr = U(0x79),
+			      .start = mbuf + 2048);
+	}
+	check_pat("matching NI: put on its last portal index", mbuf + 2048, 700, 60 + (R + N - 1) % N);
+	fill(heap + 1024, 600, 70 + R);
+	RC(PtlPut(heap_md, 1024, 600, PTL_CT_ACK_REQ, rank_proc((R + 1) % N), (ptl_pt_index_t)nlim.max_pt_index,
+		  0, 100, NULL, 0), PTL_OK);
+	ct_wait(put_ct, ++nput, T_EV_MS, "non-matching NI: put on its last portal index acked");
+	ct_wait(tct_top, 1, T_EV_MS, "non-matching NI: target counter of its last portal index");
+	check_pat("non-matching NI: put on its last portal index", heap + SH_HEAPLEN - 4096 + 100, 600,
+		  70 + (R + N - 1) % N);
+	barrier("sh.top");
 
 	/* 1: puts to every PE (itself too) into heap and data segment; quiet */
 	fill(heap + 4096 + R * 16384, 10000, 100 + R);

@@ -287,14 +287,15 @@ _Static_assert(SPIN_AUTH_LEN % 8 == 0, "the authenticated bytes are whole 64-bit
 
 /* ------------------------------------------------------------ limits -- */
 
-/* Portal table entries: 64 per Portals process on the interface (its
- * slot, 0..SPIN_MAX_PROCS-1), the runtime's index slot << 8 | portal (the
- * indexes 64..255 of a slot are never allocated).  The wire's pt_index
+/* Portal table entries: 128 per Portals process on the interface (its
+ * slot, 0..SPIN_MAX_PROCS-1), 64 for each of its two NIs, the runtime's
+ * index slot << 8 | portal (the indexes 128..255 of a slot are never
+ * allocated).  The wire's pt_index
  * carries the runtime's index, so the destination process rides in the
  * authenticated header, in its own byte, which the runtime rewrites with
  * one store (docs/design.md, "Many Portals processes per interface"). */
 #define SPIN_MAX_PROCS		8	/* Portals processes per interface */
-#define SPIN_PT_PER_PROC	64	/* portals of one process */
+#define SPIN_PT_PER_PROC	128	/* portals of one process: 64 per NI */
 #define SPIN_PT_SLOT_SHIFT	8
 #define SPIN_MAX_PT		(SPIN_MAX_PROCS << SPIN_PT_SLOT_SHIFT)
 #define SPIN_PT_SLOT(pt)	((pt) >> SPIN_PT_SLOT_SHIFT)
