@@ -35,19 +35,22 @@ fi
 
 # the default command: one summary per run, a closing count over all
 total_p=0 total_f=0 total_s=0
+KV=$(uname -r | cut -d. -f1,2)
 run() {
 	local name=$1; shift
 	local out rc line
 	out=$(mktemp)
 	echo "== compat: $name"
-	"$@" 2>&1 | tee "$out"
+	# each test's line names the kernel (PASS linux-6.1/unit/setup), so
+	# that the host's run_tests.sh lists the guest's tests apart from its own
+	"$@" 2>&1 | sed -u -E "s#^(PASS|FAIL|SKIP) #\1 linux-$KV/#" | tee "$out"
 	rc=${PIPESTATUS[0]}
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -1)
 	rm -f "$out"
 	if [ -z "$line" ]; then
 		# the demo has no summary line: its exit code is the verdict
-		if [ "$rc" -eq 0 ]; then line="1 passed, 0 failed, 0 skipped"
-		else line="0 passed, 1 failed, 0 skipped"; fi
+		if [ "$rc" -eq 0 ]; then line="1 passed, 0 failed, 0 skipped"; echo "PASS linux-$KV/$name"
+		else line="0 passed, 1 failed, 0 skipped"; echo "FAIL linux-$KV/$name (exit $rc)"; fi
 	fi
 	echo "compat: $name (kernel $(uname -r)): $line, exit $rc"
 	set -- $line
