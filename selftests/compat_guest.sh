@@ -14,7 +14,7 @@ if [ "${1:-}" = --pid1 ]; then
 	OUT=$2
 	export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
 	mount -t tmpfs run /run; mkdir -p /run/netns /run/lock
-	mount -t tmpfs tmp /tmp
+	# (/tmp: a tmpfs of compat_init.sh's)
 	mkdir -p /dev/pts /dev/shm
 	mount -t devpts devpts /dev/pts
 	mount -t tmpfs shm /dev/shm

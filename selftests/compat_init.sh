@@ -25,6 +25,10 @@ mkdir -p /rw/upper /rw/work
 mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work root /newroot ||
 	fail "cannot mount the overlay root"
 KVER=$(cat /proc/sys/kernel/osrelease)
+# the guest's /tmp first: a work tree under /tmp (a CI checkout) is then
+# mounted on top of it, not hidden by it
+mkdir -p /newroot/tmp
+mount -t tmpfs -o mode=1777 tmp /newroot/tmp || fail "cannot mount /tmp"
 mkdir -p /newroot$TOP /newroot$OUT /newroot/lib/modules/$KVER
 mount -t 9p -o $o spinwt /newroot$TOP || fail "cannot mount the work tree"
 mount -t 9p -o $o spinout /newroot$OUT || fail "cannot mount the output directory"

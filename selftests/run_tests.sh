@@ -61,6 +61,13 @@ for t in samples/*/test.sh; do
 	run_suite "sample-$(basename "$(dirname "$t")")" "$t"
 done
 
+# Debian 12's own kernel (6.1) under qemu: the demo and the unit and veth
+# suites run there too (selftests/compat_vm.sh, docs/kernels.md; about
+# 15 minutes under software emulation).  SPIN_TEST_COMPAT=0 leaves it out.
+if [ "${SPIN_TEST_COMPAT:-1}" != 0 ]; then
+	run_suite linux-6.1 selftests/compat_vm.sh
+fi
+
 # nothing may be left behind: no pin directory that was not there before
 # (a stale one from before may have been removed: spin_ns_add does that)
 pins_after=$(ls /sys/fs/bpf/spin 2>/dev/null | sort)
