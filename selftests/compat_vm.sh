@@ -115,6 +115,7 @@ OUT=$(mktemp -d "$CACHE/out.XXXXXX")	# not /tmp: the guest mounts a tmpfs there
 QPID=""
 cleanup() {
 	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	[ -n "${wd:-}" ] && kill "$wd" 2>/dev/null
 	rm -rf "$OUT"
 }
 trap cleanup EXIT
@@ -144,7 +145,11 @@ qemu-system-x86_64 -accel "$ACCEL" -cpu "$CPU" -smp "$CPUS" -m "$MEM" \
 	-fsdev local,id=mods,path="$KDIR/lib/modules/$KVER",security_model=none,readonly=on \
 	-device virtio-9p-pci,fsdev=mods,mount_tag=spinmods </dev/null &
 QPID=$!
-( sleep "$TIMEOUT"; echo "compat: guest still running after ${TIMEOUT}s: killed"; kill $QPID 2>/dev/null ) &
+# the watchdog: its sleep must not outlive this script, or it would hold
+# the output pipe of a caller (run_tests.sh's tee) open until it ends
+( trap 'kill $sp 2>/dev/null; exit 0' TERM
+  sleep "$TIMEOUT" & sp=$!; wait $sp
+  echo "compat: guest still running after ${TIMEOUT}s: killed"; kill $QPID 2>/dev/null ) &
 wd=$!
 wait $QPID
 QPID=""
