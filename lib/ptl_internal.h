@@ -351,6 +351,9 @@ struct ptl_cc {
 	 * the reordering window's multiple of min_rtt / 4, how many loss
 	 * events it persists, and whether the rank reordered at all */
 	uint64_t rack_xmit_us, rack_rtt_us;
+	/* the last timer expiry that sent a probe, and how long the rank's
+	 * other timers wait for its answer while the rank is silent */
+	uint64_t tmo_us, tmo_wait_us;
 	uint16_t reo_mult, reo_persist;
 	bool reo_seen;
 };

@@ -479,24 +479,30 @@ static void spurious(struct ptl_ni *ni, struct ptl_pending *p, struct ptl_cc *c,
  * earlier copy than p's latest retransmission. */
 static bool delivered(struct ptl_ni *ni, struct ptl_pending *p, uint64_t now, bool final)
 {
-	uint64_t rtt = now - p->xmit_us;
+	bool early = false;
 	struct ptl_cc *c;
+	uint64_t x;
 
 	if (!rack_counts(ni, p) || !p->xmit_us)
 		return false;
 	c = &ni->cc[p->rank];
-	if (p->xmit_kind != REL_X_NEW && rtt < ni->min_rtt_us) {
+	if (p->xmit_kind != REL_X_NEW && now - p->xmit_us < ni->min_rtt_us) {
 		if (final)
 			spurious(ni, p, c, now);
-		return true;
+		early = true;
 	}
-	if (p->xmit_us > c->rack_xmit_us) {
-		c->rack_xmit_us = p->xmit_us;
-		c->rack_rtt_us = rtt;
-	} else if (final && p->xmit_kind == REL_X_NEW && p->xmit_us < c->rack_xmit_us) {
+	/* which copy arrived is known only for one never sent again; for
+	 * another, the first is assumed (an answer after a timer's probe
+	 * may be the delayed original's: taking the probe's time made every
+	 * message sent before it lost at once) */
+	x = p->xmit_kind == REL_X_NEW ? p->xmit_us : p->sent_us;
+	if (x > c->rack_xmit_us) {
+		c->rack_xmit_us = x;
+		c->rack_rtt_us = now - x;
+	} else if (final && p->xmit_kind == REL_X_NEW && x < c->rack_xmit_us) {
 		c->reo_seen = true;	/* answered after a message sent later */
 	}
-	return false;
+	return early;
 }
 
 /* The slot of the window for an id (and for the id 1024 before it). */
@@ -1157,6 +1163,14 @@ void ptl_rel_tick(struct ptl_ni *ni)
 				continue;
 			}
 		}
+		/* as TCP's timer, restarted by every answer of the rank: a
+		 * rank that keeps answering is not silent (a flight that
+		 * grew a queue on the way outlived the RTO of its first
+		 * answers, and every message of it expired); a message it
+		 * lost is found by time (rack_due) */
+		if (rack_counts(ni, p) && now >= p->rto_at_us &&
+		    ni->alive_rank[p->rank] + backoff(ni, p->tries) > now)
+			p->rto_at_us = ni->alive_rank[p->rank] + backoff(ni, p->tries);
 		if (now < p->rto_at_us && !p->tail_probed && tail_probes(ni, p)) {
 			uint64_t at = tail_at(ni, p);
 
@@ -1174,10 +1188,24 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			/* not late: behind other replies of its target */
 			p->rto_at_us = ni->reply_rank[p->rank] + backoff(ni, 0);
 		} else if (now >= p->rto_at_us) {
+			struct ptl_cc *c = p->rank < SPIN_MAX_PEERS ? &ni->cc[p->rank] : NULL;
+
 			if (gone(ni, p, now)) {
 				ni->rs.failed++;
 				p->unsent = true;
 				ptl_pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
+				continue;
+			}
+			/* a rank silent since another message's timer sent a
+			 * probe: this one waits for that answer, as TCP keeps
+			 * one timer per connection (a link that holds every
+			 * frame a while made each message's timer expire, and
+			 * each sent a packet and cut the window) */
+			if (rack_counts(ni, p) && c->tmo_us && ni->alive_rank[p->rank] < c->tmo_us &&
+			    now - c->tmo_us < c->tmo_wait_us) {
+				p->rto_at_us = c->tmo_us + c->tmo_wait_us;
+				if (p->rto_at_us < next)
+					next = p->rto_at_us;
 				continue;
 			}
 			/* the tail or the answer was lost: ask again (a get
@@ -1188,6 +1216,12 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			resend(ni, p, &(uint32_t){ cc_counts(p) ? p->sent_upto - 1 : 0 }, 1, now, false);
 			ni->rs.retx_pkts++;
 			p->rto_at_us = now + backoff(ni, ++p->tries);
+			/* a rank silent for an RTO: the others wait for
+			 * this probe's answer */
+			if (rack_counts(ni, p) && now - ni->alive_rank[p->rank] >= backoff(ni, 0)) {
+				c->tmo_us = now;
+				c->tmo_wait_us = backoff(ni, p->tries);
+			}
 		}
 		if (p->rto_at_us < next)
 			next = p->rto_at_us;
