@@ -5279,7 +5279,7 @@ static int rel_spec(struct rel_cls *c, size_t *total, size_t *bytes)
 
 static void rel_stats(void)
 {
-	ptl_spin_rel_stats_t st;
+	ptl_spin_rel_stats_t st = { 0 };
 
 	OK(PtlSpinRelStats(ni, &st));
 	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu tail_probes %llu sacks %llu not_now %llu held %llu "
@@ -5604,7 +5604,7 @@ static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, 
 	 * retransmission is spurious) */
 	if (getenv("PTL_REL_RETX_MAX_PCT")) {
 		uint64_t pct = strtoull(getenv("PTL_REL_RETX_MAX_PCT"), NULL, 10), pkts = 0;
-		ptl_spin_rel_stats_t st;
+		ptl_spin_rel_stats_t st = { 0 };
 
 		for (int k = 0; k < ncls; k++)
 			pkts += c[k].count * (c[k].size <= SPIN_MAX_SEG ? 1 :
