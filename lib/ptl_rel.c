@@ -1153,8 +1153,10 @@ void ptl_rel_tick(struct ptl_ni *ni)
 				continue;
 			}
 			if (!gone(ni, p, now)) {
+				/* its last packet again, asking, as a tail
+				 * probe does it and with no cut either: a
+				 * SACK's holes cut the window */
 				ni->rs.rack_lost++;
-				cc_cut(ni, p->rank, now, 1, p);
 				resend(ni, p, &(uint32_t){ p->sent_upto - 1 }, 1, now, false);
 				ni->rs.retx_pkts++;
 				p->rto_at_us = now + backoff(ni, p->tries);
