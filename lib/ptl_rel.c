@@ -315,6 +315,8 @@ static void arm(struct ptl_ni *ni, uint64_t at)
  * $SPIN_PTL_RTO_MIN_US).  No window cut, no backoff: a probe that was not
  * needed costs one packet and a repeated answer.  Puts and atomics with
  * an answer to wait for; all of the message sent. */
+static bool rack_counts(const struct ptl_ni *ni, const struct ptl_pending *p);
+
 static bool tail_probes(const struct ptl_ni *ni, const struct ptl_pending *p)
 {
 	return ni->tlp_on && !p->quiet && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC ||
@@ -331,7 +333,7 @@ static uint64_t tail_at(const struct ptl_ni *ni, const struct ptl_pending *p)
 	 * rank that keeps answering is not silent, and an older message's
 	 * answer after this one's is reordering that the loss detection by
 	 * time (rack_due) handles */
-	if (ni->rack_on && p->rank < SPIN_MAX_PEERS && ni->alive_rank[p->rank] > from)
+	if (rack_counts(ni, p) && ni->alive_rank[p->rank] > from)
 		from = ni->alive_rank[p->rank];
 	return from + (pto > REL_TLP_MIN_US ? pto : REL_TLP_MIN_US);
 }
