@@ -354,6 +354,7 @@ struct ptl_cc {
 	/* the last timer expiry that sent a probe, and how long the rank's
 	 * other timers wait for its answer while the rank is silent */
 	uint64_t tmo_us, tmo_wait_us;
+	uint64_t tlp_us;	/* the last tail probe sent to it */
 	uint16_t reo_mult, reo_persist;
 	bool reo_seen;
 };

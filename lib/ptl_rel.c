@@ -412,8 +412,9 @@ static uint64_t reo_wnd(struct ptl_ni *ni, const struct ptl_cc *c)
 {
 	uint64_t w;
 
-	if (!c->reo_seen)
-		return 0;
+	/* (RFC 8985 keeps 0 until reordering was seen, in some states:
+	 * here the first answers of a burst through a jittery link made
+	 * every message sent just before them lost) */
 	w = ni->min_rtt_us / 4 * c->reo_mult;
 	if (w > ni->srtt_us)
 		w = ni->srtt_us;
@@ -1178,8 +1179,15 @@ void ptl_rel_tick(struct ptl_ni *ni)
 		if (now < p->rto_at_us && !p->tail_probed && tail_probes(ni, p)) {
 			uint64_t at = tail_at(ni, p);
 
-			if (now >= at) {
+			if (now >= at && rack_counts(ni, p) && ni->cc[p->rank].tlp_us &&
+			    ni->alive_rank[p->rank] < ni->cc[p->rank].tlp_us) {
+				/* one tail probe per silent rank, as TCP's
+				 * one per flight: the others wait for its
+				 * answer (or their timer) */
+			} else if (now >= at) {
 				/* its tail or answer is late: ask again now */
+				if (rack_counts(ni, p))
+					ni->cc[p->rank].tlp_us = now;
 				p->tail_probed = true;
 				ni->rs.tail_probes++;
 				resend(ni, p, &(uint32_t){ p->sent_upto - 1 }, 1, now, false);
