@@ -54,6 +54,8 @@
 #define REL_X_REPAIR	1	/* the holes a SACK named */
 #define REL_X_PROBE	2	/* its last packet again, asking (tail probe,
 				 * timer, a loss found by time) */
+#define REL_X_NOTNOW	3	/* none since the target said "not now": its
+				 * timer (with backoff) sends it again */
 
 void ptl_rel_init(struct ptl_ni *ni)
 {
@@ -437,7 +439,8 @@ static uint64_t rack_due(struct ptl_ni *ni, const struct ptl_pending *p)
 {
 	const struct ptl_cc *c;
 
-	if (!rack_counts(ni, p) || p->sent_upto < p->npkts || p->sack)
+	if (!rack_counts(ni, p) || p->sent_upto < p->npkts || p->sack ||
+	    p->xmit_kind == REL_X_NOTNOW)
 		return UINT64_MAX;
 	c = &ni->cc[p->rank];
 	if (c->rack_xmit_us <= p->xmit_us)
@@ -860,6 +863,7 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 		 * it again (the last packet asks, the SACK brings the rest) */
 		ni->rs.not_now++;
 		alive(ni, p, now);
+		p->xmit_kind = REL_X_NOTNOW;
 		cc_cut(ni, p->rank, now, REL_LOST_ALL, NULL);
 		p->karn = true;
 		p->rto_at_us = now + backoff(ni, ++p->tries);
@@ -1173,7 +1177,7 @@ void ptl_rel_tick(struct ptl_ni *ni)
 		 * grew a queue on the way outlived the RTO of its first
 		 * answers, and every message of it expired); a message it
 		 * lost is found by time (rack_due) */
-		if (rack_counts(ni, p) && now >= p->rto_at_us &&
+		if (rack_counts(ni, p) && now >= p->rto_at_us && p->xmit_kind != REL_X_NOTNOW &&
 		    ni->alive_rank[p->rank] + backoff(ni, p->tries) > now)
 			p->rto_at_us = ni->alive_rank[p->rank] + backoff(ni, p->tries);
 		if (now < p->rto_at_us && !p->tail_probed && tail_probes(ni, p)) {
