@@ -26,6 +26,13 @@
  * of packets lost since the last cut; a share of 1/16 or more also ends
  * slow start; "not now" from the target halves it.
  *
+ * Reordering (RACK-TLP style, below "Reordering"): puts and atomics are
+ * found lost by time once a message sent after them was answered, SACK
+ * holes wait a reordering window, timers and tail probes restart with
+ * the rank's answers (one probe per silent rank), and retransmissions
+ * answered sooner than min_rtt are spurious: the window grows, the RTO
+ * learns the late round trip, the cut is undone.
+ *
  * Target (AF_XDP entries, which this process receives itself): the same
  * answers as the runtime gives for window entries, from a per-source window
  * of outcomes (struct ptl_ldd).
