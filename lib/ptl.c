@@ -607,6 +607,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		ni->rto_max_us = ni->rto_min_us;
 	ni->cc_on = env_u64("SPIN_PTL_CC", 1) != 0;
 	ni->tlp_on = env_u64("SPIN_PTL_TLP", 1) != 0;
+	ni->rack_on = env_u64("SPIN_PTL_RACK", 1) != 0;
 	/* congestion window, packets: 8 <= init <= max <= 2^20 */
 	ni->cwnd_min = 8;
 	ni->cwnd_max = (uint32_t)clamp_u64(env_u64("SPIN_PTL_CWND_MAX", 4096), ni->cwnd_min, 1u << 20);
@@ -2323,6 +2324,7 @@ int PtlSpinRelStats(ptl_handle_ni_t nih, ptl_spin_rel_stats_t *st)
 		*st = ni->rs;
 		st->rto_us = ni->rto_us;
 		st->srtt_us = ni->srtt_us;
+		st->min_rtt_us = ni->min_rtt_us;
 		st->cwnd_max = 0;
 		for (int r = 0; r < SPIN_MAX_PEERS; r++) {
 			const struct ptl_cc *c = &ni->cc[r];

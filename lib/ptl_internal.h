@@ -313,6 +313,20 @@ struct ptl_pending {
 	 * rank's window allows */
 	uint32_t sent_upto;	/* packets [0, sent_upto) were sent at least once */
 	uint32_t cc_out;	/* of them, counted in flight for its rank */
+	/* reordering (ptl_rel.c, "Reordering"): its latest transmission and
+	 * the one before (new packets, a repair or a probe); whether the
+	 * latest sent packets again; the loss event its last loss counted in */
+	uint64_t xmit_us, prev_xmit_us;
+	uint8_t xmit_kind;	/* REL_X_NEW, REL_X_REPAIR, REL_X_PROBE */
+	uint32_t cut_gen;
+	/* a SACK's holes waiting out the reordering window (NULL: none):
+	 * its words from word sack_w0 on, the holes below sack_hi, due at
+	 * reo_at_us */
+	uint64_t *sack;
+	uint32_t sack_w0, sack_nw, sack_hi;
+	uint64_t reo_at_us;
+	/* its last repair: packets [rep_lo, rep_hi), rep_n of them */
+	uint32_t rep_lo, rep_hi, rep_n;
 	/* last: pend_add does not clear it */
 	uint8_t inl[PTL_PEND_INLINE];	/* a small one-packet put's copy */
 };
@@ -328,6 +342,21 @@ struct ptl_cc {
 	uint64_t cut_us;	/* the window was last cut */
 	uint64_t ep_sent, ep_lost;	/* packets sent (also again) and found
 					 * lost since then */
+	/* undo of a cut whose losses were all spurious (ptl_rel.c): the
+	 * window before it, its loss event's number and the losses counted
+	 * in that event not yet found spurious */
+	uint32_t prior_cwnd, prior_ssthresh, gen, undo_left;
+	/* RACK-style loss detection (ptl_rel.c, "Reordering"): the latest
+	 * transmission to the rank known to have arrived, its round trip;
+	 * the reordering window's multiple of min_rtt / 4, how many loss
+	 * events it persists, and whether the rank reordered at all */
+	uint64_t rack_xmit_us, rack_rtt_us;
+	/* the last timer expiry that sent a probe, and how long the rank's
+	 * other timers wait for its answer while the rank is silent */
+	uint64_t tmo_us, tmo_wait_us;
+	uint64_t tlp_us;	/* the last tail probe sent to it */
+	uint16_t reo_mult, reo_persist;
+	bool reo_seen;
 };
 
 /* Target side of reliable delivery for AF_XDP entries: the outcome of the
@@ -498,6 +527,9 @@ struct ptl_ni {
 				 * on the first; ptl_rel.c replies_coming) */
 	bool cc_on;		/* $SPIN_PTL_CC, default 1 */
 	bool tlp_on;		/* $SPIN_PTL_TLP, default 1: tail probes */
+	bool rack_on;		/* $SPIN_PTL_RACK, default 1: reordering tolerance */
+	uint64_t min_rtt_us, min_rtt_at;	/* smallest round trip of the
+						 * last REL_MIN_RTT_WIN_US, since */
 	uint32_t cwnd_init, cwnd_min, cwnd_max;	/* packets */
 	uint32_t cc_partial;	/* messages not all sent yet (all ranks) */
 	uint32_t *send_list, send_cap;	/* scratch: new packets to send */

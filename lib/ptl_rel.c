@@ -26,6 +26,13 @@
  * of packets lost since the last cut; a share of 1/16 or more also ends
  * slow start; "not now" from the target halves it.
  *
+ * Reordering (RACK-TLP style, below "Reordering"): puts and atomics are
+ * found lost by time once a message sent after them was answered, SACK
+ * holes wait a reordering window, timers and tail probes restart with
+ * the rank's answers (one probe per silent rank), and retransmissions
+ * answered sooner than min_rtt are spurious: the window grows, the RTO
+ * learns the late round trip, the cut is undone.
+ *
  * Target (AF_XDP entries, which this process receives itself): the same
  * answers as the runtime gives for window entries, from a per-source window
  * of outcomes (struct ptl_ldd).
@@ -45,11 +52,23 @@
 				 * reply was sent crossed it on the way */
 #define REL_PROBE_EVERY	32	/* quiet messages to one rank per probe (half
 				 * the 64 ids a range ack covers) */
+#define REL_MIN_RTT_WIN_US 10000000	/* min_rtt: the smallest of 10 s of samples */
+#define REL_REO_MULT_MAX 16	/* reordering window: at most 16 min_rtt / 4 ... */
+#define REL_REO_PERSIST	16	/* ... kept this many loss events after the last
+				 * spurious retransmission (RFC 8985: 16) */
+/* what a message's latest transmission was (ptl_pending.xmit_kind) */
+#define REL_X_NEW	0	/* packets never sent before */
+#define REL_X_REPAIR	1	/* the holes a SACK named */
+#define REL_X_PROBE	2	/* its last packet again, asking (tail probe,
+				 * timer, a loss found by time) */
+#define REL_X_NOTNOW	3	/* none since the target said "not now": its
+				 * timer (with backoff) sends it again */
 
 void ptl_rel_init(struct ptl_ni *ni)
 {
 	for (int r = 0; r < SPIN_MAX_PEERS; r++)
-		ni->cc[r] = (struct ptl_cc){ .cwnd = ni->cwnd_init, .ssthresh = ni->cwnd_max };
+		ni->cc[r] = (struct ptl_cc){ .cwnd = ni->cwnd_init, .ssthresh = ni->cwnd_max,
+					     .reo_mult = 1 };
 	ni->cc_partial = 0;
 	ni->rel_head = ni->rel_tail = -1;
 	ni->rel_next_us = UINT64_MAX;
@@ -59,6 +78,7 @@ void ptl_rel_init(struct ptl_ni *ni)
 	if (ni->rto_us > ni->rto_max_us)
 		ni->rto_us = ni->rto_max_us;
 	ni->srtt_us = ni->rttvar_us = 0;
+	ni->min_rtt_us = ni->min_rtt_at = 0;
 	memset(&ni->rs, 0, sizeof(ni->rs));
 }
 
@@ -169,7 +189,8 @@ static void cc_forget(struct ptl_ni *ni, struct ptl_pending *p)
  * little, a queue that drops half of a burst halves the window. */
 #define REL_LOST_ALL	UINT32_MAX
 #define REL_CC_CONGESTED 16	/* a loss share of 1/16 or more is congestion */
-static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost)
+static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost,
+		   struct ptl_pending *p)
 {
 	struct ptl_cc *c = cc_of(ni, rank);
 	uint64_t rtt = ni->srtt_us ? ni->srtt_us : ni->rto_us, w;
@@ -182,7 +203,17 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 	 * can make the smoothed RTT far shorter than a long message's batches
 	 * take; losses among the packets sent before the cut are that cut's) */
 	if (c->cut_us && (now - c->cut_us < rtt || c->ep_sent < c->cwnd))
-		return;
+		goto counted;
+	/* the window before, should all of this event's losses turn out
+	 * spurious (ptl_rel_spurious) */
+	c->prior_cwnd = c->cwnd;
+	c->prior_ssthresh = c->ssthresh;
+	c->gen = c->gen + 1 ? c->gen + 1 : 1;
+	c->undo_left = 0;
+	/* the reordering window shrinks back after REL_REO_PERSIST loss
+	 * events without a spurious retransmission */
+	if (c->reo_persist && !--c->reo_persist)
+		c->reo_mult = 1;
 	if (c->ep_lost >= c->ep_sent)
 		w = c->cwnd / 2;
 	else	/* cwnd * (1 - lost / sent / 2) */
@@ -198,6 +229,15 @@ static void cc_cut(struct ptl_ni *ni, uint32_t rank, uint64_t now, uint32_t lost
 	c->cut_us = now;
 	c->ep_sent = c->ep_lost = 0;
 	ni->rs.cc_cuts++;
+counted:
+	/* each loss of the event (a message sent again) must be found
+	 * spurious for an undo; "not now" never is */
+	if (p && lost != REL_LOST_ALL) {
+		p->cut_gen = c->gen;
+		c->undo_left++;
+	} else {
+		c->undo_left = UINT32_MAX / 2;
+	}
 }
 
 static bool cc_open(struct ptl_ni *ni, void *arg)
@@ -234,6 +274,8 @@ void ptl_rel_unlink(struct ptl_ni *ni, struct ptl_pending *p)
 
 	if (!p->rel)
 		return;
+	free(p->sack);
+	p->sack = NULL;
 	cc_forget(ni, p);
 	w = &ni->rel_win[p->args.msg_id & (SPIN_DEDUP_SLOTS - 1)];
 	if (*w == pidx(ni, p))
@@ -282,6 +324,8 @@ static void arm(struct ptl_ni *ni, uint64_t at)
  * $SPIN_PTL_RTO_MIN_US).  No window cut, no backoff: a probe that was not
  * needed costs one packet and a repeated answer.  Puts and atomics with
  * an answer to wait for; all of the message sent. */
+static bool rack_counts(const struct ptl_ni *ni, const struct ptl_pending *p);
+
 static bool tail_probes(const struct ptl_ni *ni, const struct ptl_pending *p)
 {
 	return ni->tlp_on && !p->quiet && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC ||
@@ -290,11 +334,17 @@ static bool tail_probes(const struct ptl_ni *ni, const struct ptl_pending *p)
 
 static uint64_t tail_at(const struct ptl_ni *ni, const struct ptl_pending *p)
 {
-	uint64_t pto = 2 * ni->srtt_us;
+	uint64_t pto = 2 * ni->srtt_us, from = p->tail_us;
 
 	if (!ni->srtt_us)
 		return UINT64_MAX;	/* no round trip known: the timer */
-	return p->tail_us + (pto > REL_TLP_MIN_US ? pto : REL_TLP_MIN_US);
+	/* as TCP's probe timer, restarted by every answer of the rank: a
+	 * rank that keeps answering is not silent, and an older message's
+	 * answer after this one's is reordering that the loss detection by
+	 * time (rack_due) handles */
+	if (rack_counts(ni, p) && ni->alive_rank[p->rank] > from)
+		from = ni->alive_rank[p->rank];
+	return from + (pto > REL_TLP_MIN_US ? pto : REL_TLP_MIN_US);
 }
 
 /* p's last packet (or a repair) just went out: its tail probe may come. */
@@ -316,10 +366,18 @@ static uint64_t backoff(struct ptl_ni *ni, uint32_t tries)
 
 /* Jacobson/Karels (RFC 6298) on the time from a message's first send to
  * its ACK, for messages that were never sent again (Karn). */
-static void rtt_sample(struct ptl_ni *ni, uint64_t us)
+static void rtt_sample(struct ptl_ni *ni, uint64_t us, uint64_t now)
 {
 	uint64_t d;
 
+	/* the smallest round trip of the last REL_MIN_RTT_WIN_US: an answer
+	 * that comes sooner after a retransmission answers an earlier copy
+	 * (now 0: a lower bound, not a round trip, ptl_rel_spurious) */
+	if (now && (!ni->min_rtt_us || us <= ni->min_rtt_us ||
+		    now - ni->min_rtt_at > REL_MIN_RTT_WIN_US)) {
+		ni->min_rtt_us = us ? us : 1;
+		ni->min_rtt_at = now;
+	}
 	if (!ni->srtt_us) {
 		ni->srtt_us = us ? us : 1;
 		ni->rttvar_us = us / 2;
@@ -333,6 +391,131 @@ static void rtt_sample(struct ptl_ni *ni, uint64_t us)
 		ni->rto_us = ni->rto_min_us;
 	if (ni->rto_us > ni->rto_max_us)
 		ni->rto_us = ni->rto_max_us;
+}
+
+/*
+ * Reordering (docs/reliable.md, "Reordering"), after RACK-TLP (RFC 8985)
+ * and Linux's tcp_rack_advance: a message is found lost by time, not by a
+ * timer of its own, once a message sent after it to the same rank was
+ * answered and a reordering window more than that answer's round trip
+ * has gone by since it was sent; a SACK's holes wait out the same window
+ * before they are sent again (the packets behind may only be late).  The
+ * window is 0 until the rank reordered (an answer came for a message
+ * older than one answered before, or a retransmission was spurious),
+ * then min_rtt / 4, one quarter more per spurious retransmission (at most
+ * REL_REO_MULT_MAX, never more than srtt), back to min_rtt / 4 after
+ * REL_REO_PERSIST loss events without one.  A retransmission is spurious
+ * when its message's answer comes sooner after it than the smallest round
+ * trip: an earlier copy got through.  Then the round trip of the copy
+ * before is sampled (Eifel's response, RFC 4015: Karn's rule kept the
+ * late answers out of the RTO), and a window cut whose losses were all
+ * spurious is undone.  Puts and atomics with an answer to wait for (not
+ * quiet messages, gets or fetches).
+ */
+static bool rack_counts(const struct ptl_ni *ni, const struct ptl_pending *p)
+{
+	return ni->rack_on && !p->quiet && p->rank < SPIN_MAX_PEERS && cc_counts(p);
+}
+
+static uint64_t reo_wnd(struct ptl_ni *ni, const struct ptl_cc *c)
+{
+	uint64_t w;
+
+	/* (RFC 8985 keeps 0 until reordering was seen, in some states:
+	 * here the first answers of a burst through a jittery link made
+	 * every message sent just before them lost) */
+	w = ni->min_rtt_us / 4 * c->reo_mult;
+	if (w > ni->srtt_us)
+		w = ni->srtt_us;
+	if (w > ni->rs.reo_wnd_us)
+		ni->rs.reo_wnd_us = w;
+	return w;
+}
+
+/* p went out (again) now: new packets, a repair, or a probe */
+static void xmitted(struct ptl_pending *p, uint64_t now, uint8_t kind)
+{
+	p->prev_xmit_us = p->xmit_us;
+	p->xmit_us = now;
+	p->xmit_kind = kind;
+}
+
+/* When p is found lost by time (UINT64_MAX: not by time): a message sent
+ * after its latest transmission was answered. */
+static uint64_t rack_due(struct ptl_ni *ni, const struct ptl_pending *p)
+{
+	const struct ptl_cc *c;
+
+	if (!rack_counts(ni, p) || p->sent_upto < p->npkts || p->sack ||
+	    p->xmit_kind == REL_X_NOTNOW)
+		return UINT64_MAX;
+	c = &ni->cc[p->rank];
+	if (c->rack_xmit_us <= p->xmit_us)
+		return UINT64_MAX;
+	return p->xmit_us + c->rack_rtt_us + reo_wnd(ni, c);
+}
+
+/* Packets sent again were only late: the reordering window grows. */
+static void reo_late(struct ptl_ni *ni, struct ptl_cc *c)
+{
+	(void)ni;
+	c->reo_seen = true;
+	if (c->reo_mult < REL_REO_MULT_MAX)
+		c->reo_mult++;
+	c->reo_persist = REL_REO_PERSIST;
+}
+
+/* p's answer to a retransmission came sooner than any round trip. */
+static void spurious(struct ptl_ni *ni, struct ptl_pending *p, struct ptl_cc *c, uint64_t now)
+{
+	ni->rs.spurious++;
+	reo_late(ni, c);
+	/* Eifel's response: the round trip of the copy before (a lower
+	 * bound when an older one was answered) */
+	if (p->prev_xmit_us)
+		rtt_sample(ni, now - p->prev_xmit_us, 0);
+	/* its loss counted in a cut: undone when all of that cut's were */
+	if (ni->cc_on && p->cut_gen && p->cut_gen == c->gen && c->undo_left &&
+	    !--c->undo_left) {
+		if (c->cwnd < c->prior_cwnd)
+			c->cwnd = c->prior_cwnd;
+		if (c->ssthresh < c->prior_ssthresh)
+			c->ssthresh = c->prior_ssthresh;
+		ni->rs.undos++;
+	}
+	p->cut_gen = 0;
+}
+
+/* An answer about p came now (final: its ACK; else a SACK): its rank's
+ * newest transmission known to have arrived, reordering seen, or a
+ * spurious retransmission.  Returns true when the answer is to an
+ * earlier copy than p's latest retransmission. */
+static bool delivered(struct ptl_ni *ni, struct ptl_pending *p, uint64_t now, bool final)
+{
+	bool early = false;
+	struct ptl_cc *c;
+	uint64_t x;
+
+	if (!rack_counts(ni, p) || !p->xmit_us)
+		return false;
+	c = &ni->cc[p->rank];
+	if (p->xmit_kind != REL_X_NEW && now - p->xmit_us < ni->min_rtt_us) {
+		if (final)
+			spurious(ni, p, c, now);
+		early = true;
+	}
+	/* which copy arrived is known only for one never sent again; for
+	 * another, the first is assumed (an answer after a timer's probe
+	 * may be the delayed original's: taking the probe's time made every
+	 * message sent before it lost at once) */
+	x = p->xmit_kind == REL_X_NEW ? p->xmit_us : p->sent_us;
+	if (x > c->rack_xmit_us) {
+		c->rack_xmit_us = x;
+		c->rack_rtt_us = now - x;
+	} else if (final && p->xmit_kind == REL_X_NEW && x < c->rack_xmit_us) {
+		c->reo_seen = true;	/* answered after a message sent later */
+	}
+	return early;
 }
 
 /* The slot of the window for an id (and for the id 1024 before it). */
@@ -542,8 +725,13 @@ static int send_new(struct ptl_ni *ni, struct ptl_pending *p, bool all, bool pos
 		return err;
 	p->sent_upto = before + n;
 	cc_sent(ni, p, n);
-	if (p->rel && p->sent_upto == p->npkts)	/* its last batch */
-		tail_sent(ni, p, ptl_now_us());
+	if (p->rel) {	/* a later batch (the first: ptl_rel_send) */
+		uint64_t now = ptl_now_us();
+
+		xmitted(p, now, REL_X_NEW);
+		if (p->sent_upto == p->npkts)	/* its last batch */
+			tail_sent(ni, p, now);
+	}
 	if (c) {
 		/* a message is "partial" while the window holds some of it */
 		bool was = before && before < p->npkts, is = p->sent_upto < p->npkts;
@@ -616,6 +804,7 @@ int ptl_rel_send(struct ptl_ni *ni, struct ptl_pending *p, bool post_only)
 		now = ptl_now_us();
 	p->alive_us = now;
 	p->rto_at_us = now + ni->rto_us;
+	xmitted(p, now, REL_X_NEW);
 	p->rel = true;
 	rel_link(ni, p);
 	arm(ni, p->rto_at_us);
@@ -663,6 +852,7 @@ static void resend(struct ptl_ni *ni, struct ptl_pending *p, const uint32_t *lis
 		ni->drops++;	/* the timer sends again */
 	else if (cc_counts(p) && (c = cc_of(ni, p->rank)))
 		c->ep_sent += n;	/* sent again: in the loss share's base */
+	xmitted(p, now, repair ? REL_X_REPAIR : REL_X_PROBE);
 	p->karn = true;
 	if (repair) {
 		p->retx_us = now;
@@ -680,14 +870,16 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 		 * it again (the last packet asks, the SACK brings the rest) */
 		ni->rs.not_now++;
 		alive(ni, p, now);
-		cc_cut(ni, p->rank, now, REL_LOST_ALL);
+		p->xmit_kind = REL_X_NOTNOW;
+		cc_cut(ni, p->rank, now, REL_LOST_ALL, NULL);
 		p->karn = true;
 		p->rto_at_us = now + backoff(ni, ++p->tries);
 		arm(ni, p->rto_at_us);
 		return;
 	}
 	if (!p->karn && (p->wire_op == SPIN_OP_PUT || p->wire_op == SPIN_OP_ATOMIC))
-		rtt_sample(ni, now - p->sent_us);
+		rtt_sample(ni, now - p->sent_us, now);
+	delivered(ni, p, now, true);
 	/* the target gave the message up while it was still being sent (its
 	 * packets stopped for SPIN_REL_MSG_TIMEOUT_NS): not delivered, and
 	 * the send event says so, not only an ack event nobody may ask for */
@@ -703,8 +895,11 @@ void ptl_rel_on_ack(struct ptl_ni *ni, struct ptl_pending *p, uint32_t fail, uin
 void ptl_rel_replied(struct ptl_ni *ni, struct ptl_pending *p)
 {
 	/* a one-packet reply's round trip is a sample like an ack's */
-	if (!p->karn && p->npkts == 1)
-		rtt_sample(ni, ptl_now_us() - p->sent_us);
+	if (!p->karn && p->npkts == 1) {
+		uint64_t now = ptl_now_us();
+
+		rtt_sample(ni, now - p->sent_us, now);
+	}
 	ni->rs.acked++;
 }
 
@@ -713,7 +908,9 @@ void ptl_rel_on_range(struct ptl_ni *ni, uint32_t rank, uint32_t msg_id, uint64_
 	/* the answer to our last probe of rank: a round-trip sample (the
 	 * target answers a probe from its window at once) */
 	if (rank < SPIN_MAX_PEERS && ni->probe_us[rank] && ni->probe_id[rank] == msg_id) {
-		rtt_sample(ni, ptl_now_us() - ni->probe_us[rank]);
+		uint64_t now = ptl_now_us();
+
+		rtt_sample(ni, now - ni->probe_us[rank], now);
 		ni->probe_us[rank] = 0;
 	}
 	for (uint32_t i = 0; i < 64; i++) {
@@ -744,12 +941,55 @@ void ptl_rel_alive(struct ptl_ni *ni, struct ptl_pending *p)
 	arm(ni, p->rto_at_us);
 }
 
+/* The holes of SACK words v[0..nw) (from word w0 on, host order) below
+ * packet hi, into retx_list; how many. */
+static uint32_t sack_holes(struct ptl_ni *ni, const uint64_t *v, uint32_t w0, uint32_t nw,
+			   uint32_t hi)
+{
+	uint32_t n = 0;
+
+	if (!ni->retx_list &&
+	    !(ni->retx_list = malloc(SPIN_MAX_SEG / 8 * 64 * sizeof(uint32_t))))
+		return 0;
+	for (uint32_t w = w0; w - w0 < nw && w * 64 < hi; w++)
+		for (uint32_t b = 0; b < 64 && w * 64 + b < hi; b++)
+			if (!(v[w - w0] & (1ull << b)))
+				ni->retx_list[n++] = w * 64 + b;
+	return n;
+}
+
+/* Send the holes n in retx_list of p again (lost), the last asking. */
+static void repair(struct ptl_ni *ni, struct ptl_pending *p, uint32_t n, uint64_t now)
+{
+	p->rep_lo = ni->retx_list[0];
+	p->rep_hi = ni->retx_list[n - 1] + 1;
+	p->rep_n = n;
+	cc_cut(ni, p->rank, now, n, p);
+	resend(ni, p, ni->retx_list, n, now, true);
+	ni->rs.retx_pkts += n;
+}
+
+/* p's SACK held for the reordering window (ptl_rel_on_sack): its holes
+ * are lost now, unless an answer since filled them. */
+static void reo_repair(struct ptl_ni *ni, struct ptl_pending *p, uint64_t now)
+{
+	uint32_t n = sack_holes(ni, p->sack, p->sack_w0, p->sack_nw, p->sack_hi);
+
+	free(p->sack);
+	p->sack = NULL;
+	p->reo_at_us = 0;
+	if (n)
+		repair(ni, p, n, now);
+}
+
 void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t *pay,
 		     uint32_t len)
 {
 	struct ptl_pending *p = ptl_pend_find(ni, ntohl(h->msg_id));
 	uint64_t now = ptl_now_us(), npk = be64toh(h->user_hdr[0]), w0 = be64toh(h->user_hdr[2]);
 	uint32_t nw = len / 8, n = 0, words, got, hi, out;
+	uint64_t v[SPIN_MAX_SEG / 8];
+	bool early;
 
 	if (!p || !p->rel || p->rank != ntohl(h->src_rank) || npk != p->npkts ||
 	    (p->wire_op != SPIN_OP_PUT && p->wire_op != SPIN_OP_ATOMIC)) {
@@ -767,20 +1007,20 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 	arm(ni, p->rto_at_us);
 	if (nw > SPIN_MAX_SEG / 8)	/* what a frame holds; retx_list has room for it */
 		nw = SPIN_MAX_SEG / 8;
+	if (nw > words - w0)
+		nw = words - (uint32_t)w0;
 	/* the target has every packet before word w0 and the ones set from
 	 * it on; hi: one past the highest it has */
 	got = w0 * 64;
 	hi = (uint32_t)w0 * 64;
-	for (uint32_t w = (uint32_t)w0; w < words && w - w0 < nw; w++) {
-		uint64_t v;
-
-		memcpy(&v, pay + (w - w0) * 8, 8);
-		v = le64toh(v);
+	for (uint32_t w = (uint32_t)w0; w - w0 < nw; w++) {
+		memcpy(&v[w - w0], pay + (w - w0) * 8, 8);
+		v[w - w0] = le64toh(v[w - w0]);
 		if ((w + 1) * 64 > p->npkts)
-			v &= (1ull << (p->npkts - w * 64)) - 1;
-		got += (uint32_t)__builtin_popcountll(v);
-		if (v)
-			hi = w * 64 + 64 - (uint32_t)__builtin_clzll(v);
+			v[w - w0] &= (1ull << (p->npkts - w * 64)) - 1;
+		got += (uint32_t)__builtin_popcountll(v[w - w0]);
+		if (v[w - w0])
+			hi = w * 64 + 64 - (uint32_t)__builtin_clzll(v[w - w0]);
 	}
 	/* what arrived leaves the window */
 	out = p->sent_upto > got ? p->sent_upto - got : 0;
@@ -788,29 +1028,68 @@ void ptl_rel_on_sack(struct ptl_ni *ni, const struct spin_hdr *h, const uint8_t 
 		cc_arrived(ni, p, p->cc_out - out);
 	if (hi > p->sent_upto)
 		hi = p->sent_upto;
+	/* sooner after a repair than any round trip: it answers a copy
+	 * sent before the repair; the repaired packets it has came from
+	 * earlier copies (late, not lost: all of them, a spurious repair) */
+	early = delivered(ni, p, now, false) && p->xmit_kind == REL_X_REPAIR;
+	if (early && p->rep_n && rack_counts(ni, p)) {
+		uint32_t left = 0;
+
+		for (uint32_t k = p->rep_lo; k < p->rep_hi && k < hi; k++)
+			if (k >= w0 * 64 && k / 64 - w0 < nw && !(v[k / 64 - w0] & (1ull << (k % 64))))
+				left++;
+		if (p->rep_hi > hi)	/* not shown: not known to have come */
+			left = p->rep_n;
+		if (!left) {
+			spurious(ni, p, &ni->cc[p->rank], now);
+		} else if (left < p->rep_n) {
+			ni->cc[p->rank].reo_seen = true;
+			reo_late(ni, &ni->cc[p->rank]);
+		}
+		p->rep_n = 0;
+	}
 	/* a SACK asked for before our last retransmission can have landed
 	 * names the same gaps again */
-	if (!(p->retx_us && now - p->retx_us < (ni->srtt_us ? ni->srtt_us : ni->rto_us) / 2)) {
-		if (!ni->retx_list &&
-		    !(ni->retx_list = malloc(SPIN_MAX_SEG / 8 * 64 * sizeof(uint32_t))))
-			return;
+	if (!early &&
+	    !(p->retx_us && now - p->retx_us < (ni->srtt_us ? ni->srtt_us : ni->rto_us) / 2)) {
+		uint64_t w = rack_counts(ni, p) ? reo_wnd(ni, &ni->cc[p->rank]) : 0, sent, due;
+
 		/* the holes below the highest packet it has were lost (or
 		 * are late); the ones above may be on their way */
-		for (uint32_t w = (uint32_t)w0; w < words && w - w0 < nw && w * 64 < hi; w++) {
-			uint64_t v;
-
-			memcpy(&v, pay + (w - w0) * 8, 8);
-			v = le64toh(v);
-			for (uint32_t b = 0; b < 64 && w * 64 + b < hi; b++)
-				if (!(v & (1ull << b)))
-					ni->retx_list[n++] = w * 64 + b;
-		}
-		if (n) {
-			cc_cut(ni, p->rank, now, n);
-			resend(ni, p, ni->retx_list, n, now, true);
-			ni->rs.retx_pkts += n;
+		n = sack_holes(ni, v, (uint32_t)w0, nw, hi);
+		/* late, by RACK's rule, once a reordering window has passed
+		 * since the packet sent with them (or after them) arrived:
+		 * the holes went out with the latest transmission, or before
+		 * it if that was a lone probe (2 round trips later) */
+		sent = p->xmit_kind == REL_X_PROBE && p->prev_xmit_us ? p->prev_xmit_us : p->xmit_us;
+		due = sent + (now - p->xmit_us) + w;
+		if (n && w && due > now) {
+			if (!p->sack && !(p->sack = malloc(sizeof(v)))) {
+				repair(ni, p, n, now);
+				goto more;
+			}
+			/* the newest bitmap (the target's only grows); the
+			 * first deadline */
+			memcpy(p->sack, v, nw * 8);
+			p->sack_w0 = (uint32_t)w0;
+			p->sack_nw = nw;
+			p->sack_hi = hi;
+			if (!p->reo_at_us) {
+				p->reo_at_us = due;
+				ni->rs.reo_deferred++;
+			}
+			arm(ni, p->reo_at_us);
+		} else {
+			if (p->sack) {	/* filled, or due now */
+				free(p->sack);
+				p->sack = NULL;
+				p->reo_at_us = 0;
+			}
+			if (n)
+				repair(ni, p, n, now);
 		}
 	}
+more:
 	/* the window may take more of it now */
 	if (p->sent_upto < p->npkts && send_new(ni, p, false, ni->bundle > 0))
 		ni->drops++;
@@ -867,13 +1146,59 @@ void ptl_rel_tick(struct ptl_ni *ni)
 	}
 	for (i = ni->rel_head; i >= 0; i = nx) {
 		struct ptl_pending *p = &ni->pend[i];
+		uint64_t due;
 
 		nx = p->rel_next;
+		/* a SACK's holes waited out the reordering window */
+		if (p->sack && now >= p->reo_at_us)
+			reo_repair(ni, p, now);
+		else if (p->sack && p->reo_at_us < next)
+			next = p->reo_at_us;
+		/* a message answered after it was sent after it: lost once
+		 * the reordering window passed, whatever its timer says (no
+		 * tail probe: others' answers show the way is open) */
+		due = rack_due(ni, p);
+		if (due != UINT64_MAX) {
+			if (now < due) {
+				if (p->rto_at_us < due)
+					p->rto_at_us = due;
+				if (due < next)
+					next = due;
+				continue;
+			}
+			if (!gone(ni, p, now)) {
+				/* its last packet again, asking, as a tail
+				 * probe does it and with no cut either: a
+				 * SACK's holes cut the window */
+				ni->rs.rack_lost++;
+				resend(ni, p, &(uint32_t){ p->sent_upto - 1 }, 1, now, false);
+				ni->rs.retx_pkts++;
+				p->rto_at_us = now + backoff(ni, p->tries);
+				if (p->rto_at_us < next)
+					next = p->rto_at_us;
+				continue;
+			}
+		}
+		/* as TCP's timer, restarted by every answer of the rank: a
+		 * rank that keeps answering is not silent (a flight that
+		 * grew a queue on the way outlived the RTO of its first
+		 * answers, and every message of it expired); a message it
+		 * lost is found by time (rack_due) */
+		if (rack_counts(ni, p) && now >= p->rto_at_us && p->xmit_kind != REL_X_NOTNOW &&
+		    ni->alive_rank[p->rank] + backoff(ni, p->tries) > now)
+			p->rto_at_us = ni->alive_rank[p->rank] + backoff(ni, p->tries);
 		if (now < p->rto_at_us && !p->tail_probed && tail_probes(ni, p)) {
 			uint64_t at = tail_at(ni, p);
 
-			if (now >= at) {
+			if (now >= at && rack_counts(ni, p) && ni->cc[p->rank].tlp_us &&
+			    ni->alive_rank[p->rank] < ni->cc[p->rank].tlp_us) {
+				/* one tail probe per silent rank, as TCP's
+				 * one per flight: the others wait for its
+				 * answer (or their timer) */
+			} else if (now >= at) {
 				/* its tail or answer is late: ask again now */
+				if (rack_counts(ni, p))
+					ni->cc[p->rank].tlp_us = now;
 				p->tail_probed = true;
 				ni->rs.tail_probes++;
 				resend(ni, p, &(uint32_t){ p->sent_upto - 1 }, 1, now, false);
@@ -886,20 +1211,40 @@ void ptl_rel_tick(struct ptl_ni *ni)
 			/* not late: behind other replies of its target */
 			p->rto_at_us = ni->reply_rank[p->rank] + backoff(ni, 0);
 		} else if (now >= p->rto_at_us) {
+			struct ptl_cc *c = p->rank < SPIN_MAX_PEERS ? &ni->cc[p->rank] : NULL;
+
 			if (gone(ni, p, now)) {
 				ni->rs.failed++;
 				p->unsent = true;
 				ptl_pend_complete(ni, p, PTL_NI_UNDELIVERABLE, 0, PTL_PRIORITY_LIST);
 				continue;
 			}
+			/* a rank silent since another message's timer sent a
+			 * probe: this one waits for that answer, as TCP keeps
+			 * one timer per connection (a link that holds every
+			 * frame a while made each message's timer expire, and
+			 * each sent a packet and cut the window) */
+			if (rack_counts(ni, p) && c->tmo_us && ni->alive_rank[p->rank] < c->tmo_us &&
+			    now - c->tmo_us < c->tmo_wait_us) {
+				p->rto_at_us = c->tmo_us + c->tmo_wait_us;
+				if (p->rto_at_us < next)
+					next = p->rto_at_us;
+				continue;
+			}
 			/* the tail or the answer was lost: ask again (a get
 			 * or fetch: its one request) */
 			ni->rs.timeouts++;
 			if (!p->quiet)	/* a quiet message's timer is its probe */
-				cc_cut(ni, p->rank, now, 1);
+				cc_cut(ni, p->rank, now, 1, p);
 			resend(ni, p, &(uint32_t){ cc_counts(p) ? p->sent_upto - 1 : 0 }, 1, now, false);
 			ni->rs.retx_pkts++;
 			p->rto_at_us = now + backoff(ni, ++p->tries);
+			/* a rank silent for an RTO: the others wait for
+			 * this probe's answer */
+			if (rack_counts(ni, p) && now - ni->alive_rank[p->rank] >= backoff(ni, 0)) {
+				c->tmo_us = now;
+				c->tmo_wait_us = backoff(ni, p->tries);
+			}
 		}
 		if (p->rto_at_us < next)
 			next = p->rto_at_us;

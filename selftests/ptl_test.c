@@ -5318,16 +5318,17 @@ static int rel_spec(struct rel_cls *c, size_t *total, size_t *bytes)
 
 static void rel_stats(void)
 {
-	ptl_spin_rel_stats_t st;
+	ptl_spin_rel_stats_t st = { 0 };
 
 	OK(PtlSpinRelStats(ni, &st));
-	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu sacks %llu not_now %llu held %llu "
+	LOG("reliable: msgs %llu acked %llu failed %llu timeouts %llu tail_probes %llu sacks %llu not_now %llu held %llu "
 	    "retx_pkts %llu window_waits %llu probes %llu range_acked %llu rto_us %llu srtt_us %llu dup_answered %llu sacks_sent %llu "
 	    "cc_waits %llu cc_cuts %llu cc_held %llu cwnd_max %llu regets %llu reget_pkts %llu reget_crossed %llu "
-	    "reply_waits %llu",
+	    "reply_waits %llu rack_lost %llu reo_deferred %llu spurious %llu undos %llu min_rtt_us %llu "
+	    "reo_wnd_us %llu",
 	    (unsigned long long)st.msgs, (unsigned long long)st.acked,
 	    (unsigned long long)st.failed, (unsigned long long)st.timeouts,
-	    (unsigned long long)st.sacks, (unsigned long long)st.not_now, (unsigned long long)st.held,
+	    (unsigned long long)st.tail_probes, (unsigned long long)st.sacks, (unsigned long long)st.not_now, (unsigned long long)st.held,
 	    (unsigned long long)st.retx_pkts, (unsigned long long)st.window_waits,
 	    (unsigned long long)st.probes, (unsigned long long)st.range_acked,
 	    (unsigned long long)st.rto_us, (unsigned long long)st.srtt_us,
@@ -5335,7 +5336,10 @@ static void rel_stats(void)
 	    (unsigned long long)st.cc_waits, (unsigned long long)st.cc_cuts,
 	    (unsigned long long)st.cc_held, (unsigned long long)st.cwnd_max,
 	    (unsigned long long)st.regets, (unsigned long long)st.reget_pkts,
-	    (unsigned long long)st.reget_crossed, (unsigned long long)st.reply_waits);
+	    (unsigned long long)st.reget_crossed, (unsigned long long)st.reply_waits,
+	    (unsigned long long)st.rack_lost, (unsigned long long)st.reo_deferred,
+	    (unsigned long long)st.spurious, (unsigned long long)st.undos,
+	    (unsigned long long)st.min_rtt_us, (unsigned long long)st.reo_wnd_us);
 }
 
 /* what one message of c_rel does: put, get, atomic (+1 on one of 64
@@ -5398,6 +5402,8 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 	size_t got = 0, bad = 0;
 	ptl_event_t ev;
 	char path[512];
+	struct spin_rt *drt;
+	struct spin_stats d0, d1;
 
 	if (!seen)
 		DIE("out of memory");
@@ -5430,6 +5436,10 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 		}
 		OK(PtlMEAppend(ni, PT_DATA, &me, PTL_PRIORITY_LIST, NULL, &mh[k]));
 	}
+	/* the runtime's duplicates over the case (spurious retransmissions
+	 * and the link's duplicates that reached it), logged at the end */
+	if (spin_open(getenv("SPIN_IFACE"), &drt) < 0 || spin_stats_read(drt, &d0) < 0)
+		DIE("spin_open/spin_stats_read: %s", spin_errmsg());
 	barrier("rel.ready");
 	while (got < total && !bad) {
 		size_t n, k;
@@ -5469,6 +5479,13 @@ static void rel_target(enum rel_op op, int kind, int hnd, struct rel_cls *c, int
 			bad++;
 	}
 	LOG("target: %zu of %zu messages, each once", got, total);
+	if (spin_stats_read(drt, &d1) < 0)
+		DIE("spin_stats_read: %s", spin_errmsg());
+	LOG("target runtime: duplicate %llu dup_answered %llu sacks_sent %llu",
+	    (unsigned long long)(d1.drops[SPIN_DROP_DUPLICATE] - d0.drops[SPIN_DROP_DUPLICATE]),
+	    (unsigned long long)(d1.drops[SPIN_DROP_DUP_ANSWERED] - d0.drops[SPIN_DROP_DUP_ANSWERED]),
+	    (unsigned long long)(d1.sacks_sent - d0.sacks_sent));
+	spin_close(drt);
 	no_ev(eq, 200, "rel: after the last message");
 	OK(PtlCTGet(ct, &cv));
 	CHK_EQ(cv.success, total, "rel: counter");
@@ -5621,6 +5638,23 @@ static void rel_initiator(enum rel_op op, int ack, struct rel_cls *c, int ncls, 
 		CHK_EQ(dups, 0, "rel: fetched values repeated or out of range");
 	}
 	rel_stats();
+	/* $PTL_REL_RETX_MAX_PCT: packets sent again at most that share of the
+	 * packets the messages have (a link that loses nothing: every
+	 * retransmission is spurious) */
+	if (getenv("PTL_REL_RETX_MAX_PCT")) {
+		uint64_t pct = strtoull(getenv("PTL_REL_RETX_MAX_PCT"), NULL, 10), pkts = 0;
+		ptl_spin_rel_stats_t st = { 0 };
+
+		for (int k = 0; k < ncls; k++)
+			pkts += c[k].count * (c[k].size <= SPIN_MAX_SEG ? 1 :
+					      (c[k].size + SPIN_MAX_SEG - 1) / SPIN_MAX_SEG);
+		OK(PtlSpinRelStats(ni, &st));
+		LOG("retransmitted %llu of %llu packets (%.1f%%, at most %llu%% wanted)",
+		    (unsigned long long)st.retx_pkts, (unsigned long long)pkts,
+		    100.0 * (double)st.retx_pkts / (double)(pkts ? pkts : 1), (unsigned long long)pct);
+		CHK(st.retx_pkts * 100 <= pct * pkts, "rel: %llu packets sent again of %llu, more than %llu%%",
+		    (unsigned long long)st.retx_pkts, (unsigned long long)pkts, (unsigned long long)pct);
+	}
 	/* (src and dst stay: the MDs are bound until PtlNIFini) */
 	free(fseen);
 }

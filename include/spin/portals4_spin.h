@@ -114,6 +114,18 @@ typedef struct {
 				 * answered again */
 	uint64_t reply_waits;	/* gets that waited for room in this process's
 				 * AF_XDP ring for their replies */
+	/* reordering (docs/reliable.md, "Reordering") */
+	uint64_t rack_lost;	/* messages found lost because a later one to
+				 * their rank was answered a reordering window
+				 * before (sent again: in retx_pkts) */
+	uint64_t reo_deferred;	/* SACKs whose holes waited out the reordering
+				 * window before they were sent again */
+	uint64_t spurious;	/* retransmissions found spurious: the answer
+				 * came sooner after them than any round trip */
+	uint64_t undos;		/* window cuts undone: all their losses spurious */
+	uint64_t min_rtt_us;	/* smallest round trip lately (0: none) */
+	uint64_t reo_wnd_us;	/* the largest reordering window of the ranks
+				 * sent to (0: none reordered) */
 } ptl_spin_rel_stats_t;
 int PtlSpinRelStats(ptl_handle_ni_t ni_handle, ptl_spin_rel_stats_t *stats);
 
