@@ -1243,37 +1243,30 @@ static __always_inline void spin_tail_call_handler(struct xdp_md *xdp, __u32 slo
  * spin_ctx, over whatever the handler program left there. */
 static __always_inline void spin_tctx_restore(struct spin_ctx *c, const struct spin_tctx *t)
 {
-	c->me = t->me;
-	c->pt = t->pt;
-	c->pay_off = t->pay_off;
-	c->pay_len = t->pay_len;
-	c->pkt_off = t->pkt_off;
-	c->msg_len = t->msg_len;
-	c->mlength = t->mlength;
-	c->start = t->start;
-	c->key = t->key;
-	c->multi = t->multi;
-	c->tgt_rank = t->tgt_rank;
-	c->msg_dropped = t->msg_dropped;
+	__builtin_memcpy(c, t->id, SPIN_CTX_ID_LEN);
 	c->seq = t->seq;
 }
 
 /* The handler program's counters (spin_ctx.h_*) into spin_stats, each
- * bounded by what one invocation can do, and zeroed. */
+ * drop bounded by what one invocation can do, and zeroed (the common
+ * case, nothing to count, is two tests). */
 static __always_inline void spin_hcounters(struct spin_ctx *c, struct spin_stats *st)
 {
-	if (st) {
-		if (c->h_oob)
+	if (c->h_oob | c->h_put_failed | c->h_put_over) {
+		if (st) {
 			st->drops[SPIN_DROP_HOST_OOB] += c->h_oob < 64 ? c->h_oob : 64;
-		if (c->h_put_failed)
 			st->drops[SPIN_DROP_PUT_FAILED] += c->h_put_failed < 64 ? c->h_put_failed : 64;
-		if (c->h_put_over)
 			st->drops[SPIN_DROP_PUT_OVERFLOW] += c->h_put_over < 64 ? c->h_put_over : 64;
-		st->dma_to_host_bytes += c->h_dma_to;
-		st->dma_from_host_bytes += c->h_dma_from;
+		}
+		c->h_oob = c->h_put_failed = c->h_put_over = 0;
 	}
-	c->h_oob = c->h_put_failed = c->h_put_over = 0;
-	c->h_dma_to = c->h_dma_from = 0;
+	if (c->h_dma_to | c->h_dma_from) {
+		if (st) {
+			st->dma_to_host_bytes += c->h_dma_to;
+			st->dma_from_host_bytes += c->h_dma_from;
+		}
+		c->h_dma_to = c->h_dma_from = 0;
+	}
 }
 
 /*
@@ -1332,13 +1325,20 @@ int spin_finish(struct xdp_md *xdp)
 	spin_hcounters(c, st);
 	asked = c->phases;
 	spin_tctx_restore(c, t);
-	c->phases = t->phases;
-	c->fail = c->fail || t->fail;
-	if (c->drop_reason || t->acct) {
-		/* dropped by the program, or back from its completion
-		 * handler: the accounting's outcome */
+	if (t->acct) {
+		/* back from its completion handler: the accounting's
+		 * outcome */
+		c->msg_dropped = t->msg_dropped;
 		c->done = t->done;
 		c->dropped = t->dropped;
+		c->fail = c->fail || t->fail;
+		goto finish;
+	}
+	/* (a message whose header handler dropped it is not dispatched) */
+	c->msg_dropped = 0;
+	c->fail = c->fail != 0;
+	if (c->drop_reason) {
+		c->done = 0;
 		goto finish;
 	}
 	t->acct = 1;
@@ -1415,26 +1415,13 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 		c->hhost_off = me->hhost_off;
 		c->hhost_len = me->hhost_len;
 		c->hpu_size = me->hpu_size;
-		c->h_oob = c->h_put_failed = c->h_put_over = 0;
-		c->h_dma_to = c->h_dma_from = 0;
+		/* (the handler's counters, spin_ctx.h_*, are 0: the last stage on
+		 * this CPU zeroed them) */
 		/* and the finish stage's copy of the packet's identity */
 		if (t) {
-			t->phases = c->phases;
-			t->me = c->me;
-			t->pt = c->pt;
-			t->pay_off = c->pay_off;
-			t->pay_len = c->pay_len;
-			t->pkt_off = c->pkt_off;
-			t->msg_len = c->msg_len;
-			t->mlength = c->mlength;
-			t->start = c->start;
-			t->key = c->key;
-			t->multi = c->multi;
-			t->tgt_rank = c->tgt_rank;
-			t->msg_dropped = 0;
-			t->done = 0;
-			t->dropped = 0;
-			t->fail = 0;
+			__builtin_memcpy(t->id, c, SPIN_CTX_ID_LEN);
+			/* (msg_dropped, done, dropped and fail are the stage's,
+			 * written by its first pass before any use) */
 			t->seq = c->seq;
 			t->acct = 0;
 			t->armed = 1;

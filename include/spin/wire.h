@@ -1013,32 +1013,29 @@ struct spin_ctx {
 };
 /*
  * The runtime's copy of what it told a handler program (spin_tctx, one per
- * CPU, a map no handler program holds): the packet's identity, written by
- * the dispatch before the tail call.  The finish stage puts these back
- * into spin_ctx before it uses any of them, so a handler that rewrote them
- * there cannot make its stage deposit, account, complete or free another
- * entry's or another slot's message (docs/security.md, "Handlers").
+ * CPU, a map no handler program holds): the packet's identity, spin_ctx's
+ * first SPIN_CTX_ID_LEN bytes (phases .. tgt_rank: entry, portal, offsets,
+ * lengths, message key, multi), copied as one block by the dispatch before
+ * the tail call, and the CPU's message id sequence.  The finish stage puts
+ * them back into spin_ctx before it uses any of them, so a handler that
+ * rewrote them there cannot make its stage deposit, account, complete or
+ * free another entry's or another slot's message (docs/security.md,
+ * "Handlers").
  */
+#define SPIN_CTX_ID_LEN		56
+_Static_assert(__builtin_offsetof(struct spin_ctx, phases) == 0 &&
+	       __builtin_offsetof(struct spin_ctx, tgt_rank) + 4 == SPIN_CTX_ID_LEN,
+	       "spin_ctx's identity is its first SPIN_CTX_ID_LEN bytes");
 struct spin_tctx {
 	__u32	armed;		/* 1: a dispatch whose stage has not finished */
 	__u32	acct;		/* the stage accounted it (before a resume) */
-	__u32	phases;		/* as dispatched */
-	__u32	me;
-	__u32	pt;
-	__u32	pay_off;
-	__u32	pay_len;
-	__u32	pkt_off;
-	__u32	msg_len;
-	__u32	mlength;
-	__u64	start;
-	struct spin_msg_key key;
-	__u32	multi;
-	__u32	tgt_rank;
-	__u32	msg_dropped;	/* as dispatched, then the header verdict's */
+	__u64	id[SPIN_CTX_ID_LEN / 8];	/* spin_ctx phases .. tgt_rank */
+	__u32	msg_dropped;	/* the header verdict's (the stage's) */
 	__u32	done;		/* the stage's accounting */
 	__u32	dropped;	/* ... */
 	__u32	fail;		/* ... and deposit (kept across a resume) */
 	__u32	seq;		/* spin_ctx.seq at the dispatch */
+	__u32	pad;
 };
 
 #define SPIN_PH_HEADER		0x1
