@@ -952,7 +952,9 @@ struct spin_put_req {
 };
 
 struct spin_ctx {
-	/* set by the runtime before the handler tail call */
+	/* set by the runtime before the handler tail call: the packet's
+	 * identity, phases .. tgt_rank (SPIN_CTX_ID_LEN bytes), which the
+	 * finish stage takes from spin_tctx, never from here */
 	__u32	phases;		/* SPIN_PH_* to run */
 	__u32	me;		/* index into spin_me */
 	__u32	pt;
@@ -981,8 +983,8 @@ struct spin_ctx {
 	__u32	h_put_over;	/* put_overflow */
 	__u64	h_dma_to;	/* dma_to_host_bytes */
 	__u64	h_dma_from;	/* dma_from_host_bytes */
-	/* set by the handler program (its outputs; the finish stage takes
-	 * the fields above from spin_tctx, never from here) */
+	/* set by the handler program (its outputs, each checked by the
+	 * finish stage where it is used) */
 	__u32	hdr_rc;		/* header handler return code */
 	__u32	pay_rc;
 	__u32	done;		/* this packet completed the message */
