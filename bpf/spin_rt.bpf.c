@@ -1239,71 +1239,153 @@ static __always_inline void spin_tail_call_handler(struct xdp_md *xdp, __u32 slo
 	}
 }
 
+/* The packet's identity as the dispatch gave it (spin_tctx) back into
+ * spin_ctx, over whatever the handler program left there. */
+static __always_inline void spin_tctx_restore(struct spin_ctx *c, const struct spin_tctx *t)
+{
+	__builtin_memcpy(c, t->id, SPIN_CTX_ID_LEN);
+	c->seq = t->seq;
+}
+
+/* The handler program's counters (spin_ctx.h_*) into spin_stats, each
+ * drop bounded by what one invocation can do, and zeroed (the common
+ * case, nothing to count, is two tests). */
+static __always_inline void spin_hcounters(struct spin_ctx *c, struct spin_stats *st)
+{
+	if (c->h_oob | c->h_put_failed | c->h_put_over) {
+		if (st) {
+			st->drops[SPIN_DROP_HOST_OOB] += c->h_oob < 64 ? c->h_oob : 64;
+			st->drops[SPIN_DROP_PUT_FAILED] += c->h_put_failed < 64 ? c->h_put_failed : 64;
+			st->drops[SPIN_DROP_PUT_OVERFLOW] += c->h_put_over < 64 ? c->h_put_over : 64;
+		}
+		c->h_oob = c->h_put_failed = c->h_put_over = 0;
+	}
+	if (c->h_dma_to | c->h_dma_from) {
+		if (st) {
+			st->dma_to_host_bytes += c->h_dma_to;
+			st->dma_from_host_bytes += c->h_dma_from;
+		}
+		c->h_dma_to = c->h_dma_from = 0;
+	}
+}
+
 /*
  * The finish stage (spin_stages[SPIN_STAGE_FINISH]): every handler program
  * ends with a tail call here, so the runtime's finish code (counters,
- * events, the put and answer frames with their auth tag, fan-out) and the
- * default deposit are in the runtime object once instead of in each
- * handler program.  libspin loads this program again for every handler
- * program, with that program's maps (its process's window only) and
+ * events, the put and answer frames with their auth tag, fan-out), the
+ * default deposit, publishing the header verdict and accounting the
+ * packet's bytes are in the runtime object once instead of in each
+ * handler program, which holds none of the maps they need.  libspin loads
+ * this program again for every handler program, with that program's maps
+ * (its process's window, queued puts and message states only) and
  * spin_fin_slot set to its process slot, and puts it in the handler
  * program's own spin_stages: whatever the handler leaves in spin_ctx or
  * writes into the maps it holds, its finish stage reaches no other
  * process's window or event ring (lib/handler.c, docs/security.md).
- * A handler program that asks for the default deposit (SPIN_PH_DSTAGE: its
- * header handler said PROCEED, or it has no payload handler) comes here
- * before its completion handler: the stage deposits and accounts the
- * packet and, if it completed the message and the program has a
- * completion handler (SPIN_PH_HAS_CH), enters the program again for it
- * (SPIN_PH_RESUME, through spin_stages[SPIN_STAGE_SELF]), which comes back
- * here to finish.
+ *
+ * spin_ctx is the handler's to write: the stage takes the packet's
+ * identity (entry, message key, lengths, offsets, multi) from spin_tctx,
+ * which the dispatch wrote and no handler program holds, and from
+ * spin_ctx only the handler's outputs (return codes, the puts, fail, the
+ * phases it asks for, its counters), each checked where it is used.  The
+ * first pass publishes the header verdict, deposits (SPIN_PH_DSTAGE: the
+ * header handler said PROCEED, or there is no payload handler) and
+ * accounts the packet; if it completed the message and the program has a
+ * completion handler it has not run (SPIN_PH_HAS_CH), the stage enters the
+ * program again for it (SPIN_PH_RESUME, through spin_stages[SPIN_STAGE_SELF]),
+ * which comes back here to finish.  One finish per dispatch (armed).
  */
 SEC("xdp")
 int spin_finish(struct xdp_md *xdp)
 {
 	struct spin_ctx *c = spin_ctx_get();
+	struct spin_tctx *t = spin_tctx_get();
 	struct spin_stats *st = spin_stats_get();
 	struct spin_cfg *cfg = spin_cfg_get();
+	__u32 ran, asked;
 
-	if (!c || !cfg)
+	if (!c || !t || !cfg)
 		return XDP_ABORTED;
-	if (c->ran && st) {
+	if (!t->armed) {
+		/* no dispatch waits for a finish (one finish each) */
+		spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
+		return XDP_DROP;
+	}
+	ran = c->ran;
+	c->ran = 0;
+	if (ran && st) {
 		/* the handlers the program called (handler_calls) */
-		if (c->ran & (1 << SPIN_H_HEADER))
+		if (ran & (1 << SPIN_H_HEADER))
 			st->handler_calls[SPIN_H_HEADER]++;
-		if (c->ran & (1 << SPIN_H_PAYLOAD))
+		if (ran & (1 << SPIN_H_PAYLOAD))
 			st->handler_calls[SPIN_H_PAYLOAD]++;
-		if (c->ran & (1 << SPIN_H_COMPLETION))
+		if (ran & (1 << SPIN_H_COMPLETION))
 			st->handler_calls[SPIN_H_COMPLETION]++;
 	}
-	c->ran = 0;
-	if (c->phases & SPIN_PH_DSTAGE) {
+	spin_hcounters(c, st);
+	asked = c->phases;
+	spin_tctx_restore(c, t);
+	if (t->acct) {
+		/* back from its completion handler: the accounting's
+		 * outcome */
+		c->msg_dropped = t->msg_dropped;
+		c->done = t->done;
+		c->dropped = t->dropped;
+		c->fail = c->fail || t->fail;
+		goto finish;
+	}
+	/* (a message whose header handler dropped it is not dispatched) */
+	c->msg_dropped = 0;
+	c->fail = c->fail != 0;
+	if (c->drop_reason) {
+		c->done = 0;
+		goto finish;
+	}
+	t->acct = 1;
+	{
 		struct spin_msg *m = NULL;
 
-		c->phases &= ~SPIN_PH_DSTAGE;
 		if (c->multi) {
 			m = bpf_map_lookup_elem(&spin_msgs, &c->key);
 			if (!m) {
+				t->armed = 0;
 				spin_drop_count(st, SPIN_DROP_MSG_TIMEOUT);
 				return XDP_DROP;
 			}
 		}
-		spin_deposit(xdp, c);
+		/* the verdict of the header handler, if this packet ran it */
+		if (c->phases & SPIN_PH_HEADER)
+			spin_after_header(c, m);
+		/* the payload handler's drop: this packet's bytes */
+		c->dropped = ((ran & (1 << SPIN_H_PAYLOAD)) &&
+			      (c->pay_rc == SPIN_RC_DROP || c->pay_rc == SPIN_RC_DROP + SPIN_RC_PENDING)) ?
+			     c->pay_len : 0;
+		if ((asked & SPIN_PH_DSTAGE) && (c->phases & (SPIN_PH_DEPOSIT | SPIN_PH_PAYLOAD)) &&
+		    !c->msg_dropped)
+			spin_deposit(xdp, c);
+		c->done = 0;
 		spin_account(c, m);
-		if (c->done && !c->msg_dropped && (c->phases & SPIN_PH_HAS_CH)) {
-			struct spin_me *me = bpf_map_lookup_elem(&spin_me, &c->me);
-
-			c->phases |= SPIN_PH_RESUME;
-			/* the handler program this stage was loaded for, never
-			 * another (its own spin_stages) */
-			if (me && me->handler)
-				bpf_tail_call_static(xdp, &spin_stages, SPIN_STAGE_SELF);
-			/* the program went away meanwhile: the message fails */
-			c->phases &= ~SPIN_PH_RESUME;
-			c->fail = 1;
-			spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
-		}
+		t->done = c->done;
+		t->dropped = c->dropped;
+		t->msg_dropped = c->msg_dropped;
+		t->fail = c->fail;
 	}
+	if (c->done && !c->msg_dropped && (asked & SPIN_PH_HAS_CH) &&
+	    !(ran & (1 << SPIN_H_COMPLETION))) {
+		struct spin_me *me = bpf_map_lookup_elem(&spin_me, &c->me);
+
+		c->phases |= SPIN_PH_RESUME;
+		/* the handler program this stage was loaded for, never
+		 * another (its own spin_stages) */
+		if (me && me->handler)
+			bpf_tail_call_static(xdp, &spin_stages, SPIN_STAGE_SELF);
+		/* the program went away meanwhile: the message fails */
+		c->phases &= ~SPIN_PH_RESUME;
+		c->fail = 1;
+		spin_drop_count(st, SPIN_DROP_HANDLER_ERROR);
+	}
+finish:
+	t->armed = 0;
 	return spin_do_finish(xdp, c, st, cfg, 0, 1);
 }
 
@@ -1324,8 +1406,28 @@ static __always_inline int spin_dispatch(struct xdp_md *xdp, struct spin_ctx *c,
 		struct spin_cfg *cfg = spin_cfg_get();
 		__u32 slot = SPIN_PT_SLOT(c->pt) & (SPIN_MAX_PROCS - 1);
 
+		struct spin_tctx *t = spin_tctx_get();
+
 		c->tgt_rank = !cfg ? 0 : slot ? cfg->proc_rank[slot] : cfg->my_rank;
-		spin_tail_call_handler(xdp, h - 1);
+		/* what the handler needs of the entry (it holds no spin_me) */
+		c->host_off = me->host_off;
+		c->host_len = me->host_len;
+		c->hhost_off = me->hhost_off;
+		c->hhost_len = me->hhost_len;
+		c->hpu_size = me->hpu_size;
+		/* (the handler's counters, spin_ctx.h_*, are 0: the last stage on
+		 * this CPU zeroed them) */
+		/* and the finish stage's copy of the packet's identity */
+		if (t) {
+			__builtin_memcpy(t->id, c, SPIN_CTX_ID_LEN);
+			/* (msg_dropped, done, dropped and fail are the stage's,
+			 * written by its first pass before any use) */
+			t->seq = c->seq;
+			t->acct = 0;
+			t->armed = 1;
+			spin_tail_call_handler(xdp, h - 1);
+			t->armed = 0;
+		}
 		/* no program in the slot: the message fails */
 		c->fail = 1;
 		c->phases &= ~SPIN_PH_PAYLOAD;
@@ -2072,7 +2174,7 @@ int spin_rx(struct xdp_md *xdp)
 		/* in flight into the entry until spin_msg_free (PtlMEUnlink:
 		 * PTL_IN_USE); counted before the flag that says so */
 		__sync_fetch_and_add(&me->busy, 1);
-		m->flags |= SPIN_MSGF_MATCHED;
+		m->flags |= SPIN_MSGF_MATCHED | SPIN_MSGF_SLOT(SPIN_PT_SLOT(me->pt));
 		st->msgs++;
 		if (!me->handler) {
 			m->flags |= SPIN_MSGF_PROCEED;

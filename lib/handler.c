@@ -169,6 +169,45 @@ static int own_putq(struct spin_rt *rt)
 	return fd;
 }
 
+/*
+ * The per-message state (spin_mstate) of the loading handle's process
+ * slot, for a handler program and its finish stage: slot 0's is the
+ * runtime's spin_mstate, another slot's is made here the first time a
+ * handler program of the slot is loaded and put in spin_mstates (where the
+ * runtime deletes a message's state when it frees the message), and
+ * dropped when the slot is given back.  A handler program holds no other
+ * slot's: whatever message key it asks for, it reaches no other process's
+ * messages' state.  Called under the runtime's lock.  An fd, or -1 with
+ * errno set.
+ */
+static int own_mstate(struct spin_rt *rt)
+{
+	uint32_t k = rt->slot, id = 0;
+	int fd, e;
+
+	if (k >= SPIN_MAX_PROCS) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!k)
+		return dup(rt->map_fd[SPIN_M_MSTATE]);
+	if (!bpf_map_lookup_elem(rt->map_fd[SPIN_M_MSTATES], &k, &id) && id) {
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+	}
+	fd = spin_map_like(rt->map_fd[SPIN_M_MSTATE], "spin_mstate", 0);
+	if (fd < 0)
+		return -1;
+	if (bpf_map_update_elem(rt->map_fd[SPIN_M_MSTATES], &k, &fd, 0)) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 /* Name of a handler object without directory and .bpf.o / .o suffix. */
 static void default_name(const char *path, char *out, size_t len)
 {
@@ -213,23 +252,30 @@ int spin_obj_abi_check(struct bpf_object *obj, const char *path, const char *wha
 
 /*
  * The runtime maps no handler program may hold (docs/security.md,
- * "Handlers"); spin/maps.bpf.h declares them for the runtime object only
- * (SPIN_RT_PROG), which the finish stages are loaded from:
- * spin_hgets, where replies to handler gets are deposited; spin_auth, the
+ * "Handlers"): every one but those below, which are its own or its
+ * process slot's (own_make, maps_bind).  spin/maps.bpf.h declares the
+ * others for the runtime object only (SPIN_RT_PROG), which the finish
+ * stages are loaded from: what holds other entries' and messages' state
+ * (spin_me, spin_msgs, spin_msg_bits, spin_dedup, spin_mx, spin_pt, ...),
+ * other processes' (spin_procs, spin_rings, spin_putqs, spin_mstates,
+ * spin_xsks), the runtime's accounting (spin_stats, spin_me_ct, spin_src,
+ * ...), the finish stage's copy of a packet's identity (spin_tctx),
+ * spin_hgets, where replies to handler gets are deposited, spin_auth, the
  * job's secret key, with which a handler could tag frames that claim any
- * rank; spin_cfg and spin_peers, the runtime's configuration and rank
- * table, which a handler could rewrite (its address, job key, flags; where
- * every rank is).
+ * rank, and spin_cfg and spin_peers, the runtime's configuration and rank
+ * table.
  */
 static bool rt_only(const char *mn)
 {
-	static const char *const names[] = { "spin_hgets", "spin_auth", "spin_cfg", "spin_peers",
-					     "spin_putqs" };
+	static const char *const own[] = {
+		"spin_ctx", "spin_hscratch", "spin_mstate_pc", "spin_stages", "spin_handlers",
+		"spin_hpu", "spin_hpu_big", "spin_host", "spin_wins", "spin_putq", "spin_mstate",
+	};
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(mn, names[i]))
-			return true;
-	return false;
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(mn, own[i]))
+			return false;
+	return true;
 }
 
 /* Open a handler object for spin_handler_check: only its entry program
@@ -402,18 +448,20 @@ out:
  * The maps a handler program and its finish stage get instead of the
  * runtime's (docs/security.md, "Handlers"): its process's window under
  * both names (spin_wins holding only it, spin_host), its process's queued
- * puts (spin_putq), its process slot's handler memory (spin_hpu,
- * spin_hpu_big: spin_hpu_fd), a spin_stages of its own (its finish stage,
- * itself) and an empty spin_handlers (no tail call into another process's
- * handler program with a spin_ctx of its making).
+ * puts (spin_putq) and messages' state (spin_mstate), its process slot's
+ * handler memory (spin_hpu, spin_hpu_big: spin_hpu_fd), a spin_stages of
+ * its own (its finish stage, itself) and an empty spin_handlers (no tail
+ * call into another process's handler program with a spin_ctx of its
+ * making).
  */
 struct own_maps {
-	int wins, host, stages, handlers, putq, hpu, hpu_big;
+	int wins, host, stages, handlers, putq, hpu, hpu_big, mstate;
 };
 
 static void own_close(struct own_maps *o)
 {
-	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers, &o->putq, &o->hpu, &o->hpu_big };
+	int *f[] = { &o->wins, &o->host, &o->stages, &o->handlers, &o->putq, &o->hpu, &o->hpu_big,
+		     &o->mstate };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (*f[i] >= 0)
@@ -427,7 +475,7 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 {
 	int win = rt->win_fd >= 0 ? rt->win_fd : rt->map_fd[SPIN_M_HOST];
 
-	o->wins = o->host = o->stages = o->handlers = o->putq = o->hpu = o->hpu_big = -1;
+	o->wins = o->host = o->stages = o->handlers = o->putq = o->hpu = o->hpu_big = o->mstate = -1;
 	if (spin_hpu_fd(rt, rt->slot, false, &o->hpu) || spin_hpu_fd(rt, rt->slot, true, &o->hpu_big)) {
 		own_close(o);
 		return -SPIN_EFAIL;	/* (set by spin_hpu_fd) */
@@ -438,12 +486,13 @@ static int own_make(struct spin_rt *rt, const struct spin_map_subst *subst, int 
 	o->wins = own_wins(rt, win);
 	o->host = dup(win);
 	o->putq = own_putq(rt);
+	o->mstate = own_mstate(rt);
 	o->stages = bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, "spin_stages", 4, 4, SPIN_MAX_STAGES,
 				   NULL);
 	o->handlers = o->stages < 0 ? -1 :
 		      bpf_map_create(BPF_MAP_TYPE_PROG_ARRAY, "spin_handlers", 4, 4,
 				     SPIN_MAX_HANDLERS, NULL);
-	if (o->wins < 0 || o->host < 0 || o->putq < 0 || o->handlers < 0) {
+	if (o->wins < 0 || o->host < 0 || o->putq < 0 || o->mstate < 0 || o->handlers < 0) {
 		int e = errno;
 
 		own_close(o);
@@ -512,6 +561,8 @@ static int maps_bind(struct spin_rt *rt, struct bpf_object *obj, const char *pat
 			fd = dup(o->hpu);
 		else if (!strcmp(mn, "spin_hpu_big"))
 			fd = dup(o->hpu_big);
+		else if (!strcmp(mn, "spin_mstate"))	/* its slot's messages' only */
+			fd = dup(o->mstate);
 		else
 			fd = spin_obj_get_at(rt->dir_fd, mn);
 		if (fd < 0)
@@ -627,7 +678,7 @@ static int handler_load(struct spin_rt *rt, const char *path, const void *buf, s
 {
 	struct bpf_object *obj = NULL;
 	struct bpf_program *prog, *entry;
-	struct own_maps own = { -1, -1, -1, -1, -1, -1, -1 };
+	struct own_maps own = { -1, -1, -1, -1, -1, -1, -1, -1 };
 	char p[PATH_MAX + 64];
 	__u32 ids[SPIN_MAX_HANDLERS], k;
 	char *log = NULL;

@@ -60,6 +60,7 @@ enum spin_map_id {
 	SPIN_M_STAGES,
 	SPIN_M_WINS,
 	SPIN_M_PUTQS,
+	SPIN_M_MSTATES,
 	SPIN_M_MAX,
 };
 extern const char *const spin_map_names[SPIN_M_MAX];

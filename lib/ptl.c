@@ -347,6 +347,8 @@ static int slot_take(struct ptl_ni *ni, int want, bool pid_any)
 		 * loaded (lib/handler.c); an earlier holder's are not handed
 		 * on */
 		bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_PUTQS], &k);
+		/* nor its handlers' per-message state (spin_mstates) */
+		bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_MSTATES], &k);
 		/* and its own host window, the size of slot 0's: only this
 		 * process maps it; the runtime reaches it only for entries of
 		 * this slot's portals (docs/security.md, "Isolation").  A dead
@@ -419,6 +421,7 @@ static void slot_release(struct ptl_ni *ni)
 			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_RINGS], &k);
 			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_WINS], &k);
 			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_PUTQS], &k);
+			bpf_map_delete_elem(ni->rt->map_fd[SPIN_M_MSTATES], &k);
 			/* an empty slot speaks as the node (spin_attach) */
 			__atomic_store_n(&ni->rt->cfg->proc_rank[k], ni->rt->cfg->my_rank, __ATOMIC_RELEASE);
 			__atomic_store_n(&ni->rt->cfg->proc_pid[k], ni->rt->cfg->my_pid, __ATOMIC_RELEASE);

@@ -373,21 +373,21 @@ static int policy_load(struct ship_policy *pol, uint32_t size)
 /* ---------------------------------------------------- object checks -- */
 
 /*
- * The runtime maps shipped code may name: the ones spin/handler.h and the
- * runtime step it compiles in use.  Any other map its code refers to is
- * refused (spin_hpu_big: shipped entries have SPIN_HPU_SIZE of handler
- * memory; spin_handlers, spin_xsks, spin_procs, spin_mx, ...; spin_cfg,
- * spin_peers, spin_auth and spin_hgets, which no handler program holds,
- * lib/handler.c).  Of these,
- * the ones that hold other entries' and processes' data are replaced by
- * maps of the program's own at load (ship_priv below).
+ * The runtime maps shipped code may name: the ones spin/handler.h uses
+ * (a handler object declares no other: the maps of other entries',
+ * messages' and processes' state and the runtime's accounting are the
+ * runtime's and its finish stage's only, lib/handler.c, rt_only).  Any
+ * other map its code refers to is refused (spin_hpu_big: shipped entries
+ * have SPIN_HPU_SIZE of handler memory; spin_wins: they have no window;
+ * spin_handlers; spin_me, spin_msgs, spin_stats, spin_cfg, ... which no
+ * handler program holds).  Of these, the ones that hold other entries'
+ * and processes' data are replaced by maps of the program's own at load
+ * (ship_priv below); spin_events and spin_rings only for its finish
+ * stage, which is loaded with the same maps.
  */
 static const char *const ship_maps_ok[] = {
-	"spin_ctx", "spin_dedup", "spin_events", "spin_host", "spin_hpu",
-	"spin_hscratch", "spin_me", "spin_me_ct", "spin_msg_bits", "spin_msgs", "spin_mstate",
-	"spin_mstate_pc", "spin_putq", "spin_rings", "spin_src", "spin_src_active",
-	"spin_src_ev", "spin_src_ev_n",
-	"spin_stages", "spin_stats", "spin_waker",
+	"spin_ctx", "spin_events", "spin_host", "spin_hpu", "spin_hscratch", "spin_mstate",
+	"spin_mstate_pc", "spin_putq", "spin_rings", "spin_stages",
 };
 
 static bool name_in(const char *n, const char *const *list, size_t cnt)

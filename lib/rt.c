@@ -75,6 +75,7 @@ const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_STAGES]		= "spin_stages",
 	[SPIN_M_WINS]		= "spin_wins",
 	[SPIN_M_PUTQS]		= "spin_putqs",
+	[SPIN_M_MSTATES]	= "spin_mstates",
 };
 
 /* ------------------------------------------------------------ checks -- */

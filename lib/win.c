@@ -126,6 +126,7 @@ int spin_win_revoke(struct spin_rt *rt, uint32_t slot)
 	/* the runtime stops writing it; a mapping the user holds is left
 	 * with a window nothing reaches any more */
 	bpf_map_delete_elem(rt->map_fd[SPIN_M_PUTQS], &slot);	/* (its queued puts too) */
+	bpf_map_delete_elem(rt->map_fd[SPIN_M_MSTATES], &slot);	/* (and message states) */
 	if (bpf_map_delete_elem(rt->map_fd[SPIN_M_WINS], &slot) && errno != ENOENT)
 		err = spin_seterr(SPIN_EFAIL, "cannot take the window of slot %u out of spin_wins: %s",
 				  slot, strerror(errno));

@@ -560,6 +560,8 @@ t_handler_check() {
 	# a map only the runtime holds (docs/security.md, "Handlers"): refused
 	# by check as by load (unit/handler_rt_maps)
 	bad 1 "handler object selftests/progs/rt_auth.bpf.o declares map spin_auth, which only the runtime holds" handler check selftests/progs/rt_auth.bpf.o
+	# ... and every map of shared state (unit/handler_shared_maps)
+	bad 1 "handler object selftests/progs/rt_me.bpf.o declares map spin_me, which only the runtime holds" handler check selftests/progs/rt_me.bpf.o
 	bad 8 "nosuch.bpf.o" handler check "$LOG/nosuch.bpf.o"
 	bad 2 "missing FILE" handler check
 	bad 2 "unexpected argument" handler check a b

@@ -814,6 +814,15 @@ static void slot1_down(struct slot1 *f)
 			ASSERT_OK(spin_handler_unload(rt, f->name[k]), "slot 1's handlers unloaded");
 	if (f->rt1)
 		spin_close(f->rt1);
+	{	/* its handlers' message states go, as at a slot give-back */
+		int ms = pinned_map("spin_mstates");
+		uint32_t k1 = 1;
+
+		if (ms >= 0) {
+			bpf_map_delete_elem(ms, &k1);
+			close(ms);
+		}
+	}
 	slot1_window_free(f->wins, f->hfd, f->w1fd, f->w1, f->wlen);
 }
 
@@ -1556,13 +1565,17 @@ out:
 /*
  * A handler program ends in its own finish stage (lib/handler.c, fin_load),
  * loaded with its maps and bound to its loader's slot: what a hostile
- * handler of slot 1 leaves in spin_ctx, or writes into its own entry,
- * cannot point the stage at slot 0's window (selftests/progs/fin_steer.bpf.c).
- * Before, every handler program ended in the runtime's spin_finish, with
- * the runtime's maps, and each of these reached slot 0's window.
+ * handler of slot 1 leaves in spin_ctx cannot point the stage at slot 0's
+ * window (selftests/progs/fin_steer.bpf.c): the stage takes the packet's
+ * entry, portal and offsets from the dispatch's copy (spin_tctx), so it
+ * deposits where the dispatch said, into slot 1's window.  Before, every
+ * handler program ended in the runtime's spin_finish, with the runtime's
+ * maps, and each of these reached slot 0's window; then, with the stage
+ * bound to the slot, the steered deposits failed (host_oob).
  */
 struct fin_steer {
 	uint64_t mode, victim_me, victim_pt, victim_addr, put_rank, headers, completions;
+	uint64_t victim_rank, victim_id, victim_off, victim_len, peek;
 };
 
 static void handler_finish_confined(void)
@@ -1606,7 +1619,7 @@ static void handler_finish_confined(void)
 
 	for (uint64_t mode = 1; mode <= 3; mode++) {
 		static const char *const what[] = {
-			"", "spin_ctx names slot 0's entry", "its own entry moved to slot 0's portal",
+			"", "spin_ctx names slot 0's entry", "spin_ctx names slot 0's portal",
 			"a put from slot 0's window",
 		};
 		struct fr f, o;
@@ -1635,12 +1648,10 @@ static void handler_finish_confined(void)
 			run_msg(&a, msg, sizeof(msg), SPIN_MAX_SEG, NULL, &rc);
 			T_MSG("%s: host_oob %llu", what[mode],
 			      (unsigned long long)drops(SPIN_DROP_HOST_OOB));
-			ASSERT_TRUE(drops(SPIN_DROP_HOST_OOB) > 0, "the deposit fails (host_oob)");
+			ASSERT_MEM(w1, msg, sizeof(msg),
+				   "its stage deposits where the dispatch said (slot 1's window)");
 		}
 		ASSERT_MEM(host, want, 4096, "slot 0's window untouched");
-		if (mode == 2)	/* its entry back on its portal, for the unlink and
-				 * the read of its handler memory (its slot's) */
-			__atomic_store_n(&rt->me[ia].pt, pt1, __ATOMIC_RELEASE);
 		ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
 		ASSERT_TRUE(got.headers > 0, "it ran");
 	}
@@ -1801,9 +1812,8 @@ static void handler_finish_private_window(void)
 		goto out;
 	memset(want, 0xee, sizeof(want));
 	for (uint64_t mode = 0; mode <= 1; mode++) {
-		uint64_t at = mode ? 8192 : 0;	/* where the context says */
-
-		fs = (struct fin_steer){ .mode = mode, .victim_me = iv, .victim_pt = 0 };
+		fs = (struct fin_steer){ .mode = mode, .victim_me = iv, .victim_pt = 0,
+					 .victim_addr = SPIN_WIN_ADDR(0, 8192) };
 		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
 		memset(host, 0xee, 12288);
 		memset(chunk, 0, sizeof(chunk));
@@ -1813,8 +1823,10 @@ static void handler_finish_private_window(void)
 		ASSERT_MEM(host, want, 4096, "the window untouched at its entry's offset");
 		ASSERT_MEM(host + 8192, want, 4096, "the window untouched at the other entry's");
 		ASSERT_EQ(bpf_map_lookup_elem(sub.fd, &k0, chunk), 0, "its window read");
-		ASSERT_MEM(chunk + at, msg, sizeof(msg),
-			   mode ? "steered, its stage deposits into its own window"
+		/* steered or not, where its own entry says (the stage takes
+		 * the entry and offset from the dispatch, spin_tctx) */
+		ASSERT_MEM(chunk, msg, sizeof(msg),
+			   mode ? "steered, its stage deposits into its own window, at its entry's offset"
 				: "its stage deposits into its own window");
 	}
 out:
@@ -3981,6 +3993,222 @@ out:
 		memcpy(cfg->proc_rank, prank, sizeof(prank));
 	}
 	set_auth(&off);
+}
+
+/*
+ * The maps of shared runtime state are the runtime's and the finish
+ * stages' only (ABI 8, docs/security.md, "Handlers"): a handler object that
+ * declares spin_me (selftests/progs/rt_me.bpf.c, which moves another
+ * entry's buffer) or spin_msgs (rt_msgs.bpf.c, which drops another
+ * process's message in flight) is refused by load and by check, with one
+ * line naming the map.  Before, both loaded and did it (spin/maps.bpf.h
+ * declared both maps for every handler object).
+ */
+static void handler_shared_maps(void)
+{
+	static const char *const obj[2] = { "rt_me", "rt_msgs" };
+	static const char *const map[2] = { "spin_me", "spin_msgs" };
+
+	reset();
+	for (int i = 0; i < 2; i++) {
+		struct spin_check_result cr;
+		char path[1024], err[512] = "";
+		int ld, ck;
+
+		snprintf(path, sizeof(path), "%s/selftests/progs/%s.bpf.o", objdir, obj[i]);
+		ld = handler_fresh(path, obj[i]);
+		if (ld < 0)
+			snprintf(err, sizeof(err), "%s", spin_errmsg());
+		T_MSG("%s.bpf.o load: %d %s", obj[i], ld, err);
+		if (ld >= 0)
+			spin_handler_unload(rt, obj[i]);
+		ASSERT_TRUE(ld < 0 && strstr(err, map[i]) && strstr(err, "only the runtime holds") &&
+			    !strchr(err, '\n'), "load refuses it, one line naming the map");
+		ck = spin_handler_check(path, &cr);
+		snprintf(err, sizeof(err), "%s", ck < 0 ? spin_errmsg() : "");
+		T_MSG("%s.bpf.o check: %d %s", obj[i], ck, err);
+		ASSERT_TRUE(ck < 0 && strstr(err, map[i]) && !strchr(err, '\n'),
+			    "check refuses it, one line naming the map");
+	}
+}
+
+/* The multi-packet message of victim entry iv (slot 0's portal 0, match
+ * bits 0x60): 3 packets of 1000 bytes, the first two delivered now. */
+static uint32_t victim_2of3(const uint8_t *msg, struct spin_msg *m)
+{
+	struct spin_msg_args a = margs(0, 0, 0x60);
+	struct spin_msg_key key;
+	struct fr fr;
+	int fd = pinned_map("spin_msgs");
+
+	a.msg_id = next_id++;
+	a.seg_size = 1000;
+	key = (struct spin_msg_key){ .src_rank = 0, .msg_id = a.msg_id };
+	for (uint32_t off = 0; off < 2000; off += 1000) {
+		mkpkt(&fr, &a, 3000, off, 1000, msg);
+		run(&fr, NULL);
+	}
+	memset(m, 0, sizeof(*m));
+	if (fd < 0 || bpf_map_lookup_elem(fd, &key, m))
+		m->msg_len = 0;
+	if (fd >= 0)
+		close(fd);
+	return a.msg_id;
+}
+
+/*
+ * spin_ctx is the handler's to write; the finish stage takes the packet's
+ * identity from the dispatch's copy (spin_tctx), which no handler program
+ * holds.  A hostile handler (selftests/progs/fin_steer.bpf.c,
+ * FIN_STEER_MSG) rewrites spin_ctx to name another entry's multi-packet
+ * message in flight (its key, entry, portal and the bytes that complete
+ * it) and asks for the default deposit: its stage still deposits,
+ * accounts and completes its own single-packet message only.  The
+ * victim's message state stays as it was (2 of 3 packets seen), its entry
+ * counts nothing, and its last packet completes it.  Run with the
+ * attacker in slot 1 (another process's message) and in slot 0 (another
+ * entry's of the same process).  Before, the stage accounted the
+ * victim's message with the forged bytes, completed it (ct_failure: its
+ * deposit was refused) and freed its state: the victim's last packet then
+ * made a new message that never completed.
+ */
+static void handler_ctx_identity(void)
+{
+	static uint8_t msg[3000], own[64];
+	struct slot1 f;
+	char path[1024];
+	bool s0 = false;
+
+	reset();
+	fill(msg, sizeof(msg), 31);
+	fill(own, sizeof(own), 32);
+	if (slot1_up(&f, "fin_steer.bpf.o", "steer_s1"))
+		goto out;
+	snprintf(path, sizeof(path), "%s/selftests/progs/fin_steer.bpf.o", objdir);
+	if (!ASSERT_TRUE(handler_fresh(path, "steer_s0") >= 0, "the attacker of slot 0 loaded"))
+		goto out;
+	s0 = true;
+	for (int slot = 1; slot >= 0; slot--) {
+		const uint32_t apt = SPIN_PT_OF(slot, 0);
+		struct spin_me_spec sv = spec(0, 0x60, 4096), sa = spec(apt, 0x61, 4096);
+		struct spin_msg_args a = margs(0, 0, 0x61);
+		struct fin_steer fs = { 0 }, got = { 0 };
+		struct spin_msg m, m2;
+		struct spin_me me;
+		struct fr fr;
+		int iv, ia, fd;
+		uint32_t vid;
+
+		reset();
+		sv.host_off = 0;
+		sv.options |= SPIN_ME_EVENT_SUCCESS_DISABLE | SPIN_ME_EVENT_COMM_DISABLE;
+		iv = me_add(&sv);
+		sa.host_off = 8192;
+		ia = me_add_handler(&sa, slot ? "steer_s1" : "steer_s0", &fs, sizeof(fs));
+		if (!ASSERT_TRUE(iv >= 0 && ia >= 0, "a victim entry in slot 0, an attacker"))
+			break;
+		memset(host, 0xee, 12288);
+		memset(f.w1, 0xee, 12288);
+		vid = victim_2of3(msg, &m);
+		if (!ASSERT_EQ(m.bytes_seen, 2000, "the victim's message: 2 of 3 packets in"))
+			break;
+		fs = (struct fin_steer){
+			.mode = 4, .victim_me = iv, .victim_pt = 0,
+			.victim_addr = SPIN_WIN_ADDR(0, 0), .victim_rank = 0, .victim_id = vid,
+			.victim_off = 2000, .victim_len = 1000,
+		};
+		ASSERT_EQ(spin_hpu_write(rt, ia, &fs, sizeof(fs)), 0, "its mode");
+		a.pt_index = apt;
+		a.msg_id = next_id++;
+		mkpkt(&fr, &a, sizeof(own), 0, sizeof(own), own);
+		run(&fr, NULL);
+		ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
+		T_MSG("attacker in slot %d: %llu headers, %llu completions", slot,
+		      (unsigned long long)got.headers, (unsigned long long)got.completions);
+		ASSERT_TRUE(got.headers > 0, "it ran");
+		fd = pinned_map("spin_msgs");
+		memset(&m2, 0, sizeof(m2));
+		ASSERT_OK(bpf_map_lookup_elem(fd, &(struct spin_msg_key){ 0, vid }, &m2),
+			  "the victim's message state is still there");
+		ASSERT_EQ(m2.bytes_seen, 2000, "... with the bytes it had");
+		ASSERT_EQ(m2.status, m.status, "... and its status");
+		close(fd);
+		spin_me_get(rt, iv, &me);
+		ASSERT_EQ(me.ct_success + me.ct_failure, 0, "the victim's entry counted nothing");
+		ASSERT_MEM(host + 2000, "\xee\xee\xee\xee", 4, "nothing deposited in its place");
+		ASSERT_MEM((slot ? f.w1 : host) + 8192, own, sizeof(own),
+			   "the attacker's own message deposited in its own place");
+		/* the victim's last packet completes it */
+		{
+			struct spin_msg_args v = margs(0, vid, 0x60);
+
+			v.seg_size = 1000;
+
+			mkpkt(&fr, &v, 3000, 2000, 1000, msg);
+			run(&fr, NULL);
+		}
+		spin_me_get(rt, iv, &me);
+		ASSERT_EQ(me.ct_success, 1, "the victim's message completes");
+		ASSERT_MEM(host, msg, sizeof(msg), "all of it in its buffer");
+	}
+out:
+	reset();
+	if (s0)
+		ASSERT_OK(spin_handler_unload(rt, "steer_s0"), "steer_s0 unloaded");
+	slot1_down(&f);
+}
+
+/*
+ * Per-message state is a process slot's own (spin_mstates): slot 1's
+ * handler program (fin_steer.bpf.c, FIN_STEER_MSTATE), which puts the key
+ * of slot 0's message in spin_ctx and asks for its state
+ * (spin_msg_state()), gets a zeroed one of its own slot's, never slot 0's:
+ * it sees none of slot 0's bytes and writes none.  Before, one spin_mstate
+ * held every slot's messages: it read the victim's state and wrote 0xbad
+ * into it.
+ */
+static void handler_mstate_per_slot(void)
+{
+	const uint32_t pt1 = SPIN_PT_OF(1, 0);
+	struct spin_me_spec sa = spec(pt1, 0x62, 4096);
+	struct spin_msg_args a = margs(0, 0, 0x62);
+	struct spin_msg_key key = { .src_rank = 5, .msg_id = 0x5eed };
+	uint64_t vs[SPIN_MSG_STATE_SIZE / 8] = { 0x1111 }, v2[SPIN_MSG_STATE_SIZE / 8];
+	struct fin_steer fs = { 0 }, got = { 0 };
+	static uint8_t own[64];
+	int fd = pinned_map("spin_mstate"), ia;
+	struct slot1 f;
+	struct fr fr;
+
+	reset();
+	if (!ASSERT_TRUE(fd >= 0, "slot 0's spin_mstate") ||
+	    !ASSERT_OK(bpf_map_update_elem(fd, &key, vs, 0), "a slot 0 message's state"))
+		goto out0;
+	if (slot1_up(&f, "fin_steer.bpf.o", "steer_s1"))
+		goto out;
+	fs = (struct fin_steer){ .mode = 5, .victim_rank = key.src_rank, .victim_id = key.msg_id };
+	sa.host_off = 0;
+	ia = me_add_handler(&sa, "steer_s1", &fs, sizeof(fs));
+	if (!ASSERT_TRUE(ia >= 0, "slot 1's entry"))
+		goto out;
+	a.pt_index = pt1;
+	a.msg_id = next_id++;
+	mkpkt(&fr, &a, sizeof(own), 0, sizeof(own), own);
+	run(&fr, NULL);
+	ASSERT_EQ(spin_hpu_read(rt, ia, &got, sizeof(got)), 0, "its handler memory");
+	T_MSG("it saw 0x%llx", (unsigned long long)got.peek);
+	ASSERT_TRUE(got.headers > 0, "it ran");
+	ASSERT_EQ(got.peek, 0, "it sees a zeroed state of its own slot, not slot 0's");
+	memset(v2, 0, sizeof(v2));
+	ASSERT_OK(bpf_map_lookup_elem(fd, &key, v2), "slot 0's state read");
+	ASSERT_EQ(v2[0], 0x1111, "slot 0's message state unchanged");
+out:
+	slot1_down(&f);
+out0:
+	if (fd >= 0) {
+		bpf_map_delete_elem(fd, &key);
+		close(fd);
+	}
 }
 
 /*
@@ -7715,6 +7943,9 @@ int main(int argc, char **argv)
 	RUN_TEST(handler_finish_confined);
 	RUN_TEST(handler_hget_record);
 	RUN_TEST(handler_rt_maps);
+	RUN_TEST(handler_shared_maps);
+	RUN_TEST(handler_ctx_identity);
+	RUN_TEST(handler_mstate_per_slot);
 	RUN_TEST(handler_hpu_per_slot);
 	RUN_TEST(fanout_confined);
 	RUN_TEST(fanout_forged_slot);

@@ -50,15 +50,15 @@
 #endif
 _Static_assert(SPIN_HANDLER_MEM <= SPIN_HPU_BIG_SIZE, "SPIN_HANDLER_MEM is at most 64 KiB");
 
-/* The entry's handler memory as this handler program was built for. */
+/* The entry's handler memory as this handler program was built for (the
+ * entry's hpu_size: the dispatch put it in spin_ctx; the maps are the
+ * handler program's slot's, lib/handler.c). */
 static __always_inline void *__spin_hpu(struct spin_ctx *c)
 {
 	__u32 k = c->me;
 
 	if (SPIN_HANDLER_MEM > SPIN_HPU_SIZE) {
-		struct spin_me *me = bpf_map_lookup_elem(&spin_me, &k);
-
-		if (!me || me->hpu_size < SPIN_HANDLER_MEM)
+		if (c->hpu_size < SPIN_HANDLER_MEM)
 			return NULL;
 		return bpf_map_lookup_elem(&spin_hpu_big, &k);
 	}
@@ -196,8 +196,6 @@ static __always_inline __u32 spin_msg_id(void)
 	return c ? c->key.msg_id : 0;
 }
 
-static __always_inline struct spin_me *__spin_me(struct spin_ctx *c);
-
 /*
  * spin extension: the remote offset of the message being handled (the
  * header's `offset`), for a payload handler that places or forwards a
@@ -217,12 +215,8 @@ static __always_inline ptl_size_t spin_msg_offset(void)
 {
 	__u32 k = 0;
 	struct spin_ctx *c = bpf_map_lookup_elem(&spin_ctx, &k);
-	struct spin_me *me;
 
-	if (!c)
-		return 0;
-	me = __spin_me(c);
-	return me ? c->start - me->host_off : 0;
+	return c ? c->start - c->host_off : 0;
 }
 
 /*
@@ -291,34 +285,27 @@ static __always_inline __u64 __spin_addr(struct spin_ctx *c, const void *p)
 	return *(volatile __u64 *)&c->addr_tmp;
 }
 
-static __always_inline struct spin_me *__spin_me(struct spin_ctx *c)
-{
-	__u32 k = c->me;
-	return bpf_map_lookup_elem(&spin_me, &k);
-}
-
 /* Resolve a DMA offset to a window address (SPIN_WIN_ADDR) in the entry's
- * slot's window, or -1. */
+ * slot's window, or -1.  The entry's ranges are the dispatch's copy in
+ * spin_ctx: a handler that rewrites them reaches no more than its own
+ * slot's window, the only one its maps hold (lib/handler.c). */
 static __always_inline __s64 __spin_host_off(struct spin_ctx *c, ptl_size_t off,
 					      ptl_size_t len, unsigned int options)
 {
-	struct spin_me *me = __spin_me(c);
 	__u64 base, lim;
 
-	if (!me)
-		return -1;
 	if (options & PTL_HANDLER_HOST_MEM) {
-		base = me->hhost_off;
-		lim = me->hhost_len;
+		base = c->hhost_off;
+		lim = c->hhost_len;
 	} else {
-		base = me->host_off;
-		lim = me->host_len;
+		base = c->host_off;
+		lim = c->host_len;
 	}
 	if (len > lim || off > lim - len)
 		return -1;
 	/* a window address in the entry's process slot's window only
 	 * (wire.h, SPIN_WIN_SHIFT): -1 if it does not fit there */
-	return (__s64)spin_win_addr(SPIN_PT_SLOT(me->pt), base + off);
+	return (__s64)spin_win_addr(SPIN_PT_SLOT(c->pt), base + off);
 }
 
 /*
@@ -332,19 +319,16 @@ static __always_inline __s64 __spin_host_off(struct spin_ctx *c, ptl_size_t off,
  */
 static __always_inline int __spin_dma_done(struct spin_ctx *c, int rc, ptl_size_t len, int to_host)
 {
-	struct spin_stats *st = spin_stats_get();
-
+	/* counted in spin_ctx: the finish stage adds them to spin_stats */
 	if (rc) {
-		spin_drop_count(st, SPIN_DROP_HOST_OOB);
+		c->h_oob++;
 		c->fail = 1;
 		return -1;
 	}
-	if (st) {
-		if (to_host)
-			st->dma_to_host_bytes += len;
-		else
-			st->dma_from_host_bytes += len;
-	}
+	if (to_host)
+		c->h_dma_to += len;
+	else
+		c->h_dma_from += len;
 	return 0;
 }
 
@@ -431,7 +415,13 @@ static __always_inline void __spin_put_uh(struct spin_ctx *c, __u64 *uh)
 
 static __always_inline int __spin_put_fail(struct spin_ctx *c, __u32 why)
 {
-	spin_drop_count(spin_stats_get(), why);
+	/* counted in spin_ctx: the finish stage adds them to spin_stats */
+	if (why == SPIN_DROP_HOST_OOB)
+		c->h_oob++;
+	else if (why == SPIN_DROP_PUT_OVERFLOW)
+		c->h_put_over++;
+	else
+		c->h_put_failed++;
 	c->uh_set = 0;
 	return -1;
 }
@@ -1026,11 +1016,15 @@ static __always_inline int __spin_to_finish(struct xdp_md *xdp)
  * The entry program.  The runtime has parsed and matched the packet and
  * left the invocation in spin_ctx; this runs the requested phases in sPIN
  * order (header, then payload, then completion when this packet finished
- * the message) and tail-calls the runtime's finish stage.  The default
- * deposit is the stage's: a packet to deposit goes there before the
- * completion handler (SPIN_PH_DSTAGE), and the stage enters this program
- * again for the completion handler (SPIN_PH_RESUME) if the packet
- * completed the message.
+ * the message) and tail-calls the runtime's finish stage.  What touches
+ * state beyond the handler's own is the stage's: publishing the header
+ * verdict to the message, the default deposit and accounting the bytes.
+ * So a packet to deposit (SPIN_PH_DSTAGE) and every packet of a
+ * multi-packet message go to the stage before the completion handler,
+ * and the stage enters this program again for it (SPIN_PH_RESUME) if the
+ * packet completed the message and the program has one (SPIN_PH_HAS_CH).
+ * A single-packet message is complete with its only packet: its
+ * completion handler runs here.
  */
 #define SPIN_HANDLERS(hh, ph, ch)					\
 SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
@@ -1039,7 +1033,6 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 	void *__spin_data_end = (void *)(long)__spin_xdp->data_end;	\
 	struct spin_ctx *__spin_c = spin_ctx_get();			\
 	const struct spin_hdr *__spin_sh;				\
-	struct spin_msg *__spin_m = NULL;				\
 	void *__spin_state;						\
 									\
 	if (!__spin_c)							\
@@ -1056,23 +1049,16 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 		goto __spin_out;					\
 	}								\
 	if (__spin_c->phases & SPIN_PH_RESUME) {			\
-		/* back from the stage's deposit: the completion */	\
+		/* back from the stage: the completion */		\
 		__spin_c->phases &= ~SPIN_PH_RESUME;			\
 		goto __spin_completion;					\
-	}								\
-	if (__spin_c->multi) {						\
-		__spin_m = bpf_map_lookup_elem(&spin_msgs, &__spin_c->key); \
-		if (!__spin_m) {					\
-			__spin_c->drop_reason = 1 + SPIN_DROP_MSG_TIMEOUT; \
-			goto __spin_out;				\
-		}							\
 	}								\
 	if (__spin_c->phases & SPIN_PH_HEADER) {			\
 		ptl_header_t __spin_hdr;				\
 		__spin_fill_header(&__spin_hdr, __spin_sh, __spin_c); \
 		__spin_c->ran |= 1 << SPIN_H_HEADER; 				\
 		__spin_c->hdr_rc = __SPIN_HH(hh)(__spin_hdr, __spin_state); \
-		spin_after_header(__spin_c, __spin_m);			\
+		spin_hdr_verdict(__spin_c);				\
 	}								\
 	if ((__spin_c->phases & SPIN_PH_PAYLOAD) && __SPIN_HAS(ph)) {	\
 		ptl_payload_t __spin_pay;				\
@@ -1098,7 +1084,12 @@ SEC("xdp") int spin_handler_entry(struct xdp_md *__spin_xdp)		\
 				    (__SPIN_HAS(ch) ? SPIN_PH_HAS_CH : 0); \
 		goto __spin_out;					\
 	}								\
-	spin_account(__spin_c, __spin_m);				\
+	if (__spin_c->multi) {						\
+		/* the stage accounts, then comes back if it completed */ \
+		__spin_c->phases |= __SPIN_HAS(ch) ? SPIN_PH_HAS_CH : 0; \
+		goto __spin_out;					\
+	}								\
+	__spin_c->done = 1;	/* a single-packet message */		\
 __spin_completion:							\
 	if (__spin_c->done && !__spin_c->msg_dropped) {			\
 		__spin_c->ran |= 1 << SPIN_H_COMPLETION; 				\

@@ -1,12 +1,23 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The runtime's BPF maps, declared once for the runtime and for handler
- * objects.  A handler object is loaded with its maps replaced by the
- * runtime's pinned ones (libspin reuses them by name), so both sides see the
- * same handler memory, host window, context and statistics.
+ * objects.  A handler object declares only the maps that are its own or
+ * its process slot's (spin_ctx, spin_hscratch, spin_mstate_pc, spin_stages,
+ * an empty spin_handlers, and its slot's spin_hpu, spin_hpu_big, spin_host,
+ * spin_wins, spin_putq and spin_mstate):
+ * libspin loads it with those replaced by the runtime's pinned ones or its
+ * slot's (lib/handler.c).  Every other map holds other entries', messages'
+ * or processes' state, or the runtime's accounting: it is declared for the
+ * runtime object only (SPIN_RT_PROG), whose finish stage does for a
+ * handler program what needs them, and libspin refuses a handler object
+ * that declares one (docs/security.md, "Handlers").
  */
 #ifndef SPIN_MAPS_BPF_H
 #define SPIN_MAPS_BPF_H
+
+/* Handler objects do not declare the maps of shared state (spin_me,
+ * spin_msgs, spin_stats, ...; ABI 8): libspin refuses one that does. */
+#define SPIN_SHARED_RT_ONLY 1
 
 #include <spin/wire.h>
 #include <spin/auth.h>
@@ -33,12 +44,14 @@ struct {
 } spin_cfg SEC(".maps");
 #endif
 
+#ifdef SPIN_RT_PROG
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct spin_stats);
 } spin_stats SEC(".maps");
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -47,6 +60,7 @@ struct {
 	__type(value, struct spin_ctx);
 } spin_ctx SEC(".maps");
 
+#ifdef SPIN_RT_PROG
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SPIN_MAX_PT);
@@ -69,6 +83,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct spin_me_ct);
 } spin_me_ct SEC(".maps");
+#endif
 
 /* Queued puts 1.. of handler invocations (wire.h, struct spin_putq_ent):
  * a ring per CPU, indexed by ticket % SPIN_PUTQ_SIZE.  Each process slot
@@ -101,6 +116,7 @@ struct {
 };
 #endif
 
+#ifdef SPIN_RT_PROG
 /* Exact match entries by (portal, list, match bits, source): the FIFO of
  * entries with that key (wire.h, struct spin_mx).  Elements are allocated
  * as keys appear (no preallocation): memory follows the distinct keys in
@@ -112,6 +128,7 @@ struct {
 	__type(value, struct spin_mx);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_mx SEC(".maps");
+#endif
 
 /* Handler (HPU) memory: one SPIN_HPU_SIZE block per match entry slot
  * below SPIN_MAX_HPU, where entries with handlers are placed. */
@@ -174,6 +191,7 @@ struct {
 } spin_peers SEC(".maps");
 #endif
 
+#ifdef SPIN_RT_PROG
 /* Recently seen message ids per source rank (duplicate detection): a
  * window for each source that sent lately (wire.h, SPIN_DEDUP_SOURCES),
  * made by its first packet, freed by the sweeper when idle. */
@@ -194,6 +212,7 @@ struct {
 	__type(value, struct spin_msg);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } spin_msgs SEC(".maps");
+#endif
 
 /* Handler gets in flight (wire.h, struct spin_hget): inserted by the
  * finish stage of the handler program that queued the GET (spin_fanout),
@@ -224,15 +243,45 @@ struct {
  * multi-packet message, an element keyed like spin_msgs, made by the first
  * call of the message's handlers and deleted with the message's state
  * (spin_msg_free); of a single-packet message, the per-CPU element of
- * spin_mstate_pc, zeroed for the invocation (which is the whole message). */
+ * spin_mstate_pc, zeroed for the invocation (which is the whole message).
+ * Each process slot has its own (spin_mstates below): this one is slot
+ * 0's, and a handler program (and its finish stage) gets its own slot's
+ * instead (lib/handler.c), so whatever key it asks for it reaches no
+ * other slot's messages' state. */
 struct spin_mstate_mem { __u64 w[SPIN_MSG_STATE_SIZE / 8]; };
-struct {
+struct spin_mstate_def {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SPIN_MAX_MSGS);
 	__type(key, struct spin_msg_key);
 	__type(value, struct spin_mstate_mem);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-} spin_mstate SEC(".maps");
+};
+struct spin_mstate_def spin_mstate SEC(".maps");
+
+#ifdef SPIN_RT_PROG
+/* The per-message state of each process slot: slot 0's is spin_mstate,
+ * another slot's is made by libspin when a handler program of the slot is
+ * first loaded (lib/handler.c) and dropped when its process gives the slot
+ * back.  spin_msg_free deletes a message's from the map of the slot its
+ * entry is in (SPIN_MSGF_SLOT). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, SPIN_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct spin_mstate_def);
+} spin_mstates SEC(".maps") = {
+	.values = { [0] = &spin_mstate },
+};
+
+/* The runtime's copy of what the dispatch told a handler program (wire.h,
+ * struct spin_tctx): the finish stage's, never a handler program's. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct spin_tctx);
+} spin_tctx SEC(".maps");
+#endif
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -240,6 +289,7 @@ struct {
 	__type(value, struct spin_mstate_mem);
 } spin_mstate_pc SEC(".maps");
 
+#ifdef SPIN_RT_PROG
 /* Packet bitmap chunks of messages beyond their first 4096 packets (wire.h,
  * struct spin_msg_chunk): inserted by the packet that creates the message
  * state, deleted with it (spin_msg_free). */
@@ -369,6 +419,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct spin_proc);
 } spin_procs SEC(".maps");
+#endif
 
 /* Keys of spin_rings in read-only memory: a lookup with one of them takes
  * no stack, which the answering paths do not have to spare. */
@@ -449,6 +500,7 @@ const volatile __u32 spin_fin_slot SEC(SPIN_FIN_SECTION) = SPIN_MAX_PROCS;
 #define SPIN_SLOT_BARRED(s)	0	/* a handler: its maps confine it (lib/handler.c) */
 #endif
 
+#ifdef SPIN_RT_PROG
 /* The ring of the process that owns runtime portal pt, or NULL. */
 static __always_inline void *spin_ring_of(__u32 pt)
 {
@@ -482,6 +534,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct spin_waker);
 } spin_waker SEC(".maps");
+#endif
 
 /*
  * SPIN_NO_KFUNCS: the build for kernels whose XDP programs cannot call the
@@ -530,7 +583,8 @@ static __always_inline __u64 spin_auth_frame_tag(const struct spin_hdr *sh)
 
 #endif
 
-/* Handler entry programs, index = spin_me.handler - 1. */
+/* Handler entry programs, index = spin_me.handler - 1.  A handler program
+ * gets an empty one of its own (lib/handler.c): it tail-calls no other. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, SPIN_MAX_HANDLERS);
@@ -553,11 +607,19 @@ struct {
 
 #define SPIN_COUNT(st, field) do { if (st) (st)->field++; } while (0)
 
+#ifdef SPIN_RT_PROG
 static __always_inline struct spin_stats *spin_stats_get(void)
 {
 	__u32 k = 0;
 	return bpf_map_lookup_elem(&spin_stats, &k);
 }
+
+static __always_inline struct spin_tctx *spin_tctx_get(void)
+{
+	__u32 k = 0;
+	return bpf_map_lookup_elem(&spin_tctx, &k);
+}
+#endif
 
 static __always_inline struct spin_ctx *spin_ctx_get(void)
 {

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Runtime steps shared by the runtime programs (bpf/spin_rt.bpf.c) and the
- * handler entry programs (SPIN_HANDLERS in spin/handler.h): default
- * deposit, publishing the header handler's verdict and byte accounting.
- * Defined once here; both sides include it.  The finish step below
- * (counters, events, puts, answers) is the runtime object's only
- * (SPIN_RT_PROG): handler programs reach it through their finish stage.
+ * Runtime steps of the runtime programs (bpf/spin_rt.bpf.c) and the finish
+ * stage: default deposit, publishing the header handler's verdict, byte
+ * accounting, and the finish step (counters, events, puts, answers).  The
+ * runtime object's only (SPIN_RT_PROG): they use maps no handler program
+ * holds (spin_me, spin_msgs, spin_stats, ...), and handler programs reach
+ * them through their finish stage.  Handler objects get the return codes
+ * below only.
  */
 #ifndef SPIN_RT_COMMON_BPF_H
 #define SPIN_RT_COMMON_BPF_H
@@ -24,6 +25,46 @@
 #define SPIN_RC_PENDING		4	/* added to the above: *_PENDING */
 #define SPIN_RC_FAIL		8
 
+/*
+ * The header handler's verdict (c->hdr_rc) as this packet's phases:
+ * SPIN_MSG_RUNNING (with SPIN_MSGF_PROCEED in *flags for PROCEED) or
+ * SPIN_MSG_DROP.  The handler program's own (which phases it runs next)
+ * and its finish stage's (what it publishes), from the same hdr_rc.
+ */
+static __always_inline __u32 spin_hdr_verdict_f(struct spin_ctx *c, __u32 *flags)
+{
+	__u32 rc = c->hdr_rc;
+
+	if (rc >= SPIN_RC_PENDING && rc < SPIN_RC_FAIL)
+		rc -= SPIN_RC_PENDING;
+	switch (rc) {
+	case SPIN_RC_PROCEED:
+		c->phases = (c->phases & ~SPIN_PH_PAYLOAD) | SPIN_PH_DEPOSIT;
+		*flags = SPIN_MSGF_PROCEED;
+		return SPIN_MSG_RUNNING;
+	case SPIN_RC_SUCCESS:
+	case SPIN_RC_PROCESS_DATA:
+		*flags = 0;
+		return SPIN_MSG_RUNNING;
+	case SPIN_RC_FAIL:
+		c->fail = 1;
+		/* fall through */
+	default:	/* DROP or a bad return code */
+		c->phases &= ~(SPIN_PH_PAYLOAD | SPIN_PH_DEPOSIT);
+		c->msg_dropped = 1;
+		*flags = 0;
+		return SPIN_MSG_DROP;
+	}
+}
+
+static __always_inline void spin_hdr_verdict(struct spin_ctx *c)
+{
+	__u32 f;
+
+	spin_hdr_verdict_f(c, &f);
+}
+
+#ifdef SPIN_RT_PROG
 static __always_inline void spin_hcount(int slot)
 {
 	struct spin_stats *st = spin_stats_get();
@@ -33,38 +74,20 @@ static __always_inline void spin_hcount(int slot)
 }
 
 /*
- * After the header handler: turn its verdict into this packet's phases and
- * publish it to the message state (other packets of the message wait for
- * it).  The message state is published with an atomic exchange so the
- * flags are visible before the status.
+ * After the header handler (the finish stage): publish its verdict to the
+ * message state (other packets of the message wait for it).  The message
+ * state is published with an atomic exchange so the flags are visible
+ * before the status.
  */
 static __always_inline void spin_after_header(struct spin_ctx *c, struct spin_msg *m)
 {
-	__u32 rc = c->hdr_rc;
-	__u32 status = SPIN_MSG_RUNNING;
+	__u32 f, status = spin_hdr_verdict_f(c, &f);
 
-	if (rc >= SPIN_RC_PENDING && rc < SPIN_RC_FAIL)
-		rc -= SPIN_RC_PENDING;
-	switch (rc) {
-	case SPIN_RC_PROCEED:
-		c->phases = (c->phases & ~SPIN_PH_PAYLOAD) | SPIN_PH_DEPOSIT;
-		if (m)
-			m->flags |= SPIN_MSGF_PROCEED;
-		break;
-	case SPIN_RC_SUCCESS:
-	case SPIN_RC_PROCESS_DATA:
-		break;
-	case SPIN_RC_FAIL:
-		c->fail = 1;
-		/* fall through */
-	default:	/* DROP or a bad return code */
-		c->phases &= ~(SPIN_PH_PAYLOAD | SPIN_PH_DEPOSIT);
-		c->msg_dropped = 1;
-		status = SPIN_MSG_DROP;
-		break;
-	}
-	if (m)
+	if (m) {
+		if (f)
+			m->flags |= f;
 		__sync_lock_test_and_set(&m->status, status);
+	}
 }
 
 /*
@@ -182,9 +205,20 @@ static __always_inline void spin_msg_free(struct spin_msg_key *key)
 	if (m && (m->flags & SPIN_MSGF_MATCHED)) {
 		mi = m->me;
 		seq = m->me_seq;
+		/* its handlers' per-message state (if they made one), in
+		 * the map of its entry's slot: a finish stage's spin_mstate
+		 * is its slot's (or a shipped program's own); the runtime
+		 * finds the slot's in spin_mstates */
+		if (spin_fin_slot < SPIN_MAX_PROCS) {
+			bpf_map_delete_elem(&spin_mstate, key);
+		} else {
+			void *ms = bpf_map_lookup_elem(&spin_mstates,
+						       spin_slot_key(SPIN_MSGF_SLOT_OF(m->flags)));
+
+			if (ms)
+				bpf_map_delete_elem(ms, key);
+		}
 	}
-	/* its handlers' per-message state (if they made one) */
-	bpf_map_delete_elem(&spin_mstate, key);
 	if (bpf_map_delete_elem(&spin_msgs, key))
 		return;
 	s = bpf_map_lookup_elem(&spin_src, &key->src_rank);
@@ -236,11 +270,6 @@ static __always_inline void spin_account(struct spin_ctx *c, struct spin_msg *m)
 
 /* ------------------------------------------------------- finish -- */
 
-/* The rest is the finish stage's and the runtime's (bpf/spin_rt.bpf.c,
- * SPIN_RT_PROG): handler objects do not have it, nor the maps it uses
- * that no handler program may hold (spin_cfg, spin_peers, spin_auth,
- * spin_hgets; docs/security.md, "Handlers"). */
-#ifdef SPIN_RT_PROG
 
 static __always_inline void spin_fill_event(struct spin_event *e, __u32 kind, __u32 fail,
 					    const struct spin_ctx *c, const struct spin_me *me)

@@ -39,8 +39,16 @@
  *    spin_ctx.tgt_rank; handler objects do not declare spin_cfg,
  *    spin_peers or spin_auth (libspin refuses one that does); handler
  *    memory per process slot (libspin: slot 0's spin_hpu/spin_hpu_big,
- *    another's pinned as hpu<slot>/hpubig<slot>) */
-#define SPIN_ABI_VERSION	7
+ *    another's pinned as hpu<slot>/hpubig<slot>)
+ * 8: handler objects hold only their own and their slot's maps (spin_ctx,
+ *    spin_hscratch, spin_mstate_pc, spin_stages, their slot's spin_hpu,
+ *    spin_hpu_big, spin_host/spin_wins, spin_putq and spin_mstate: libspin
+ *    refuses one declaring any other); the header verdict, accounting and
+ *    the handler's counters go to the finish stage, which takes the
+ *    packet's identity from spin_tctx, not spin_ctx; spin_ctx carries the
+ *    entry's windows and hpu_size; spin_mstate per slot (spin_mstates);
+ *    SPIN_MSGF_SLOT */
+#define SPIN_ABI_VERSION	8
 #define SPIN_ABI_SECTION	".rodata.spin_abi"
 /* The runtime object's spin_fin_slot (maps.bpf.h): libspin sets it in the
  * finish stage it loads for a handler program */
@@ -827,6 +835,11 @@ enum spin_msg_status {
 #define SPIN_MSGF_NOMATCH	0x2	/* no entry matched: drop the rest */
 #define SPIN_MSGF_MATCHED	0x4	/* me and me_seq name the matched entry */
 #define SPIN_MSGF_ME_GONE	0x8	/* that entry went away: drop the rest */
+/* the process slot of the matched entry (its handlers' spin_mstate:
+ * spin_mstates[slot]), set with SPIN_MSGF_MATCHED */
+#define SPIN_MSGF_SLOT_SHIFT	24
+#define SPIN_MSGF_SLOT(s)	((__u32)((s) & (SPIN_MAX_PROCS - 1)) << SPIN_MSGF_SLOT_SHIFT)
+#define SPIN_MSGF_SLOT_OF(f)	(((f) >> SPIN_MSGF_SLOT_SHIFT) & (SPIN_MAX_PROCS - 1))
 
 struct spin_msg {
 	__u32	status;		/* enum spin_msg_status */
@@ -940,7 +953,9 @@ struct spin_put_req {
 };
 
 struct spin_ctx {
-	/* set by the runtime before the handler tail call */
+	/* set by the runtime before the handler tail call: the packet's
+	 * identity, phases .. tgt_rank (SPIN_CTX_ID_LEN bytes), which the
+	 * finish stage takes from spin_tctx, never from here */
 	__u32	phases;		/* SPIN_PH_* to run */
 	__u32	me;		/* index into spin_me */
 	__u32	pt;
@@ -956,7 +971,21 @@ struct spin_ctx {
 				 * (its slot's, spin_cfg.proc_rank; the header
 				 * handler's target_id): handler programs do not
 				 * hold spin_cfg */
-	/* set by the handler program */
+	/* of the entry (spin_me), for the handler program, which holds no
+	 * spin_me: its buffer and handler host memory in its slot's window
+	 * (the DMA calls' offsets) and the handler memory it asked for */
+	__u64	host_off, host_len;
+	__u64	hhost_off, hhost_len;
+	__u32	hpu_size;
+	/* counted by the handler program, added to spin_stats by the finish
+	 * stage (a handler program holds no spin_stats) */
+	__u32	h_oob;		/* DMA out of bounds (host_oob) */
+	__u32	h_put_failed;	/* put_failed */
+	__u32	h_put_over;	/* put_overflow */
+	__u64	h_dma_to;	/* dma_to_host_bytes */
+	__u64	h_dma_from;	/* dma_from_host_bytes */
+	/* set by the handler program (its outputs, each checked by the
+	 * finish stage where it is used) */
 	__u32	hdr_rc;		/* header handler return code */
 	__u32	pay_rc;
 	__u32	done;		/* this packet completed the message */
@@ -985,6 +1014,33 @@ struct spin_ctx {
 	__u8	scratch[SPIN_MAX_SEG];	/* payload of a put from local memory */
 	__u8	bounce[SPIN_MAX_DMA];	/* DMA to host from handler memory */
 };
+/*
+ * The runtime's copy of what it told a handler program (spin_tctx, one per
+ * CPU, a map no handler program holds): the packet's identity, spin_ctx's
+ * first SPIN_CTX_ID_LEN bytes (phases .. tgt_rank: entry, portal, offsets,
+ * lengths, message key, multi), copied as one block by the dispatch before
+ * the tail call, and the CPU's message id sequence.  The finish stage puts
+ * them back into spin_ctx before it uses any of them, so a handler that
+ * rewrote them there cannot make its stage deposit, account, complete or
+ * free another entry's or another slot's message (docs/security.md,
+ * "Handlers").
+ */
+#define SPIN_CTX_ID_LEN		56
+_Static_assert(__builtin_offsetof(struct spin_ctx, phases) == 0 &&
+	       __builtin_offsetof(struct spin_ctx, tgt_rank) + 4 == SPIN_CTX_ID_LEN,
+	       "spin_ctx's identity is its first SPIN_CTX_ID_LEN bytes");
+struct spin_tctx {
+	__u32	armed;		/* 1: a dispatch whose stage has not finished */
+	__u32	acct;		/* the stage accounted it (before a resume) */
+	__u64	id[SPIN_CTX_ID_LEN / 8];	/* spin_ctx phases .. tgt_rank */
+	__u32	msg_dropped;	/* the header verdict's (the stage's) */
+	__u32	done;		/* the stage's accounting */
+	__u32	dropped;	/* ... */
+	__u32	fail;		/* ... and deposit (kept across a resume) */
+	__u32	seq;		/* spin_ctx.seq at the dispatch */
+	__u32	pad;
+};
+
 #define SPIN_PH_HEADER		0x1
 #define SPIN_PH_PAYLOAD		0x2
 #define SPIN_PH_DEPOSIT		0x8	/* default deposit of this packet */

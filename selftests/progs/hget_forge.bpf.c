@@ -22,6 +22,7 @@ struct {
 struct hget_forge {
 	__u64 victim_me;
 	__u64 calls;
+	__u64 victim_seq;	/* the entry's seq (a handler holds no spin_me) */
 };
 
 __handler int hf_header(const ptl_header_t h, void *state)
@@ -29,15 +30,10 @@ __handler int hf_header(const ptl_header_t h, void *state)
 	struct hget_forge *s = state;
 	struct spin_hget_key k = { .rank = 3, .msg_id = HGET_FORGE_ID };
 	struct spin_hget g = { .host_off = SPIN_WIN_ADDR(0, 0), .len = 64 };
-	struct spin_me *me;
-	__u32 v = s->victim_me;
 
 	s->calls++;
-	me = bpf_map_lookup_elem(&spin_me, &v);
-	if (me) {
-		g.me = v;
-		g.me_seq = me->seq;
-	}
+	g.me = s->victim_me;
+	g.me_seq = s->victim_seq;
 	bpf_map_update_elem(&spin_hgets, &k, &g, BPF_ANY);
 	return PROCESS_DATA;
 }
