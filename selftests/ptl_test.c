@@ -2957,7 +2957,9 @@ static void c_shmem(void)
 	}
 	check_pat("matching NI: put on portal 0", mbuf, 512, 90 + (R + N - 1) % N);
 
-	/* 0b: a put to the last portal index of each NI */
+	/* 0b: a put to the last portal index of each NI (after every rank
+	 * took step 0's events: both steps post to meq) */
+	barrier("sh.p0");
 	fill(msrc + 1024, 700, 60 + R);
 	RC(PtlPut(mmd, 1024, 700, PTL_NO_ACK_REQ, rank_proc((R + 1) % N), (ptl_pt_index_t)lim.max_pt_index,
 		  9, 0, NULL, 0), PTL_OK);
