@@ -132,6 +132,41 @@ static int own_wins(struct spin_rt *rt, int win)
 }
 
 /*
+ * The loading handle's process slot's map of a per-slot kind: slot 0's is
+ * the runtime's map `base`, another slot's the inner map of the array of
+ * maps `outer` at the slot, made like `base` (spin_map_like) and put
+ * there the first time it is needed.  Called under the runtime's lock.
+ * An fd, or -1 with errno set.
+ */
+static int own_slot_map(struct spin_rt *rt, int base, int outer, const char *name)
+{
+	uint32_t k = rt->slot, id = 0;
+	int fd, e;
+
+	if (k >= SPIN_MAX_PROCS) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!k)
+		return dup(rt->map_fd[base]);
+	if (!bpf_map_lookup_elem(rt->map_fd[outer], &k, &id) && id) {
+		fd = bpf_map_get_fd_by_id(id);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+	}
+	fd = spin_map_like(rt->map_fd[base], name, 0);
+	if (fd < 0)
+		return -1;
+	if (bpf_map_update_elem(rt->map_fd[outer], &k, &fd, 0)) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * The queued puts (spin_putq) of the loading handle's process slot, for a
  * handler program and its finish stage: slot 0's is the runtime's
  * spin_putq, another slot's is made here the first time a handler program
@@ -143,30 +178,7 @@ static int own_wins(struct spin_rt *rt, int win)
  */
 static int own_putq(struct spin_rt *rt)
 {
-	uint32_t k = rt->slot, id = 0;
-	int fd, e;
-
-	if (k >= SPIN_MAX_PROCS) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (!k)
-		return dup(rt->map_fd[SPIN_M_PUTQ]);
-	if (!bpf_map_lookup_elem(rt->map_fd[SPIN_M_PUTQS], &k, &id) && id) {
-		fd = bpf_map_get_fd_by_id(id);
-		if (fd >= 0 || errno != ENOENT)
-			return fd;
-	}
-	fd = spin_map_like(rt->map_fd[SPIN_M_PUTQ], "spin_putq", 0);
-	if (fd < 0)
-		return -1;
-	if (bpf_map_update_elem(rt->map_fd[SPIN_M_PUTQS], &k, &fd, 0)) {
-		e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
+	return own_slot_map(rt, SPIN_M_PUTQ, SPIN_M_PUTQS, "spin_putq");
 }
 
 /*
@@ -182,30 +194,7 @@ static int own_putq(struct spin_rt *rt)
  */
 static int own_mstate(struct spin_rt *rt)
 {
-	uint32_t k = rt->slot, id = 0;
-	int fd, e;
-
-	if (k >= SPIN_MAX_PROCS) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (!k)
-		return dup(rt->map_fd[SPIN_M_MSTATE]);
-	if (!bpf_map_lookup_elem(rt->map_fd[SPIN_M_MSTATES], &k, &id) && id) {
-		fd = bpf_map_get_fd_by_id(id);
-		if (fd >= 0 || errno != ENOENT)
-			return fd;
-	}
-	fd = spin_map_like(rt->map_fd[SPIN_M_MSTATE], "spin_mstate", 0);
-	if (fd < 0)
-		return -1;
-	if (bpf_map_update_elem(rt->map_fd[SPIN_M_MSTATES], &k, &fd, 0)) {
-		e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
+	return own_slot_map(rt, SPIN_M_MSTATE, SPIN_M_MSTATES, "spin_mstate");
 }
 
 /* Name of a handler object without directory and .bpf.o / .o suffix. */
