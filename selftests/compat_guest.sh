@@ -25,8 +25,9 @@ if [ "${1:-}" = --pid1 ]; then
 	hostname spin-compat
 	ulimit -l unlimited
 	echo "compat-guest: kernel $(uname -r), $(nproc) CPUs"
-	bash -c "$(cat "$OUT/cmd")"
-	echo $? >"$OUT/rc"
+	# (a copy in OUT/log: the serial console ends its lines with CRs)
+	bash -c "$(cat "$OUT/cmd")" 2>&1 | tee "$OUT/log"
+	echo "${PIPESTATUS[0]}" >"$OUT/rc"
 	sync
 	echo o >/proc/sysrq-trigger
 	sleep 30

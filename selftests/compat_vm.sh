@@ -161,4 +161,8 @@ if [ -z "$rc" ]; then
 	exit 1
 fi
 echo "compat: guest $KVER finished in ${secs}s, exit $rc"
+# the guest's closing count once more, without the console's CR, as the
+# last line (run_tests.sh reads the last "N passed, ..." line)
+line=$(grep -aE '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$OUT/log" 2>/dev/null | tail -1)
+[ -n "$line" ] && echo "$line"
 exit "$rc"
