@@ -63,7 +63,7 @@ done
 
 # Debian 12's own kernel (6.1) under qemu: the demo and the unit and veth
 # suites run there too (selftests/compat_vm.sh, docs/kernels.md; about
-# 15 minutes under software emulation).  SPIN_TEST_COMPAT=0 leaves it out.
+# 13-18 minutes under software emulation).  SPIN_TEST_COMPAT=0 leaves it out.
 if [ "${SPIN_TEST_COMPAT:-1}" != 0 ]; then
 	run_suite linux-6.1 selftests/compat_vm.sh
 fi
