@@ -237,6 +237,9 @@ struct spin_pins {
  * and ns<inode>/ if needed; SPIN_PINS_CREATE: also create the interface's
  * directory, which must not exist (-SPIN_EEXIST without a message). */
 int spin_pins_open(const char *ifname, int mode, struct spin_pins *p);
+/* how long spin_open (and PtlNIInit after losing an attach race) waits
+ * for another process's attach to finish */
+#define SPIN_OPEN_WAIT_MS	10000
 void spin_pins_init(struct spin_pins *p);
 void spin_pins_close(struct spin_pins *p);
 /* The handlers/ directory below a pin directory, opened and checked. */

@@ -558,6 +558,29 @@ static uint32_t view_entries(struct ptl_ni *ni, int view)
 	return n;
 }
 
+/* Open the runtime another process attached while this one tried to:
+ * its pins appear one by one, and until the last one is there spin_open
+ * finds them incomplete (-SPIN_ENOENT; once they are, spin_open waits
+ * for its spin_cfg).  Waits while the interface's pin directory exists,
+ * up to SPIN_OPEN_WAIT_MS.  Beside stress-ng one of 16 ranks of
+ * ptl/mpirun_mproc opened too early and gave up. */
+static int attach_lost(struct ptl_ni *ni)
+{
+	struct spin_pins p;
+	int err, there;
+
+	for (int t = 0;; t++) {
+		err = spin_open(ni->ifname, &ni->rt);
+		if (err != -SPIN_ENOENT || t >= SPIN_OPEN_WAIT_MS / 10)
+			return err;
+		there = !spin_pins_open(ni->ifname, SPIN_PINS_OPEN, &p);
+		spin_pins_close(&p);
+		if (!there)
+			return err;
+		usleep(10000);
+	}
+}
+
 static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 		     struct ptl_ni **out)
 {
@@ -689,7 +712,7 @@ static int ni_create(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
 			char why[256];
 
 			snprintf(why, sizeof(why), "%s", spin_errmsg());
-			if (spin_open(ni->ifname, &ni->rt))
+			if (attach_lost(ni))
 				spin_seterr(SPIN_EEXIST, "%s", why);
 			else
 				err = 0;

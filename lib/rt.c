@@ -42,9 +42,6 @@
 
 #include "libspin_internal.h"
 
-/* how long spin_open waits for another process's attach to finish */
-#define SPIN_OPEN_WAIT_MS	10000
-
 const char *const spin_map_names[SPIN_M_MAX] = {
 	[SPIN_M_CFG]		= "spin_cfg",
 	[SPIN_M_STATS]		= "spin_stats",
