@@ -7872,7 +7872,9 @@ static void dedup_sources(void)
 		a.msg_id = next_id++;
 		mkpkt(&f, &a, sizeof(msg), 0, sizeof(msg), msg);
 		run(&f, NULL);
-		for (int k = 0; k < 1000 && stats().msgs_completed == before; k++) {
+		/* (2 s of retries in all: a runtime that refuses every
+		 * source fails here in seconds, not in an hour) */
+		while (again < 2000 && stats().msgs_completed == before) {
 			again++;
 			usleep(1000);
 			run(&f, NULL);
